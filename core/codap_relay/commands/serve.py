@@ -1,0 +1,42 @@
+"""``codap-relay serve``: the relay on uvicorn with the embedded store and the plugin page."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..settings import Settings, SettingsError
+from ..store import StoreUrlError
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser("serve", help="run the relay locally")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--store", help="memory:, sqlite:///ABS/PATH.db (default) or dynamodb://TABLE?endpoint_url=…")
+    p.add_argument("--cors-origin", help="comma-separated origins allowed to call the API from a browser")
+    p.add_argument("--log-level", default="INFO")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .. import logs
+    from ..local import create_app
+
+    logs.configure(args.log_level)
+    base = f"http://{args.host if ':' not in args.host else f'[{args.host}]'}:{args.port}"
+    try:
+        settings = Settings.from_env(relay_store=args.store, cors_origin=args.cors_origin, public_base_url=None)
+        app = create_app(settings)
+    except (SettingsError, StoreUrlError) as exc:
+        print(f"codap-relay: {exc}", file=sys.stderr)
+        return 2
+    print(f"codap-relay {settings.relay_store.split('?')[0]}", flush=True)
+    print(f"API:    {base}/", flush=True)
+    print(f"Plugin: {base}/plugin/", flush=True)
+    print(f"In CODAP: https://codap.concord.org/app/?di={base}/plugin/", flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_config=None, timeout_graceful_shutdown=3)
+    return 0

@@ -1,0 +1,142 @@
+"""One tree of domain errors.
+
+Every error carries a stable snake_case ``error`` code, a human message that says what was wrong and what
+to do, and data fields for callers that need them. Entry points (HTTP, MCP) map the *class* to their own
+status codes in one table each; nobody matches on message text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RelayError(Exception):
+    """Base of every error the core raises on purpose."""
+
+    error = "relay_error"
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+# --- bad input -------------------------------------------------------------------------------------------
+
+
+class BadInput(RelayError):
+    """The caller sent something malformed."""
+
+    error = "invalid_request"
+
+
+class InvalidCode(BadInput):
+    error = "invalid_code"
+
+
+class InvalidArguments(BadInput):
+    """Tool arguments do not validate against the tool's inputSchema."""
+
+    error = "invalid_arguments"
+
+    def __init__(self, message: str, *, tool: str, path: str, **data: Any) -> None:
+        super().__init__(message, tool=tool, path=path, **data)
+        self.tool = tool
+        self.path = path
+
+
+class UnknownTool(BadInput):
+    error = "unknown_tool"
+
+    def __init__(self, message: str, *, tool: str, available: list[str]) -> None:
+        super().__init__(message, tool=tool, available=available)
+        self.tool = tool
+        self.available = available
+
+
+class InvalidManifest(BadInput):
+    error = "invalid_manifest"
+
+
+class PayloadTooLarge(BadInput):
+    error = "payload_too_large"
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message, limit=limit)
+        self.limit = limit
+
+
+# --- authentication --------------------------------------------------------------------------------------
+
+
+class TokenMissing(RelayError):
+    error = "token_required"
+
+
+class TokenInvalid(RelayError):
+    error = "token_invalid"
+
+
+# --- state -----------------------------------------------------------------------------------------------
+
+
+class SessionNotFound(RelayError):
+    """Unknown, expired or ended session. The message tells the user to get a new code from the plugin."""
+
+    error = "session_not_found"
+
+    def __init__(self, message: str, *, reason: str = "unknown") -> None:
+        super().__init__(message, reason=reason)
+        self.reason = reason
+
+
+class RequestNotFound(RelayError):
+    error = "request_not_found"
+
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message, request_id=request_id)
+        self.request_id = request_id
+
+
+class DuplicateRequestId(RelayError):
+    error = "duplicate_request_id"
+
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message, request_id=request_id)
+        self.request_id = request_id
+
+
+class AlreadyAnswered(RelayError):
+    error = "already_answered"
+
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message, request_id=request_id)
+        self.request_id = request_id
+
+
+class CodeCollision(RelayError):
+    """A store refused a new session because the code exists. The service retries with a new code."""
+
+    error = "code_collision"
+
+
+# --- capacity --------------------------------------------------------------------------------------------
+
+
+class RateLimited(RelayError):
+    error = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: int, scope: str) -> None:
+        super().__init__(message, retry_after=retry_after, scope=scope)
+        self.retry_after = retry_after
+        self.scope = scope
+
+
+class StoreUnavailable(RelayError):
+    """The store failed or throttled; nothing was half-written. Safe to retry after ``retry_after`` seconds."""
+
+    error = "store_unavailable"
+
+    def __init__(self, message: str, *, retry_after: int = 1) -> None:
+        super().__init__(message, retry_after=retry_after)
+        self.retry_after = retry_after

@@ -1,0 +1,194 @@
+"""OpenAPI 3.1 document, generated from the pydantic models in schemas.py."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from .. import __version__
+from . import schemas as s
+
+MODELS: list[type[BaseModel]] = [
+    s.SessionCreate,
+    s.SessionCreated,
+    s.ToolRequest,
+    s.Queued,
+    s.ToolResponse,
+    s.Answered,
+    s.Result,
+    s.Pending,
+    s.Metadata,
+    s.SessionStatus,
+    s.SessionClosed,
+    s.ActivityLog,
+    s.ErrorBody,
+    s.Health,
+]
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ref(model)}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    text = {
+        400: "Invalid input; the message names the field",
+        401: "Browser token missing",
+        403: "Browser token wrong",
+        404: "Unknown or expired session or request",
+        409: "Conflicting reuse of an id",
+        413: "Body over the size limit; nothing stored",
+        429: "Rate limited; see Retry-After",
+        503: "Store unavailable; see Retry-After",
+    }
+    return {str(code): _json(s.ErrorBody, text[code]) for code in statuses}
+
+
+def _param(name: str, where: str, description: str, *, required: bool = False, schema: Any = None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": where,
+        "required": required,
+        "description": description,
+        "schema": schema or {"type": "string"},
+    }
+
+
+CODE_Q = _param(
+    "code",
+    "query",
+    "Pairing code shown in the CODAP plugin",
+    required=True,
+    schema={"type": "string", "pattern": "^[A-Za-z2-7 ]{8,}$"},
+)
+CODE_P = _param("code", "path", "Pairing code", required=True)
+WAIT_Q = _param(
+    "wait", "query", "Seconds to wait for the result (0-25)", schema={"type": "number", "minimum": 0, "maximum": 25}
+)
+BEARER: list[dict[str, list[str]]] = [{"browserToken": []}]
+
+
+@lru_cache(maxsize=8)
+def document(server_url: str = "") -> dict[str, Any]:
+    _, defs = models_json_schema([(m, "validation") for m in MODELS], ref_template="#/components/schemas/{model}")
+    paths: dict[str, Any] = {
+        "/api/sessions": {
+            "post": {
+                "operationId": "createSession",
+                "summary": "Open a session (the CODAP plugin does this) and get a pairing code",
+                "requestBody": {"content": {"application/json": {"schema": _ref(s.SessionCreate)}}},
+                "responses": {"201": _json(s.SessionCreated, "Session created"), **_errors(400, 413, 429, 503)},
+            }
+        },
+        "/api/sessions/{code}": {
+            "get": {
+                "operationId": "getSessionStatus",
+                "summary": "Is the session alive and is the plugin connected?",
+                "parameters": [CODE_P],
+                "responses": {"200": _json(s.SessionStatus, "Session status"), **_errors(400, 404, 429, 503)},
+            },
+            "delete": {
+                "operationId": "closeSession",
+                "summary": "End the session (plugin only)",
+                "parameters": [CODE_P],
+                "security": BEARER,
+                "responses": {"200": _json(s.SessionClosed, "Closed"), **_errors(400, 401, 403, 404, 503)},
+            },
+        },
+        "/api/sessions/{code}/log": {
+            "get": {
+                "operationId": "getActivityLog",
+                "summary": "The session's activity trace (plugin only)",
+                "parameters": [CODE_P, _param("full", "query", "1 to include arguments and results")],
+                "security": BEARER,
+                "responses": {"200": _json(s.ActivityLog, "Log"), **_errors(400, 401, 403, 404, 503)},
+            }
+        },
+        "/stream": {
+            "get": {
+                "operationId": "streamRequests",
+                "summary": "Server-sent events carrying tool requests to the plugin",
+                "parameters": [
+                    CODE_Q,
+                    _param("token", "query", "Browser token (when a header cannot be set)"),
+                    _param("lastEventId", "query", "Resume after this seq", schema={"type": "integer"}),
+                    _param("mode", "query", "stream (default) or poll", schema={"enum": ["stream", "poll"]}),
+                ],
+                "security": BEARER,
+                "responses": {
+                    "200": {
+                        "description": "Event stream",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(400, 401, 403, 404, 503),
+                },
+            }
+        },
+        "/request": {
+            "post": {
+                "operationId": "postToolRequest",
+                "summary": "Queue a tool call for CODAP (the LLM does this)",
+                "parameters": [WAIT_Q],
+                "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(s.ToolRequest)}}},
+                "responses": {
+                    "200": _json(s.Result, "Finished within ?wait"),
+                    "202": _json(s.Queued, "Durably queued"),
+                    **_errors(400, 404, 409, 413, 429, 503),
+                },
+            }
+        },
+        "/response": {
+            "post": {
+                "operationId": "postToolResponse",
+                "summary": "Answer a tool request (the plugin does this)",
+                "security": BEARER,
+                "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(s.ToolResponse)}}},
+                "responses": {"202": _json(s.Answered, "Stored"), **_errors(400, 401, 403, 404, 409, 413, 503)},
+            },
+            "get": {
+                "operationId": "getToolResponse",
+                "summary": "Read a tool call's result (the LLM does this); long-polls with ?wait",
+                "parameters": [CODE_Q, _param("id", "query", "Request id", required=True), WAIT_Q],
+                "responses": {
+                    "200": _json(s.Result, "Finished"),
+                    "202": _json(s.Pending, "Not finished yet"),
+                    **_errors(400, 404, 429, 503),
+                },
+            },
+        },
+        "/metadata": {
+            "get": {
+                "operationId": "getToolManifest",
+                "summary": "The session's tools with their JSON Schemas",
+                "parameters": [CODE_Q],
+                "responses": {"200": _json(s.Metadata, "Manifest"), **_errors(400, 404, 429, 503)},
+            }
+        },
+        "/healthz": {
+            "get": {"operationId": "health", "summary": "Liveness", "responses": {"200": _json(s.Health, "OK")}}
+        },
+    }
+    doc: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "codap-relay",
+            "version": __version__,
+            "description": "Relay between language models and a CODAP plugin. The LLM needs only the pairing "
+            "code; the plugin's endpoints also need the browser token.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": defs.get("$defs", {}),
+            "securitySchemes": {"browserToken": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+    if server_url:
+        doc["servers"] = [{"url": server_url}]
+    return doc

@@ -1,0 +1,246 @@
+"""Endpoint functions, grouped so each Lambda handler mounts only its own group."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from .. import __version__
+from ..clock import iso
+from ..codes import normalise_code
+from ..errors import BadInput
+from ..relay import Answer, Relay
+from . import schemas as s
+from .bodies import parse, read_json
+from .sse import encode
+
+
+def relay_of(request: Request) -> Relay:
+    relay: Relay = request.app.state.relay
+    return relay
+
+
+def client_ip(request: Request) -> str | None:
+    if relay_of(request).settings.trust_proxy:
+        forwarded = request.headers.get("x-forwarded-for")
+        if forwarded:
+            return forwarded.split(",")[0].strip()
+    return request.client.host if request.client else None
+
+
+def bearer_token(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    if auth[:7].lower() == "bearer " and auth[7:].strip():
+        return auth[7:].strip()
+    token = request.query_params.get("token")
+    return token or None
+
+
+def wait_param(request: Request) -> float | None:
+    raw = request.query_params.get("wait")
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadInput("`wait` must be a number of seconds (0 to 25).", field="wait") from None
+    if not 0 <= value <= relay_of(request).settings.max_wait_seconds:
+        raise BadInput(
+            f"`wait` must be between 0 and {relay_of(request).settings.max_wait_seconds:g} seconds.", field="wait"
+        )
+    return value
+
+
+def json_model(model: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(model.model_dump(mode="json", exclude_none=True), status_code=status)
+
+
+def answer_response(answer: Answer) -> JSONResponse:
+    if answer.response is not None:
+        r = answer.response
+        return JSONResponse({"id": r.id, "status": r.status, **r.body, "timestamp": iso(r.timestamp)}, status_code=200)
+    assert answer.request is not None
+    return JSONResponse({"id": answer.request.id, "status": answer.request.status}, status_code=202)
+
+
+# --- sessions --------------------------------------------------------------------------------------------
+
+
+async def create_session(request: Request) -> Response:
+    relay = relay_of(request)
+    body = parse(s.SessionCreate, await read_json(request, relay.settings.max_request_bytes))
+    tools = None if body.tools is None else [t.model_dump(exclude_none=True) for t in body.tools]
+    session, token = await relay.create_session(tools, client=client_ip(request))
+    request.state.metric = "SessionsCreated"
+    return json_model(
+        s.SessionCreated(
+            code=session.code,
+            ttl=relay.settings.session_ttl_seconds,
+            expiresAt=iso(session.expires_at),
+            browserToken=token,
+        ),
+        201,
+    )
+
+
+async def session_status(request: Request) -> Response:
+    relay = relay_of(request)
+    code = normalise_code(request.path_params["code"])
+    info = await relay.status(code, client=client_ip(request))
+    session = info["session"]
+    return json_model(
+        s.SessionStatus(
+            code=code,
+            ttl=max(0, int(session.expires_at - relay.now())),
+            expiresAt=iso(session.expires_at),
+            connected=info["connected"],
+            lastSeen=None if session.last_seen is None else iso(session.last_seen),
+            pending=info["pending"],
+        )
+    )
+
+
+async def delete_session(request: Request) -> Response:
+    code = normalise_code(request.path_params["code"])
+    failed = await relay_of(request).close_session(code, bearer_token(request))
+    return json_model(s.SessionClosed(code=code, status="closed", failedRequests=failed))
+
+
+async def session_log(request: Request) -> Response:
+    code = normalise_code(request.path_params["code"])
+    full = request.query_params.get("full") in ("1", "true", "yes")
+    entries = await relay_of(request).activity_log(code, bearer_token(request), full=full)
+    return JSONResponse({"code": code, "entries": entries})
+
+
+# --- stream ----------------------------------------------------------------------------------------------
+
+
+def cursor_param(request: Request) -> int | None:
+    raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
+    if raw is None or raw.strip() == "":
+        return None
+    raw = raw.strip()
+    if not raw.isdigit() or len(raw) > 18:
+        raise BadInput("Last-Event-ID must be the numeric id of the last tool-request event received.")
+    return int(raw)
+
+
+async def stream(request: Request) -> Response:
+    relay = relay_of(request)
+    code = normalise_code(request.query_params.get("code"))
+    mode = request.query_params.get("mode", "stream")
+    if mode not in ("stream", "poll"):
+        raise BadInput("`mode` must be `stream` (default) or `poll`.", field="mode")
+    events = await relay.stream(code, bearer_token(request), cursor_param(request), poll=mode == "poll")
+
+    async def body() -> Any:
+        async for event in events:
+            yield encode(event)
+
+    return StreamingResponse(
+        body(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"},
+    )
+
+
+# --- requests and responses ------------------------------------------------------------------------------
+
+
+async def post_request(request: Request) -> Response:
+    relay = relay_of(request)
+    wait = wait_param(request)
+    body = parse(s.ToolRequest, await read_json(request, relay.settings.max_request_bytes))
+    code = normalise_code(body.code)
+    client = client_ip(request)
+    record, _created = await relay.submit(code, body.tool, body.args, body.id, client=client)
+    request.state.metric = "RequestsQueued"
+    if wait:
+        answer = await relay.wait_answer(code, record.id, wait, client=client)
+        if answer.done:
+            return answer_response(answer)
+        assert answer.request is not None
+        record = answer.request
+    return JSONResponse({"id": record.id, "status": record.status, "seq": record.seq}, status_code=202)
+
+
+async def post_response(request: Request) -> Response:
+    relay = relay_of(request)
+    body = parse(s.ToolResponse, await read_json(request, relay.settings.max_response_bytes))
+    code = normalise_code(body.code)
+    error = None if body.error is None else body.error.model_dump(exclude_none=True)
+    stored = await relay.respond(code, bearer_token(request), body.id, result=body.result, error=error)
+    request.state.metric = "ResponsesCompleted"
+    return JSONResponse({"id": stored.id, "status": stored.status}, status_code=202)
+
+
+async def get_response(request: Request) -> Response:
+    relay = relay_of(request)
+    code = normalise_code(request.query_params.get("code"))
+    request_id = request.query_params.get("id")
+    if not request_id:
+        raise BadInput("`id` is required: the request id that POST /request returned.", field="id")
+    wait = wait_param(request)
+    client = client_ip(request)
+    if wait:
+        answer = await relay.wait_answer(code, request_id, wait, client=client)
+    else:
+        answer = await relay.answer(code, request_id, client=client)
+    return answer_response(answer)
+
+
+async def metadata(request: Request) -> Response:
+    code = normalise_code(request.query_params.get("code"))
+    return JSONResponse(await relay_of(request).metadata(code, client=client_ip(request)))
+
+
+# --- misc ------------------------------------------------------------------------------------------------
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok", "version": __version__})
+
+
+async def openapi(request: Request) -> Response:
+    from .openapi import document
+
+    return JSONResponse(document(str(request.base_url).rstrip("/")))
+
+
+async def index(request: Request) -> Response:
+    base = str(request.base_url).rstrip("/")
+    return JSONResponse(
+        {
+            "name": "codap-relay",
+            "version": __version__,
+            "plugin": f"{base}/plugin/",
+            "openapi": f"{base}/openapi.json",
+            "health": f"{base}/healthz",
+        }
+    )
+
+
+GROUPS: dict[str, list[BaseRoute]] = {
+    "sessions": [
+        Route("/api/sessions", create_session, methods=["POST"]),
+        Route("/api/sessions/{code}", session_status, methods=["GET"]),
+        Route("/api/sessions/{code}", delete_session, methods=["DELETE"]),
+        Route("/api/sessions/{code}/log", session_log, methods=["GET"]),
+    ],
+    "stream": [Route("/stream", stream, methods=["GET"])],
+    "request": [Route("/request", post_request, methods=["POST"])],
+    "response": [
+        Route("/response", post_response, methods=["POST"]),
+        Route("/response", get_response, methods=["GET"]),
+    ],
+    "metadata": [Route("/metadata", metadata, methods=["GET"])],
+    "meta": [
+        Route("/", index, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
+    ],
+}

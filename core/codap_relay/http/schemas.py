@@ -1,0 +1,134 @@
+"""Request and response bodies as pydantic models: they validate input at the edge and generate OpenAPI."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolSpec(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str = Field(pattern=r"^[A-Za-z0-9_]{1,64}$")
+    description: str = ""
+    inputSchema: dict[str, Any]
+    title: str | None = None
+
+
+class SessionCreate(_Body):
+    tools: list[ToolSpec] | None = Field(
+        None, description="The plugin's own tool manifest; default: the six CODAP tools."
+    )
+
+
+class SessionCreated(BaseModel):
+    code: str = Field(description="8-character pairing code to give to the LLM.")
+    ttl: int = Field(description="Seconds until the code expires unless the plugin keeps it alive.")
+    expiresAt: str
+    browserToken: str = Field(description="Secret for the plugin's role; send as Authorization: Bearer.")
+
+
+class ToolRequest(_Body):
+    code: str = Field(description="The pairing code shown in the CODAP plugin.")
+    id: str | None = Field(None, description="Your request id (UUID or [A-Za-z0-9_-]{1,64}); generated if absent.")
+    tool: str = Field(description="Tool name from GET /metadata.")
+    args: dict[str, Any] = Field(default_factory=dict, description="Arguments matching the tool's inputSchema.")
+
+
+class Queued(BaseModel):
+    id: str
+    status: Literal["queued", "delivered", "completed", "failed"]
+    seq: int
+
+
+class ErrorInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    message: str
+    code: str | None = None
+
+
+class ToolResponse(_Body):
+    code: str
+    id: str
+    result: Any = None
+    error: ErrorInfo | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ToolResponse:
+        has_result = "result" in self.model_fields_set
+        if has_result == (self.error is not None):
+            raise ValueError("send exactly one of `result` or `error`")
+        return self
+
+
+class Answered(BaseModel):
+    id: str
+    status: Literal["completed", "failed"]
+
+
+class Result(BaseModel):
+    id: str
+    status: Literal["completed", "failed"]
+    result: Any = None
+    error: ErrorInfo | None = None
+    timestamp: str
+
+
+class Pending(BaseModel):
+    id: str
+    status: Literal["queued", "delivered"]
+
+
+class Metadata(BaseModel):
+    version: str
+    tools: list[ToolSpec]
+
+
+class SessionStatus(BaseModel):
+    code: str
+    ttl: int
+    expiresAt: str
+    connected: bool
+    lastSeen: str | None
+    pending: int
+
+
+class SessionClosed(BaseModel):
+    code: str
+    status: Literal["closed"]
+    failedRequests: int
+
+
+class LogEntry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    seq: int
+    id: str
+    tool: str
+    status: str
+    queuedAt: float
+    deliveredAt: float | None
+    completedAt: float | None
+    latencyMs: float | None
+    error: str | None
+
+
+class ActivityLog(BaseModel):
+    code: str
+    entries: list[LogEntry]
+
+
+class ErrorBody(BaseModel):
+    error: str = Field(description="snake_case error code")
+    message: str = Field(description="What was wrong and what to do")
+    code: int = Field(description="HTTP status")
+    correlationId: str
+    path: str | None = None
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    version: str

@@ -1,0 +1,196 @@
+"""Tool manifests: the default one from the contract, checks for plugin-supplied ones, argument validation."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, best_match
+
+from .errors import InvalidArguments, InvalidManifest, UnknownTool
+from .records import canonical_json
+
+MANIFEST_VERSION = "1.0.0"
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
+MAX_TOOLS = 64
+
+DEFAULT_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "create_codap_dataset",
+        "description": "Create a new dataset in CODAP with specified data",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "datasetName": {"type": "string", "description": "Name for the dataset in CODAP"},
+                "dataType": {
+                    "type": "string",
+                    "enum": ["random_numbers", "sample_students", "time_series", "custom"],
+                    "description": "Type of data to generate",
+                },
+                "recordCount": {
+                    "type": "number",
+                    "minimum": 1,
+                    "maximum": 1000,
+                    "description": "Number of records to generate",
+                },
+                "customData": {
+                    "type": "array",
+                    "description": "Custom data array (only used when dataType is 'custom')",
+                    "items": {"type": "object"},
+                },
+            },
+            "required": ["datasetName", "dataType", "recordCount"],
+        },
+    },
+    {
+        "name": "create_codap_graph",
+        "description": "Create a graph/visualization in CODAP",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "datasetName": {"type": "string", "description": "Name of the dataset to visualize"},
+                "graphType": {
+                    "type": "string",
+                    "enum": ["scatterplot", "histogram", "bar_chart", "line_graph"],
+                    "description": "Type of graph to create",
+                },
+                "xAttribute": {"type": "string", "description": "Attribute for X-axis"},
+                "yAttribute": {
+                    "type": "string",
+                    "description": "Attribute for Y-axis (optional for some graph types)",
+                },
+                "title": {"type": "string", "description": "Title for the graph"},
+            },
+            "required": ["datasetName", "graphType", "xAttribute"],
+        },
+    },
+    {
+        "name": "add_codap_cases",
+        "description": "Add new cases (rows) to an existing CODAP dataset",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "datasetName": {"type": "string", "description": "Name of the existing dataset"},
+                "cases": {"type": "array", "description": "Array of case objects to add", "items": {"type": "object"}},
+            },
+            "required": ["datasetName", "cases"],
+        },
+    },
+    {
+        "name": "get_codap_datasets",
+        "description": "Get list of all datasets currently in CODAP",
+        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
+    },
+    {
+        "name": "get_codap_status",
+        "description": "Get current status and information from CODAP",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "includeDatasets": {
+                    "type": "boolean",
+                    "description": "Whether to include dataset information",
+                    "default": True,
+                },
+                "includeComponents": {
+                    "type": "boolean",
+                    "description": "Whether to include component information",
+                    "default": True,
+                },
+            },
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "export_codap_data",
+        "description": "Export data from CODAP in various formats",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "datasetName": {"type": "string", "description": "Name of the dataset to export"},
+                "format": {
+                    "type": "string",
+                    "enum": ["json", "csv", "tsv"],
+                    "description": "Export format",
+                    "default": "json",
+                },
+                "includeMetadata": {
+                    "type": "boolean",
+                    "description": "Whether to include metadata in export",
+                    "default": False,
+                },
+            },
+            "required": ["datasetName"],
+        },
+    },
+]
+
+
+def check_manifest(tools: Any) -> list[dict[str, Any]]:
+    """Validate a plugin-supplied manifest; returns it unchanged or raises InvalidManifest saying what to fix."""
+    if not isinstance(tools, list) or not tools:
+        raise InvalidManifest("`tools` must be a non-empty array of {name, description, inputSchema} objects.")
+    if len(tools) > MAX_TOOLS:
+        raise InvalidManifest(f"`tools` may hold at most {MAX_TOOLS} tools; this one has {len(tools)}.")
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        where = f"tools[{i}]"
+        if not isinstance(tool, dict):
+            raise InvalidManifest(f"{where} must be an object with name, description and inputSchema.")
+        name = tool.get("name")
+        if not isinstance(name, str) or not TOOL_NAME_RE.match(name):
+            raise InvalidManifest(f"{where}.name must be 1-64 letters, digits or underscores.", path=f"{where}.name")
+        if name in seen:
+            raise InvalidManifest(f"{where}.name {name!r} appears twice; tool names must be unique.")
+        seen.add(name)
+        if not isinstance(tool.get("description", ""), str):
+            raise InvalidManifest(f"{where}.description must be a string.", path=f"{where}.description")
+        schema = tool.get("inputSchema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            raise InvalidManifest(
+                f'{where}.inputSchema must be a JSON Schema with "type": "object".', path=f"{where}.inputSchema"
+            )
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            raise InvalidManifest(
+                f"{where}.inputSchema is not a valid JSON Schema: {exc.message}", path=f"{where}.inputSchema"
+            ) from exc
+    return tools
+
+
+@lru_cache(maxsize=1024)
+def _validator(schema_json: str) -> Draft202012Validator:
+    import json
+
+    return Draft202012Validator(json.loads(schema_json))
+
+
+def find_tool(tools: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    for tool in tools:
+        if tool["name"] == name:
+            return tool
+    available = [t["name"] for t in tools]
+    raise UnknownTool(
+        f"Tool {name!r} is not offered by this CODAP session. Available tools: {', '.join(available)}. "
+        "Read GET /metadata for their schemas.",
+        tool=name,
+        available=available,
+    )
+
+
+def validate_args(tool: dict[str, Any], args: Any) -> None:
+    """Raise InvalidArguments naming the failing path (e.g. ``args.recordCount``) and the rule it broke."""
+    validator = _validator(canonical_json(tool["inputSchema"]))
+    error = best_match(validator.iter_errors(args))
+    if error is None:
+        return
+    path = "args" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    raise InvalidArguments(
+        f"Invalid arguments for {tool['name']}: {path}: {error.message}. "
+        "Fix the arguments to match the tool's inputSchema (GET /metadata) and send again.",
+        tool=tool["name"],
+        path=path,
+    )

@@ -1,0 +1,84 @@
+"""What the stores keep: sessions, requests and responses, as plain dataclasses."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+RequestStatus = Literal["queued", "delivered", "completed", "failed"]
+PENDING: tuple[RequestStatus, ...] = ("queued", "delivered")
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fingerprint(value: Any) -> str:
+    """Stable hash of a JSON value: how idempotent retries are told from conflicting reuse of an id."""
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    code: str
+    token_hash: str
+    created_at: float
+    expires_at: float
+    tools: list[dict[str, Any]] | None = None  # None: the default manifest
+    last_seq: int = 0  # highest seq handed out; seqs are 1..last_seq with no gaps
+    last_seen: float | None = None  # last sign of life from the plugin
+    consumer: str | None = None  # id of the stream that owns delivery (newest wins)
+    closed_at: float | None = None
+
+    def with_(self, **changes: Any) -> SessionRecord:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    code: str
+    seq: int
+    id: str
+    tool: str
+    args: dict[str, Any]
+    fingerprint: str
+    created_at: float
+    expires_at: float
+    status: RequestStatus = "queued"
+    delivered_at: float | None = None
+    completed_at: float | None = None
+    error_code: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.status in PENDING
+
+    def with_(self, **changes: Any) -> RequestRecord:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ResponseRecord:
+    code: str
+    id: str
+    status: Literal["completed", "failed"]
+    body: dict[str, Any]  # {"result": ...} or {"error": {...}}
+    fingerprint: str
+    timestamp: float
+    expires_at: float
+    error_code: str | None = None
+
+
+@dataclass(frozen=True)
+class NewRequest:
+    """What the service asks a store to append; the store assigns ``seq``."""
+
+    id: str
+    tool: str
+    args: dict[str, Any]
+    fingerprint: str
+    created_at: float
+    expires_at: float
+    extra: dict[str, Any] = field(default_factory=dict)

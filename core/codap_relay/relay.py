@@ -1,0 +1,518 @@
+"""The relay's behaviour, independent of HTTP, Lambda or storage backend.
+
+LLM role (pairing code only): submit requests, read responses, metadata, session status.
+Plugin role (code + browser token): stream, answer, read the activity log, end the session.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from .clock import Clock, IdFactory, SystemClock, uuid_ids
+from .codes import CodeFactory, hash_token, new_code, new_token, token_matches
+from .errors import (
+    AlreadyAnswered,
+    BadInput,
+    CodeCollision,
+    DuplicateRequestId,
+    RateLimited,
+    RequestNotFound,
+    SessionNotFound,
+    StoreUnavailable,
+    TokenInvalid,
+    TokenMissing,
+)
+from .manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest, find_tool, validate_args
+from .notify import Notifier
+from .observe import NullObserver, Observer
+from .records import NewRequest, RequestRecord, ResponseRecord, SessionRecord, fingerprint
+from .settings import Settings
+from .store.base import Store
+
+T = TypeVar("T")
+REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+CODE_ATTEMPTS = 8
+RATE_WINDOW_SECONDS = 60
+
+
+class RequestExpired(RequestNotFound):
+    error = "request_expired"
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One server-sent event. ``event`` None means a bare ``retry:`` preamble."""
+
+    event: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    retry_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the LLM reads back: a response (done) or the request's current state (not yet)."""
+
+    request: RequestRecord | None
+    response: ResponseRecord | None
+
+    @property
+    def done(self) -> bool:
+        return self.response is not None
+
+
+class Relay:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        ids: IdFactory = uuid_ids,
+        codes: CodeFactory = new_code,
+        tokens: Callable[[], str] = new_token,
+        notifier: Notifier | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock or SystemClock()
+        self.ids = ids
+        self.codes = codes
+        self.tokens = tokens
+        self.notifier = notifier or Notifier()
+        self.observer: Observer = observer or NullObserver()
+        self._blocked: dict[str, float] = {}  # client -> refused until (guessing guard)
+
+    # --- plumbing ---------------------------------------------------------------------------------------
+
+    async def _io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a store call off the event loop when it blocks; map unexpected store failures to 503."""
+        try:
+            if self.store.blocking:
+                return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+            return fn(*args, **kwargs)
+        except (BadInput, SessionNotFound, CodeCollision, StoreUnavailable):
+            raise
+        except Exception as exc:  # a store bug or outage must not become a 500 with a half-written state
+            if getattr(exc, "relay_passthrough", False):
+                raise
+            raise StoreUnavailable(
+                "The relay's store is unavailable right now; nothing was changed. Retry in a moment.",
+                retry_after=1,
+            ) from exc
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def _wait_slice(self, remaining: float) -> float:
+        """How long to sleep before re-reading: the full time if writes are pushed here, else one poll."""
+        if self.store.pushes:
+            return remaining
+        return min(remaining, self.settings.poll_interval_seconds)
+
+    # --- rate limits ------------------------------------------------------------------------------------
+
+    async def admit(self, scope: str, key: str, limit: int) -> None:
+        """Fixed one-minute windows: exactly ``limit`` calls per window pass, the rest get RateLimited."""
+        now = self.now()
+        window = int(now // RATE_WINDOW_SECONDS)
+        window_end = (window + 1) * RATE_WINDOW_SECONDS
+        count = await self._io(self.store.incr_counter, f"rl:{scope}:{key}:{window}", float(window_end), now)
+        if count > limit:
+            self.observer.rate_limited(scope)
+            retry = max(1, int(window_end - now + 0.999))
+            raise RateLimited(
+                f"Too many {scope} requests: the limit is {limit} per minute. Wait {retry} s and try again.",
+                retry_after=retry,
+                scope=scope,
+            )
+
+    async def _count_unknown_code(self, client: str | None) -> None:
+        """Count a lookup of an unknown code; past the limit, this client is refused all code lookups."""
+        if client is None:
+            return
+        try:
+            await self.admit("unknown-code", client, self.settings.guess_limit_per_ip)
+        except RateLimited as exc:
+            # The counter lives in the shared store, so every instance trips on its own next miss; this
+            # process-local mark makes known codes refused too, so 429-vs-200 is no oracle for a guesser.
+            self._blocked[client] = self.now() + exc.retry_after
+            raise
+
+    def _check_blocked(self, client: str | None) -> None:
+        until = self._blocked.get(client) if client is not None else None
+        if until is None:
+            return
+        now = self.now()
+        if until <= now:
+            del self._blocked[client]  # type: ignore[arg-type]
+            return
+        raise RateLimited(
+            "Too many unknown pairing codes from this address. Wait, then check the code shown in the CODAP plugin.",
+            retry_after=max(1, int(until - now + 0.999)),
+            scope="unknown-code",
+        )
+
+    # --- sessions ---------------------------------------------------------------------------------------
+
+    async def create_session(
+        self, tools: list[dict[str, Any]] | None = None, *, client: str | None = None
+    ) -> tuple[SessionRecord, str]:
+        """Returns the session and its browser token (shown once, stored only as a hash)."""
+        if tools is not None:
+            check_manifest(tools)
+        if client is not None:
+            await self.admit("session", client, self.settings.rate_limit_session_per_ip)
+        token = self.tokens()
+        now = self.now()
+        for _ in range(CODE_ATTEMPTS):
+            session = SessionRecord(
+                code=self.codes(),
+                token_hash=hash_token(token),
+                created_at=now,
+                expires_at=now + self.settings.session_ttl_seconds,
+                tools=tools,
+            )
+            try:
+                await self._io(self.store.create_session, session)
+            except CodeCollision:
+                continue
+            self.observer.session_created()
+            return session, token
+        raise StoreUnavailable("Could not find a free pairing code; try again.", retry_after=1)
+
+    async def _load(self, code: str) -> SessionRecord:
+        session = await self._io(self.store.get_session, code)
+        if session is None:
+            raise SessionNotFound(
+                "No CODAP session has this pairing code. Check the code, or open the codap-relay plugin "
+                "in CODAP and use the code it shows.",
+                reason="unknown",
+            )
+        if session.closed_at is not None:
+            raise SessionNotFound(
+                "This CODAP session was ended in the plugin. Ask the user for the new code the plugin shows.",
+                reason="closed",
+            )
+        if session.expires_at <= self.now():
+            raise SessionNotFound(
+                "This pairing code has expired (the plugin was closed or lost its connection). Ask the user "
+                "to open the codap-relay plugin in CODAP and share the new code.",
+                reason="expired",
+            )
+        return session
+
+    async def session_for_llm(self, code: str, *, client: str | None = None) -> SessionRecord:
+        """The LLM role: the code alone. Unknown codes count towards the guessing guard."""
+        self._check_blocked(client)
+        try:
+            return await self._load(code)
+        except SessionNotFound as exc:
+            if exc.reason == "unknown":
+                await self._count_unknown_code(client)
+            raise
+
+    async def session_for_plugin(self, code: str, token: str | None) -> SessionRecord:
+        """The plugin role: code plus browser token (unless REQUIRE_BROWSER_TOKEN=false)."""
+        session = await self._load(code)
+        if not self.settings.require_browser_token and not token:
+            return session
+        if not token:
+            raise TokenMissing(
+                "This endpoint is for the CODAP plugin and needs the session's browser token "
+                "(Authorization: Bearer <browserToken>, or ?token= for EventSource)."
+            )
+        if not token_matches(token, session.token_hash):
+            raise TokenInvalid("The browser token does not belong to this session. Open a new session in the plugin.")
+        return session
+
+    def manifest(self, session: SessionRecord) -> list[dict[str, Any]]:
+        return session.tools if session.tools is not None else DEFAULT_TOOLS
+
+    async def metadata(self, code: str, *, client: str | None = None) -> dict[str, Any]:
+        session = await self.session_for_llm(code, client=client)
+        return {"version": MANIFEST_VERSION, "tools": self.manifest(session)}
+
+    def is_connected(self, session: SessionRecord) -> bool:
+        return session.last_seen is not None and self.now() - session.last_seen <= self.settings.connected_grace_seconds
+
+    async def status(self, code: str, *, client: str | None = None) -> dict[str, Any]:
+        session = await self.session_for_llm(code, client=client)
+        pending = await self._io(self.store.pending_requests, code, 0, self.now())
+        return {
+            "session": session,
+            "connected": self.is_connected(session),
+            "pending": len(pending),
+        }
+
+    async def touch(self, session: SessionRecord, *, consumer: str | None = None) -> None:
+        """A sign of life from the plugin: slide the expiry and record when it was seen."""
+        now = self.now()
+        await self._io(
+            self.store.update_session,
+            session.code,
+            expires_at=now + self.settings.session_ttl_seconds,
+            last_seen=now,
+            consumer=consumer,
+        )
+
+    async def close_session(self, code: str, token: str | None) -> int:
+        """End the session: the stream gets ``closed`` and every pending request fails with session_closed."""
+        session = await self.session_for_plugin(code, token)
+        now = self.now()
+        await self._io(self.store.update_session, code, closed_at=now)
+        failed = 0
+        for request in await self._io(self.store.pending_requests, code, 0, now):
+            error = {"code": "session_closed", "message": "The CODAP session was ended before this request ran."}
+            _, stored = await self._io(self.store.complete_request, self._response(session, request.id, error=error))
+            failed += int(stored)
+        self.notifier.notify(code)
+        return failed
+
+    # --- requests (LLM) ---------------------------------------------------------------------------------
+
+    async def submit(
+        self,
+        code: str,
+        tool: str,
+        args: Any,
+        request_id: str | None = None,
+        *,
+        client: str | None = None,
+    ) -> tuple[RequestRecord, bool]:
+        """Validate and durably queue a tool request. Returns (record, created); a retry returns (existing, False)."""
+        if request_id is not None and (not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id)):
+            raise BadInput(
+                "`id` must be a UUID or 1-64 letters, digits, '-' or '_'; leave it out to have one generated.",
+                field="id",
+            )
+        session = await self.session_for_llm(code, client=client)
+        if client is not None:
+            await self.admit("request", f"{client}:{code}", self.settings.rate_limit_request_per_code)
+        spec = find_tool(self.manifest(session), tool)
+        validate_args(spec, args)
+        now = self.now()
+        rid = request_id or self.ids()
+        new = NewRequest(
+            id=rid,
+            tool=tool,
+            args=args,
+            fingerprint=fingerprint({"tool": tool, "args": args}),
+            created_at=now,
+            expires_at=now + self.settings.request_ttl_seconds,
+        )
+        record, created = await self._io(self.store.add_request, code, new)
+        if not created and record.fingerprint != new.fingerprint:
+            raise DuplicateRequestId(
+                f"Request id {rid!r} was already used for a different tool call in this session. "
+                "Use a new id (or none) for a new request; resend identical content to retry.",
+                request_id=rid,
+            )
+        if created:
+            self.notifier.notify(code)
+            self.observer.request_queued(tool)
+        return record, created
+
+    async def answer(self, code: str, request_id: str, *, client: str | None = None) -> Answer:
+        """The LLM's view of one request. Needs no live session: results outlive the pairing code."""
+        if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
+            raise BadInput("`id` must be the request id that POST /request returned.", field="id")
+        self._check_blocked(client)
+        response = await self._io(self.store.get_response, code, request_id)
+        now = self.now()
+        if response is not None and response.expires_at > now:
+            return Answer(None, response)
+        request = await self._io(self.store.get_request, code, request_id)
+        if request is None or response is not None:
+            if request is None and await self._io(self.store.get_session, code) is None:
+                await self._count_unknown_code(client)
+            raise RequestNotFound(
+                f"No request {request_id!r} in this session (wrong id or code, or its result has expired).",
+                request_id=request_id,
+            )
+        if request.expires_at <= now:
+            raise RequestExpired(
+                f"Request {request_id!r} expired after {self.settings.request_ttl_seconds} s without an answer: "
+                "the CODAP plugin was not there to run it. Check GET /api/sessions/{code} and send it again.",
+                request_id=request_id,
+            )
+        return Answer(request, None)
+
+    async def wait_answer(self, code: str, request_id: str, wait: float, *, client: str | None = None) -> Answer:
+        """Long-poll: return as soon as the answer lands, or the current state after ``wait`` seconds."""
+        wait = max(0.0, min(wait, self.settings.max_wait_seconds))
+        deadline = time.monotonic() + wait
+        with self.notifier.listen(code) as listener:
+            while True:
+                current = await self.answer(code, request_id, client=client)
+                remaining = deadline - time.monotonic()
+                if current.done or remaining <= 0:
+                    return current
+                await listener.wait(self._wait_slice(remaining))
+
+    # --- responses (plugin) -----------------------------------------------------------------------------
+
+    def _response(
+        self, session: SessionRecord, request_id: str, *, result: Any = None, error: dict[str, Any] | None = None
+    ) -> ResponseRecord:
+        now = self.now()
+        body: dict[str, Any] = {"error": error} if error is not None else {"result": result}
+        error_code = None
+        if error is not None:
+            raw = error.get("code")
+            error_code = raw if isinstance(raw, str) and raw else "plugin_error"
+        return ResponseRecord(
+            code=session.code,
+            id=request_id,
+            status="failed" if error is not None else "completed",
+            body=body,
+            fingerprint=fingerprint(body),
+            timestamp=now,
+            expires_at=now + self.settings.response_ttl_seconds,
+            error_code=error_code,
+        )
+
+    async def respond(
+        self,
+        code: str,
+        token: str | None,
+        request_id: str,
+        *,
+        result: Any = None,
+        error: dict[str, Any] | None = None,
+    ) -> ResponseRecord:
+        session = await self.session_for_plugin(code, token)
+        if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
+            raise BadInput("`id` must be the id of the tool-request event being answered.", field="id")
+        request = await self._io(self.store.get_request, code, request_id)
+        if request is None:
+            raise RequestNotFound(
+                f"This session has no request {request_id!r}; answer only the ids the stream delivered.",
+                request_id=request_id,
+            )
+        if request.expires_at <= self.now() and request.pending:
+            raise RequestExpired(
+                f"Request {request_id!r} expired before it was answered; the LLM was told so.",
+                request_id=request_id,
+            )
+        response = self._response(session, request_id, result=result, error=error)
+        stored, fresh = await self._io(self.store.complete_request, response)
+        if not fresh and stored.fingerprint != response.fingerprint:
+            raise AlreadyAnswered(
+                f"Request {request_id!r} was already answered with a different result; the first answer stands.",
+                request_id=request_id,
+            )
+        if fresh:
+            self.notifier.notify(code)
+            self.observer.response_completed(stored.status, (stored.timestamp - request.created_at) * 1000)
+        await self.touch(session)
+        return stored
+
+    async def activity_log(self, code: str, token: str | None, *, full: bool = False) -> list[dict[str, Any]]:
+        await self.session_for_plugin(code, token)
+        entries: list[dict[str, Any]] = []
+        for r in await self._io(self.store.list_requests, code):
+            entry: dict[str, Any] = {
+                "seq": r.seq,
+                "id": r.id,
+                "tool": r.tool,
+                "status": "expired" if r.pending and r.expires_at <= self.now() else r.status,
+                "queuedAt": r.created_at,
+                "deliveredAt": r.delivered_at,
+                "completedAt": r.completed_at,
+                "latencyMs": None if r.completed_at is None else round((r.completed_at - r.created_at) * 1000, 1),
+                "error": r.error_code,
+            }
+            if full:
+                entry["args"] = r.args
+                response = await self._io(self.store.get_response, code, r.id)
+                if response is not None:
+                    entry.update(response.body)
+            entries.append(entry)
+        return entries
+
+    # --- the stream (plugin) ----------------------------------------------------------------------------
+
+    async def stream(
+        self,
+        code: str,
+        token: str | None,
+        cursor: int | None,
+        *,
+        poll: bool = False,
+        max_seconds: float | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Authenticate first (errors raise before any byte is sent), then return the event iterator."""
+        session = await self.session_for_plugin(code, token)
+        consumer = self.ids()
+        await self.touch(session, consumer=consumer)
+        self.notifier.notify(code)  # an older stream of this session learns it is superseded
+        return self._events(session, consumer, cursor, poll=poll, max_seconds=max_seconds)
+
+    async def _events(
+        self,
+        session: SessionRecord,
+        consumer: str,
+        cursor: int | None,
+        *,
+        poll: bool,
+        max_seconds: float | None,
+    ) -> AsyncIterator[StreamEvent]:
+        code = session.code
+        heartbeat = self.settings.heartbeat_seconds
+        limit = max_seconds if max_seconds is not None else self.settings.stream_max_seconds
+        started = last_beat = last_touch = time.monotonic()
+        yield StreamEvent(None, retry_ms=1000 if not poll else 2000)
+        after = 0
+        if cursor is not None:
+            if cursor > session.last_seq:
+                # The client remembers more than this session ever issued (store reset, wrong session):
+                # say so, and send everything unanswered instead of silently skipping.
+                yield StreamEvent("cursor-reset", {"lastEventId": cursor, "lastSeq": session.last_seq})
+            else:
+                after = cursor
+        with self.notifier.listen(code) as listener:
+            while True:
+                try:
+                    current = await self._load(code)
+                except SessionNotFound as exc:
+                    yield StreamEvent("closed" if exc.reason == "closed" else "expired", {"reason": exc.reason})
+                    return
+                if current.consumer != consumer:
+                    yield StreamEvent("superseded", {"message": "This session is now served by another tab."})
+                    return
+                pending = await self._io(self.store.pending_requests, code, after, self.now())
+                for request in pending:
+                    yield StreamEvent(
+                        "tool-request",
+                        {"id": request.id, "tool": request.tool, "args": request.args},
+                        id=str(request.seq),
+                    )
+                    await self._io(self.store.mark_delivered, code, request.id, self.now())
+                    after = request.seq
+                if poll and pending:
+                    return
+                mono = time.monotonic()
+                if mono - last_touch >= min(heartbeat, 5.0):
+                    await self.touch(current)
+                    last_touch = mono
+                if limit and mono - started >= limit:
+                    yield StreamEvent("reconnect", {"message": "Stream ended to stay within the host's time limit."})
+                    return
+                to_beat = heartbeat - (mono - last_beat)
+                if to_beat <= 0:
+                    yield StreamEvent("heartbeat", {})
+                    last_beat = mono
+                    if poll:
+                        return
+                    continue
+                if limit:
+                    to_beat = min(to_beat, max(0.0, limit - (mono - started)))
+                await listener.wait(self._wait_slice(to_beat))

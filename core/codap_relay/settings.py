@@ -1,0 +1,73 @@
+"""All settings in one pydantic model, read from the environment and validated at start-up."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_CORS = "https://codap.concord.org,https://codap3.concord.org"
+
+
+def default_store_url() -> str:
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "codap-relay"
+    return f"sqlite:///{state / 'relay.db'}"
+
+
+class SettingsError(ValueError):
+    """Raised at start-up when the environment holds an invalid setting; the message names the variable."""
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session_ttl_seconds: int = Field(600, ge=30, le=86_400)
+    request_ttl_seconds: int = Field(3600, ge=30, le=7 * 86_400)
+    response_ttl_seconds: int = Field(3600, ge=30, le=7 * 86_400)
+    heartbeat_seconds: float = Field(15, gt=0, le=60)
+    rate_limit_session_per_ip: int = Field(30, ge=1)
+    rate_limit_request_per_code: int = Field(60, ge=1)
+    guess_limit_per_ip: int = Field(20, ge=1)
+    cors_origin: tuple[str, ...] = tuple(DEFAULT_CORS.split(","))
+    require_browser_token: bool = True
+    max_request_bytes: int = Field(262_144, ge=1024)
+    max_response_bytes: int = Field(4_194_304, ge=1024)
+    relay_store: str = Field(default_factory=default_store_url)
+    trust_proxy: bool = False
+    # How long a plugin may go unseen before it counts as disconnected.
+    connected_grace_seconds: float = Field(30, gt=0)
+    # Longest ?wait= a caller may ask for (API Gateway cuts requests at 29 s).
+    max_wait_seconds: float = Field(25, gt=0, le=28)
+    # Polling interval for stores that cannot push (DynamoDB across Lambda instances).
+    poll_interval_seconds: float = Field(0.1, gt=0, le=5)
+    # End a stream after this long so Lambda (15 min limit) closes it cleanly; 0 = never.
+    stream_max_seconds: float = Field(0, ge=0)
+    mcp_tool_timeout_seconds: float = Field(25, gt=0, le=28)
+    allowed_hosts: tuple[str, ...] = ("*",)
+    public_base_url: str | None = None
+
+    @field_validator("cors_origin", "allowed_hosts", mode="before")
+    @classmethod
+    def _split_list(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return tuple(p.strip().rstrip("/") for p in v.split(",") if p.strip())
+        return v
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Read every field from its upper-case environment variable; overrides (CLI flags) win."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            key = name.upper()
+            if key in env and env[key] != "":
+                values[name] = env[key]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors())
+            raise SettingsError(f"invalid settings: {problems}") from exc

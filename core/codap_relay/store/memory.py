@@ -1,0 +1,145 @@
+"""In-memory store: for tests and throwaway local runs. Lost when the process ends."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from ..errors import CodeCollision, SessionNotFound
+from ..records import NewRequest, RequestRecord, ResponseRecord, SessionRecord
+
+
+@dataclass
+class _SessionData:
+    session: SessionRecord
+    requests: dict[str, RequestRecord] = field(default_factory=dict)  # by id, insertion = seq order
+    responses: dict[str, ResponseRecord] = field(default_factory=dict)
+
+
+class MemoryStore:
+    pushes = True
+    blocking = False
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sessions: dict[str, _SessionData] = {}
+        self._counters: dict[str, tuple[int, float]] = {}
+
+    def create_session(self, session: SessionRecord) -> None:
+        with self._lock:
+            if session.code in self._sessions:
+                raise CodeCollision("pairing code already in use", code=session.code)
+            self._sessions[session.code] = _SessionData(session)
+
+    def get_session(self, code: str) -> SessionRecord | None:
+        data = self._sessions.get(code)
+        return data.session if data else None
+
+    def update_session(
+        self,
+        code: str,
+        *,
+        expires_at: float | None = None,
+        last_seen: float | None = None,
+        consumer: str | None = None,
+        closed_at: float | None = None,
+    ) -> None:
+        with self._lock:
+            data = self._sessions.get(code)
+            if data is None:
+                return
+            s = data.session
+            changes: dict[str, object] = {}
+            if expires_at is not None and expires_at > s.expires_at:
+                changes["expires_at"] = expires_at
+            if last_seen is not None:
+                changes["last_seen"] = last_seen
+            if consumer is not None:
+                changes["consumer"] = consumer
+            if closed_at is not None:
+                changes["closed_at"] = closed_at
+            data.session = s.with_(**changes)
+
+    def add_request(self, code: str, new: NewRequest) -> tuple[RequestRecord, bool]:
+        with self._lock:
+            data = self._sessions.get(code)
+            if data is None:
+                raise SessionNotFound("session not found", reason="unknown")
+            existing = data.requests.get(new.id)
+            if existing is not None:
+                return existing, False
+            seq = data.session.last_seq + 1
+            record = RequestRecord(
+                code=code,
+                seq=seq,
+                id=new.id,
+                tool=new.tool,
+                args=new.args,
+                fingerprint=new.fingerprint,
+                created_at=new.created_at,
+                expires_at=new.expires_at,
+            )
+            data.requests[new.id] = record
+            data.session = data.session.with_(last_seq=seq)
+            return record, True
+
+    def get_request(self, code: str, request_id: str) -> RequestRecord | None:
+        data = self._sessions.get(code)
+        return data.requests.get(request_id) if data else None
+
+    def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
+        data = self._sessions.get(code)
+        if data is None:
+            return []
+        with self._lock:
+            items = list(data.requests.values())
+        return [r for r in items if r.seq > after_seq and r.pending and r.expires_at > now]
+
+    def list_requests(self, code: str) -> list[RequestRecord]:
+        data = self._sessions.get(code)
+        if data is None:
+            return []
+        with self._lock:
+            return list(data.requests.values())
+
+    def mark_delivered(self, code: str, request_id: str, at: float) -> None:
+        with self._lock:
+            data = self._sessions.get(code)
+            r = data.requests.get(request_id) if data else None
+            if data is None or r is None or r.status != "queued":
+                return
+            data.requests[request_id] = r.with_(status="delivered", delivered_at=at)
+
+    def complete_request(self, response: ResponseRecord) -> tuple[ResponseRecord, bool]:
+        with self._lock:
+            data = self._sessions.get(response.code)
+            if data is None:
+                raise SessionNotFound("session not found", reason="unknown")
+            earlier = data.responses.get(response.id)
+            if earlier is not None:
+                return earlier, False
+            data.responses[response.id] = response
+            r = data.requests.get(response.id)
+            if r is not None:
+                data.requests[response.id] = r.with_(
+                    status=response.status, completed_at=response.timestamp, error_code=response.error_code
+                )
+            return response, True
+
+    def get_response(self, code: str, request_id: str) -> ResponseRecord | None:
+        data = self._sessions.get(code)
+        return data.responses.get(request_id) if data else None
+
+    def incr_counter(self, key: str, expires_at: float, now: float) -> int:
+        with self._lock:
+            count, exp = self._counters.get(key, (0, expires_at))
+            if exp <= now:
+                count, exp = 0, expires_at
+            count += 1
+            self._counters[key] = (count, exp)
+            if len(self._counters) > 10_000:  # drop dead windows so the dict cannot grow without bound
+                self._counters = {k: v for k, v in self._counters.items() if v[1] > now}
+            return count
+
+    def close(self) -> None:
+        pass
