@@ -55,7 +55,7 @@ def wait_param(request: Request) -> float | None:
 
 
 def json_model(model: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(model.model_dump(mode="json", exclude_none=True), status_code=status)
+    return JSONResponse(model.model_dump(mode="json"), status_code=status)
 
 
 def answer_response(answer: Answer) -> JSONResponse:

@@ -1,0 +1,330 @@
+"""The HTTP contract through the ASGI app: every status code, every error body, the edge validation."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import httpx
+import pytest
+from conftest import make_settings
+
+from codap_relay.clock import FakeClock
+from codap_relay.http.app import build_app
+from codap_relay.relay import Relay
+from codap_relay.store.memory import MemoryStore
+
+DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
+
+
+def auth(session: dict[str, Any]) -> dict[str, str]:
+    return {"Authorization": f"Bearer {session['browserToken']}"}
+
+
+def assert_error(r: httpx.Response, status: int, error: str) -> dict[str, Any]:
+    assert r.status_code == status, r.text
+    body: dict[str, Any] = r.json()
+    assert body["error"] == error and body["code"] == status
+    assert body["message"] and body["correlationId"] == r.headers["x-correlation-id"]
+    return body
+
+
+async def test_create_session_contract(client: httpx.AsyncClient) -> None:
+    r = await client.post("/api/sessions", json={})
+    assert r.status_code == 201
+    body = r.json()
+    assert set(body) == {"code", "ttl", "expiresAt", "browserToken"}
+    assert len(body["code"]) == 8 and body["ttl"] == 600 and body["expiresAt"].endswith("Z")
+    empty = await client.post("/api/sessions", content=b"", headers={"content-type": "application/json"})
+    assert empty.status_code == 201
+
+
+async def test_every_response_has_a_correlation_id_and_keeps_a_valid_incoming_one(client: httpx.AsyncClient) -> None:
+    r = await client.get("/healthz", headers={"X-Correlation-Id": "abc-123"})
+    assert r.headers["x-correlation-id"] == "abc-123"
+    r = await client.get("/healthz", headers={"X-Correlation-Id": "bad id;<script>"})
+    assert r.headers["x-correlation-id"] != "bad id;<script>"
+    assert (await client.get("/nope")).headers["x-correlation-id"]
+
+
+async def test_request_queue_and_read_back(client: httpx.AsyncClient, session: dict[str, Any]) -> None:
+    code = session["code"]
+    r = await client.post(
+        "/request", json={"code": f" {code.lower()} ", "tool": "create_codap_dataset", "args": DATASET}
+    )
+    assert r.status_code == 202 and r.json() == {"id": "req-1", "status": "queued", "seq": 1}
+    r = await client.get("/response", params={"code": code, "id": "req-1"})
+    assert r.status_code == 202 and r.json() == {"id": "req-1", "status": "queued"}
+    r = await client.post("/response", json={"code": code, "id": "req-1", "result": {"ok": 1}}, headers=auth(session))
+    assert r.status_code == 202 and r.json() == {"id": "req-1", "status": "completed"}
+    r = await client.get("/response", params={"code": code, "id": "req-1"})
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["id"], body["status"], body["result"]) == ("req-1", "completed", {"ok": 1})
+    assert body["timestamp"].endswith("Z")
+
+
+async def test_wait_returns_200_when_done_and_202_when_not(client: httpx.AsyncClient, session: dict[str, Any]) -> None:
+    code = session["code"]
+    r = await client.post("/request?wait=0.05", json={"code": code, "id": "w1", "tool": "get_codap_datasets"})
+    assert r.status_code == 202 and r.json()["status"] == "queued"
+    await client.post("/response", json={"code": code, "id": "w1", "error": {"message": "boom"}}, headers=auth(session))
+    r = await client.post("/request?wait=1", json={"code": code, "id": "w1", "tool": "get_codap_datasets"})
+    assert r.status_code == 200 and r.json()["status"] == "failed" and r.json()["error"]["message"] == "boom"
+    r = await client.get("/response", params={"code": code, "id": "w1", "wait": "2"})
+    assert r.status_code == 200
+    for bad in ["-1", "26", "soon"]:
+        assert_error(
+            await client.get("/response", params={"code": code, "id": "w1", "wait": bad}), 400, "invalid_request"
+        )
+
+
+async def test_validation_errors_name_the_problem(client: httpx.AsyncClient, session: dict[str, Any]) -> None:
+    code = session["code"]
+    body = assert_error(await client.post("/request", json={"code": code, "tool": "nope"}), 400, "unknown_tool")
+    assert "get_codap_datasets" in body["available"]
+    args = {**DATASET, "dataType": "weird"}
+    body = assert_error(
+        await client.post("/request", json={"code": code, "tool": "create_codap_dataset", "args": args}),
+        400,
+        "invalid_arguments",
+    )
+    assert body["path"] == "args.dataType"
+    body = assert_error(await client.post("/request", json={"code": code}), 400, "invalid_request")
+    assert body["path"] == "tool"
+    body = assert_error(
+        await client.post("/request", json={"code": code, "tool": "x", "bogus": 1}), 400, "invalid_request"
+    )
+    assert body["path"] == "bogus"
+    assert_error(await client.post("/request", json={"code": "12345678", "tool": "x"}), 400, "invalid_code")
+    assert_error(await client.post("/request", json=[1, 2]), 400, "invalid_request")
+    assert_error(await client.get("/metadata"), 400, "invalid_code")
+    assert_error(await client.get("/response", params={"code": code}), 400, "invalid_request")
+
+
+async def test_malformed_bodies(client: httpx.AsyncClient, session: dict[str, Any]) -> None:
+    body = assert_error(
+        await client.post("/request", content=b"{not json", headers={"content-type": "application/json"}),
+        400,
+        "invalid_request",
+    )
+    assert "not valid JSON" in body["message"]
+    body = assert_error(
+        await client.post("/request", content=b'{"code": "\xff"}', headers={"content-type": "application/json"}),
+        400,
+        "invalid_request",
+    )
+    assert "UTF-8" in body["message"]
+    body = assert_error(
+        await client.post("/request", content=b"code=x", headers={"content-type": "application/x-www-form-urlencoded"}),
+        400,
+        "invalid_request",
+    )
+    assert "Content-Type" in body["message"]
+    r = await client.post(
+        "/request",
+        content=json.dumps({"code": session["code"], "tool": "get_codap_datasets"}).encode(),
+        headers={"content-type": "application/json; charset=utf-8"},
+    )
+    assert r.status_code == 202
+
+
+async def test_size_limits_exact_limit_passes_one_byte_more_is_413(clock: FakeClock) -> None:
+    limit = 4096
+    relay = Relay(make_settings(max_request_bytes=limit, max_response_bytes=limit), MemoryStore(), clock=clock)
+    transport = httpx.ASGITransport(app=build_app(relay))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        s = (await c.post("/api/sessions", json={})).json()
+        prefix = {"code": s["code"], "id": "big", "tool": "add_codap_cases", "args": {"datasetName": "d", "cases": []}}
+
+        def padded(target: int) -> bytes:
+            base = json.dumps({**prefix, "args": {**prefix["args"], "cases": [{"t": ""}]}})
+            fill = target - len(base.encode())
+            return json.dumps({**prefix, "args": {**prefix["args"], "cases": [{"t": "x" * fill}]}}).encode()
+
+        exact, over = padded(limit), padded(limit + 1)
+        assert (len(exact), len(over)) == (limit, limit + 1)
+        r = await c.post("/request", content=over, headers={"content-type": "application/json"})
+        body = assert_error(r, 413, "payload_too_large")
+        assert body["limit"] == limit
+        assert relay.store.get_request(s["code"], "big") is None
+        r = await c.post("/request", content=exact, headers={"content-type": "application/json"})
+        assert r.status_code == 202
+        # The same edge on the plugin's answer.
+        head = {"code": s["code"], "id": "big", "result": ""}
+        fill = limit - len(json.dumps(head).encode())
+        answer = json.dumps({**head, "result": "y" * fill}).encode()
+        headers = {"content-type": "application/json", "Authorization": f"Bearer {s['browserToken']}"}
+        too_big = answer[:-2] + b'y"}'
+        assert (len(answer), len(too_big)) == (limit, limit + 1)
+        assert_error(await c.post("/response", content=too_big, headers=headers), 413, "payload_too_large")
+        assert relay.store.get_response(s["code"], "big") is None
+        assert (await c.post("/response", content=answer, headers=headers)).status_code == 202
+
+
+async def test_auth_statuses(client: httpx.AsyncClient, session: dict[str, Any]) -> None:
+    code = session["code"]
+    await client.post("/request", json={"code": code, "id": "a", "tool": "get_codap_datasets"})
+    other = (await client.post("/api/sessions", json={})).json()
+    assert_error(await client.post("/response", json={"code": code, "id": "a", "result": 1}), 401, "token_required")
+    assert_error(
+        await client.post("/response", json={"code": code, "id": "a", "result": 1}, headers=auth(other)),
+        403,
+        "token_invalid",
+    )
+    assert_error(await client.get("/stream", params={"code": code}), 401, "token_required")
+    assert_error(await client.get("/stream", params={"code": code, "token": "x"}), 403, "token_invalid")
+    assert_error(await client.get(f"/api/sessions/{code}/log"), 401, "token_required")
+    assert_error(await client.delete(f"/api/sessions/{code}"), 401, "token_required")
+    assert_error(await client.delete(f"/api/sessions/{code}", headers=auth(other)), 403, "token_invalid")
+    log = await client.get(f"/api/sessions/{code}/log", headers=auth(session))
+    assert log.status_code == 200 and [e["id"] for e in log.json()["entries"]] == ["a"]
+
+
+async def test_not_found_and_conflicts(client: httpx.AsyncClient, session: dict[str, Any]) -> None:
+    code = session["code"]
+    body = assert_error(await client.get("/metadata", params={"code": "ZZZZ2222"}), 404, "session_not_found")
+    assert "plugin" in body["message"]
+    await client.post("/request", json={"code": code, "id": "dup", "tool": "get_codap_datasets"})
+    r = await client.post("/request", json={"code": code, "id": "dup", "tool": "get_codap_datasets"})
+    assert r.status_code == 202 and r.json()["seq"] == 1
+    assert_error(
+        await client.post("/request", json={"code": code, "id": "dup", "tool": "get_codap_status"}),
+        409,
+        "duplicate_request_id",
+    )
+    assert_error(
+        await client.post("/response", json={"code": code, "id": "nope", "result": 1}, headers=auth(session)),
+        404,
+        "request_not_found",
+    )
+    await client.post("/response", json={"code": code, "id": "dup", "result": 1}, headers=auth(session))
+    again = await client.post("/response", json={"code": code, "id": "dup", "result": 1}, headers=auth(session))
+    assert again.status_code == 202
+    assert_error(
+        await client.post("/response", json={"code": code, "id": "dup", "result": 2}, headers=auth(session)),
+        409,
+        "already_answered",
+    )
+    assert_error(
+        await client.post("/response", json={"code": code, "id": "dup"}, headers=auth(session)), 400, "invalid_request"
+    )
+    assert_error(await client.get("/response", params={"code": code, "id": "nope"}), 404, "request_not_found")
+    assert_error(await client.put("/request"), 405, "method_not_allowed")
+
+
+async def test_session_status_and_delete(client: httpx.AsyncClient, session: dict[str, Any], clock: FakeClock) -> None:
+    code = session["code"]
+    await client.post("/request", json={"code": code, "id": "p", "tool": "get_codap_datasets"})
+    r = await client.get(f"/api/sessions/{code.lower()}")
+    assert r.status_code == 200
+    assert r.json() == {
+        "code": code,
+        "ttl": 600,
+        "expiresAt": session["expiresAt"],
+        "connected": False,
+        "lastSeen": None,
+        "pending": 1,
+    }
+    r = await client.delete(f"/api/sessions/{code}", headers=auth(session))
+    assert r.status_code == 200 and r.json() == {"code": code, "status": "closed", "failedRequests": 1}
+    body = assert_error(await client.get(f"/api/sessions/{code}"), 404, "session_not_found")
+    assert body["reason"] == "closed"
+    r = await client.get("/response", params={"code": code, "id": "p"})
+    assert r.status_code == 200 and r.json()["error"]["code"] == "session_closed"
+
+
+async def test_expired_session_is_404_with_reason(
+    client: httpx.AsyncClient, session: dict[str, Any], clock: FakeClock
+) -> None:
+    clock.advance(600)
+    body = assert_error(await client.get("/metadata", params={"code": session["code"]}), 404, "session_not_found")
+    assert body["reason"] == "expired"
+
+
+async def test_rate_limit_is_429_with_retry_after(clock: FakeClock) -> None:
+    relay = Relay(make_settings(rate_limit_session_per_ip=2), MemoryStore(), clock=clock)
+    transport = httpx.ASGITransport(app=build_app(relay), client=("198.51.100.1", 1))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        assert [(await c.post("/api/sessions", json={})).status_code for _ in range(2)] == [201, 201]
+        r = await c.post("/api/sessions", json={})
+        assert_error(r, 429, "rate_limited")
+        assert 1 <= int(r.headers["retry-after"]) <= 60
+
+
+async def test_trust_proxy_uses_forwarded_for(clock: FakeClock) -> None:
+    relay = Relay(make_settings(rate_limit_session_per_ip=1, trust_proxy=True), MemoryStore(), clock=clock)
+    transport = httpx.ASGITransport(app=build_app(relay), client=("10.0.0.1", 1))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        for ip in ["192.0.2.1", "192.0.2.2"]:
+            assert (
+                await c.post("/api/sessions", json={}, headers={"X-Forwarded-For": f"{ip}, 10.0.0.1"})
+            ).status_code == 201
+        r = await c.post("/api/sessions", json={}, headers={"X-Forwarded-For": "192.0.2.1"})
+        assert r.status_code == 429
+
+
+class DownStore(MemoryStore):
+    def get_session(self, code: str) -> Any:
+        raise TimeoutError("store timed out")
+
+
+async def test_store_outage_is_503_with_retry_after(clock: FakeClock) -> None:
+    relay = Relay(make_settings(), DownStore(), clock=clock)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(relay)), base_url="http://t") as c:
+        r = await c.get("/metadata", params={"code": "ABCDEFGH"})
+        assert_error(r, 503, "store_unavailable")
+        assert r.headers["retry-after"] == "1"
+
+
+async def test_cors_only_for_configured_origins(client: httpx.AsyncClient) -> None:
+    ok = await client.get("/healthz", headers={"Origin": "https://codap.concord.org"})
+    assert ok.headers["access-control-allow-origin"] == "https://codap.concord.org"
+    evil = await client.get("/healthz", headers={"Origin": "https://evil.example"})
+    assert "access-control-allow-origin" not in evil.headers
+    pre = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type,authorization"}
+    r = await client.options("/request", headers={"Origin": "https://codap3.concord.org", **pre})
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "https://codap3.concord.org"
+    r = await client.options("/request", headers={"Origin": "https://evil.example", **pre})
+    assert r.status_code == 400 and "access-control-allow-origin" not in r.headers
+
+
+async def test_metadata_is_the_seed_manifest(client: httpx.AsyncClient, session: dict[str, Any]) -> None:
+    r = await client.get("/metadata", params={"code": session["code"]})
+    body = r.json()
+    assert body["version"] == "1.0.0"
+    assert [t["name"] for t in body["tools"]] == [
+        "create_codap_dataset",
+        "create_codap_graph",
+        "add_codap_cases",
+        "get_codap_datasets",
+        "get_codap_status",
+        "export_codap_data",
+    ]
+    graph = body["tools"][1]["inputSchema"]
+    assert graph["required"] == ["datasetName", "graphType", "xAttribute"]
+
+
+async def test_openapi_document_is_valid_and_complete(client: httpx.AsyncClient) -> None:
+    from openapi_spec_validator import validate
+
+    doc = (await client.get("/openapi.json")).json()
+    validate(doc)
+    assert doc["openapi"].startswith("3.1")
+    assert {"/api/sessions", "/stream", "/request", "/response", "/metadata", "/api/sessions/{code}/log"} <= set(
+        doc["paths"]
+    )
+
+
+async def test_access_logs_never_carry_tokens_or_full_codes(
+    client: httpx.AsyncClient, session: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="codap_relay.access")
+    code, token = session["code"], session["browserToken"]
+    await client.post("/request", json={"code": code, "id": "x", "tool": "get_codap_datasets"})
+    await client.get(f"/api/sessions/{code}/log", params={"token": token})
+    await client.get("/response", params={"code": code, "id": "x"})
+    text = caplog.text
+    assert caplog.records and "/api/sessions/{code}/log" in text
+    assert code not in text and token not in text

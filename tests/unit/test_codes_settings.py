@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import pytest
+
+from codap_relay.codes import ALPHABET, CODE_RE, hash_token, new_code, normalise_code, redact_code, token_matches
+from codap_relay.errors import InvalidCode
+from codap_relay.settings import Settings, SettingsError
+
+
+def test_codes_use_the_base32_alphabet() -> None:
+    codes = {new_code() for _ in range(500)}
+    assert all(CODE_RE.match(c) for c in codes)
+    assert len(codes) == 500  # 40 bits: a repeat in 500 draws would mean a broken generator
+    assert set("".join(codes)) <= set(ALPHABET)
+
+
+@pytest.mark.parametrize("raw", [" abcd2345 ", "ABCD2345", "abcd2345\n"])
+def test_normalise_trims_and_upper_cases(raw: str) -> None:
+    assert normalise_code(raw) == "ABCD2345"
+
+
+@pytest.mark.parametrize("raw", ["", "   ", None, 12345678, "ABCD1234", "ABCDEFG", "ABCDEFGHI", "ABCD-234"])
+def test_normalise_rejects_with_advice(raw: object) -> None:
+    with pytest.raises(InvalidCode) as info:
+        normalise_code(raw)
+    assert "plugin" in info.value.message
+
+
+def test_token_hash_and_redaction() -> None:
+    h = hash_token("secret-token")
+    assert token_matches("secret-token", h) and not token_matches("other", h)
+    shown = redact_code("ABCD2345")
+    assert "ABCD2345" not in shown and shown.startswith("AB")
+
+
+def test_settings_from_env_defaults_and_overrides() -> None:
+    s = Settings.from_env({"SESSION_TTL_SECONDS": "120", "CORS_ORIGIN": "https://a.example, https://b.example/"})
+    assert s.session_ttl_seconds == 120
+    assert s.cors_origin == ("https://a.example", "https://b.example")
+    assert s.require_browser_token is True and s.max_request_bytes == 262144 and s.max_response_bytes == 4194304
+    assert Settings.from_env({}, relay_store="memory:").relay_store == "memory:"
+
+
+def test_settings_reject_bad_values_naming_the_variable() -> None:
+    with pytest.raises(SettingsError, match="SESSION_TTL_SECONDS"):
+        Settings.from_env({"SESSION_TTL_SECONDS": "soon"})
+    with pytest.raises(SettingsError, match="REQUIRE_BROWSER_TOKEN"):
+        Settings.from_env({"REQUIRE_BROWSER_TOKEN": "perhaps"})

@@ -1,0 +1,338 @@
+"""The service on the memory store with an injected clock: exact TTLs, no sockets, no sleeps for state."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from conftest import make_settings
+
+from codap_relay import errors as e
+from codap_relay.clock import FakeClock, counting_ids
+from codap_relay.relay import Relay, RequestExpired, StreamEvent
+from codap_relay.store.memory import MemoryStore
+
+DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
+
+
+def make_relay(clock: FakeClock, **settings: Any) -> Relay:
+    return Relay(make_settings(**settings), MemoryStore(), clock=clock, ids=counting_ids())
+
+
+async def next_event(
+    events: AsyncIterator[StreamEvent], skip: tuple[str | None, ...] = (None, "heartbeat")
+) -> StreamEvent:
+    async def first() -> StreamEvent:
+        async for ev in events:
+            if ev.event not in skip:
+                return ev
+        raise AssertionError("stream ended")
+
+    return await asyncio.wait_for(first(), 5)
+
+
+async def test_create_session_stores_only_a_hash_of_the_token(relay: Relay) -> None:
+    session, token = await relay.create_session()
+    assert len(session.code) == 8 and token not in repr(relay.store.get_session(session.code))
+    assert session.expires_at - session.created_at == 600
+
+
+async def test_code_collision_retries_with_a_new_code(clock: FakeClock) -> None:
+    codes = iter(["AAAAAAAA", "AAAAAAAA", "BBBBBBBB"])
+    relay = Relay(make_settings(), MemoryStore(), clock=clock, codes=lambda: next(codes))
+    first, _ = await relay.create_session()
+    second, _ = await relay.create_session()
+    assert (first.code, second.code) == ("AAAAAAAA", "BBBBBBBB")
+
+
+async def test_code_space_exhausted_is_a_503_not_a_loop(clock: FakeClock) -> None:
+    relay = Relay(make_settings(), MemoryStore(), clock=clock, codes=itertools.repeat("AAAAAAAA").__next__)
+    await relay.create_session()
+    with pytest.raises(e.StoreUnavailable):
+        await relay.create_session()
+
+
+async def test_plugin_manifest_is_validated(relay: Relay) -> None:
+    with pytest.raises(e.InvalidManifest, match="inputSchema"):
+        await relay.create_session([{"name": "x", "inputSchema": {"type": "string"}}])
+    with pytest.raises(e.InvalidManifest, match="twice"):
+        tool = {"name": "x", "inputSchema": {"type": "object"}}
+        await relay.create_session([tool, tool])
+    with pytest.raises(e.InvalidManifest, match="not a valid JSON Schema"):
+        await relay.create_session([{"name": "x", "inputSchema": {"type": "object", "properties": 3}}])
+    session, _ = await relay.create_session([{"name": "only_tool", "inputSchema": {"type": "object"}}])
+    assert [t["name"] for t in (await relay.metadata(session.code))["tools"]] == ["only_tool"]
+
+
+async def test_submit_validates_tool_and_args(relay: Relay) -> None:
+    s, _ = await relay.create_session()
+    with pytest.raises(e.UnknownTool) as unknown:
+        await relay.submit(s.code, "delete_everything", {})
+    assert "create_codap_dataset" in unknown.value.available
+    with pytest.raises(e.InvalidArguments) as bad:
+        await relay.submit(s.code, "create_codap_dataset", {**DATASET, "recordCount": 5000})
+    assert bad.value.path == "args.recordCount"
+    with pytest.raises(e.InvalidArguments) as extra:
+        await relay.submit(s.code, "get_codap_datasets", {"x": 1})
+    assert "additional" in extra.value.message.lower()
+    with pytest.raises(e.BadInput):
+        await relay.submit(s.code, "get_codap_datasets", {}, "bad id with spaces")
+    assert relay.store.list_requests(s.code) == []
+
+
+async def test_idempotent_retry_and_conflicting_reuse(relay: Relay) -> None:
+    s, _ = await relay.create_session()
+    first, created = await relay.submit(s.code, "create_codap_dataset", DATASET, "r-1")
+    again, created_again = await relay.submit(s.code, "create_codap_dataset", dict(DATASET), "r-1")
+    assert (created, created_again, again.seq) == (True, False, first.seq)
+    with pytest.raises(e.DuplicateRequestId):
+        await relay.submit(s.code, "create_codap_dataset", {**DATASET, "recordCount": 6}, "r-1")
+    assert len(relay.store.list_requests(s.code)) == 1
+
+
+async def test_generated_ids_and_gapless_seq(relay: Relay) -> None:
+    s, _ = await relay.create_session()
+    records = [(await relay.submit(s.code, "get_codap_datasets", {}))[0] for _ in range(3)]
+    assert [(r.id, r.seq) for r in records] == [("req-1", 1), ("req-2", 2), ("req-3", 3)]
+
+
+async def test_session_expiry_is_exact_and_slides_while_plugin_is_seen(relay: Relay, clock: FakeClock) -> None:
+    s, token = await relay.create_session()
+    clock.advance(599)
+    await relay.session_for_plugin(s.code, token)
+    await relay.touch(s)  # what an open stream does
+    clock.advance(599)
+    assert (await relay.session_for_llm(s.code)).code == s.code
+    clock.advance(1)
+    with pytest.raises(e.SessionNotFound) as info:
+        await relay.session_for_llm(s.code)
+    assert info.value.reason == "expired" and "new code" in info.value.message
+
+
+async def test_connected_means_seen_within_grace(relay: Relay, clock: FakeClock) -> None:
+    s, token = await relay.create_session()
+    assert (await relay.status(s.code))["connected"] is False
+    events = await relay.stream(s.code, token, None)
+    await events.aclose()
+    assert (await relay.status(s.code))["connected"] is True
+    clock.advance(31)
+    assert (await relay.status(s.code))["connected"] is False
+
+
+async def test_tokens_guard_the_plugin_role(relay: Relay) -> None:
+    a, token_a = await relay.create_session()
+    b, token_b = await relay.create_session()
+    with pytest.raises(e.TokenMissing):
+        await relay.stream(a.code, None, None)
+    with pytest.raises(e.TokenInvalid):
+        await relay.stream(a.code, token_b, None)
+    with pytest.raises(e.TokenInvalid):
+        await relay.activity_log(a.code, token_b)
+    with pytest.raises(e.TokenInvalid):
+        await relay.close_session(b.code, token_a)
+
+
+async def test_compatibility_mode_accepts_code_only(clock: FakeClock) -> None:
+    relay = make_relay(clock, require_browser_token=False)
+    s, token = await relay.create_session()
+    events = await relay.stream(s.code, None, None)
+    await events.aclose()
+    with pytest.raises(e.TokenInvalid):  # a wrong token is still wrong
+        await relay.stream(s.code, "nope", None)
+
+
+async def test_answer_lifecycle(relay: Relay, clock: FakeClock) -> None:
+    s, token = await relay.create_session()
+    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    assert (await relay.answer(s.code, r.id)).request.status == "queued"  # type: ignore[union-attr]
+    events = await relay.stream(s.code, token, None)
+    ev = await next_event(events)
+    assert (
+        ev.event == "tool-request"
+        and ev.id == "1"
+        and ev.data == {"id": r.id, "tool": "get_codap_datasets", "args": {}}
+    )
+    await next_event(events, skip=(None,))  # the generator marks delivery after the yield
+    assert (await relay.answer(s.code, r.id)).request.status == "delivered"  # type: ignore[union-attr]
+    stored = await relay.respond(s.code, token, r.id, result={"datasets": []})
+    assert stored.status == "completed"
+    done = await relay.answer(s.code, r.id)
+    assert done.done and done.response is not None and done.response.body == {"result": {"datasets": []}}
+    await events.aclose()
+
+
+async def test_responses_first_answer_wins_and_identical_repeat_is_fine(relay: Relay) -> None:
+    s, token = await relay.create_session()
+    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    await relay.respond(s.code, token, r.id, error={"message": "No dataset", "code": "codap_error"})
+    again = await relay.respond(s.code, token, r.id, error={"message": "No dataset", "code": "codap_error"})
+    assert again.status == "failed"
+    with pytest.raises(e.AlreadyAnswered):
+        await relay.respond(s.code, token, r.id, result={"ok": True})
+
+
+async def test_answer_for_another_sessions_request_is_404(relay: Relay) -> None:
+    a, token_a = await relay.create_session()
+    b, token_b = await relay.create_session()
+    r, _ = await relay.submit(a.code, "get_codap_datasets", {})
+    with pytest.raises(e.RequestNotFound):
+        await relay.respond(b.code, token_b, r.id, result=1)
+    with pytest.raises(e.RequestNotFound):
+        await relay.answer(b.code, r.id)
+    assert relay.store.get_request(a.code, r.id).status == "queued"  # type: ignore[union-attr]
+
+
+async def test_expired_requests_are_not_delivered_and_the_llm_learns_why(relay: Relay, clock: FakeClock) -> None:
+    s, token = await relay.create_session()
+    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    clock.advance(3600)
+    await relay.touch(s)  # keep the session itself alive
+    with pytest.raises(RequestExpired) as info:
+        await relay.answer(s.code, r.id)
+    assert "expired" in info.value.message
+    with pytest.raises(RequestExpired):
+        await relay.respond(s.code, token, r.id, result=1)
+    events = await relay.stream(s.code, token, None)
+    assert (await next_event(events, skip=(None,))).event == "heartbeat"
+    await events.aclose()
+    assert [x["status"] for x in await relay.activity_log(s.code, token)] == ["expired"]
+
+
+async def test_results_outlive_the_pairing_code(relay: Relay, clock: FakeClock) -> None:
+    s, token = await relay.create_session()
+    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    await relay.respond(s.code, token, r.id, result={"n": 1})
+    clock.advance(1000)  # session (600 s) gone, response (3600 s) kept
+    assert (await relay.answer(s.code, r.id)).done
+    clock.advance(3000)
+    with pytest.raises(e.RequestNotFound):
+        await relay.answer(s.code, r.id)
+
+
+async def test_stream_cursor_resumes_and_unknown_cursor_is_reported(relay: Relay) -> None:
+    s, token = await relay.create_session()
+    ids = [(await relay.submit(s.code, "get_codap_datasets", {}, f"r{i}"))[0].id for i in range(1, 11)]
+    events = await relay.stream(s.code, token, 8)
+    got = [(await next_event(events)).data["id"] for _ in range(2)]
+    assert got == ids[8:]
+    r11, _ = await relay.submit(s.code, "get_codap_datasets", {}, "r11")
+    assert (await next_event(events)).data["id"] == r11.id
+    await events.aclose()
+    events = await relay.stream(s.code, token, 99)
+    reset = await next_event(events)
+    assert reset.event == "cursor-reset" and reset.data == {"lastEventId": 99, "lastSeq": 11}
+    assert (await next_event(events)).data["id"] == "r1"
+    await events.aclose()
+
+
+async def test_without_cursor_every_unanswered_request_is_resent(relay: Relay) -> None:
+    s, token = await relay.create_session()
+    for i in range(3):
+        await relay.submit(s.code, "get_codap_datasets", {}, f"r{i}")
+    await relay.respond(s.code, token, "r1", result=1)
+    events = await relay.stream(s.code, token, None)
+    assert [(await next_event(events)).data["id"] for _ in range(2)] == ["r0", "r2"]
+    await events.aclose()
+
+
+async def test_new_stream_supersedes_old(relay: Relay) -> None:
+    s, token = await relay.create_session()
+    old = await relay.stream(s.code, token, None)
+    assert (await next_event(old, skip=())).event is None  # retry preamble
+    new = await relay.stream(s.code, token, None)
+    assert (await next_event(old)).event == "superseded"
+    await relay.submit(s.code, "get_codap_datasets", {}, "only-new")
+    assert (await next_event(new)).data["id"] == "only-new"
+    await new.aclose()
+
+
+async def test_close_session_fails_pending_and_ends_stream(relay: Relay) -> None:
+    s, token = await relay.create_session()
+    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    events = await relay.stream(s.code, token, None)
+    assert (await next_event(events)).event == "tool-request"
+    assert await relay.close_session(s.code, token) == 1
+    assert (await next_event(events)).event == "closed"
+    answer = await relay.answer(s.code, r.id)
+    assert answer.response is not None and answer.response.body["error"]["code"] == "session_closed"
+    with pytest.raises(e.SessionNotFound) as info:
+        await relay.submit(s.code, "get_codap_datasets", {})
+    assert info.value.reason == "closed"
+
+
+async def test_wait_answer_returns_when_answer_lands(relay: Relay) -> None:
+    s, token = await relay.create_session()
+    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    waiter = asyncio.create_task(relay.wait_answer(s.code, r.id, 20))
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    await relay.respond(s.code, token, r.id, result={"ok": 1})
+    answer = await asyncio.wait_for(waiter, 5)
+    assert answer.done
+
+
+async def test_wait_answer_gives_up_with_current_state(relay: Relay) -> None:
+    s, _ = await relay.create_session()
+    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    answer = await relay.wait_answer(s.code, r.id, 0.05)
+    assert not answer.done and answer.request is not None and answer.request.status == "queued"
+
+
+async def test_rate_limits_admit_exactly_the_limit_per_window(clock: FakeClock) -> None:
+    relay = make_relay(clock, rate_limit_session_per_ip=3, rate_limit_request_per_code=2)
+    clock.set(1_800_000_000.0)  # start of a window
+    for _ in range(3):
+        await relay.create_session(client="1.2.3.4")
+    with pytest.raises(e.RateLimited) as info:
+        await relay.create_session(client="1.2.3.4")
+    assert info.value.retry_after == 60
+    await relay.create_session(client="5.6.7.8")  # other clients are not affected
+    clock.advance(60)
+    s, _ = await relay.create_session(client="1.2.3.4")
+    await relay.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+    await relay.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+    with pytest.raises(e.RateLimited):
+        await relay.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+    assert len(relay.store.list_requests(s.code)) == 2
+
+
+async def test_guessing_guard_blocks_all_lookups_after_too_many_unknown_codes(clock: FakeClock) -> None:
+    relay = make_relay(clock, guess_limit_per_ip=3)
+    clock.set(1_800_000_000.0)
+    s, _ = await relay.create_session()
+    for guess in ["AAAAAAAA", "BBBBBBBB", "CCCCCCCC"]:
+        with pytest.raises(e.SessionNotFound):
+            await relay.metadata(guess, client="6.6.6.6")
+    with pytest.raises(e.RateLimited):
+        await relay.metadata("DDDDDDDD", client="6.6.6.6")
+    with pytest.raises(e.RateLimited):  # a real code is refused too: no oracle
+        await relay.metadata(s.code, client="6.6.6.6")
+    assert (await relay.metadata(s.code, client="7.7.7.7"))["version"] == "1.0.0"
+    clock.advance(60)
+    assert (await relay.metadata(s.code, client="6.6.6.6"))["version"] == "1.0.0"
+
+
+async def test_activity_log_hides_arguments_unless_asked(relay: Relay) -> None:
+    s, token = await relay.create_session()
+    r, _ = await relay.submit(s.code, "create_codap_dataset", DATASET)
+    await relay.respond(s.code, token, r.id, result={"made": True})
+    [entry] = await relay.activity_log(s.code, token)
+    assert "args" not in entry and entry["status"] == "completed" and entry["latencyMs"] == 0
+    [full] = await relay.activity_log(s.code, token, full=True)
+    assert full["args"] == DATASET and full["result"] == {"made": True}
+
+
+class BrokenStore(MemoryStore):
+    def add_request(self, *a: Any, **k: Any) -> Any:
+        raise ConnectionError("store down")
+
+
+async def test_unexpected_store_failure_is_store_unavailable(clock: FakeClock) -> None:
+    relay = Relay(make_settings(), BrokenStore(), clock=clock)
+    s, _ = await relay.create_session()
+    with pytest.raises(e.StoreUnavailable) as info:
+        await relay.submit(s.code, "get_codap_datasets", {})
+    assert info.value.retry_after >= 1
