@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager as ContextManager
 from pathlib import Path
-from typing import ContextManager
 
 from codap_relay.store.base import Store
 from codap_relay.store.memory import MemoryStore

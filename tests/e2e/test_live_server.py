@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from support import bearer, serve_process
 
 from codap_relay.fake_plugin import FakePlugin
 from codap_relay.sse_client import iter_events
+from support import bearer, serve_process
 
 
 @pytest.fixture

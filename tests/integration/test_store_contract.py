@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from store_backends import BACKENDS
 
 from codap_relay.errors import CodeCollision, SessionNotFound
 from codap_relay.records import NewRequest, ResponseRecord, SessionRecord, fingerprint
 from codap_relay.store.base import Store
+from store_backends import BACKENDS
 
 T0 = 1_800_000_000.0
 

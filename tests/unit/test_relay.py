@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from conftest import make_settings
 
 from codap_relay import errors as e
 from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.relay import Relay, RequestExpired, StreamEvent
 from codap_relay.store.memory import MemoryStore
+from conftest import make_settings
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 
@@ -137,7 +137,7 @@ async def test_tokens_guard_the_plugin_role(relay: Relay) -> None:
 
 async def test_compatibility_mode_accepts_code_only(clock: FakeClock) -> None:
     relay = make_relay(clock, require_browser_token=False)
-    s, token = await relay.create_session()
+    s, _token = await relay.create_session()
     events = await relay.stream(s.code, None, None)
     await events.aclose()
     with pytest.raises(e.TokenInvalid):  # a wrong token is still wrong
@@ -175,7 +175,7 @@ async def test_responses_first_answer_wins_and_identical_repeat_is_fine(relay: R
 
 
 async def test_answer_for_another_sessions_request_is_404(relay: Relay) -> None:
-    a, token_a = await relay.create_session()
+    a, _token_a = await relay.create_session()
     b, token_b = await relay.create_session()
     r, _ = await relay.submit(a.code, "get_codap_datasets", {})
     with pytest.raises(e.RequestNotFound):

@@ -1,0 +1,210 @@
+"""MCP tool logic over the relay core, independent of the HTTP transport.
+
+``tools/list`` turns the session's manifest into MCP tools (title + annotations); ``tools/call`` validates,
+queues through ``Relay.submit`` and waits for the browser's answer. Domain errors reach MCP through the one
+table ``MCP_ERRORS``: some become a tool result with ``isError`` (the model can act on them), the rest a
+JSON-RPC error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from . import errors as e
+from .manifest import find_tool, validate_args
+from .records import SessionRecord
+from .relay import Relay, RequestExpired
+
+# --- tool presentation -----------------------------------------------------------------------------------
+
+READ_ONLY_TOOLS = frozenset({"get_codap_datasets", "get_codap_status", "export_codap_data"})
+# Raw CODAP API access can delete or overwrite anything in the document.
+DESTRUCTIVE_TOOLS = frozenset({"codap_api"})
+
+TITLES = {
+    "create_codap_dataset": "Create CODAP dataset",
+    "create_codap_graph": "Create CODAP graph",
+    "add_codap_cases": "Add cases to a CODAP dataset",
+    "get_codap_datasets": "List CODAP datasets",
+    "get_codap_status": "Get CODAP status",
+    "export_codap_data": "Export CODAP data",
+    "codap_api": "Send a raw CODAP API request",
+}
+
+
+def tool_title(spec: dict[str, Any]) -> str:
+    title = spec.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    name: str = spec["name"]
+    if name in TITLES:
+        return TITLES[name]
+    words = name.replace("_", " ").strip()
+    return (words[:1].upper() + words[1:]).replace("codap", "CODAP") or name
+
+
+def tool_annotations(name: str, title: str) -> types.ToolAnnotations:
+    """Hints for the client's confirmation UI. Every tool acts on the user's own CODAP document only."""
+    if name in READ_ONLY_TOOLS:
+        return types.ToolAnnotations(title=title, read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+    return types.ToolAnnotations(
+        title=title,
+        read_only_hint=False,
+        # Creators only add to the document; a tool we know nothing about is assumed able to change anything.
+        destructive_hint=name in DESTRUCTIVE_TOOLS or name not in TITLES,
+        idempotent_hint=False,
+        open_world_hint=False,
+    )
+
+
+def mcp_tools(manifest: list[dict[str, Any]]) -> list[types.Tool]:
+    tools = []
+    for spec in manifest:
+        title = tool_title(spec)
+        tools.append(
+            types.Tool(
+                name=spec["name"],
+                title=title,
+                description=spec.get("description") or title,
+                input_schema=spec["inputSchema"],
+                annotations=tool_annotations(spec["name"], title),
+            )
+        )
+    return tools
+
+
+# --- errors: one table for the MCP entry point -----------------------------------------------------------
+
+# Implementation-defined JSON-RPC codes (the MCP spec leaves -32003..-32019 to servers).
+SESSION_NOT_FOUND = -32010
+RATE_LIMITED = -32011
+UNAVAILABLE = -32012
+REQUEST_NOT_FOUND = -32013
+
+
+@dataclass(frozen=True)
+class Surface:
+    rpc_code: int  # the JSON-RPC error code when it is a protocol error
+    in_tool_result: bool  # inside tools/call: report as an isError result the model can act on
+
+
+# Most specific first; the first class that matches decides.
+MCP_ERRORS: list[tuple[type[e.RelayError], Surface]] = [
+    (e.InvalidArguments, Surface(types.INVALID_PARAMS, True)),
+    (e.UnknownTool, Surface(types.INVALID_PARAMS, False)),  # the spec: an unknown tool is a protocol error
+    (e.InvalidCode, Surface(types.INVALID_PARAMS, False)),
+    (e.BadInput, Surface(types.INVALID_PARAMS, True)),
+    (e.SessionNotFound, Surface(SESSION_NOT_FOUND, False)),
+    (RequestExpired, Surface(REQUEST_NOT_FOUND, True)),
+    (e.RequestNotFound, Surface(REQUEST_NOT_FOUND, True)),
+    (e.DuplicateRequestId, Surface(types.INVALID_PARAMS, True)),
+    (e.RateLimited, Surface(RATE_LIMITED, True)),
+    (e.StoreUnavailable, Surface(UNAVAILABLE, True)),
+    (e.CodeCollision, Surface(UNAVAILABLE, True)),
+]
+FALLBACK = Surface(types.INTERNAL_ERROR, False)
+
+
+def surface_for(exc: e.RelayError) -> Surface:
+    for cls, surface in MCP_ERRORS:
+        if isinstance(exc, cls):
+            return surface
+    return FALLBACK
+
+
+def error_data(exc: e.RelayError) -> dict[str, Any]:
+    data: dict[str, Any] = {"error": exc.error}
+    for key in ("reason", "tool", "path", "available", "retry_after", "request_id", "field"):
+        if key in exc.data:
+            data["retryAfter" if key == "retry_after" else "requestId" if key == "request_id" else key] = exc.data[key]
+    return data
+
+
+def protocol_error(exc: e.RelayError) -> MCPError:
+    return MCPError(code=surface_for(exc).rpc_code, message=exc.message, data=error_data(exc))
+
+
+def text_result(text: str, *, is_error: bool = False, structured: Any = None) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], is_error=is_error, structured_content=structured
+    )
+
+
+# --- the two operations ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling, as the HTTP layer saw it."""
+
+    code: str
+    client: str | None
+    base_url: str  # where the relay's HTTP API lives, for the "check before retrying" hint
+
+
+def list_tools(relay: Relay, session: SessionRecord) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=mcp_tools(relay.manifest(session)))
+
+
+async def call_tool(relay: Relay, caller: Caller, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    """Run one tool call end to end. Raises MCPError for protocol errors; everything else is a result."""
+    try:
+        return await _call_tool(relay, caller, name, {} if arguments is None else arguments)
+    except e.RelayError as exc:
+        if surface_for(exc).in_tool_result:
+            return text_result(exc.message, is_error=True)
+        raise protocol_error(exc) from exc
+
+
+async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, Any]) -> types.CallToolResult:
+    session = await relay.session_for_llm(caller.code, client=caller.client)
+    validate_args(find_tool(relay.manifest(session), name), args)
+    if not relay.is_connected(session):
+        return text_result(_not_connected_text(relay, session), is_error=True)
+    record, _created = await relay.submit(caller.code, name, args, client=caller.client)
+    timeout = relay.settings.mcp_tool_timeout_seconds
+    answer = await relay.wait_answer(caller.code, record.id, timeout, client=caller.client)
+    if answer.response is None:
+        return text_result(_timeout_text(caller, name, record.id, timeout), is_error=True)
+    body = answer.response.body
+    if "error" in body:
+        return text_result(_browser_error_text(name, body["error"]), is_error=True)
+    result = body.get("result")
+    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    return text_result(text, structured=result if isinstance(result, dict) else None)
+
+
+def _not_connected_text(relay: Relay, session: SessionRecord) -> str:
+    if session.last_seen is None:
+        seen = "has not connected yet"
+    else:
+        seen = f"was last seen {int(relay.now() - session.last_seen)} s ago"
+    return (
+        f"The CODAP plugin for this session {seen}, so nothing was sent to CODAP. Ask the user to open CODAP "
+        "with the codap-relay plugin and keep that browser tab open, then call the tool again."
+    )
+
+
+def _timeout_text(caller: Caller, tool: str, request_id: str, timeout: float) -> str:
+    check = f"{caller.base_url}/response?{urlencode({'code': caller.code, 'id': request_id})}"
+    return (
+        f"CODAP did not answer {tool} (request id {request_id}) within {timeout:g} s. The request stays queued "
+        f"and may still complete in CODAP. Before retrying, check its outcome with GET {check} (200 = done, "
+        "202 = still pending) or look at the document with get_codap_datasets; creating datasets or adding "
+        "cases is not idempotent, so a blind retry can do it twice."
+    )
+
+
+def _browser_error_text(tool: str, error: Any) -> str:
+    if isinstance(error, dict):
+        message = error.get("message") or "no message"
+        code = error.get("code")
+        suffix = f" (code {code})" if isinstance(code, str) and code else ""
+        return f"CODAP could not run {tool}: {message}{suffix}"
+    return f"CODAP could not run {tool}: {error}"

@@ -1,0 +1,69 @@
+// Pure text helpers for the activity log and the status line.
+
+const MAX_SUMMARY = 90;
+
+function clip(text, max = MAX_SUMMARY) {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+const quote = (v) => (typeof v === "string" ? v : JSON.stringify(v));
+
+/** A short, human summary of a tool call's arguments for the activity log. */
+export function summarizeArgs(tool, args = {}) {
+  const a = args ?? {};
+  switch (tool) {
+    case "create_codap_dataset": {
+      const n = a.dataType === "custom" && Array.isArray(a.customData) ? a.customData.length : a.recordCount;
+      return clip(`${quote(a.datasetName)} · ${a.dataType} · ${n} record${n === 1 ? "" : "s"}`);
+    }
+    case "add_codap_cases": {
+      const n = Array.isArray(a.cases) ? a.cases.length : 0;
+      return clip(`${quote(a.datasetName)} · ${n} case${n === 1 ? "" : "s"}`);
+    }
+    case "create_codap_graph":
+      return clip(
+        `${a.graphType} of ${quote(a.datasetName)}: x=${a.xAttribute}${a.yAttribute ? `, y=${a.yAttribute}` : ""}`,
+      );
+    case "get_codap_datasets":
+      return "all datasets";
+    case "get_codap_status":
+      return clip(
+        [a.includeDatasets === false ? null : "datasets", a.includeComponents === false ? null : "components"]
+          .filter(Boolean)
+          .join(" + ") || "version only",
+      );
+    case "export_codap_data":
+      return clip(`${quote(a.datasetName)} as ${a.format ?? "json"}${a.includeMetadata ? " + metadata" : ""}`);
+    case "codap_api":
+      return clip(`${a.action} ${a.resource}`);
+    default: {
+      const text = JSON.stringify(a);
+      return clip(text === "{}" ? "no arguments" : text);
+    }
+  }
+}
+
+export function formatDuration(ms) {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+/** "9:05" for 545 seconds; "expired" at zero or below. */
+export function formatTimeLeft(seconds) {
+  if (!(seconds > 0)) return "expired";
+  const s = Math.ceil(seconds);
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const rest = String(s % 60).padStart(2, "0");
+  return h > 0 ? `${h}:${String(m).padStart(2, "0")}:${rest}` : `${m}:${rest}`;
+}
+
+/** Groups of four for reading a code aloud: ABCD-EFGH. The copy button copies the plain code. */
+export function displayCode(code) {
+  return code && code.length === 8 ? `${code.slice(0, 4)}-${code.slice(4)}` : code ?? "";
+}
+
+export function plural(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
