@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from ..settings import Settings, SettingsError
 from ..store import StoreUrlError
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def register(sub: Any) -> None:
@@ -28,8 +31,12 @@ def run(args: argparse.Namespace) -> int:
 
     logs.configure(args.log_level)
     base = f"http://{args.host if ':' not in args.host else f'[{args.host}]'}:{args.port}"
+    # On loopback, the MCP endpoint's DNS-rebinding guard is on by default: only loopback Host headers pass.
+    hosts = None
+    if "ALLOWED_HOSTS" not in os.environ and args.host in LOOPBACK:
+        hosts = "localhost,127.0.0.1,[::1]"
     try:
-        settings = Settings.from_env(relay_store=args.store, cors_origin=args.cors_origin, public_base_url=None)
+        settings = Settings.from_env(relay_store=args.store, cors_origin=args.cors_origin, allowed_hosts=hosts)
         app = create_app(settings)
     except (SettingsError, StoreUrlError) as exc:
         print(f"codap-relay: {exc}", file=sys.stderr)

@@ -84,6 +84,8 @@ def build_app(
                     "X-Correlation-Id",
                     "Mcp-Session-Id",
                     "Mcp-Protocol-Version",
+                    "Mcp-Method",
+                    "Mcp-Name",
                 ],
                 expose_headers=["X-Correlation-Id", "Retry-After", "Mcp-Session-Id"],
                 max_age=600,

@@ -1,0 +1,84 @@
+"""``GET /llms.txt``: plain-text instructions for an LLM that has only a generic HTTP tool.
+
+With ``?code=`` the text carries the session's real URLs, ready to call; without it, a ``CODE`` placeholder.
+The code is only formatted into the text, never looked up, so this page reveals nothing about sessions.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from .codes import normalise_code
+from .http.routes import relay_of
+
+TEMPLATE = """\
+# CODAP relay
+
+> This relay lets you work in CODAP, the data analysis tool open in the user's browser, with plain HTTP
+> calls. The user's codap-relay plugin in CODAP shows an 8-character pairing code; every call carries it.
+> {code_line}
+
+All bodies are JSON. Errors come back as {{"error": "<code>", "message": "<what was wrong and what to do>"}}.
+
+## 1. Read the tools
+
+GET {base}/metadata?code={code}
+
+Answer: {{"version": "...", "tools": [{{"name", "description", "inputSchema"}}]}}. The inputSchema is JSON
+Schema; send arguments that match it.
+
+## 2. Run a tool and wait for CODAP's answer
+
+POST {base}/request?wait=25
+Content-Type: application/json
+
+{{"code": "{code}", "tool": "get_codap_datasets", "args": {{}}}}
+
+- 200 with {{"id", "status": "completed", "result": ...}}: done.
+- 200 with {{"id", "status": "failed", "error": {{"message": ...}}}}: CODAP refused; read the message.
+- 202 with {{"id", "status": "queued" or "delivered"}}: CODAP has not answered within the wait. Go to step 3.
+- 400 invalid_arguments: the message names the field to fix.
+
+You may add your own "id" (letters, digits, - and _): sending the same id and content again never runs the
+tool twice, so it is the safe way to retry.
+
+## 3. Read a result later
+
+GET {base}/response?code={code}&id=REQUEST_ID&wait=25
+
+200 when done (as above), 202 while CODAP is still working. Creating datasets and adding cases are not
+idempotent: read the response (or list the datasets) before you send a create or add again.
+
+## Session status
+
+GET {base}/api/sessions/{code}
+
+"connected": false means the plugin is not open; ask the user to open CODAP with the codap-relay plugin.
+404 session_not_found means the code is unknown or expired; ask the user for the new code the plugin shows.
+429 means too many calls: wait the Retry-After seconds.
+
+## Other ways in
+
+- MCP (Streamable HTTP): {base}/mcp/{code}
+- OpenAPI description of this API: {base}/openapi.json
+"""
+
+
+async def llms_txt(request: Request) -> Response:
+    settings = relay_of(request).settings
+    base = (settings.public_base_url or str(request.base_url)).rstrip("/")
+    raw = request.query_params.get("code")
+    if raw:
+        code = normalise_code(raw)
+        code_line = f"This text is for the session with pairing code {code}."
+    else:
+        code = "CODE"
+        code_line = "Replace CODE below with the pairing code the user gives you (or fetch /llms.txt?code=CODE)."
+    text = TEMPLATE.format(base=base, code=code, code_line=code_line)
+    return PlainTextResponse(text, headers={"Cache-Control": "no-store"})
+
+
+def routes() -> list[BaseRoute]:
+    return [Route("/llms.txt", llms_txt, methods=["GET"])]

@@ -1,0 +1,85 @@
+"""The official MCP conformance suite and the MCP Inspector CLI against the real ``codap-relay serve``.
+
+Both are npm packages that scripts/install-test-deps puts in .tools/mcp together with a Node 22 (the suite needs
+Node >= 22; the machine's may be older).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from support import ROOT, serve_process
+
+MODULES = ROOT / ".tools" / "mcp" / "node_modules"
+NODE = MODULES / "node" / "bin" / "node"
+CONFORMANCE = MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+INSPECTOR = MODULES / ".bin" / "mcp-inspector"
+MISSING = "not installed: run scripts/install-test-deps (puts Node 22 and the MCP npm tools in .tools/mcp)"
+
+pytestmark = pytest.mark.skipif(not NODE.exists(), reason=f"Node 22 {MISSING}")
+
+
+def node_env() -> dict[str, str]:
+    # The tools start further node processes by name: make ours the one found first.
+    return {**os.environ, "PATH": f"{NODE.parent}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1"}
+
+
+@pytest.fixture(scope="module")
+def mcp_url() -> Iterator[str]:
+    # Host checks on, as a local deployment should have them: the dns-rebinding scenario depends on it.
+    env = {**os.environ, "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]"}
+    with serve_process("--store", "memory:", env=env) as (base, _proc):
+        code = httpx.post(f"{base}/api/sessions", json={}, timeout=10).json()["code"]
+        yield f"{base}/mcp/{code}"
+
+
+@pytest.mark.skipif(not CONFORMANCE.exists(), reason=f"@modelcontextprotocol/conformance {MISSING}")
+@pytest.mark.parametrize("scenario", ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"])
+def test_conformance_scenario(mcp_url: str, scenario: str, tmp_path: Path) -> None:
+    run = subprocess.run(
+        [str(NODE), str(CONFORMANCE), "server", "--url", mcp_url, "--scenario", scenario, "-o", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=node_env(),
+    )
+    report = run.stdout[-3000:] + run.stderr[-2000:]
+    assert run.returncode == 0, report
+    (checks_file,) = tmp_path.glob("*/checks.json")
+    checks: list[dict[str, Any]] = json.loads(checks_file.read_text())
+    assert checks, report
+    assert [c["status"] for c in checks] == ["SUCCESS"] * len(checks), json.dumps(checks, indent=1)
+
+
+def inspector(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(NODE), str(INSPECTOR), "--cli", url, "--transport", "http", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=node_env(),
+    )
+
+
+@pytest.mark.skipif(not INSPECTOR.exists(), reason=f"@modelcontextprotocol/inspector {MISSING}")
+def test_inspector_cli_lists_the_tools(mcp_url: str) -> None:
+    run = inspector(mcp_url, "--method", "tools/list")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    tools = {t["name"]: t for t in json.loads(run.stdout)["tools"]}
+    assert "get_codap_datasets" in tools and len(tools) == 6
+    assert tools["get_codap_datasets"]["annotations"]["readOnlyHint"] is True
+
+
+@pytest.mark.skipif(not INSPECTOR.exists(), reason=f"@modelcontextprotocol/inspector {MISSING}")
+def test_inspector_cli_shows_the_unknown_code_message(mcp_url: str) -> None:
+    run = inspector(mcp_url.rsplit("/", 1)[0] + "/ABCDEFGH", "--method", "tools/list")
+    assert run.returncode != 0
+    assert "open the codap-relay plugin" in run.stdout + run.stderr

@@ -1,0 +1,351 @@
+"""The MCP endpoint through the SDK's own client: in-process ASGI and a real uvicorn, 2025 and 2026-07-28 modes.
+
+A FakePlugin (an SSE client over real HTTP) plays the browser against the same relay in every case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import httpx2
+import mcp_types as types
+import pytest
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+
+from codap_relay.clock import FakeClock
+from codap_relay.fake_plugin import FakePlugin
+from codap_relay.http.app import build_app
+from codap_relay.mcp_tools import SESSION_NOT_FOUND
+from codap_relay.relay import Relay
+from codap_relay.settings import Settings
+from conftest import make_settings
+from mcp import Client
+from support import bearer, serve_app
+
+MODES = ["legacy", "2026-07-28"]
+TRANSPORTS = ["asgi", "uvicorn"]
+ASGI_BASE = "http://relay.test"
+TOOL_TIMEOUT = 0.5
+
+DATASETS = {"datasets": [{"name": "Mammals", "cases": 27}]}
+CODAP_ERROR = {"code": "not_found", "message": "Dataset 'Birds' does not exist in this document"}
+
+
+async def codap(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """What the browser answers: an error for the dataset 'Birds', the dataset list, else an echo."""
+    if args.get("datasetName") == "Birds":
+        return {"error": CODAP_ERROR}
+    if tool == "get_codap_datasets":
+        return {"result": DATASETS}
+    return {"result": {"tool": tool, "args": args}}
+
+
+@pytest.fixture
+def settings() -> Settings:
+    result: Settings = make_settings(mcp_tool_timeout_seconds=TOOL_TIMEOUT)
+    return result
+
+
+class Live:
+    def __init__(self, relay: Relay, app: Starlette, base: str) -> None:
+        self.relay, self.app, self.base = relay, app, base
+        self.http = httpx.AsyncClient(base_url=base, timeout=10)
+
+    async def new_session(self) -> dict[str, Any]:
+        r = await self.http.post("/api/sessions", json={})
+        assert r.status_code == 201, r.text
+        body: dict[str, Any] = r.json()
+        return body
+
+    def plugin(self, session: dict[str, Any]) -> FakePlugin:
+        return FakePlugin(self.base, session["code"], session["browserToken"], handler=codap, client=self.http)
+
+    async def log(self, session: dict[str, Any]) -> list[dict[str, Any]]:
+        r = await self.http.get(f"/api/sessions/{session['code']}/log", headers=bearer(session["browserToken"]))
+        assert r.status_code == 200, r.text
+        entries: list[dict[str, Any]] = r.json()["entries"]
+        return entries
+
+    @contextlib.asynccontextmanager
+    async def mcp(
+        self, transport: str, mode: str, path: str, headers: dict[str, str] | None = None
+    ) -> AsyncIterator[Client]:
+        if transport == "asgi":
+            http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=self.app), headers=headers, timeout=10)
+            url = ASGI_BASE + path
+        else:
+            http = httpx2.AsyncClient(headers=headers, timeout=10)
+            url = self.base + path
+        async with http, Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+            yield client
+
+
+@pytest.fixture
+async def live(relay: Relay) -> AsyncIterator[Live]:
+    app = build_app(relay)
+    with serve_app(app) as base:
+        server = Live(relay, app, base)
+        async with server.http:
+            yield server
+
+
+@pytest.fixture(params=TRANSPORTS)
+def transport(request: pytest.FixtureRequest) -> str:
+    param: str = request.param
+    return param
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    param: str = request.param
+    return param
+
+
+def text_of(result: types.CallToolResult) -> str:
+    assert len(result.content) == 1
+    block = result.content[0]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+def rpc_error(excinfo: pytest.ExceptionInfo[BaseException]) -> MCPError:
+    """The MCPError inside whatever the client wrapped it in (its task groups raise exception groups)."""
+    exc: BaseException | None = excinfo.value
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    assert isinstance(exc, MCPError), repr(excinfo.value)
+    return exc
+
+
+# --- the seven behaviours, in every transport x protocol mode ----------------------------------------------
+
+
+async def test_list_tools_gives_the_manifest_with_titles_and_annotations(live: Live, transport: str, mode: str) -> None:
+    session = await live.new_session()
+    async with live.mcp(transport, mode, f"/mcp/{session['code']}") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    metadata = (await live.http.get("/metadata", params={"code": session["code"]})).json()
+    assert list(tools) == [t["name"] for t in metadata["tools"]]
+    for spec in metadata["tools"]:
+        tool = tools[spec["name"]]
+        assert tool.title and tool.annotations is not None and tool.annotations.title == tool.title
+        assert tool.input_schema == spec["inputSchema"]
+        assert tool.description == spec["description"]
+        assert tool.annotations.open_world_hint is False
+    for name in ("get_codap_datasets", "get_codap_status", "export_codap_data"):
+        annotations = tools[name].annotations
+        assert annotations is not None and annotations.read_only_hint is True
+    for name in ("create_codap_dataset", "create_codap_graph", "add_codap_cases"):
+        annotations = tools[name].annotations
+        assert annotations is not None
+        assert annotations.read_only_hint is False and annotations.destructive_hint is False
+
+
+async def test_call_returns_json_text_and_structured_content_and_is_logged(
+    live: Live, transport: str, mode: str
+) -> None:
+    session = await live.new_session()
+    async with live.plugin(session) as plugin, live.mcp(transport, mode, f"/mcp/{session['code']}") as client:
+        listed = await client.call_tool("get_codap_datasets", {})
+        echoed = await client.call_tool("get_codap_status", {"includeComponents": False})
+    assert listed.is_error is False
+    assert json.loads(text_of(listed)) == DATASETS
+    assert listed.structured_content == DATASETS
+    assert echoed.structured_content == {"tool": "get_codap_status", "args": {"includeComponents": False}}
+    assert len(plugin.executed) == 2
+    log = await live.log(session)
+    assert [(e["tool"], e["status"]) for e in log] == [
+        ("get_codap_datasets", "completed"),
+        ("get_codap_status", "completed"),
+    ]
+
+
+async def test_browser_error_is_a_tool_error_with_codaps_message(live: Live, transport: str, mode: str) -> None:
+    session = await live.new_session()
+    async with live.plugin(session), live.mcp(transport, mode, f"/mcp/{session['code']}") as client:
+        result = await client.call_tool("export_codap_data", {"datasetName": "Birds"})
+    assert result.is_error is True
+    assert CODAP_ERROR["message"] in text_of(result)
+    assert result.structured_content is None
+    assert [e["status"] for e in await live.log(session)] == ["failed"]
+
+
+async def test_timeout_names_the_request_and_how_to_check_it(
+    live: Live, relay: Relay, transport: str, mode: str
+) -> None:
+    session = await live.new_session()
+    code = session["code"]
+    await relay.touch(await relay.session_for_llm(code))  # the plugin was seen just now, but never answers
+    async with live.mcp(transport, mode, f"/mcp/{code}") as client:
+        result = await client.call_tool(
+            "create_codap_dataset", {"datasetName": "Heights", "dataType": "custom", "recordCount": 3}
+        )
+    text = text_of(result)
+    assert result.is_error is True
+    (entry,) = await live.log(session)
+    request_id = entry["id"]
+    assert request_id in text and "may still complete" in text and "not idempotent" in text
+    check_url = next(word for word in text.split() if "/response?" in word)
+    assert check_url.startswith(live.base if transport == "uvicorn" else ASGI_BASE)
+    path = check_url.split("://", 1)[1].split("/", 1)[1]
+    pending = await live.http.get(f"/{path}")
+    assert pending.status_code == 202 and pending.json()["id"] == request_id
+    async with live.plugin(session) as plugin:  # the plugin comes back: the queued request still runs, once
+        done = await live.http.get(f"/{path}&wait=10")
+    assert done.status_code == 200 and done.json()["status"] == "completed"
+    assert plugin.executed == [request_id]
+
+
+async def test_plugin_not_connected_fails_at_once_and_queues_nothing(
+    live: Live, relay: Relay, clock: FakeClock, transport: str, mode: str
+) -> None:
+    never = await live.new_session()
+    gone = await live.new_session()
+    await relay.touch(await relay.session_for_llm(gone["code"]))
+    clock.advance(relay.settings.connected_grace_seconds + 1)  # last seen 31 s ago
+    for session, phrase in ((never, "has not connected yet"), (gone, "was last seen 31 s ago")):
+        async with live.mcp(transport, mode, f"/mcp/{session['code']}") as client:
+            result = await client.call_tool("get_codap_datasets", {})
+        assert result.is_error is True
+        text = text_of(result)
+        assert phrase in text and "nothing was sent" in text and "open CODAP" in text
+        assert await live.log(session) == []
+
+
+async def test_bad_arguments_are_a_tool_error_naming_the_field(live: Live, transport: str, mode: str) -> None:
+    session = await live.new_session()
+    async with live.plugin(session) as plugin, live.mcp(transport, mode, f"/mcp/{session['code']}") as client:
+        too_many = await client.call_tool(
+            "create_codap_dataset", {"datasetName": "x", "dataType": "random_numbers", "recordCount": 5000}
+        )
+        missing = await client.call_tool("add_codap_cases", {"datasetName": "x"})
+        wrong_type = await client.call_tool("get_codap_status", {"includeDatasets": "yes"})
+    assert too_many.is_error and "recordCount" in text_of(too_many)
+    assert missing.is_error and "'cases'" in text_of(missing)
+    assert wrong_type.is_error and "includeDatasets" in text_of(wrong_type)
+    assert plugin.executed == [] and await live.log(session) == []
+
+
+async def test_unknown_code_is_a_json_rpc_error_saying_to_get_a_new_code(live: Live, transport: str, mode: str) -> None:
+    with pytest.raises(BaseException) as excinfo:
+        async with live.mcp(transport, mode, "/mcp/ABCDEFGH") as client:
+            await client.list_tools()
+    error = rpc_error(excinfo)
+    assert error.code == SESSION_NOT_FOUND
+    assert "plugin" in error.message and "code" in error.message
+    assert error.data == {"error": "session_not_found", "reason": "unknown"}
+
+
+# --- one-off behaviours -----------------------------------------------------------------------------------
+
+
+async def test_unknown_tool_is_invalid_params(live: Live, mode: str) -> None:
+    session = await live.new_session()
+    async with live.mcp("asgi", mode, f"/mcp/{session['code']}") as client:
+        with pytest.raises(MCPError) as excinfo:
+            await client.call_tool("delete_everything", {})
+    assert excinfo.value.code == types.INVALID_PARAMS
+    assert "get_codap_datasets" in excinfo.value.message
+
+
+async def test_expired_and_ended_codes_say_why(live: Live, relay: Relay, clock: FakeClock) -> None:
+    ended = await live.new_session()
+    r = await live.http.delete(f"/api/sessions/{ended['code']}", headers=bearer(ended["browserToken"]))
+    assert r.status_code == 200
+    expired = await live.new_session()
+    clock.advance(relay.settings.session_ttl_seconds + 1)
+    for session, reason in ((ended, "closed"), (expired, "expired")):
+        with pytest.raises(BaseException) as excinfo:
+            async with live.mcp("asgi", "legacy", f"/mcp/{session['code']}"):
+                pass
+        error = rpc_error(excinfo)
+        assert error.code == SESSION_NOT_FOUND and error.data["reason"] == reason
+        assert "new code" in error.message
+
+
+async def test_bearer_code_on_plain_mcp_path(live: Live, mode: str) -> None:
+    session = await live.new_session()
+    async with (
+        live.plugin(session),
+        live.mcp("uvicorn", mode, "/mcp", headers={"Authorization": f"Bearer {session['code'].lower()}"}) as client,
+    ):
+        result = await client.call_tool("get_codap_datasets", {})
+    assert result.structured_content == DATASETS
+
+
+async def test_auto_mode_discovers_the_2026_protocol(live: Live) -> None:
+    session = await live.new_session()
+    async with live.mcp("uvicorn", "auto", f"/mcp/{session['code']}") as client:
+        assert client.protocol_version == "2026-07-28"
+        assert len((await client.list_tools()).tools) == 6
+
+
+def initialize_body(version: str = "2025-06-18") -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+    }
+
+
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+async def test_raw_http_details(live: Live) -> None:
+    session = await live.new_session()
+    url = f"/mcp/{session['code']}"
+    ok = await live.http.post(url, json=initialize_body(), headers=ACCEPT)
+    assert ok.status_code == 200 and ok.headers["content-type"].startswith("application/json")
+    assert "mcp-session-id" not in ok.headers  # stateless: there is no session to resume
+    assert ok.json()["result"]["serverInfo"]["name"] == "codap-relay"
+    for method in ("GET", "DELETE"):
+        for path in (url, "/mcp"):
+            r = await live.http.request(method, path, headers=ACCEPT)
+            assert r.status_code == 405, (method, path)
+            assert r.headers["allow"] == "POST" and r.json()["error"] == "method_not_allowed"
+    no_code = await live.http.post("/mcp", json=initialize_body(), headers=ACCEPT)
+    assert no_code.status_code == 200
+    assert no_code.json()["error"]["code"] == types.INVALID_PARAMS
+    assert "Authorization: Bearer" in no_code.json()["error"]["message"]
+    typo = await live.http.post("/mcp/NOT-A-CODE", json=initialize_body(), headers=ACCEPT)
+    assert "get a new one from the plugin" in typo.json()["error"]["message"]
+    wrong_type = await live.http.post(url, content=json.dumps(initialize_body()), headers={**ACCEPT})
+    assert wrong_type.status_code == 400 and wrong_type.json()["error"] == "unsupported_media_type"
+    notification = await live.http.post(
+        url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=ACCEPT
+    )
+    assert notification.status_code == 202
+
+
+@pytest.fixture
+def host_settings() -> Settings:
+    result: Settings = make_settings(allowed_hosts="relay.example.org", cors_origin="https://codap.concord.org")
+    return result
+
+
+def test_allowed_hosts_come_from_settings(host_settings: Settings, clock: FakeClock) -> None:
+    from codap_relay.store.memory import MemoryStore
+
+    app = build_app(Relay(host_settings, MemoryStore(), clock=clock))
+    with serve_app(app) as base:
+        with httpx.Client(base_url=base) as http:
+            code = http.post("/api/sessions", json={}).json()["code"]
+            for host, origin, status in (
+                ("relay.example.org", None, 200),
+                ("relay.example.org:8443", None, 200),
+                ("relay.example.org", "https://codap.concord.org", 200),
+                ("127.0.0.1", None, 421),
+                ("relay.example.org", "https://evil.example", 403),
+            ):
+                headers = {**ACCEPT, "Host": host, **({"Origin": origin} if origin else {})}
+                r = http.post(f"/mcp/{code}", json=initialize_body(), headers=headers)
+                assert r.status_code == status, (host, origin, r.text)
+                if status != 200:
+                    assert r.json()["message"], r.text

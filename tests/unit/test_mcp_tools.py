@@ -1,0 +1,116 @@
+"""MCP tool presentation, the MCP error table and the host-check settings, without any transport."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import mcp_types as types
+import pytest
+
+from codap_relay import errors as e
+from codap_relay.manifest import DEFAULT_TOOLS
+from codap_relay.mcp_http import security_settings
+from codap_relay.mcp_tools import (
+    MCP_ERRORS,
+    RATE_LIMITED,
+    SESSION_NOT_FOUND,
+    mcp_tools,
+    protocol_error,
+    surface_for,
+    tool_annotations,
+    tool_title,
+)
+from codap_relay.relay import RequestExpired
+from codap_relay.settings import Settings
+
+
+def test_default_tools_have_titles_and_the_agreed_annotations() -> None:
+    tools = {t.name: t for t in mcp_tools(DEFAULT_TOOLS)}
+    assert list(tools) == [t["name"] for t in DEFAULT_TOOLS]
+    assert tools["create_codap_dataset"].title == "Create CODAP dataset"
+    for tool in tools.values():
+        assert tool.annotations is not None and tool.annotations.open_world_hint is False
+        assert tool.annotations.title == tool.title
+    reads = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
+    assert reads == {"get_codap_datasets", "get_codap_status", "export_codap_data"}
+    for name in ("create_codap_dataset", "create_codap_graph", "add_codap_cases"):
+        hints = tools[name].annotations
+        assert hints is not None and (hints.read_only_hint, hints.destructive_hint) == (False, False)
+
+
+def test_raw_api_and_unknown_tools_are_treated_as_destructive() -> None:
+    for name in ("codap_api", "plugin_specific_thing"):
+        hints = tool_annotations(name, "x")
+        assert (hints.read_only_hint, hints.destructive_hint, hints.open_world_hint) == (False, True, False)
+
+
+def test_titles_prefer_the_manifest_then_the_table_then_the_name() -> None:
+    assert tool_title({"name": "get_codap_status", "title": " Status of CODAP "}) == "Status of CODAP"
+    assert tool_title({"name": "codap_api"}) == "Send a raw CODAP API request"
+    assert tool_title({"name": "sort_codap_cases"}) == "Sort CODAP cases"
+
+
+def test_annotations_serialise_in_camel_case() -> None:
+    wire = types.ListToolsResult(tools=mcp_tools(DEFAULT_TOOLS[3:4])).model_dump(by_alias=True, exclude_none=True)
+    assert wire["tools"][0]["annotations"] == {
+        "title": "List CODAP datasets",
+        "readOnlyHint": True,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+
+
+CASES: list[tuple[e.RelayError, int, bool]] = [
+    (e.InvalidArguments("bad", tool="t", path="args.x"), types.INVALID_PARAMS, True),
+    (e.UnknownTool("no such tool", tool="t", available=["a"]), types.INVALID_PARAMS, False),
+    (e.InvalidCode("bad code"), types.INVALID_PARAMS, False),
+    (e.SessionNotFound("gone", reason="expired"), SESSION_NOT_FOUND, False),
+    (e.RateLimited("slow down", retry_after=3, scope="request"), RATE_LIMITED, True),
+    (RequestExpired("expired", request_id="r1"), -32013, True),
+    (e.StoreUnavailable("later"), -32012, True),
+    (e.TokenMissing("plugin only"), types.INTERNAL_ERROR, False),
+]
+
+
+@pytest.mark.parametrize(("exc", "code", "in_result"), CASES, ids=lambda v: type(v).__name__)
+def test_error_table(exc: e.RelayError, code: int, in_result: bool) -> None:
+    surface = surface_for(exc)
+    assert (surface.rpc_code, surface.in_tool_result) == (code, in_result)
+    error = protocol_error(exc)
+    assert error.code == code and error.message == exc.message and error.data["error"] == exc.error
+
+
+def test_error_data_carries_the_fields_a_client_needs() -> None:
+    data: Any = protocol_error(e.RateLimited("slow", retry_after=3, scope="request")).data
+    assert data == {"error": "rate_limited", "retryAfter": 3}
+    data = protocol_error(e.SessionNotFound("gone", reason="closed")).data
+    assert data == {"error": "session_not_found", "reason": "closed"}
+
+
+def test_table_lists_subclasses_before_their_bases() -> None:
+    classes = [cls for cls, _ in MCP_ERRORS]
+    for i, cls in enumerate(classes):
+        for later in classes[i + 1 :]:
+            assert not issubclass(later, cls), f"{later.__name__} is shadowed by {cls.__name__}"
+
+
+def test_security_settings_from_allowed_hosts() -> None:
+    assert security_settings(Settings(relay_store="memory:")).enable_dns_rebinding_protection is False
+    s = security_settings(
+        Settings(relay_store="memory:", allowed_hosts="relay.example.org, localhost:8080", public_base_url=None)
+    )
+    assert s.enable_dns_rebinding_protection is True
+    assert s.allowed_hosts == ["relay.example.org", "relay.example.org:*", "localhost:8080"]
+    assert "https://relay.example.org" in s.allowed_origins and "https://codap.concord.org" in s.allowed_origins
+
+
+async def test_llms_txt_fills_in_the_session_urls(client: httpx.AsyncClient) -> None:
+    generic = await client.get("/llms.txt")
+    assert generic.status_code == 200 and "code=CODE" in generic.text
+    filled = await client.get("/llms.txt", params={"code": " abcdefgh "})
+    assert "GET http://relay.test/metadata?code=ABCDEFGH" in filled.text
+    assert '{"code": "ABCDEFGH", "tool": "get_codap_datasets", "args": {}}' in filled.text
+    assert "http://relay.test/mcp/ABCDEFGH" in filled.text and "{" + "base}" not in filled.text
+    bad = await client.get("/llms.txt", params={"code": "nope"})
+    assert bad.status_code == 400 and bad.json()["error"] == "invalid_code"
