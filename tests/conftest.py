@@ -13,12 +13,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
-
-
-def make_settings(**overrides: Any) -> Settings:
-    base: dict[str, Any] = {"relay_store": "memory:", "heartbeat_seconds": 0.2}
-    base.update(overrides)
-    return Settings(**base)
+from support import make_settings
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import uvicorn
 
+from codap_relay.settings import Settings
+
 ROOT = Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
 
@@ -81,6 +83,13 @@ def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None = None, timeout
             pass
         time.sleep(0.05)
     raise RuntimeError(f"{base} did not become healthy")
+
+
+def make_settings(**overrides: Any) -> Settings:
+    """Settings for tests: the memory store and a fast heartbeat unless told otherwise."""
+    base: dict[str, Any] = {"relay_store": "memory:", "heartbeat_seconds": 0.2}
+    base.update(overrides)
+    return Settings(**base)
 
 
 def bearer(token: str) -> dict[str, str]:

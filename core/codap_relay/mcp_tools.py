@@ -183,7 +183,20 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
     body = answer.response.body
     if "error" in body:
         return text_result(_browser_error_text(name, body["error"]), is_error=True)
-    result = body.get("result")
+    return tool_result(body.get("result"))
+
+
+def tool_result(result: Any) -> types.CallToolResult:
+    """The plugin's answer as an MCP result: its own text and structured parts when it sends them
+    (``{"content": [{"type": "text", ...}], "structuredContent": {...}}``), else the JSON as text."""
+    if isinstance(result, dict) and isinstance(result.get("content"), list):
+        texts = [c.get("text") for c in result["content"] if isinstance(c, dict) and c.get("type") == "text"]
+        if texts and all(isinstance(t, str) for t in texts):
+            structured = result.get("structuredContent")
+            return types.CallToolResult(
+                content=[types.TextContent(text=t) for t in texts],
+                structured_content=structured if isinstance(structured, dict) else None,
+            )
     text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
     return text_result(text, structured=result if isinstance(result, dict) else None)
 

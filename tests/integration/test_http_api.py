@@ -13,7 +13,7 @@ from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from conftest import make_settings
+from support import make_settings
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 

@@ -24,7 +24,7 @@ from codap_relay.http.app import build_app
 from codap_relay.mcp_tools import SESSION_NOT_FOUND
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
-from conftest import make_settings
+from support import make_settings
 from mcp import Client
 from support import bearer, serve_app
 

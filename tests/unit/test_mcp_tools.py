@@ -114,3 +114,16 @@ async def test_llms_txt_fills_in_the_session_urls(client: httpx.AsyncClient) -> 
     assert "http://relay.test/mcp/ABCDEFGH" in filled.text and "{" + "base}" not in filled.text
     bad = await client.get("/llms.txt", params={"code": "nope"})
     assert bad.status_code == 400 and bad.json()["error"] == "invalid_code"
+
+
+def test_plugin_results_in_mcp_shape_pass_through() -> None:
+    from codap_relay.mcp_tools import tool_result
+
+    shaped = {"content": [{"type": "text", "text": "Made dataset s"}], "structuredContent": {"dataset": "s", "n": 5}}
+    r = tool_result(shaped)
+    assert [c.text for c in r.content] == ["Made dataset s"]
+    assert r.structured_content == {"dataset": "s", "n": 5} and not r.is_error
+    plain = tool_result({"datasets": []})
+    assert plain.content[0].text == '{"datasets": []}' and plain.structured_content == {"datasets": []}
+    odd = tool_result({"content": [{"type": "image", "data": "x"}]})  # not text: keep the JSON
+    assert odd.content[0].text.startswith('{"content"')

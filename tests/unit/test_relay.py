@@ -13,7 +13,7 @@ from codap_relay import errors as e
 from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.relay import Relay, RequestExpired, StreamEvent
 from codap_relay.store.memory import MemoryStore
-from conftest import make_settings
+from support import make_settings
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 

@@ -1,0 +1,131 @@
+// CODAP's side channel: the iframe-phone protocol over window.postMessage.
+//   child -> parent {type: "hello"} every 200 ms until the parent answers {type: "hello"};
+//   calls are {type: "data-interactive", content: {messageType: "call", uuid, value}} and the answer
+//   comes back as messageType "returnValue" with the same uuid. CODAP may call us too (e.g.
+//   {message: "codap-present"} and notifications); we answer those with {success: true}.
+
+import { ToolError } from "./errors.js";
+
+const NAMESPACE = "data-interactive";
+
+let counter = 0;
+function newUuid() {
+  counter += 1;
+  const random = globalThis.crypto?.randomUUID ? globalThis.crypto.randomUUID() : Math.random().toString(36).slice(2);
+  return `${random}-${counter}`;
+}
+
+export class CodapPhone {
+  constructor({
+    win = globalThis.window,
+    timeoutMs = 20_000,
+    helloIntervalMs = 200,
+    helloTimeoutMs = 60_000,
+    onNotification = () => {},
+  } = {}) {
+    this.win = win;
+    this.parent = win?.parent;
+    this.embedded = Boolean(win && this.parent && this.parent !== win);
+    this.timeoutMs = timeoutMs;
+    this.helloIntervalMs = helloIntervalMs;
+    this.helloTimeoutMs = helloTimeoutMs;
+    this.onNotification = onNotification;
+    this.connected = false;
+    this.pending = new Map();
+    this.queue = [];
+    this._helloTimer = null;
+    this._listener = (event) => this._receive(event);
+    this._whenConnected = new Promise((resolve) => (this._resolveConnected = resolve));
+  }
+
+  start() {
+    if (!this.embedded) return;
+    this.win.addEventListener("message", this._listener);
+    const hello = () => this._post({ type: "hello" });
+    hello();
+    this._helloTimer = this.win.setInterval(hello, this.helloIntervalMs);
+    this.win.setTimeout(() => this._stopHello(), this.helloTimeoutMs);
+  }
+
+  /** Resolves once CODAP answered the handshake. */
+  whenConnected() {
+    return this._whenConnected;
+  }
+
+  /** Send one request (or an array of them) and resolve with CODAP's reply (or array of replies). */
+  call(request) {
+    if (!this.embedded) {
+      return Promise.reject(
+        new ToolError(
+          "The plugin is not running inside CODAP, so it cannot reach CODAP. Open it in CODAP: " +
+            "https://codap.concord.org/app/?di=<plugin URL>.",
+          "codap_unavailable",
+        ),
+      );
+    }
+    const uuid = newUuid();
+    return new Promise((resolve, reject) => {
+      const timer = this.win.setTimeout(() => {
+        this.pending.delete(uuid);
+        const waiting = this.connected ? "did not answer" : "did not complete the plugin handshake";
+        reject(
+          new ToolError(
+            `CODAP ${waiting} within ${Math.round(this.timeoutMs / 1000)} s. Check that CODAP is open and responsive, ` +
+              "then try again.",
+            "codap_timeout",
+          ),
+        );
+      }, this.timeoutMs);
+      this.pending.set(uuid, { resolve, timer });
+      const message = { type: NAMESPACE, content: { messageType: "call", uuid, value: request } };
+      if (this.connected) this._post(message);
+      else this.queue.push(message);
+    });
+  }
+
+  _post(message) {
+    this.parent.postMessage(message, "*");
+  }
+
+  _stopHello() {
+    if (this._helloTimer !== null) this.win.clearInterval(this._helloTimer);
+    this._helloTimer = null;
+  }
+
+  _receive(event) {
+    if (event.source !== this.parent) return; // anyone may post to us; only CODAP counts
+    let data = event.data;
+    if (typeof data === "string") {
+      try {
+        data = JSON.parse(data);
+      } catch {
+        return;
+      }
+    }
+    if (!data || typeof data !== "object") return;
+    if (data.type === "hello") {
+      if (!this.connected) {
+        this.connected = true;
+        this._stopHello();
+        this._resolveConnected();
+        for (const message of this.queue.splice(0)) this._post(message);
+      }
+      return;
+    }
+    if (data.type !== NAMESPACE || !this.connected || !data.content) return;
+    const { messageType, uuid, value } = data.content;
+    if (messageType === "returnValue") {
+      const waiter = this.pending.get(uuid);
+      if (!waiter) return;
+      this.pending.delete(uuid);
+      this.win.clearTimeout(waiter.timer);
+      waiter.resolve(value);
+    } else if (messageType === "call") {
+      try {
+        this.onNotification(value);
+      } finally {
+        this._post({ type: NAMESPACE, content: { messageType: "returnValue", uuid, value: { success: true } } });
+      }
+    }
+  }
+}

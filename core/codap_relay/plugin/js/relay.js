@@ -1,0 +1,207 @@
+// Talking to the relay: plain HTTP calls (session, response, status) and the SSE stream with
+// reconnect/backoff, a cursor, and a heartbeat watchdog.
+
+export class RelayHttpError extends Error {
+  constructor(status, body) {
+    super(body?.message ?? `relay answered HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export function relayBaseFrom(location) {
+  const url = new URL(location.href);
+  const override = url.searchParams.get("relay");
+  if (override) return override.replace(/\/+$/, "");
+  // served by the relay at <base>/plugin/...: the relay is everything before /plugin/
+  return url.origin + url.pathname.replace(/\/plugin(\/.*)?$/, "");
+}
+
+export class RelayClient {
+  constructor(base, fetchImpl = globalThis.fetch.bind(globalThis)) {
+    this.base = base;
+    this.fetch = fetchImpl;
+  }
+
+  async _json(path, init = {}) {
+    const res = await this.fetch(this.base + path, init);
+    let body = null;
+    try {
+      body = await res.json();
+    } catch {
+      body = null;
+    }
+    if (!res.ok) throw new RelayHttpError(res.status, body);
+    return body;
+  }
+
+  createSession(tools) {
+    return this._json("/api/sessions", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ tools }),
+    });
+  }
+
+  /** The session's public status, or null when the relay no longer knows the code. */
+  async sessionStatus(code) {
+    try {
+      return await this._json(`/api/sessions/${encodeURIComponent(code)}`);
+    } catch (err) {
+      if (err instanceof RelayHttpError && err.status === 404) return null;
+      throw err;
+    }
+  }
+
+  endSession(code, token) {
+    return this._json(`/api/sessions/${encodeURIComponent(code)}`, {
+      method: "DELETE",
+      headers: { Authorization: `Bearer ${token}` },
+    });
+  }
+
+  postResponse(code, token, id, body) {
+    return this._json("/response", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+      body: JSON.stringify({ code, id, ...body }),
+    });
+  }
+}
+
+export function backoffMs(attempt, { base = 500, max = 15_000 } = {}) {
+  const exp = Math.min(max, base * 2 ** Math.max(0, attempt));
+  return Math.round(exp * (0.75 + Math.random() * 0.5)); // jitter so many tabs do not retry in step
+}
+
+/**
+ * One logical stream per session. EventSource reconnects by itself after network errors and sends
+ * Last-Event-ID; when it gives up (HTTP error) or the watchdog sees silence, we reopen it ourselves with
+ * the cursor as ?lastEventId=.
+ */
+export class StreamConnection {
+  constructor({ base, code, token, handlers, watchdogMs = 45_000, EventSourceImpl = globalThis.EventSource, client }) {
+    Object.assign(this, { base, code, token, handlers, watchdogMs, EventSourceImpl, client });
+    this.es = null;
+    this.cursor = null;
+    this.attempt = 0;
+    this.stopped = true;
+    this._watchdog = null;
+    this._retry = null;
+  }
+
+  open(cursor = this.cursor) {
+    this._teardown();
+    this.stopped = false;
+    this.cursor = cursor;
+    const params = new URLSearchParams({ code: this.code, token: this.token });
+    if (cursor !== null && cursor !== undefined) params.set("lastEventId", String(cursor));
+    const es = new this.EventSourceImpl(`${this.base}/stream?${params}`);
+    this.es = es;
+    const mine = (fn) => (event) => {
+      if (this.es === es) fn(event);
+    };
+    es.onopen = mine(() => {
+      this.attempt = 0;
+      this._kick();
+      this.handlers.onStatus("connected");
+    });
+    es.addEventListener("tool-request", mine((event) => {
+      this._kick();
+      this.cursor = Number(event.lastEventId) || this.cursor;
+      let data;
+      try {
+        data = JSON.parse(event.data);
+      } catch {
+        return;
+      }
+      this.handlers.onRequest({ ...data, seq: Number(event.lastEventId) || 0 });
+    }));
+    es.addEventListener("heartbeat", mine(() => {
+      this._kick();
+      this.handlers.onAlive?.();
+    }));
+    es.addEventListener("cursor-reset", mine((event) => {
+      this._kick();
+      this.cursor = null;
+      this.handlers.onCursorReset?.(JSON.parse(event.data || "{}"));
+    }));
+    es.addEventListener("reconnect", mine(() => {
+      this.handlers.onStatus("reconnecting"); // the browser reconnects after the retry delay
+    }));
+    es.addEventListener("superseded", mine(() => {
+      this.stop();
+      this.handlers.onSuperseded();
+    }));
+    for (const kind of ["closed", "expired"]) {
+      es.addEventListener(kind, mine(() => {
+        this.stop();
+        this.handlers.onGone(kind);
+      }));
+    }
+    es.onerror = mine(() => {
+      this._clearWatchdog();
+      if (es.readyState !== 2) {
+        this.handlers.onStatus("reconnecting"); // EventSource retries by itself
+        return;
+      }
+      this._recover();
+    });
+  }
+
+  async _recover() {
+    if (this.stopped) return;
+    this.handlers.onStatus(globalThis.navigator?.onLine === false ? "offline" : "reconnecting");
+    try {
+      const status = await this.client.sessionStatus(this.code);
+      if (status === null) {
+        this.stop();
+        this.handlers.onGone("expired");
+        return;
+      }
+    } catch {
+      // relay unreachable: keep retrying with backoff
+    }
+    this._scheduleReopen();
+  }
+
+  _scheduleReopen() {
+    if (this.stopped) return;
+    clearTimeout(this._retry);
+    const delay = backoffMs(this.attempt++);
+    this._retry = setTimeout(() => {
+      if (!this.stopped) this.open(this.cursor);
+    }, delay);
+  }
+
+  _kick() {
+    this._clearWatchdog();
+    this._watchdog = setTimeout(() => {
+      // no heartbeat for too long: the connection is dead even if the socket looks open
+      if (this.stopped) return;
+      this.handlers.onStatus("reconnecting");
+      this._teardown();
+      this._scheduleReopen();
+    }, this.watchdogMs);
+  }
+
+  _clearWatchdog() {
+    clearTimeout(this._watchdog);
+    this._watchdog = null;
+  }
+
+  _teardown() {
+    this._clearWatchdog();
+    clearTimeout(this._retry);
+    if (this.es) {
+      const es = this.es;
+      this.es = null;
+      es.close();
+    }
+  }
+
+  stop() {
+    this.stopped = true;
+    this._teardown();
+  }
+}

@@ -1,0 +1,136 @@
+// Runs tool requests one at a time in seq order, each id at most once, and delivers every outcome to
+// the relay, retrying failed POSTs. The ledger in storage makes this hold across reloads of the frame.
+
+import { ToolError, errorBody } from "./errors.js";
+import { RelayHttpError, backoffMs } from "./relay.js";
+
+const INDETERMINATE =
+  "The plugin was reloaded while this request was running in CODAP, so it cannot tell whether it took effect. " +
+  "Check CODAP's state (get_codap_datasets or get_codap_status) before sending it again.";
+
+export class Runner {
+  constructor({ tools, store, post, onActivity = () => {}, now = () => Date.now(), sleep }) {
+    this.tools = tools;
+    this.store = store;
+    this.post = post; // (id, body) => Promise; throws RelayHttpError or a network error
+    this.onActivity = onActivity;
+    this.now = now;
+    this.sleep = sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    this.queue = [];
+    this.known = new Set(); // ids queued, running or delivered in this page
+    this.delivering = new Set();
+    this.busy = false;
+    this.stopped = false;
+  }
+
+  /** Re-post outcomes that a previous page stored but could not deliver. */
+  resume() {
+    for (const entry of this.store.unposted()) {
+      this.known.add(entry.id);
+      this.onActivity({ id: entry.id, tool: entry.tool, args: entry.args, status: "replayed", body: entry.body });
+      this._deliver(entry.id, entry.body);
+    }
+  }
+
+  enqueue(request) {
+    const { id } = request;
+    if (!id || this.known.has(id)) return;
+    this.known.add(id);
+    const stored = this.store.entry(id);
+    if (stored?.state === "done") {
+      if (stored.posted) return; // the relay already has it
+      this.onActivity({ id, tool: request.tool, args: request.args, status: "replayed", body: stored.body });
+      this._deliver(id, stored.body ?? { error: { message: INDETERMINATE, code: "plugin_reloaded" } });
+      return;
+    }
+    if (stored?.state === "started") {
+      const body = { error: { message: INDETERMINATE, code: "plugin_reloaded" } };
+      this.store.saveOutcome(id, body);
+      this.onActivity({ id, tool: request.tool, args: request.args, status: "failed", body });
+      this._deliver(id, body);
+      return;
+    }
+    this.queue.push(request);
+    this.queue.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
+    this.onActivity({ id, tool: request.tool, args: request.args, status: "queued" });
+    this._pump();
+  }
+
+  async _pump() {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      while (this.queue.length && !this.stopped) {
+        const request = this.queue.shift();
+        await this._run(request);
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  async _run({ id, tool, args, seq }) {
+    this.store.markStarted(id, { tool, seq, args: smallArgs(args) });
+    const started = this.now();
+    this.onActivity({ id, tool, args, status: "running", startedAt: started });
+    let body;
+    try {
+      const fn = this.tools[tool];
+      if (!fn) throw new ToolError(`This plugin has no tool named ${JSON.stringify(tool)}.`, "unknown_tool");
+      body = { result: await fn(args ?? {}) };
+    } catch (err) {
+      body = { error: errorBody(err) };
+    }
+    this.store.saveOutcome(id, body);
+    const ms = this.now() - started;
+    this.onActivity({ id, tool, args, status: body.error ? "failed" : "done", body, ms });
+    this._deliver(id, body);
+  }
+
+  async _deliver(id, body) {
+    if (this.delivering.has(id)) return;
+    this.delivering.add(id);
+    try {
+      for (let attempt = 0; !this.stopped; attempt++) {
+        try {
+          await this.post(id, body);
+          break;
+        } catch (err) {
+          if (err instanceof RelayHttpError) {
+            // 404: the request is gone (expired, session ended); 409: answered before - first answer stands
+            if (err.status === 404 || err.status === 409) break;
+            if (err.status === 413) {
+              body = {
+                error: {
+                  message: "The result was too large for the relay to accept. Ask for less data (e.g. export fewer rows).",
+                  code: "result_too_large",
+                },
+              };
+              continue;
+            }
+            if (err.status === 401 || err.status === 403) break; // a new session replaced this one
+          }
+          this.onActivity({ id, status: "retrying", attempt: attempt + 1 });
+          await this.sleep(backoffMs(attempt));
+        }
+      }
+      if (!this.stopped) {
+        this.store.markPosted(id);
+        this.onActivity({ id, status: "delivered" });
+      }
+    } finally {
+      this.delivering.delete(id);
+    }
+  }
+
+  stop() {
+    this.stopped = true;
+    this.queue = [];
+  }
+}
+
+/** Arguments kept in the ledger only for the activity log after a reload; large payloads are trimmed. */
+function smallArgs(args) {
+  const text = JSON.stringify(args ?? {});
+  return text.length <= 2000 ? args : { note: "large arguments not kept" };
+}

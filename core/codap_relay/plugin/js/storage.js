@@ -1,0 +1,92 @@
+// What survives a reload of the plugin frame, in sessionStorage (per tab, per relay):
+//   - the session (code, browser token, ttl, expiry), so a reload keeps the same pairing code;
+//   - a ledger of request ids: "started" before a tool runs, then its outcome until the relay took it.
+// A reload therefore re-posts a stored outcome instead of running the same request twice.
+
+const MAX_LEDGER = 500;
+
+export class PluginStore {
+  constructor(storage, relayBase) {
+    this.storage = storage;
+    this.prefix = `codap-relay:${relayBase}:`;
+  }
+
+  _read(key, fallback) {
+    try {
+      const raw = this.storage?.getItem(this.prefix + key);
+      return raw ? JSON.parse(raw) : fallback;
+    } catch {
+      return fallback;
+    }
+  }
+
+  _write(key, value) {
+    try {
+      this.storage?.setItem(this.prefix + key, JSON.stringify(value));
+      return true;
+    } catch {
+      return false; // quota or disabled storage: keep working from memory
+    }
+  }
+
+  loadSession() {
+    const s = this._read("session", null);
+    return s && typeof s.code === "string" && typeof s.token === "string" ? s : null;
+  }
+
+  saveSession(session) {
+    this._write("session", session);
+  }
+
+  clearSession() {
+    this.storage?.removeItem(this.prefix + "session");
+    this.storage?.removeItem(this.prefix + "ledger");
+  }
+
+  ledger() {
+    return this._read("ledger", {});
+  }
+
+  entry(id) {
+    return this.ledger()[id] ?? null;
+  }
+
+  _update(id, patch) {
+    const ledger = this.ledger();
+    ledger[id] = { ...(ledger[id] ?? {}), ...patch, at: Date.now() };
+    const ids = Object.keys(ledger);
+    if (ids.length > MAX_LEDGER) {
+      // forget the oldest answered ids first; unanswered ones must survive
+      ids
+        .filter((k) => ledger[k].posted)
+        .sort((a, b) => ledger[a].at - ledger[b].at)
+        .slice(0, ids.length - MAX_LEDGER)
+        .forEach((k) => delete ledger[k]);
+    }
+    if (!this._write("ledger", ledger) && patch.body) {
+      // too big for storage: keep the id and state so a reload still will not run it again
+      ledger[id] = { ...ledger[id], body: undefined, bodyLost: true };
+      this._write("ledger", ledger);
+    }
+  }
+
+  markStarted(id, meta) {
+    this._update(id, { state: "started", ...meta });
+  }
+
+  saveOutcome(id, body) {
+    this._update(id, { state: "done", body, posted: false });
+  }
+
+  markPosted(id) {
+    const e = this.entry(id);
+    if (e) this._update(id, { posted: true, body: undefined });
+  }
+
+  /** Outcomes stored but not yet accepted by the relay (to re-post after a reload). */
+  unposted() {
+    return Object.entries(this.ledger())
+      .filter(([, e]) => e.state === "done" && !e.posted)
+      .map(([id, e]) => ({ id, ...e }));
+  }
+}

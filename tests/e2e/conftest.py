@@ -1,0 +1,84 @@
+"""Browser fixtures: one Debian chromium per test session, a real relay and a static CODAP test host on loopback."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plugin_page import PluginPage
+from servers import e2e_settings
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+
+from codap_relay.http.app import build_app
+from codap_relay.relay import Relay
+from codap_relay.store.memory import MemoryStore
+from support import serve_app
+
+HOST_DIR = Path(__file__).resolve().parent / "codap_host"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-gpu",
+]
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+        pytest.skip("Debian chromium is not installed (run scripts/install-test-deps)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def relay_url() -> Iterator[str]:
+    relay = Relay(e2e_settings(), MemoryStore())
+    with serve_app(build_app(relay)) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def host_url() -> Iterator[str]:
+    app = Starlette(routes=[Mount("/", app=StaticFiles(directory=HOST_DIR, html=True))])
+    with serve_app(app) as url:
+        yield url
+
+
+@pytest.fixture
+def open_plugin(browser: Any, host_url: str) -> Iterator[Any]:
+    """Factory: open the CODAP test host embedding the plugin served by ``relay``; returns a PluginPage."""
+    contexts: list[Any] = []
+
+    def factory(relay: str, *, query: str = "", init_script: str | None = None) -> PluginPage:
+        context = browser.new_context(viewport={"width": 900, "height": 700})
+        contexts.append(context)
+        if init_script:
+            context.add_init_script(init_script)
+        page = context.new_page()
+        messages: list[str] = []
+        page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+        plugin = PluginPage(page, relay, host_url, query=query, console=messages)
+        plugin.open()
+        return plugin
+
+    yield factory
+    for context in contexts:
+        context.close()

@@ -1,0 +1,140 @@
+"""Driving the plugin inside the CODAP test host, and calling tools the way an HTTP-tool LLM does."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+DEADLINE = 20.0
+
+
+def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
+    """Poll until ``predicate`` returns something truthy; fail with ``what`` at the deadline."""
+    end = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class PluginPage:
+    def __init__(self, page: Any, relay: str, host_url: str, *, query: str = "", console: list[str]) -> None:
+        self.page = page
+        self.relay = relay
+        self.host_url = host_url
+        self.query = query
+        self.console = console
+
+    @property
+    def plugin_url(self) -> str:
+        return f"{self.relay}/plugin/{'?' + self.query if self.query else ''}"
+
+    def open(self) -> None:
+        self.page.goto(f"{self.host_url}/?di={quote(self.plugin_url, safe='')}")
+        self.wait_connected()
+
+    @property
+    def frame(self) -> Any:
+        frame = None
+        for f in self.page.frames:
+            if f.url.startswith(f"{self.relay}/plugin/"):
+                frame = f
+        assert frame is not None, "plugin frame not found"
+        return frame
+
+    def text(self, selector: str) -> str:
+        return str(self.frame.locator(selector).inner_text())
+
+    def code(self) -> str:
+        return self.text("#code").replace("-", "").strip()
+
+    def status(self) -> str:
+        return self.text("#status")
+
+    def wait_connected(self) -> str:
+        wait_until(
+            lambda: self._safe(lambda: self.status() == "Connected" and len(self.code()) == 8), "the plugin to connect"
+        )
+        wait_until(lambda: self.host("state.connected"), "the CODAP handshake")
+        return self.code()
+
+    def _safe(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except Exception:  # the frame may be navigating
+            return None
+
+    def host(self, expression: str) -> Any:
+        """Evaluate ``window.codapHost.<expression>`` in the host page (CODAP's side)."""
+        return self.page.evaluate(f"() => window.codapHost.{expression}")
+
+    def session_storage(self) -> dict[str, str]:
+        result: dict[str, str] = self.frame.evaluate("() => ({...sessionStorage})")
+        return result
+
+    def reload_plugin(self) -> None:
+        self.frame.evaluate("() => { window.__beforeReload = true; location.reload(); }")
+        wait_until(
+            lambda: self._safe(lambda: self.frame.evaluate("() => !window.__beforeReload")),
+            "the plugin frame to reload",
+        )
+
+    def log_entries(self) -> list[dict[str, str]]:
+        entries: list[dict[str, str]] = self.frame.evaluate(
+            """() => [...document.querySelectorAll('#log li')].map(li => ({
+                id: li.dataset.requestId, cls: li.className,
+                tool: li.querySelector('.entry-tool').textContent,
+                args: li.querySelector('.entry-args').textContent,
+                state: li.querySelector('.entry-state').textContent,
+                result: li.querySelector('.entry-result').textContent}))"""
+        )
+        return entries
+
+
+# --- the LLM side (HTTP) ---------------------------------------------------------------------------------
+
+
+def submit(relay: str, code: str, tool: str, args: dict[str, Any], request_id: str | None = None) -> str:
+    body: dict[str, Any] = {"code": code, "tool": tool, "args": args}
+    if request_id:
+        body["id"] = request_id
+    r = httpx.post(f"{relay}/request", json=body, timeout=30)
+    assert r.status_code == 202, r.text
+    rid: str = r.json()["id"]
+    return rid
+
+
+def answer(relay: str, code: str, request_id: str, timeout: float = DEADLINE) -> dict[str, Any]:
+    end = time.monotonic() + timeout
+    while True:
+        r = httpx.get(f"{relay}/response", params={"code": code, "id": request_id, "wait": 5}, timeout=30)
+        assert r.status_code in (200, 202), r.text
+        if r.status_code == 200:
+            body: dict[str, Any] = r.json()
+            return body
+        if time.monotonic() > end:
+            raise AssertionError(f"no answer for {request_id}: {r.text}")
+
+
+def call_tool(relay: str, code: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """POST /request?wait= like an HTTP-tool LLM, then poll until the answer is there."""
+    r = httpx.post(f"{relay}/request", params={"wait": 10}, json={"code": code, "tool": tool, "args": args}, timeout=30)
+    if r.status_code == 200:
+        body: dict[str, Any] = r.json()
+        return body
+    assert r.status_code == 202, r.text
+    return answer(relay, code, r.json()["id"])
+
+
+def ok_result(body: dict[str, Any]) -> dict[str, Any]:
+    assert body["status"] == "completed", body
+    result: dict[str, Any] = body["result"]
+    assert result["content"][0]["type"] == "text" and result["content"][0]["text"]
+    return result

@@ -1,0 +1,229 @@
+"""The plugin under stress in a real browser: a dropped stream, a reload mid-queue, a second tab, and MCP."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from plugin_page import PluginPage, answer, call_tool, ok_result, submit, wait_until
+from servers import RestartableRelay
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture
+def restartable() -> Iterator[RestartableRelay]:
+    relay = RestartableRelay()
+    relay.start()
+    yield relay
+    if relay._thread is not None and relay._thread.is_alive():
+        relay.kill()
+
+
+def executed(plugin: PluginPage, action: str, resource: str) -> int:
+    return int(plugin.host(f"count({json.dumps(action)}, {json.dumps(resource)})"))
+
+
+def ledger(plugin: PluginPage) -> dict[str, Any]:
+    raw = next((v for k, v in plugin.session_storage().items() if k.endswith(":ledger")), "{}")
+    entries: dict[str, Any] = json.loads(raw)
+    return entries
+
+
+def test_stream_dropped_mid_queue_loses_nothing_and_runs_nothing_twice(
+    open_plugin: Any, restartable: RestartableRelay
+) -> None:
+    relay = restartable.url
+    plugin = open_plugin(relay)
+    code = plugin.code()
+    plugin.host("pause()")  # CODAP busy: the first request stays in flight, the others queue in the plugin
+    ids = [
+        submit(
+            relay, code, "create_codap_dataset", {"datasetName": "drop", "dataType": "random_numbers", "recordCount": 4}
+        ),
+        submit(
+            relay,
+            code,
+            "add_codap_cases",
+            {"datasetName": "drop", "cases": [{"index": 5, "x": 1, "y": 2, "group": "A"}]},
+        ),
+        submit(
+            relay,
+            code,
+            "create_codap_graph",
+            {"datasetName": "drop", "graphType": "scatterplot", "xAttribute": "x", "yAttribute": "y"},
+        ),
+    ]
+    wait_until(lambda: len(plugin.log_entries()) == 3, "all three requests to reach the plugin")
+    restartable.kill()
+    wait_until(lambda: plugin.status() in ("Reconnecting…", "Offline"), "the plugin to notice the drop")
+    plugin.host("resume()")  # the plugin runs its queue while the relay is down; the POSTs must wait and retry
+    wait_until(lambda: executed(plugin, "create", "component") == 2, "graph and table created")  # caseTable + graph
+    restartable.start()
+    wait_until(lambda: plugin.status() == "Connected", "the plugin to reconnect")
+    for rid in ids:
+        assert answer(relay, code, rid)["status"] == "completed"
+    later = ok_result(call_tool(relay, code, "get_codap_datasets", {}))
+    assert later["structuredContent"]["datasets"][0]["caseCount"] == 5
+    assert executed(plugin, "create", "dataContext") == 1
+    assert executed(plugin, "create", "dataContext[drop].item") == 2  # the dataset's rows, then the added case
+    assert executed(plugin, "create", "component") == 2
+
+
+def test_reload_mid_queue_reposts_stored_results_and_never_reruns(open_plugin: Any, relay_url: str) -> None:
+    plugin = open_plugin(relay_url)
+    code = plugin.code()
+    relay = relay_url
+    # the relay cannot be reached for answers: results pile up in sessionStorage
+    plugin.page.context.route("**/response", lambda route: route.abort())
+    first = [
+        submit(
+            relay, code, "create_codap_dataset", {"datasetName": "rl", "dataType": "sample_students", "recordCount": 6}
+        ),
+        submit(relay, code, "add_codap_cases", {"datasetName": "rl", "cases": [{"name": "Zed", "grade": 10}]}),
+    ]
+    wait_until(
+        lambda: len(plugin.host('dataset("rl")')["items"]) == 7 if plugin.host('dataset("rl")') else False,
+        "both requests executed in CODAP",
+    )
+    wait_until(lambda: all(ledger(plugin).get(i, {}).get("state") == "done" for i in first), "both outcomes stored")
+    plugin.host("pause()")  # the next request reaches CODAP but gets no answer before the reload
+    in_flight = submit(
+        relay, code, "create_codap_graph", {"datasetName": "rl", "graphType": "histogram", "xAttribute": "age"}
+    )
+    queued = submit(relay, code, "export_codap_data", {"datasetName": "rl", "format": "csv"})
+    wait_until(lambda: len(plugin.log_entries()) == 4, "four requests in the plugin")
+    wait_until(lambda: ledger(plugin).get(in_flight, {}).get("state") == "started", "the graph request in flight")
+    stored = ledger(plugin)
+    assert all(stored[i]["state"] == "done" and not stored[i]["posted"] for i in first)
+    assert queued not in stored
+
+    plugin.reload_plugin()  # the host drops calls in flight from the old page when the new one says hello
+    plugin.page.context.unroute("**/response")
+    assert plugin.wait_connected() == code  # same session after the reload
+
+    for rid in first:
+        assert answer(relay, code, rid)["status"] == "completed"
+    lost = answer(relay, code, in_flight)
+    assert lost["status"] == "failed" and lost["error"]["code"] == "plugin_reloaded"
+    exported = answer(relay, code, queued)
+    assert exported["status"] == "completed"
+    assert exported["result"]["structuredContent"]["rowCount"] == 7
+    assert executed(plugin, "create", "dataContext") == 1
+    assert executed(plugin, "create", "dataContext[rl].item") == 2
+    assert executed(plugin, "get", "dataContext[rl].itemSearch[*]") == 1
+    replayed = [e for e in plugin.log_entries() if e["id"] in first]
+    assert len(replayed) == 2 and all(e["cls"] == "state-done" for e in replayed)
+
+
+def test_superseded_tab_can_take_the_session_back(open_plugin: Any, relay_url: str) -> None:
+    tab1 = open_plugin(relay_url)
+    code = tab1.code()
+    session_key, session_value = next((k, v) for k, v in tab1.session_storage().items() if k.endswith(":session"))
+    # a second CODAP tab holding the same session (as a duplicated tab would)
+    inject = (
+        f"if (location.origin === {json.dumps(relay_url)}) "
+        f"sessionStorage.setItem({json.dumps(session_key)}, {json.dumps(session_value)});"
+    )
+    tab2 = open_plugin(relay_url, init_script=inject)
+    assert tab2.code() == code
+    wait_until(lambda: tab1.frame.locator("#superseded").is_visible(), "tab 1 to show it moved")
+    assert "moved to another tab" in tab1.text("#superseded")
+    assert tab1.status() == "Moved to another tab"
+
+    ok_result(
+        call_tool(
+            relay_url,
+            code,
+            "create_codap_dataset",
+            {"datasetName": "t2", "dataType": "random_numbers", "recordCount": 2},
+        )
+    )
+    assert tab2.host('dataset("t2")') is not None and tab1.host('dataset("t2")') is None
+
+    tab1.frame.locator("#connect-here").click()
+    wait_until(lambda: tab1.status() == "Connected", "tab 1 to reconnect")
+    wait_until(lambda: tab2.frame.locator("#superseded").is_visible(), "tab 2 to show it moved")
+    ok_result(
+        call_tool(
+            relay_url,
+            code,
+            "create_codap_dataset",
+            {"datasetName": "t1", "dataType": "random_numbers", "recordCount": 2},
+        )
+    )
+    assert tab1.host('dataset("t1")') is not None and tab2.host('dataset("t1")') is None
+
+
+def test_new_code_ends_the_old_session(open_plugin: Any, relay_url: str) -> None:
+    plugin = open_plugin(relay_url)
+    old = plugin.code()
+    plugin.frame.locator("#new-code").click()
+    new = wait_until(lambda: (c := plugin.code()) != old and c, "a new code")
+    wait_until(lambda: plugin.status() == "Connected", "the new session to connect")
+    gone = httpx.get(f"{relay_url}/api/sessions/{old}")
+    assert gone.status_code == 404 and "ended" in gone.json()["message"]
+    ok_result(call_tool(relay_url, new, "get_codap_status", {"includeDatasets": False}))
+
+
+def test_keyboard_reaches_every_control(open_plugin: Any, relay_url: str) -> None:
+    plugin = open_plugin(relay_url)
+    plugin.frame.locator("#copy-code").focus()
+    seen = []
+    for _ in range(6):
+        seen.append(plugin.frame.evaluate("() => document.activeElement.id || document.activeElement.dataset.copy"))
+        plugin.page.keyboard.press("Tab")
+    assert seen[:5] == ["copy-code", "mcp", "claude", "prompt", "new-code"]
+    plugin.frame.locator("#copy-code").focus()
+    plugin.page.keyboard.press("Enter")
+    wait_until(lambda: plugin.frame.locator("#copied").input_value() == plugin.code(), "the code to be copied")
+
+
+def test_mcp_client_drives_the_plugin(open_plugin: Any, relay_url: str) -> None:
+    pytest.importorskip("codap_relay.mcp_http")
+    plugin = open_plugin(relay_url)
+    url = f"{relay_url}/mcp/{plugin.code()}"
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    def rpc(method: str, params: dict[str, Any], rid: int | None) -> Any:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if rid is not None:
+            body["id"] = rid
+        r = httpx.post(url, json=body, headers=headers, timeout=40)
+        assert r.status_code in (200, 202), r.text
+        if rid is None:
+            return None
+        text = r.text
+        if r.headers.get("content-type", "").startswith("text/event-stream"):
+            text = next(line[5:].strip() for line in text.splitlines() if line.startswith("data:"))
+        return json.loads(text)
+
+    init = rpc(
+        "initialize",
+        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}},
+        1,
+    )
+    headers["Mcp-Protocol-Version"] = init["result"]["protocolVersion"]
+    rpc("notifications/initialized", {}, None)
+    listed = rpc("tools/list", {}, 2)["result"]["tools"]
+    assert "codap_api" in [t["name"] for t in listed]
+    started = time.monotonic()
+    called = rpc(
+        "tools/call",
+        {
+            "name": "create_codap_dataset",
+            "arguments": {"datasetName": "via mcp", "dataType": "time_series", "recordCount": 10},
+        },
+        3,
+    )
+    assert time.monotonic() - started < 40
+    result = called["result"]
+    assert not result.get("isError"), result
+    assert "Created dataset" in json.dumps(result)
+    assert len(plugin.host('dataset("via mcp")')["items"]) == 10
+    failed = rpc("tools/call", {"name": "export_codap_data", "arguments": {"datasetName": "absent"}}, 4)["result"]
+    assert failed["isError"] is True and "DataContext not found" in json.dumps(failed)

@@ -1,0 +1,133 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { RelayHttpError } from "../../core/codap_relay/plugin/js/relay.js";
+import { Runner } from "../../core/codap_relay/plugin/js/runner.js";
+import { PluginStore } from "../../core/codap_relay/plugin/js/storage.js";
+
+class MemoryStorage {
+  constructor() {
+    this.map = new Map();
+  }
+  getItem(k) {
+    return this.map.has(k) ? this.map.get(k) : null;
+  }
+  setItem(k, v) {
+    this.map.set(k, String(v));
+  }
+  removeItem(k) {
+    this.map.delete(k);
+  }
+}
+
+function until(predicate) {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const poll = () => {
+      if (predicate()) return resolve();
+      if (Date.now() - started > 2000) return reject(new Error("condition not met"));
+      setTimeout(poll, 1);
+    };
+    poll();
+  });
+}
+
+function harness({ failPosts = 0, storage = new MemoryStorage() } = {}) {
+  const ran = [];
+  const posted = [];
+  let failures = failPosts;
+  const tools = {
+    echo: async (args) => {
+      ran.push(args.n);
+      await new Promise((r) => setTimeout(r, 2));
+      return { n: args.n };
+    },
+    boom: async () => {
+      throw new Error("kaput");
+    },
+  };
+  const store = new PluginStore(storage, "http://relay");
+  const runner = new Runner({
+    tools,
+    store,
+    post: async (id, body) => {
+      if (failures > 0) {
+        failures -= 1;
+        throw new TypeError("network down");
+      }
+      posted.push({ id, body });
+    },
+    sleep: () => new Promise((r) => setTimeout(r, 0)),
+  });
+  return { runner, ran, posted, store, storage };
+}
+
+test("runs in seq order, one at a time, each id once", async () => {
+  const { runner, ran, posted } = harness();
+  runner.enqueue({ id: "b", tool: "echo", args: { n: 2 }, seq: 2 });
+  runner.enqueue({ id: "a", tool: "echo", args: { n: 1 }, seq: 1 }); // arrives late, runs after the first
+  runner.enqueue({ id: "c", tool: "echo", args: { n: 3 }, seq: 3 });
+  runner.enqueue({ id: "b", tool: "echo", args: { n: 2 }, seq: 2 }); // redelivered: ignored
+  await until(() => posted.length === 3);
+  assert.deepEqual(ran, [2, 1, 3]);
+  assert.deepEqual(posted.map((p) => p.id).sort(), ["a", "b", "c"]);
+});
+
+test("failed POSTs are retried until accepted", async () => {
+  const { runner, posted, store } = harness({ failPosts: 3 });
+  runner.enqueue({ id: "x", tool: "echo", args: { n: 1 }, seq: 1 });
+  await until(() => posted.length === 1);
+  await until(() => store.entry("x")?.posted === true);
+});
+
+test("tool errors and unknown tools are answered with an error body", async () => {
+  const { runner, posted } = harness();
+  runner.enqueue({ id: "e1", tool: "boom", args: {}, seq: 1 });
+  runner.enqueue({ id: "e2", tool: "missing", args: {}, seq: 2 });
+  await until(() => posted.length === 2);
+  assert.match(posted[0].body.error.message, /kaput/);
+  assert.equal(posted[1].body.error.code, "unknown_tool");
+});
+
+test("after a reload a stored outcome is re-posted, not re-run", async () => {
+  const storage = new MemoryStorage();
+  const first = harness({ storage, failPosts: 1000 });
+  first.runner.enqueue({ id: "r1", tool: "echo", args: { n: 1 }, seq: 1 });
+  await until(() => first.store.entry("r1")?.state === "done");
+  first.runner.stop();
+
+  const second = harness({ storage });
+  second.runner.resume();
+  second.runner.enqueue({ id: "r1", tool: "echo", args: { n: 1 }, seq: 1 }); // the relay redelivers it
+  await until(() => second.posted.length >= 1);
+  assert.deepEqual(second.ran, []);
+  assert.deepEqual(second.posted[0].body, { result: { n: 1 } });
+});
+
+test("a request that was running during a reload is answered as indeterminate", async () => {
+  const storage = new MemoryStorage();
+  const store = new PluginStore(storage, "http://relay");
+  store.markStarted("s1", { tool: "echo", seq: 1 });
+  const { runner, ran, posted } = harness({ storage });
+  runner.enqueue({ id: "s1", tool: "echo", args: { n: 1 }, seq: 1 });
+  await until(() => posted.length === 1);
+  assert.deepEqual(ran, []);
+  assert.equal(posted[0].body.error.code, "plugin_reloaded");
+});
+
+test("404 and 409 from the relay end delivery without retrying forever", async () => {
+  const store = new PluginStore(new MemoryStorage(), "http://relay");
+  let calls = 0;
+  const runner = new Runner({
+    tools: { echo: async () => ({}) },
+    store,
+    post: async () => {
+      calls += 1;
+      throw new RelayHttpError(409, { error: "already_answered" });
+    },
+    sleep: () => new Promise((r) => setTimeout(r, 0)),
+  });
+  runner.enqueue({ id: "d", tool: "echo", args: {}, seq: 1 });
+  await until(() => store.entry("d")?.posted === true);
+  assert.equal(calls, 1);
+});

@@ -1,0 +1,54 @@
+"""The plugin's pure JavaScript modules: their Node unit tests, and the manifest the plugin registers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codap_relay.manifest import DEFAULT_TOOLS, check_manifest
+
+ROOT = Path(__file__).resolve().parents[2]
+JS_TESTS = ROOT / "tests" / "js"
+PLUGIN_JS = ROOT / "core" / "codap_relay" / "plugin" / "js"
+
+NODE = shutil.which("node")
+pytestmark = pytest.mark.skipif(NODE is None, reason="Node is not installed (scripts/install-test-deps)")
+
+
+def test_node_unit_tests_pass() -> None:
+    files = sorted(str(p) for p in JS_TESTS.glob("*.test.mjs"))
+    assert files, "no Node tests found"
+    proc = subprocess.run([NODE or "node", "--test", *files], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def plugin_manifest() -> list[dict[str, object]]:
+    script = (
+        f"import({json.dumps((PLUGIN_JS / 'manifest.js').as_uri())}).then(m => console.log(JSON.stringify(m.TOOLS)))"
+    )
+    out = subprocess.run([NODE or "node", "-e", script], capture_output=True, text=True, timeout=60, check=True)
+    tools: list[dict[str, object]] = json.loads(out.stdout)
+    return tools
+
+
+def test_plugin_manifest_keeps_the_default_tools_exactly() -> None:
+    tools = {t["name"]: t for t in plugin_manifest()}
+    for default in DEFAULT_TOOLS:
+        mine = tools[default["name"]]
+        assert mine["description"] == default["description"]
+        assert mine["inputSchema"] == default["inputSchema"]
+        assert mine["title"] and isinstance(mine["annotations"], dict)
+
+
+def test_plugin_manifest_adds_codap_api_and_passes_the_relay_checks() -> None:
+    tools = plugin_manifest()
+    assert [t["name"] for t in tools][-1] == "codap_api"
+    assert len(tools) == len(DEFAULT_TOOLS) + 1
+    check_manifest(tools)
+    schema = tools[-1]["inputSchema"]
+    assert isinstance(schema, dict)
+    assert schema["required"] == ["action", "resource"]
