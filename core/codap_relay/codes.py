@@ -31,7 +31,8 @@ def normalise_code(raw: object) -> str:
         raise InvalidCode(
             "A pairing code is required: the 8 characters shown in the CODAP plugin (letters A-Z and digits 2-7)."
         )
-    code = raw.strip().upper()
+    # The plugin shows the code as ABCD-EFGH for reading; accept it typed that way, or with spaces.
+    code = re.sub(r"[\s-]", "", raw).upper()
     if not CODE_RE.match(code):
         raise InvalidCode(
             "The pairing code must be 8 characters of A-Z and 2-7, as shown in the CODAP plugin; "

@@ -14,7 +14,7 @@ def test_codes_use_the_base32_alphabet() -> None:
     assert set("".join(codes)) <= set(ALPHABET)
 
 
-@pytest.mark.parametrize("raw", [" abcd2345 ", "ABCD2345", "abcd2345\n"])
+@pytest.mark.parametrize("raw", [" abcd2345 ", "ABCD2345", "abcd2345\n", "ABCD-2345", "abcd 2345"])
 def test_normalise_trims_and_upper_cases(raw: str) -> None:
     assert normalise_code(raw) == "ABCD2345"
 
