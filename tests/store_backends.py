@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager as ContextManager
 from pathlib import Path
+from typing import Any
 
 from codap_relay.store.base import Store
 from codap_relay.store.memory import MemoryStore
@@ -28,7 +30,58 @@ def sqlite_store() -> Iterator[Store]:
             store.close()
 
 
+class SerializedClient:
+    """A boto3 client whose calls run one at a time.
+
+    moto's in-process backend checks a transaction's conditions and applies its writes without a lock, so two
+    threads can both pass ``last_seq = :n``; DynamoDB applies each call atomically. The lock restores that
+    (per call, not across calls), so the store's own concurrency control is what the contract tests.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+        self.exceptions = client.exceptions
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._client, name)
+        if not callable(target):
+            return target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return target(*args, **kwargs)
+
+        return call
+
+
+@contextlib.contextmanager
+def moto_store() -> Iterator[Store]:
+    """DynamoStore on moto's in-process DynamoDB, table built from template.yaml."""
+    import boto3
+    from moto import mock_aws
+
+    from codap_relay.store.dynamodb import DynamoStore
+    from dynamodb_local import CREDENTIALS, new_table
+
+    with mock_aws():
+        client = boto3.client("dynamodb", **CREDENTIALS)
+        yield DynamoStore(SerializedClient(client), new_table(client))
+
+
+@contextlib.contextmanager
+def dynamodb_local_store() -> Iterator[Store]:
+    """DynamoStore on DynamoDB Local (one server per test run, a fresh table per use)."""
+    from codap_relay.store.dynamodb import DynamoStore
+    from dynamodb_local import fresh_table
+
+    with fresh_table() as (local, table):
+        yield DynamoStore(local.client(), table)
+
+
 BACKENDS: dict[str, Callable[[], ContextManager[Store]]] = {
     "memory": memory_store,
     "sqlite": sqlite_store,
+    "moto": moto_store,
+    "dynamodb_local": dynamodb_local_store,
 }

@@ -190,8 +190,9 @@ def tool_result(result: Any) -> types.CallToolResult:
     """The plugin's answer as an MCP result: its own text and structured parts when it sends them
     (``{"content": [{"type": "text", ...}], "structuredContent": {...}}``), else the JSON as text."""
     if isinstance(result, dict) and isinstance(result.get("content"), list):
-        texts = [c.get("text") for c in result["content"] if isinstance(c, dict) and c.get("type") == "text"]
-        if texts and all(isinstance(t, str) for t in texts):
+        parts = [c for c in result["content"] if isinstance(c, dict) and c.get("type") == "text"]
+        texts = [p["text"] for p in parts if isinstance(p.get("text"), str)]
+        if texts and len(texts) == len(result["content"]):
             structured = result.get("structuredContent")
             return types.CallToolResult(
                 content=[types.TextContent(text=t) for t in texts],

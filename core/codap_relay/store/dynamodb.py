@@ -1,0 +1,706 @@
+"""DynamoDB store: one table shared by every Lambda instance (``pushes = False``: readers poll).
+
+Layout (``pk``, ``sk``; every item carries ``purge_at``, the table's TTL attribute in epoch seconds):
+
+- ``SESSION#<code>`` / ``META``: the session, with ``last_seq``, the highest seq handed out.
+- ``SESSION#<code>`` / ``REQ#<seq, 12 digits>``: a request; sort order is seq order.
+- ``SESSION#<code>`` / ``RID#<id>``: the seq of request ``id`` (idempotent ids, lookups by id).
+- ``SESSION#<code>`` / ``RESP#<id>``: the first answer to request ``id``.
+- ``SESSION#<code>`` / ``BLOB#<nonce>#<n>``: chunks of a payload too large for its item (items hold 400 KB).
+- ``COUNTER#<key>`` / ``COUNTER``: a rate-limit window.
+
+Payloads (tool args, response bodies, manifests) are stored as zlib-compressed JSON; above ``INLINE_LIMIT``
+compressed bytes they go to chunk items written *before* the transaction that references them, so a failed
+or lost commit leaves only unreferenced chunks that nobody reads and TTL removes.
+
+Every multi-item change is one ``TransactWriteItems`` with conditions, so nothing is half-written: a request
+is appended together with the session counter bump (conditioned on the counter's old value) and its id item,
+and a response is stored together with the request's new status. DynamoDB deletes expired items lazily (or,
+in moto and DynamoDB Local, never), so expiry stays the service's check on ``expires_at``, as for every store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+import threading
+import time
+import uuid
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
+
+from ..errors import CodeCollision, PayloadTooLarge, SessionNotFound, StoreUnavailable
+from ..records import NewRequest, RequestRecord, ResponseRecord, SessionRecord
+
+Item = dict[str, dict[str, Any]]
+
+TTL_ATTRIBUTE = "purge_at"
+SEQ_DIGITS = 12
+MAX_SEQ = 10**SEQ_DIGITS - 1
+# Compressed payloads up to this size stay inside their item; larger ones are split into chunks.
+INLINE_LIMIT = 300_000
+CHUNK_BYTES = 350_000
+# Items outlive their expiry by a day (as in the SQLite store) so late readers get "expired", not "unknown".
+PURGE_GRACE_SECONDS = 86_400
+TRANSACTION_ATTEMPTS = 60
+TABLE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
+
+# Errors that mean "try again later"; anything else is a bug or a misconfiguration.
+RETRYABLE_ERRORS = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "TransactionInProgressException",
+        "LimitExceededException",
+    }
+)
+THROTTLED_REASONS = frozenset({"ProvisionedThroughputExceeded", "ThrottlingError", "RequestLimitExceeded"})
+UNAVAILABLE = (
+    "The relay's database is busy or unreachable right now; nothing was changed. Retry in a moment "
+    "(after the Retry-After seconds)."
+)
+
+
+# --- attribute encoding ------------------------------------------------------------------------------------
+
+
+def _s(value: str) -> dict[str, Any]:
+    return {"S": value}
+
+
+def _n(value: float | int) -> dict[str, Any]:
+    if isinstance(value, int):
+        return {"N": str(value)}
+    # repr is the shortest exact decimal of a float; fixed-point because exponents are not accepted everywhere.
+    return {"N": format(Decimal(repr(float(value))), "f")}
+
+
+def _f(item: Item, name: str) -> float | None:
+    attr = item.get(name)
+    return None if attr is None else float(attr["N"])
+
+
+def _str(item: Item, name: str) -> str | None:
+    attr = item.get(name)
+    return None if attr is None else str(attr["S"])
+
+
+def _purge_at(expires_at: float) -> int:
+    return math.ceil(expires_at) + PURGE_GRACE_SECONDS
+
+
+def _pk(code: str) -> str:
+    return f"SESSION#{code}"
+
+
+def _req_sk(seq: int) -> str:
+    return f"REQ#{seq:0{SEQ_DIGITS}d}"
+
+
+def _key(pk: str, sk: str) -> Item:
+    return {"pk": _s(pk), "sk": _s(sk)}
+
+
+def _compress(value: Any) -> bytes:
+    return zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 6)
+
+
+def _reasons(exc: ClientError) -> list[str]:
+    raw = exc.response.get("CancellationReasons") or []
+    return [str((r or {}).get("Code") or "None") for r in raw]
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+class DynamoStore:
+    pushes = False
+    blocking = True
+
+    def __init__(self, client: Any, table: str, *, owns_client: bool = False) -> None:
+        self._client = client
+        self.table = table
+        self._owns_client = owns_client
+        # (code, id) -> seq. Safe to cache: a request's seq never changes; hits are re-checked against the item.
+        self._seqs: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._seq_lock = threading.Lock()
+
+    @classmethod
+    def from_url(
+        cls,
+        table: str,
+        *,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        **unknown: str,
+    ) -> DynamoStore:
+        """Open ``dynamodb://TABLE?region=…&endpoint_url=…`` (endpoint_url for DynamoDB Local)."""
+        from . import StoreUrlError
+
+        if unknown:
+            raise StoreUrlError(
+                f"unknown dynamodb store option(s) {', '.join(sorted(unknown))}: use region= and endpoint_url="
+            )
+        if not TABLE_NAME_RE.match(table or ""):
+            raise StoreUrlError(
+                f"dynamodb store URL needs a table name of 3-255 letters, digits, '_', '-' or '.' "
+                f"(like dynamodb://codap-relay?region=us-east-1), got {table!r}"
+            )
+        region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region is None and endpoint_url:
+            region = "us-east-1"  # DynamoDB Local ignores the region but botocore needs one
+        session = boto3.session.Session()
+        extra: dict[str, str] = {}
+        if endpoint_url and session.get_credentials() is None:
+            # DynamoDB Local accepts any credentials; do not make local users invent some.
+            extra = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+        config = Config(
+            retries={"mode": "standard", "max_attempts": 3},
+            connect_timeout=3,
+            read_timeout=10,
+            max_pool_connections=32,
+            tcp_keepalive=True,
+        )
+        try:
+            client = session.client(
+                "dynamodb", region_name=region, endpoint_url=endpoint_url or None, config=config, **extra
+            )
+        except NoRegionError as exc:
+            raise StoreUrlError("dynamodb store needs a region: add ?region=… to the URL or set AWS_REGION") from exc
+        return cls(client, table, owns_client=True)
+
+    # --- plumbing ---------------------------------------------------------------------------------------
+
+    def _call(self, op: str, **kwargs: Any) -> dict[str, Any]:
+        """One DynamoDB call. Throttling and outages become StoreUnavailable; conditional failures pass through."""
+        try:
+            result: dict[str, Any] = getattr(self._client, op)(**kwargs)
+            return result
+        except ClientError as exc:
+            code = _code(exc)
+            if code in RETRYABLE_ERRORS:
+                raise StoreUnavailable(UNAVAILABLE, retry_after=1) from exc
+            if code == "ResourceNotFoundException":
+                raise StoreUnavailable(
+                    f"The relay's DynamoDB table {self.table!r} does not exist; the operator must create it "
+                    "(sam deploy, or codap-relay dynamodb create-table).",
+                    retry_after=30,
+                ) from exc
+            raise
+        except BotoCoreError as exc:  # connection refused, timeouts, missing credentials
+            raise StoreUnavailable(UNAVAILABLE, retry_after=2) from exc
+
+    def _get(self, pk: str, sk: str) -> Item | None:
+        item: Item | None = self._call("get_item", TableName=self.table, Key=_key(pk, sk), ConsistentRead=True).get(
+            "Item"
+        )
+        return item
+
+    def _query(self, **kwargs: Any) -> Iterator[Item]:
+        """Strongly consistent Query over every page."""
+        start: Item | None = None
+        while True:
+            page = self._call(
+                "query",
+                TableName=self.table,
+                ConsistentRead=True,
+                **kwargs,
+                **({"ExclusiveStartKey": start} if start else {}),
+            )
+            yield from page.get("Items", [])
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return
+
+    def _transact(self, items: list[dict[str, Any]]) -> list[str] | None:
+        """Run a transaction. None on success, else the per-item cancellation reasons (throttling raises)."""
+        try:
+            self._call("transact_write_items", TransactItems=items)
+            return None
+        except ClientError as exc:
+            if _code(exc) not in ("TransactionCanceledException", "TransactionConflictException"):
+                raise
+            reasons = _reasons(exc) or ["TransactionConflict"] * len(items)
+            if THROTTLED_REASONS.intersection(reasons):
+                raise StoreUnavailable(UNAVAILABLE, retry_after=1) from exc
+            return reasons
+
+    @staticmethod
+    def _backoff(attempt: int) -> None:
+        # Conflicts come from other writers on the same session; jitter spreads the retries.
+        time.sleep(random.uniform(0, min(0.05, 0.002 * 2**attempt)))
+
+    def _remember(self, code: str, request_id: str, seq: int) -> None:
+        with self._seq_lock:
+            self._seqs[(code, request_id)] = seq
+            self._seqs.move_to_end((code, request_id))
+            while len(self._seqs) > 4096:
+                self._seqs.popitem(last=False)
+
+    def _seq_of(self, code: str, request_id: str) -> int | None:
+        with self._seq_lock:
+            cached = self._seqs.get((code, request_id))
+        if cached is not None:
+            return cached
+        item = self._get(_pk(code), f"RID#{request_id}")
+        if item is None:
+            return None
+        seq = int(item["seq"]["N"])
+        self._remember(code, request_id, seq)
+        return seq
+
+    # --- payloads ---------------------------------------------------------------------------------------
+
+    def _pack(self, name: str, value: Any, pk: str, purge_at: int) -> tuple[Item, list[Item]]:
+        """Attributes that hold ``value`` in the owning item, plus any chunk items to write first."""
+        raw = _compress(value)
+        if len(raw) <= INLINE_LIMIT:
+            return {name: {"B": raw}}, []
+        nonce = uuid.uuid4().hex
+        parts = [raw[i : i + CHUNK_BYTES] for i in range(0, len(raw), CHUNK_BYTES)]
+        chunks = [
+            {**_key(pk, f"BLOB#{nonce}#{n:04d}"), "z": {"B": part}, TTL_ATTRIBUTE: _n(purge_at)}
+            for n, part in enumerate(parts)
+        ]
+        return {f"{name}_ref": _s(f"{nonce}:{len(parts)}")}, chunks
+
+    def _unpack(self, name: str, item: Item) -> Any:
+        if name in item:
+            return json.loads(zlib.decompress(item[name]["B"]))
+        nonce, count = item[f"{name}_ref"]["S"].split(":")
+        parts = [
+            bytes(c["z"]["B"])
+            for c in self._query(
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+                ExpressionAttributeValues={":pk": item["pk"], ":prefix": _s(f"BLOB#{nonce}#")},
+            )
+        ]
+        if len(parts) != int(count):
+            raise StoreUnavailable("A stored payload is incomplete; retry in a moment.", retry_after=1)
+        return json.loads(zlib.decompress(b"".join(parts)))
+
+    def _write_chunks(self, chunks: list[Item]) -> None:
+        for start in range(0, len(chunks), 25):
+            pending: list[dict[str, Any]] = [{"PutRequest": {"Item": c}} for c in chunks[start : start + 25]]
+            for attempt in range(8):
+                result = self._call("batch_write_item", RequestItems={self.table: pending})
+                pending = result.get("UnprocessedItems", {}).get(self.table, [])
+                if not pending:
+                    break
+                self._backoff(attempt + 3)
+            else:
+                raise StoreUnavailable(UNAVAILABLE, retry_after=1)
+
+    def _discard_chunks(self, chunks: list[Item]) -> None:
+        """Best effort: unreferenced chunks are invisible anyway, and TTL removes what this misses."""
+        for start in range(0, len(chunks), 25):
+            batch = [{"DeleteRequest": {"Key": {"pk": c["pk"], "sk": c["sk"]}}} for c in chunks[start : start + 25]]
+            try:
+                self._call("batch_write_item", RequestItems={self.table: batch})
+            except (StoreUnavailable, ClientError):
+                return
+
+    # --- sessions ---------------------------------------------------------------------------------------
+
+    def create_session(self, session: SessionRecord) -> None:
+        pk = _pk(session.code)
+        # Any item left under this code (even one whose session item TTL already removed) keeps the code taken,
+        # so a new session never inherits another's requests.
+        taken = self._call(
+            "query",
+            TableName=self.table,
+            ConsistentRead=True,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": _s(pk)},
+            ProjectionExpression="pk",
+            Limit=1,
+        ).get("Items")
+        if taken:
+            raise CodeCollision("pairing code already in use", code=session.code)
+        item: Item = {
+            **_key(pk, "META"),
+            "token_hash": _s(session.token_hash),
+            "created_at": _n(session.created_at),
+            "expires_at": _n(session.expires_at),
+            "last_seq": _n(0),
+            TTL_ATTRIBUTE: _n(_purge_at(session.expires_at)),
+        }
+        if session.tools is not None:
+            tools, chunks = self._pack("tools", session.tools, pk, 0)
+            if chunks:  # the session item's expiry slides, chunks could not follow it
+                raise PayloadTooLarge(
+                    "The tool manifest is too large for this relay; send fewer or smaller tool definitions.",
+                    limit=INLINE_LIMIT,
+                )
+            item.update(tools)
+        try:
+            self._call("put_item", TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
+        except ClientError as exc:
+            if _code(exc) == "ConditionalCheckFailedException":
+                raise CodeCollision("pairing code already in use", code=session.code) from exc
+            raise
+
+    def get_session(self, code: str) -> SessionRecord | None:
+        item = self._get(_pk(code), "META")
+        if item is None:
+            return None
+        return SessionRecord(
+            code=code,
+            token_hash=item["token_hash"]["S"],
+            created_at=float(item["created_at"]["N"]),
+            expires_at=float(item["expires_at"]["N"]),
+            tools=self._unpack("tools", item) if "tools" in item else None,
+            last_seq=int(item["last_seq"]["N"]),
+            last_seen=_f(item, "last_seen"),
+            consumer=_str(item, "consumer"),
+            closed_at=_f(item, "closed_at"),
+        )
+
+    def update_session(
+        self,
+        code: str,
+        *,
+        expires_at: float | None = None,
+        last_seen: float | None = None,
+        consumer: str | None = None,
+        closed_at: float | None = None,
+    ) -> None:
+        fields: Item = {}
+        if last_seen is not None:
+            fields["last_seen"] = _n(last_seen)
+        if consumer is not None:
+            fields["consumer"] = _s(consumer)
+        if closed_at is not None:
+            fields["closed_at"] = _n(closed_at)
+        if expires_at is not None:
+            # One write in the usual case (the expiry moves forward); a late, older slide falls back to the rest.
+            slide = {**fields, "expires_at": _n(expires_at), TTL_ATTRIBUTE: _n(_purge_at(expires_at))}
+            if self._update_meta(code, slide, "attribute_exists(pk) AND #expires_at < :expires_at"):
+                return
+        if fields:
+            self._update_meta(code, fields, "attribute_exists(pk)")
+
+    def _update_meta(self, code: str, fields: Item, condition: str) -> bool:
+        names = {f"#{k}": k for k in fields}
+        values = {f":{k}": v for k, v in fields.items()}
+        try:
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key=_key(_pk(code), "META"),
+                UpdateExpression="SET " + ", ".join(f"#{k} = :{k}" for k in fields),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+            return True
+        except ClientError as exc:
+            if _code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
+
+    # --- requests ---------------------------------------------------------------------------------------
+
+    def _request(self, code: str, item: Item) -> RequestRecord:
+        record = RequestRecord(
+            code=code,
+            seq=int(item["seq"]["N"]),
+            id=item["id"]["S"],
+            tool=item["tool"]["S"],
+            args=self._unpack("args", item),
+            fingerprint=item["fingerprint"]["S"],
+            created_at=float(item["created_at"]["N"]),
+            expires_at=float(item["expires_at"]["N"]),
+            status=item["status"]["S"],  # type: ignore[arg-type]
+            delivered_at=_f(item, "delivered_at"),
+            completed_at=_f(item, "completed_at"),
+            error_code=_str(item, "error_code"),
+        )
+        self._remember(code, record.id, record.seq)
+        return record
+
+    def add_request(self, code: str, new: NewRequest) -> tuple[RequestRecord, bool]:
+        pk = _pk(code)
+        purge = _purge_at(new.expires_at)
+        args, chunks = self._pack("args", new.args, pk, purge)
+        self._write_chunks(chunks)
+        committed = False
+        try:
+            for attempt in range(TRANSACTION_ATTEMPTS):
+                meta = self._call(
+                    "get_item",
+                    TableName=self.table,
+                    Key=_key(pk, "META"),
+                    ConsistentRead=True,
+                    ProjectionExpression="last_seq",
+                ).get("Item")
+                if meta is None:
+                    raise SessionNotFound("session not found", reason="unknown")
+                last = int(meta["last_seq"]["N"])
+                seq = last + 1
+                if seq > MAX_SEQ:
+                    raise StoreUnavailable("This session has reached its request limit; start a new one.")
+                request: Item = {
+                    **_key(pk, _req_sk(seq)),
+                    "seq": _n(seq),
+                    "id": _s(new.id),
+                    "tool": _s(new.tool),
+                    **args,
+                    "fingerprint": _s(new.fingerprint),
+                    "created_at": _n(new.created_at),
+                    "expires_at": _n(new.expires_at),
+                    "status": _s("queued"),
+                    TTL_ATTRIBUTE: _n(purge),
+                }
+                reasons = self._transact(
+                    [
+                        {
+                            "Update": {
+                                "TableName": self.table,
+                                "Key": _key(pk, "META"),
+                                "UpdateExpression": "SET last_seq = :seq",
+                                "ConditionExpression": "last_seq = :last",
+                                "ExpressionAttributeValues": {":seq": _n(seq), ":last": _n(last)},
+                            }
+                        },
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": request,
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                        {
+                            "Put": {
+                                "TableName": self.table,
+                                "Item": {**_key(pk, f"RID#{new.id}"), "seq": _n(seq), TTL_ATTRIBUTE: _n(purge)},
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                    ]
+                )
+                if reasons is None:
+                    committed = True
+                    self._remember(code, new.id, seq)
+                    return self._request(code, request), True
+                if reasons[2] == "ConditionalCheckFailed":  # the id is taken: an idempotent retry
+                    existing = self.get_request(code, new.id)
+                    if existing is not None:
+                        return existing, False
+                self._backoff(attempt)
+            raise StoreUnavailable(UNAVAILABLE, retry_after=1)
+        finally:
+            if chunks and not committed:
+                self._discard_chunks(chunks)
+
+    def get_request(self, code: str, request_id: str) -> RequestRecord | None:
+        seq = self._seq_of(code, request_id)
+        if seq is None:
+            return None
+        item = self._get(_pk(code), _req_sk(seq))
+        if item is None or item["id"]["S"] != request_id:
+            return None
+        return self._request(code, item)
+
+    def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
+        if after_seq >= MAX_SEQ:
+            return []
+        items = self._query(
+            KeyConditionExpression="pk = :pk AND sk BETWEEN :lo AND :hi",
+            FilterExpression="#status IN (:queued, :delivered) AND expires_at > :now",
+            ExpressionAttributeNames={"#status": "status"},
+            ExpressionAttributeValues={
+                ":pk": _s(_pk(code)),
+                ":lo": _s(_req_sk(max(0, after_seq) + 1)),
+                ":hi": _s(_req_sk(MAX_SEQ)),
+                ":queued": _s("queued"),
+                ":delivered": _s("delivered"),
+                ":now": _n(now),
+            },
+        )
+        return [self._request(code, item) for item in items]
+
+    def list_requests(self, code: str) -> list[RequestRecord]:
+        items = self._query(
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues={":pk": _s(_pk(code)), ":prefix": _s("REQ#")},
+        )
+        return [self._request(code, item) for item in items]
+
+    def mark_delivered(self, code: str, request_id: str, at: float) -> None:
+        seq = self._seq_of(code, request_id)
+        if seq is None:
+            return
+        try:
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key=_key(_pk(code), _req_sk(seq)),
+                UpdateExpression="SET #status = :delivered, delivered_at = :at",
+                ConditionExpression="#status = :queued AND #id = :id",
+                ExpressionAttributeNames={"#status": "status", "#id": "id"},
+                ExpressionAttributeValues={
+                    ":delivered": _s("delivered"),
+                    ":queued": _s("queued"),
+                    ":at": _n(at),
+                    ":id": _s(request_id),
+                },
+            )
+        except ClientError as exc:
+            if _code(exc) != "ConditionalCheckFailedException":
+                raise
+
+    # --- responses --------------------------------------------------------------------------------------
+
+    def complete_request(self, response: ResponseRecord) -> tuple[ResponseRecord, bool]:
+        code = response.code
+        pk = _pk(code)
+        purge = _purge_at(response.expires_at)
+        body, chunks = self._pack("body", response.body, pk, purge)
+        seq = self._seq_of(code, response.id)
+        head: Item = {
+            **_key(pk, f"RESP#{response.id}"),
+            "id": _s(response.id),
+            "status": _s(response.status),
+            **body,
+            "fingerprint": _s(response.fingerprint),
+            "timestamp": _n(response.timestamp),
+            "expires_at": _n(response.expires_at),
+            TTL_ATTRIBUTE: _n(purge),
+        }
+        if response.error_code is not None:
+            head["error_code"] = _s(response.error_code)
+        items: list[dict[str, Any]] = [
+            {
+                "ConditionCheck": {
+                    "TableName": self.table,
+                    "Key": _key(pk, "META"),
+                    "ConditionExpression": "attribute_exists(pk)",
+                }
+            },
+            {"Put": {"TableName": self.table, "Item": head, "ConditionExpression": "attribute_not_exists(pk)"}},
+        ]
+        if seq is not None:
+            values: Item = {
+                ":status": _s(response.status),
+                ":at": _n(response.timestamp),
+                ":id": _s(response.id),
+            }
+            update = "SET #status = :status, completed_at = :at"
+            if response.error_code is not None:
+                update += ", error_code = :error"
+                values[":error"] = _s(response.error_code)
+            else:
+                update += " REMOVE error_code"
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self.table,
+                        "Key": _key(pk, _req_sk(seq)),
+                        "UpdateExpression": update,
+                        "ConditionExpression": "#id = :id",
+                        "ExpressionAttributeNames": {"#status": "status", "#id": "id"},
+                        "ExpressionAttributeValues": values,
+                    }
+                }
+            )
+        self._write_chunks(chunks)
+        committed = False
+        try:
+            for attempt in range(TRANSACTION_ATTEMPTS):
+                reasons = self._transact(items)
+                if reasons is None:
+                    committed = True
+                    return response, True
+                if reasons[0] == "ConditionalCheckFailed":
+                    raise SessionNotFound("session not found", reason="unknown")
+                if reasons[1] == "ConditionalCheckFailed":
+                    earlier = self.get_response(code, response.id)
+                    if earlier is not None:
+                        return earlier, False
+                self._backoff(attempt)
+            raise StoreUnavailable(UNAVAILABLE, retry_after=1)
+        finally:
+            if chunks and not committed:
+                self._discard_chunks(chunks)
+
+    def get_response(self, code: str, request_id: str) -> ResponseRecord | None:
+        item = self._get(_pk(code), f"RESP#{request_id}")
+        if item is None:
+            return None
+        return ResponseRecord(
+            code=code,
+            id=request_id,
+            status=item["status"]["S"],  # type: ignore[arg-type]
+            body=self._unpack("body", item),
+            fingerprint=item["fingerprint"]["S"],
+            timestamp=float(item["timestamp"]["N"]),
+            expires_at=float(item["expires_at"]["N"]),
+            error_code=_str(item, "error_code"),
+        )
+
+    # --- counters ---------------------------------------------------------------------------------------
+
+    def incr_counter(self, key: str, expires_at: float, now: float) -> int:
+        counter_key = _key(f"COUNTER#{key}", "COUNTER")
+        purge = _n(math.ceil(expires_at))
+        for attempt in range(TRANSACTION_ATTEMPTS):
+            try:
+                result = self._call(
+                    "update_item",
+                    TableName=self.table,
+                    Key=counter_key,
+                    UpdateExpression=(
+                        "ADD #count :one SET expires_at = if_not_exists(expires_at, :exp), "
+                        "#purge = if_not_exists(#purge, :purge)"
+                    ),
+                    ConditionExpression="attribute_not_exists(pk) OR expires_at > :now",
+                    ExpressionAttributeNames={"#count": "count", "#purge": TTL_ATTRIBUTE},
+                    ExpressionAttributeValues={
+                        ":one": _n(1),
+                        ":exp": _n(expires_at),
+                        ":purge": purge,
+                        ":now": _n(now),
+                    },
+                    ReturnValues="UPDATED_NEW",
+                )
+                return int(result["Attributes"]["count"]["N"])
+            except ClientError as exc:
+                if _code(exc) != "ConditionalCheckFailedException":
+                    raise
+            # The window has ended: start a new one, unless another writer just did.
+            try:
+                self._call(
+                    "put_item",
+                    TableName=self.table,
+                    Item={**counter_key, "count": _n(1), "expires_at": _n(expires_at), TTL_ATTRIBUTE: purge},
+                    ConditionExpression="expires_at <= :now",
+                    ExpressionAttributeValues={":now": _n(now)},
+                )
+                return 1
+            except ClientError as exc:
+                if _code(exc) != "ConditionalCheckFailedException":
+                    raise
+            self._backoff(attempt)
+        raise StoreUnavailable(UNAVAILABLE, retry_after=1)
+
+    def close(self) -> None:
+        if self._owns_client:
+            close = getattr(self._client, "close", None)
+            if close is not None:
+                close()

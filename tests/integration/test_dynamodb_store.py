@@ -1,0 +1,325 @@
+"""What only the DynamoDB store has to get right: payloads past the item size, throttling without half-written
+state, the TTL attribute, the table from template.yaml, the store URL, and the HTTP flow on DynamoDB Local."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import random
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import boto3
+import httpx
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from codap_relay.errors import StoreUnavailable
+from codap_relay.fake_plugin import FakePlugin
+from codap_relay.http.app import build_app
+from codap_relay.records import NewRequest, ResponseRecord, SessionRecord, fingerprint
+from codap_relay.relay import Relay
+from codap_relay.store import StoreUrlError, open_store
+from codap_relay.store.dynamodb import INLINE_LIMIT, PURGE_GRACE_SECONDS, DynamoStore
+from dynamodb_local import CREDENTIALS, env_for, fresh_table, new_table, shared, store_url
+from store_backends import SerializedClient
+from support import ROOT, bearer, make_settings, serve_process
+
+T0 = 1_800_000_000.0
+CODE = "ABCD2345"
+LIMIT = 4 * 1024 * 1024
+
+
+@pytest.fixture
+def moto_client() -> Iterator[Any]:
+    with mock_aws():
+        yield SerializedClient(boto3.client("dynamodb", **CREDENTIALS))
+
+
+@pytest.fixture
+def store(moto_client: Any) -> DynamoStore:
+    s = DynamoStore(moto_client, new_table(moto_client))
+    s.create_session(SessionRecord(CODE, "h" * 64, T0, T0 + 600))
+    return s
+
+
+def items(store: DynamoStore) -> list[dict[str, Any]]:
+    pages = store._client.get_paginator("scan").paginate(TableName=store.table)
+    return [item for page in pages for item in page["Items"]]
+
+
+def incompressible(n: int) -> str:
+    """Text that zlib cannot shrink much (base64 of random bytes), so chunking is really exercised."""
+    rng = random.Random(7)
+    return base64.b64encode(rng.randbytes(n * 3 // 4 + 3)).decode()[:n]
+
+
+def new(rid: str, args: dict[str, Any] | None = None) -> NewRequest:
+    args = args or {}
+    return NewRequest(rid, "get_codap_datasets", args, fingerprint(args), T0, T0 + 3600)
+
+
+class Flaky:
+    """Wraps a client; the named operations fail with ``code`` until ``heal()``."""
+
+    def __init__(self, client: Any, ops: set[str], code: str = "ProvisionedThroughputExceededException") -> None:
+        self._client, self.ops, self.code = client, ops, code
+        self.exceptions = client.exceptions
+
+    def heal(self) -> None:
+        self.ops = set()
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._client, name)
+        if name not in self.ops:
+            return target
+
+        def fail(**kwargs: Any) -> Any:
+            raise ClientError({"Error": {"Code": self.code, "Message": "injected"}}, name)
+
+        return fail
+
+
+# --- payload size -----------------------------------------------------------------------------------------
+
+
+def test_incompressible_response_is_chunked_and_reads_back(store: DynamoStore) -> None:
+    store.add_request(CODE, new("big"))
+    text = incompressible(LIMIT - 200)
+    body = {"result": {"text": text}}
+    _, fresh = store.complete_request(
+        ResponseRecord(CODE, "big", "completed", body, fingerprint(body), T0 + 1, T0 + 3600)
+    )
+    assert fresh
+    blobs = [i for i in items(store) if i["sk"]["S"].startswith("BLOB#")]
+    assert len(blobs) >= 8  # ~3 MB compressed: several chunk items, each under DynamoDB's 400 KB
+    got = store.get_response(CODE, "big")
+    assert got is not None and got.body == body
+
+
+async def test_http_response_at_the_limit_is_stored_and_one_byte_over_is_refused(store: DynamoStore) -> None:
+    relay = Relay(make_settings(max_response_bytes=LIMIT, require_browser_token=False), store)
+    transport = httpx.ASGITransport(app=build_app(relay), client=("203.0.113.7", 5555))
+    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
+        created = (await client.post("/api/sessions", json={})).json()
+        code = created["code"]
+        r = await client.post("/request", json={"code": code, "tool": "get_codap_datasets", "args": {}, "id": "a"})
+        assert r.status_code == 202
+        envelope = json.dumps({"code": code, "id": "a", "result": {"text": ""}}, separators=(",", ":"))
+        text = incompressible(LIMIT - len(envelope.encode()))
+        payload = json.dumps({"code": code, "id": "a", "result": {"text": text}}, separators=(",", ":")).encode()
+        assert len(payload) == LIMIT
+        headers = {**bearer(created["browserToken"]), "Content-Type": "application/json"}
+        over = await client.post("/response", content=payload + b" ", headers=headers)
+        assert over.status_code == 413 and over.json()["error"] == "payload_too_large"
+        exact = await client.post("/response", content=payload, headers=headers)
+        assert exact.status_code == 202, exact.text
+        read = await client.get("/response", params={"code": code, "id": "a"})
+        assert read.status_code == 200 and read.json()["result"]["text"] == text
+
+
+def test_large_request_args_are_chunked_too(store: DynamoStore) -> None:
+    args = {"values": incompressible(INLINE_LIMIT * 2)}
+    _, created = store.add_request(CODE, new("wide", args))
+    assert created
+    got = store.get_request(CODE, "wide")
+    assert got is not None and got.args == args
+    assert [r.args for r in store.pending_requests(CODE, 0, T0)] == [args]
+
+
+# --- failures ---------------------------------------------------------------------------------------------
+
+
+def test_throttled_append_stores_nothing_then_recovers_gapless(store: DynamoStore) -> None:
+    real = store._client
+    flaky = Flaky(real, {"transact_write_items"})
+    store._client = flaky
+    with pytest.raises(StoreUnavailable) as exc:
+        store.add_request(CODE, new("a", {"values": incompressible(INLINE_LIMIT * 2)}))
+    assert exc.value.retry_after >= 1
+    store._client = real
+    assert store.list_requests(CODE) == []
+    assert not [i for i in items(store) if i["sk"]["S"].startswith(("BLOB#", "RID#", "REQ#"))]  # chunks removed
+    session = store.get_session(CODE)
+    assert session is not None and session.last_seq == 0
+    store._client = flaky
+    flaky.heal()
+    record, created = store.add_request(CODE, new("a"))
+    assert created and record.seq == 1
+
+
+def test_throttled_answer_leaves_request_pending_and_retry_wins(store: DynamoStore) -> None:
+    store.add_request(CODE, new("a"))
+    real = store._client
+    body = {"result": {"text": incompressible(INLINE_LIMIT * 2)}}
+    response = ResponseRecord(CODE, "a", "completed", body, fingerprint(body), T0 + 1, T0 + 3600)
+    store._client = Flaky(real, {"transact_write_items"}, code="ThrottlingException")
+    with pytest.raises(StoreUnavailable):
+        store.complete_request(response)
+    store._client = real
+    assert store.get_response(CODE, "a") is None
+    assert [r.id for r in store.pending_requests(CODE, 0, T0)] == ["a"]
+    stored, fresh = store.complete_request(response)
+    assert fresh and store.get_response(CODE, "a") == stored
+
+
+def test_throttled_transaction_reason_is_unavailable_not_a_conflict(store: DynamoStore) -> None:
+    class CancelledByThrottle(Flaky):
+        def __getattr__(self, name: str) -> Any:
+            if name != "transact_write_items":
+                return getattr(self._client, name)
+
+            def fail(**kwargs: Any) -> Any:
+                raise ClientError(
+                    {
+                        "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+                        "CancellationReasons": [{"Code": "ThrottlingError"}, {"Code": "None"}, {"Code": "None"}],
+                    },
+                    name,
+                )
+
+            return fail
+
+    real = store._client
+    store._client = CancelledByThrottle(real, set())
+    with pytest.raises(StoreUnavailable):
+        store.add_request(CODE, new("a"))
+
+
+def test_missing_table_says_what_to_do(moto_client: Any) -> None:
+    store = DynamoStore(moto_client, "no-such-table")
+    with pytest.raises(StoreUnavailable) as exc:
+        store.get_session(CODE)
+    assert "create-table" in exc.value.message
+
+
+def test_unreachable_endpoint_is_unavailable() -> None:
+    from support import free_port
+
+    store = open_store(f"dynamodb://relay?endpoint_url=http://127.0.0.1:{free_port()}&region=us-east-1")
+    assert isinstance(store, DynamoStore)
+    with pytest.raises(StoreUnavailable):
+        store.get_session(CODE)
+
+
+# --- layout, TTL and configuration ------------------------------------------------------------------------
+
+
+def test_every_item_carries_the_ttl_attribute_in_epoch_seconds(store: DynamoStore) -> None:
+    store.add_request(CODE, new("a"))
+    body = {"result": {"text": incompressible(INLINE_LIMIT * 2)}}
+    store.complete_request(ResponseRecord(CODE, "a", "completed", body, fingerprint(body), T0 + 1, T0 + 7200))
+    store.update_session(CODE, expires_at=T0 + 900)
+    store.incr_counter("rl:x", T0 + 60, T0)
+    for item in items(store):
+        purge = item["purge_at"]["N"]
+        assert purge.isdigit(), item["sk"]
+        if item["sk"]["S"] == "META":
+            assert int(purge) == T0 + 900 + PURGE_GRACE_SECONDS
+        elif item["sk"]["S"].startswith(("RESP#", "BLOB#")):
+            assert int(purge) == T0 + 7200 + PURGE_GRACE_SECONDS
+
+
+def test_code_stays_taken_while_any_item_of_it_remains(store: DynamoStore) -> None:
+    from codap_relay.errors import CodeCollision
+
+    store.add_request(CODE, new("a"))
+    # TTL removed the session item first (deletion order is not guaranteed); its request is still there.
+    store._client.delete_item(TableName=store.table, Key={"pk": {"S": f"SESSION#{CODE}"}, "sk": {"S": "META"}})
+    with pytest.raises(CodeCollision):
+        store.create_session(SessionRecord(CODE, "h" * 64, T0, T0 + 600))
+
+
+def test_table_from_template_has_keys_and_ttl(moto_client: Any) -> None:
+    name = new_table(moto_client)
+    table = moto_client.describe_table(TableName=name)["Table"]
+    assert {k["AttributeName"]: k["KeyType"] for k in table["KeySchema"]} == {"pk": "HASH", "sk": "RANGE"}
+    ttl = moto_client.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+    assert (ttl["TimeToLiveStatus"], ttl["AttributeName"]) == ("ENABLED", "purge_at")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["dynamodb://", "dynamodb://ab", "dynamodb://t?colour=blue"],
+)
+def test_bad_store_urls_explain_themselves(url: str) -> None:
+    with pytest.raises(StoreUrlError):
+        open_store(url)
+
+
+def test_template_passes_cfn_lint() -> None:
+    from pathlib import Path
+
+    cfn_lint = Path(sys.executable).parent / "cfn-lint"  # installed with the dev extras
+    result = subprocess.run([str(cfn_lint), str(ROOT / "template.yaml")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr  # no errors and no warnings
+
+
+# --- DynamoDB Local: the command, the real server, the whole flow ------------------------------------------
+
+
+@pytest.mark.dynamodb_local
+def test_create_table_command_against_dynamodb_local() -> None:
+    local = shared()
+    name = "relay-cli-made"
+    cmd = [sys.executable, "-m", "codap_relay.cli", "dynamodb", "create-table", "--table", name]
+    cmd += ["--endpoint-url", local.endpoint, "--template", str(ROOT / "template.yaml")]
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env_for(local), timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert f"dynamodb://{name}?endpoint_url=" in first.stdout
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env_for(local), timeout=120)
+    assert again.returncode == 0 and "already exists" in again.stdout
+    ttl = local.client().describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+    assert ttl["AttributeName"] == "purge_at"
+    local.client().delete_table(TableName=name)
+
+
+async def until(condition: Callable[[], bool], timeout: float = 10) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.dynamodb_local
+async def test_serve_on_dynamodb_local_end_to_end() -> None:
+    with (
+        fresh_table() as (local, table),
+        serve_process("--store", store_url(local, table), env=env_for(local)) as (
+            base,
+            _proc,
+        ),
+    ):
+        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+            created = await client.post("/api/sessions", json={})
+            assert created.status_code == 201, created.text
+            code, token = created.json()["code"], created.json()["browserToken"]
+
+            async with FakePlugin(base, code, token) as plugin:
+                r = await client.post(
+                    "/request", params={"wait": 20}, json={"code": code, "tool": "get_codap_datasets", "args": {}}
+                )
+                assert r.status_code == 200, r.text
+                assert r.json()["status"] == "completed" and r.json()["result"]["tool"] == "get_codap_datasets"
+                first_id = r.json()["id"]
+
+                # Reconnect with the cursor: only what came after it is delivered, nothing runs twice.
+                await until(lambda: plugin.cursor == "1")  # the plugin records it just after posting
+                await plugin.drop()
+                queued = await client.post(
+                    "/request", json={"code": code, "tool": "get_codap_datasets", "args": {}, "id": "after-drop"}
+                )
+                assert queued.status_code == 202
+                done = await client.get("/response", params={"code": code, "id": "after-drop", "wait": 20})
+                assert done.status_code == 200 and done.json()["status"] == "completed"
+                assert plugin.executed == [first_id, "after-drop"]
+                await until(lambda: plugin.cursor == "2")
+                assert [e.id for e in plugin.events if e.event == "tool-request"] == ["1", "2"]
+
+            status = await client.get(f"/api/sessions/{code}")
+            assert status.status_code == 200 and status.json()["pending"] == 0
+            await asyncio.sleep(0)  # let the plugin's client close before the server stops
