@@ -1,0 +1,5 @@
+import sys
+
+from bench.relay_bench import main
+
+sys.exit(main())

@@ -1,0 +1,192 @@
+"""Load generators: session pairs (LLM client + fake plugin), round trips over HTTP and MCP, the baseline.
+
+One ``httpx.AsyncClient`` plays every LLM and another every plugin; the baseline uses an identical client, with
+the same number of concurrent workers issuing the same number of requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from codap_relay.fake_plugin import FakePlugin
+from codap_relay.sse_client import Event
+
+TOOL = "add_codap_cases"
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def new_client(base: str) -> httpx.AsyncClient:
+    # No pool limit: 100 pairs hold 100 streams plus 100 LLM requests at once.
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    return httpx.AsyncClient(base_url=base, limits=limits, timeout=httpx.Timeout(60, read=None))
+
+
+def tool_args(n: int) -> dict[str, Any]:
+    return {"datasetName": "bench", "cases": [{"n": n, "x": 1.5, "label": "bench"}]}
+
+
+@dataclass
+class TimingPlugin(FakePlugin):
+    """The fake plugin, noting when each tool-request event reached it (delivery latency)."""
+
+    arrivals: dict[str, float] = field(default_factory=dict)
+
+    async def _execute(self, event: Event) -> None:
+        self.arrivals.setdefault(event.json()["id"], time.perf_counter())
+        await super()._execute(event)
+
+
+@dataclass
+class Pair:
+    code: str
+    plugin: TimingPlugin
+
+
+@dataclass
+class Samples:
+    round_trip: list[float] = field(default_factory=list)
+    delivery: list[float] = field(default_factory=list)
+    errors: int = 0
+    wall: float = 0.0
+
+
+@contextlib.asynccontextmanager
+async def session_pairs(base: str, count: int) -> AsyncIterator[tuple[httpx.AsyncClient, list[Pair]]]:
+    """``count`` sessions, each with a connected fake plugin; yields the LLM client and the pairs."""
+    async with new_client(base) as llm, new_client(base) as browser:
+        sessions = await asyncio.gather(*(llm.post("/api/sessions", json={}) for _ in range(count)))
+        pairs = []
+        for r in sessions:
+            r.raise_for_status()
+            body = r.json()
+            plugin = TimingPlugin(base, body["code"], body["browserToken"], client=browser)
+            pairs.append(Pair(body["code"], plugin))
+        for pair in pairs:
+            pair.plugin.start()
+        try:
+            await asyncio.wait_for(asyncio.gather(*(p.plugin.connected.wait() for p in pairs)), 60)
+            yield llm, pairs
+        finally:
+            await asyncio.gather(*(p.plugin.stop() for p in pairs))
+
+
+async def http_round_trip(llm: httpx.AsyncClient, pair: Pair, n: int, samples: Samples) -> None:
+    """POST /request, then GET /response?wait until the plugin's answer is there."""
+    started = time.perf_counter()
+    r = await llm.post("/request", json={"code": pair.code, "tool": TOOL, "args": tool_args(n)})
+    if r.status_code != 202:
+        samples.errors += 1
+        return
+    rid = r.json()["id"]
+    answer = await llm.get("/response", params={"code": pair.code, "id": rid, "wait": "25"})
+    ended = time.perf_counter()
+    if answer.status_code != 200 or answer.json().get("status") != "completed":
+        samples.errors += 1
+        return
+    samples.round_trip.append(ended - started)
+    arrived = pair.plugin.arrivals.pop(rid, None)
+    if arrived is not None:
+        samples.delivery.append(arrived - started)
+
+
+async def mcp_round_trip(llm: httpx.AsyncClient, pair: Pair, n: int, samples: Samples) -> None:
+    """One MCP ``tools/call`` (stateless Streamable HTTP): it returns when the plugin has answered."""
+    started = time.perf_counter()
+    body = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": TOOL, "arguments": tool_args(n)}}
+    r = await llm.post(f"/mcp/{pair.code}", json=body, headers=MCP_HEADERS)
+    ended = time.perf_counter()
+    if r.status_code != 200 or r.json().get("result", {}).get("isError", True):
+        samples.errors += 1
+        return
+    samples.round_trip.append(ended - started)
+
+
+RoundTrip = Callable[[httpx.AsyncClient, Pair, int, Samples], Awaitable[None]]
+
+
+async def run_pairs(
+    base: str, concurrency: int, per_pair: int, kind: RoundTrip = http_round_trip, *, warmup: int = 1
+) -> Samples:
+    """``concurrency`` session pairs, each making ``per_pair`` sequential round trips at the same time."""
+    samples = Samples()
+    async with session_pairs(base, concurrency) as (llm, pairs):
+        scratch = Samples()
+        await asyncio.gather(*(kind(llm, p, -i, scratch) for p in pairs for i in range(warmup)))
+
+        async def worker(pair: Pair) -> None:
+            for i in range(per_pair):
+                await kind(llm, pair, i, samples)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(p) for p in pairs))
+        samples.wall = time.perf_counter() - started
+    return samples
+
+
+async def run_pairs_for(base: str, concurrency: int, seconds: float, kind: RoundTrip = http_round_trip) -> Samples:
+    """Saturation: ``concurrency`` pairs making round trips back to back for ``seconds``."""
+    samples = Samples()
+    async with session_pairs(base, concurrency) as (llm, pairs):
+        scratch = Samples()
+        await asyncio.gather(*(kind(llm, p, -1, scratch) for p in pairs))
+        deadline = time.perf_counter() + seconds
+
+        async def worker(pair: Pair) -> None:
+            i = 0
+            while time.perf_counter() < deadline:
+                await kind(llm, pair, i, samples)
+                i += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(p) for p in pairs))
+        samples.wall = time.perf_counter() - started
+    return samples
+
+
+async def _baseline_call(client: httpx.AsyncClient, samples: Samples) -> None:
+    started = time.perf_counter()
+    r = await client.get("/bench/baseline")
+    if r.status_code == 200:
+        samples.round_trip.append(time.perf_counter() - started)
+    else:
+        samples.errors += 1
+
+
+async def run_baseline(base: str, concurrency: int, per_worker: int, *, warmup: int = 1) -> Samples:
+    """The same client and concurrency against the trivial endpoint on the same server."""
+    samples = Samples()
+    async with new_client(base) as client:
+        scratch = Samples()
+        await asyncio.gather(*(_baseline_call(client, scratch) for _ in range(concurrency * warmup)))
+
+        async def worker() -> None:
+            for _ in range(per_worker):
+                await _baseline_call(client, samples)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        samples.wall = time.perf_counter() - started
+    return samples
+
+
+async def run_baseline_for(base: str, concurrency: int, seconds: float) -> Samples:
+    samples = Samples()
+    async with new_client(base) as client:
+        await asyncio.gather(*(_baseline_call(client, Samples()) for _ in range(concurrency)))
+        deadline = time.perf_counter() + seconds
+
+        async def worker() -> None:
+            while time.perf_counter() < deadline:
+                await _baseline_call(client, samples)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        samples.wall = time.perf_counter() - started
+    return samples

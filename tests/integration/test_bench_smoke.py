@@ -1,0 +1,94 @@
+"""A tiny run of the benchmark (python -m bench --quick) so it cannot rot. Numbers are never asserted: speed
+belongs to the benchmark itself; this checks that every section runs end to end and reports what it should."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def run_bench(tmp_path: Path, *args: str) -> tuple[str, dict]:  # type: ignore[type-arg]
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--json", str(out), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout, json.loads(out.read_text())
+
+
+def test_quick_run_reports_every_section(tmp_path: Path) -> None:
+    plot = tmp_path / "latency.png"
+    # DynamoDB Local is left out to keep this in seconds; the stores section still runs memory and SQLite.
+    stdout, figures = run_bench(
+        tmp_path, "--no-dynamodb", "--stores", "memory,sqlite", "--functions", "request", "--plot", str(plot)
+    )
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for heading in (
+        "## Round trips",
+        "## Stores",
+        "## Throughput",
+        "## Idle streams",
+        "## Cold start",
+        "## Cost model",
+    ):
+        assert heading in stdout
+
+    levels = figures["round_trip"]["levels"]
+    assert [lvl["concurrency"] for lvl in levels] == [1, 4]
+    for level in levels:
+        assert level["errors"] == 0
+        for key in ("baseline", "http", "delivery", "mcp"):
+            assert set(level[key]) >= {"n", "p50", "p95", "p99", "max"} and level[key]["n"] > 0
+        assert set(level["http_ratio"]) == {"p50", "p95", "p99", "max"}
+
+    assert {row["store"] for row in figures["stores"]["rows"]} == {"memory", "sqlite"}
+    assert figures["throughput"]["round_trips_per_second"] > 0 and figures["throughput"]["errors"] == 0
+
+    idle = figures["idle"]
+    assert idle["relay"]["connected"] == idle["baseline"]["connected"] == 20
+    assert idle["relay"]["failed"] == 0 and idle["relay"]["heartbeats"] > 0
+
+    request = figures["coldstart"]["functions"]["request"]
+    assert "error" not in request and request["import_ms"] > 0 and request["top"]
+    assert request["invocation"]["statuses"][0] is not None, request["invocation"]
+    assert figures["coldstart"]["baseline"]["init_ms"] > 0
+
+    cost = figures["cost"]
+    assert "DynamoDB Local unavailable" in cost["source"]  # counted from store calls instead
+    for key in ("idle_plugin_hour", "per_1000_http_calls", "per_1000_mcp_calls"):
+        assert {"read_units", "write_units", "lambda_ms", "total_usd"} <= set(cost[key])
+    assert cost["prices"]["dynamodb_read_per_million"] > 0
+
+
+def test_unknown_section_is_refused(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--only", "roundtrip,warp"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "unknown section(s) warp" in proc.stderr
+
+
+@pytest.mark.dynamodb_local
+def test_quick_run_on_dynamodb_local(tmp_path: Path) -> None:
+    from dynamodb_local import find_jar
+
+    if find_jar() is None:
+        pytest.skip("DynamoDB Local is not installed: run scripts/install-test-deps")
+    _, figures = run_bench(tmp_path, "--only", "stores,cost", "--stores", "dynamodb", "--no-mcp")
+    stores = {row["store"] for row in figures["stores"]["rows"]}
+    assert "dynamodb-local" in stores and any(s.startswith("dynamodb-local, polling") for s in stores)
+    assert all(row["errors"] == 0 for row in figures["stores"]["rows"])
+    cost = figures["cost"]
+    assert cost["source"].startswith("DynamoDB requests")
+    assert cost["per_1000_http_calls"]["dynamodb_calls"]  # real DynamoDB operations were counted
