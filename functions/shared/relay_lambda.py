@@ -8,13 +8,14 @@ it reports through the ``observe.Observer`` hook, which this module turns into E
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
@@ -28,7 +29,22 @@ from codap_relay.store import open_store
 
 logger = Logger()  # service name and level from POWERTOOLS_SERVICE_NAME / POWERTOOLS_LOG_LEVEL
 metrics = Metrics()  # namespace from POWERTOOLS_METRICS_NAMESPACE
-tracer = Tracer()
+
+
+def _tracing_enabled() -> bool:
+    return os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").lower() not in ("1", "true")
+
+
+def _trace_handler(fn: Handler) -> Handler:
+    """X-Ray subsegments through Powertools' Tracer, only when tracing is on: importing the X-Ray SDK costs
+    ~120 ms of every cold start (see docs/performance.md), so a stack deployed without tracing never pays it."""
+    if not _tracing_enabled():
+        return fn
+    from aws_lambda_powertools import Tracer
+
+    traced: Handler = Tracer().capture_lambda_handler(fn, capture_response=False)  # responses may carry user data
+    return traced
+
 # The core's access log and warnings go out in the same JSON shape, with the correlation id.
 copy_config_to_registered_loggers(source_logger=logger, include={"codap_relay", "codap_relay.access"})
 
@@ -133,7 +149,7 @@ def build(groups: Sequence[str], *, settings: Settings | None = None) -> LambdaR
     adapter = Mangum(app, lifespan="off")  # lifespan would run on every invocation otherwise
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
-    @tracer.capture_lambda_handler(capture_response=False)  # responses may carry user data
+    @_trace_handler
     @metrics.log_metrics(capture_cold_start_metric=True)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         result: dict[str, Any] = adapter(event, context)

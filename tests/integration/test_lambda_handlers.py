@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Iterator
 from types import ModuleType
@@ -228,3 +229,26 @@ def test_stream_app_under_uvicorn_ends_before_the_limit_with_retry(aws: dict[str
             text = "".join(r.iter_text())  # returns once the server ends the stream by itself
     assert text.startswith("retry: ")
     assert "event: reconnect" in text
+
+
+@pytest.mark.parametrize(("disabled", "imported"), [("true", False), ("false", True)])
+def test_xray_sdk_is_loaded_only_when_tracing_is_on(disabled: str, imported: bool) -> None:
+    """The X-Ray SDK costs ~120 ms of cold start; a stack deployed with tracing off must not import it."""
+    import subprocess
+
+    probe = (
+        "import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('fn', {str(ROOT / 'functions' / 'request' / 'app.py')!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "print('aws_xray_sdk' in sys.modules)\n"
+    )
+    env = {
+        **os.environ,
+        "POWERTOOLS_TRACE_DISABLED": disabled,
+        "RELAY_STORE": "memory:",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "PYTHONPATH": str(ROOT / "functions" / "shared"),
+    }
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(imported)

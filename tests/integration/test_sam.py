@@ -1,0 +1,261 @@
+"""The deployment as SAM sees it: template.yaml lints clean, and `sam build` makes every artifact the template names.
+
+Uses the SAM CLI that scripts/install-test-deps puts in .tools/sam-venv and the functions' runtime Python (sam build
+refuses a runtime it cannot find on PATH; the layer's Makefile runs pip with it). One build, in a temporary
+directory, serves every assertion. The only network use is the layer build's pip reaching the package index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codap_relay.commands.dynamodb import load_template
+from support import ROOT
+
+pytestmark = pytest.mark.slow
+
+TEMPLATE_PATH = ROOT / "template.yaml"
+TEMPLATE = load_template(TEMPLATE_PATH)
+SAM = ROOT / ".tools" / "sam-venv" / "bin" / "sam"
+REGION = "us-east-1"  # the region the template's defaults (the Web Adapter layer ARN) are written for
+PYENV_ROOT = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str  # logical id; sam build puts it in <build dir>/<name>/
+    code_uri: str
+    handler: str
+    runtime: str
+
+
+def resources(kind: str) -> dict[str, dict[str, Any]]:
+    return {name: r.get("Properties", {}) for name, r in TEMPLATE["Resources"].items() if r["Type"] == kind}
+
+
+def functions() -> list[Function]:
+    runtime = TEMPLATE["Globals"]["Function"]["Runtime"]
+    return [
+        Function(name, props["CodeUri"], props["Handler"], props.get("Runtime", runtime))
+        for name, props in resources("AWS::Serverless::Function").items()
+    ]
+
+
+FUNCTIONS = functions()
+LAYERS = resources("AWS::Serverless::LayerVersion")
+
+
+def runtime_version() -> str:
+    """'3.12' for python3.12; the template must use one Python runtime for all its functions and layers."""
+    runtimes = {f.runtime for f in FUNCTIONS}
+    for props in LAYERS.values():
+        runtimes.update(props.get("CompatibleRuntimes", []))
+    assert len(runtimes) == 1, f"one Python runtime expected across functions and layers, got {sorted(runtimes)}"
+    match = re.fullmatch(r"python(3\.\d+)", runtimes.pop())
+    assert match, "the functions are expected to run on a pythonX.Y runtime"
+    return match.group(1)
+
+
+def reports_version(python: Path, version: str) -> bool:
+    # A pyenv shim for a version that is not selected exits non-zero, so run it rather than trusting the name.
+    probe = [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
+    result = subprocess.run(probe, capture_output=True, text=True, timeout=60)
+    return result.returncode == 0 and result.stdout.strip() == version
+
+
+def find_runtime_python(version: str) -> Path | None:
+    """The highest pyenv patch release of `version`, else a real `pythonX.Y` on PATH."""
+
+    def patch(path: Path) -> int:
+        tail = path.parent.parent.name.rsplit(".", 1)[-1]
+        return int(tail) if tail.isdigit() else -1
+
+    candidates = sorted(PYENV_ROOT.glob(f"versions/{version}.*/bin/python{version}"), key=patch, reverse=True)
+    on_path = shutil.which(f"python{version}")
+    if on_path:
+        candidates.append(Path(on_path))
+    return next((c for c in candidates if reports_version(c, version)), None)
+
+
+@dataclass(frozen=True)
+class Built:
+    dir: Path
+    python: Path
+    env: dict[str, str]
+
+
+def sam_env(config_dir: Path, python: Path | None) -> dict[str, str]:
+    # SAM checks PyPI for a newer release once a week, recorded in its config dir: give it a private one that says
+    # it just checked (and telemetry off), so runs neither reach out nor write to the user's ~/.aws-sam.
+    config_dir.mkdir(parents=True, exist_ok=True)
+    metadata = {"telemetryEnabled": False, "lastVersionCheck": time.time()}
+    (config_dir / "metadata.json").write_text(json.dumps(metadata))
+    env = {
+        **os.environ,
+        "SAM_CLI_TELEMETRY": "0",
+        "__SAM_CLI_APP_DIR": str(config_dir),
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_EC2_METADATA_DISABLED": "true",  # never probe the instance metadata endpoint for a region
+    }
+    if python is not None:
+        env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def is_script(function: Function, built_function: Path) -> bool:
+    """A bootstrap script as handler (the stream function's run.sh, started by the Lambda Web Adapter)."""
+    return (built_function / function.handler).is_file()
+
+
+def need_sam() -> None:
+    if not SAM.exists():
+        pytest.fail(f"{SAM} is missing: run scripts/install-test-deps (installs the AWS SAM CLI from PyPI)")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    need_sam()
+    version = runtime_version()
+    python = find_runtime_python(version)
+    if python is None:
+        pytest.skip(
+            f"sam build needs Python {version} (the functions' runtime) on PATH; none found under "
+            f"{PYENV_ROOT}/versions/{version}.* or as python{version}"
+        )
+    work = tmp_path_factory.mktemp("sam")
+    env = sam_env(work / "sam-config", python)
+    aws_sam_before = (ROOT / ".aws-sam").exists()
+    cmd = [str(SAM), "build", "--template-file", str(TEMPLATE_PATH), "--region", REGION]
+    # --no-cached: samconfig.toml asks for cached builds, which keep dependencies in ./.aws-sam/deps whatever
+    # --cache-dir says; a one-off build has nothing to reuse anyway.
+    cmd += ["--build-dir", str(work / "build"), "--cache-dir", str(work / "cache"), "--no-cached"]
+    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "Build Succeeded" in output, output
+    if not aws_sam_before:
+        assert not (ROOT / ".aws-sam").exists(), "sam build wrote into the repository's .aws-sam/"
+    yield Built(work / "build", python, env)
+    shutil.rmtree(work, ignore_errors=True)  # ~100 MB of layer; pytest would keep the last three runs' copies
+
+
+def test_template_lints_clean(tmp_path: Path) -> None:
+    need_sam()
+    cmd = [str(SAM), "validate", "--lint", "--template-file", str(TEMPLATE_PATH), "--region", REGION]
+    result = subprocess.run(
+        cmd, cwd=ROOT, env=sam_env(tmp_path / "sam-config", None), capture_output=True, text=True, timeout=300
+    )
+    # Any cfn-lint match, a warning or an informational one included, makes `sam validate --lint` exit 1.
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "is a valid SAM Template" in result.stdout, result.stdout + result.stderr
+
+
+def test_template_has_what_the_build_checks_cover() -> None:
+    assert FUNCTIONS, "template.yaml declares no function"
+    assert set(LAYERS) == {"CoreLayer"}
+    code_uris = {f.code_uri.rstrip("/") for f in FUNCTIONS}
+    on_disk = {str(p.parent.relative_to(ROOT)) for p in (ROOT / "functions").glob("*/app.py")}
+    assert code_uris == on_disk, "every functions/*/app.py should be one function in template.yaml, and back"
+
+
+def test_built_template_points_at_the_built_artifacts(built: Built) -> None:
+    out = load_template(built.dir / "template.yaml")["Resources"]
+    for f in FUNCTIONS:
+        assert out[f.name]["Properties"]["CodeUri"] == f.name
+        assert (built.dir / f.name).is_dir(), f.name
+    for name in LAYERS:
+        assert out[name]["Properties"]["ContentUri"] == name
+        assert (built.dir / name).is_dir(), name
+
+
+@pytest.mark.parametrize("function", FUNCTIONS, ids=lambda f: f.name)
+def test_each_function_is_built_from_its_code_uri(built: Built, function: Function) -> None:
+    source = ROOT / function.code_uri
+    target = built.dir / function.name
+    files = [p.relative_to(source) for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert Path("app.py") in files, f"{function.code_uri} has no app.py"
+    for rel in files:
+        copied = target / rel
+        assert copied.is_file(), f"{rel} of {function.code_uri} is missing from the build of {function.name}"
+        assert os.access(copied, os.X_OK) == os.access(source / rel, os.X_OK), f"{copied}: executable bit lost"
+    if is_script(function, target):
+        assert os.access(target / function.handler, os.X_OK), f"{function.handler} must be executable"
+        assert "app:app" in (target / function.handler).read_text(), "the script is expected to serve app:app"
+    else:
+        module, _, attr = function.handler.rpartition(".")
+        assert (target / f"{module}.py").is_file() and attr == "handler", function.handler
+
+
+def test_layer_holds_the_package_the_plugin_and_the_glue(built: Built) -> None:
+    site = built.dir / "CoreLayer" / "python"  # Lambda mounts it at /opt/python, which is on sys.path
+    package = ROOT / "core" / "codap_relay"
+
+    def files(root: Path) -> set[Path]:
+        return {p.relative_to(root) for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+    expected, present = files(package), files(site / "codap_relay")
+    assert Path("plugin/index.html") in expected
+    missing = sorted(str(p) for p in expected - present)
+    assert not missing, f"files of core/codap_relay not in the layer: {missing}"
+    # The Makefile's `pip wheel` builds in the repository's build/, where setuptools never deletes old copies.
+    stale = sorted(str(p) for p in present - expected)
+    assert not stale, f"files in the layer's codap_relay that core/codap_relay no longer has (rm -rf build/): {stale}"
+    assert (site / "relay_lambda.py").read_bytes() == (ROOT / "functions/shared/relay_lambda.py").read_bytes()
+    for dependency in ("pydantic_core", "mangum", "aws_lambda_powertools", "mcp", "boto3"):
+        assert (site / dependency).is_dir(), f"{dependency} (a dependency of the core's aws/mcp extras) is missing"
+    abi = f"cpython-{runtime_version().replace('.', '')}-x86_64-linux-gnu"
+    assert list((site / "pydantic_core").glob(f"*{abi}.so")), f"compiled parts should be built for {abi}"
+
+
+# Run by the runtime Python with Lambda's search path: the function's own directory, then the layer (/opt/python).
+IMPORT_CHECK = """
+import importlib, sys
+task_root, layer, module_name = sys.argv[1:4]
+sys.path[:0] = [task_root, layer]
+module = importlib.import_module(module_name)
+for attr in sys.argv[4:]:
+    assert callable(getattr(module, attr, None)), f"{module_name}.{attr} is missing or not callable"
+assert module.__file__.startswith(task_root), module.__file__
+for shared in ("relay_lambda", "codap_relay"):
+    assert sys.modules[shared].__file__.startswith(layer), sys.modules[shared].__file__
+print(type(module.runtime.relay.store).__name__)
+"""
+
+
+@pytest.mark.parametrize("function", FUNCTIONS, ids=lambda f: f.name)
+def test_each_built_handler_imports(built: Built, function: Function) -> None:
+    if os.uname().machine != "x86_64":
+        pytest.skip("the layer holds Linux x86_64 wheels; importing them needs an x86_64 machine")
+    task_root = built.dir / function.name
+    # run.sh serves the ASGI app app:app; app.handler is its buffered fallback (sam local invoke, ?mode=poll)
+    if is_script(function, task_root):
+        module, attrs = "app", ["app", "handler"]
+    else:
+        module, attr = function.handler.rsplit(".", 1)
+        attrs = [attr]
+    env = {
+        **built.env,
+        # The template's store, pointed at a closed loopback port: importing creates a client, never a connection.
+        "RELAY_STORE": f"dynamodb://codap-relay-built?region={REGION}&endpoint_url=http://127.0.0.1:9",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "POWERTOOLS_SERVICE_NAME": "codap-relay",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+    layer = built.dir / "CoreLayer" / "python"
+    cmd = [str(built.python), "-I", "-c", IMPORT_CHECK, str(task_root), str(layer), module, *attrs]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=task_root)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "DynamoStore", result.stdout
