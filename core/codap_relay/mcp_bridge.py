@@ -13,14 +13,13 @@ from urllib.parse import urlsplit
 
 import httpx2
 import mcp_types as types
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_MODERN_VERSION
-
-from mcp import Client
 
 from . import __version__
 from .mcp_tools import INSTRUCTIONS

@@ -14,6 +14,7 @@ import httpx
 import httpx2
 import mcp_types as types
 import pytest
+from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
@@ -24,9 +25,7 @@ from codap_relay.http.app import build_app
 from codap_relay.mcp_tools import SESSION_NOT_FOUND
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
-from support import make_settings
-from mcp import Client
-from support import bearer, serve_app
+from support import bearer, make_settings, serve_app
 
 MODES = ["legacy", "2026-07-28"]
 TRANSPORTS = ["asgi", "uvicorn"]

@@ -14,13 +14,13 @@ from typing import Any
 import httpx
 import mcp_types as types
 import pytest
+from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from codap_relay.client import AsyncRelayClient, RelayClient, RelayClientError
 from codap_relay.fake_plugin import FakePlugin
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
-from mcp import Client, StdioServerParameters
 from support import serve_app
 
 DATASETS = {"datasets": [{"name": "Mammals", "cases": 27}]}
