@@ -6,6 +6,7 @@ import contextlib
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -52,29 +53,38 @@ def serve_app(app: Any, *, port: int | None = None) -> Iterator[str]:
 def serve_process(
     *args: str, env: dict[str, str] | None = None, port: int | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Run ``codap-relay serve`` as a child process (the real command); yield (base URL, process)."""
+    """Run ``codap-relay serve`` as a child process (the real command); yield (base URL, process).
+
+    Its output goes to a temporary file, never a pipe: a pipe nobody reads blocks a chatty server.
+    """
     port = port or free_port()
     cmd = [sys.executable, "-m", "codap_relay.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(base, proc)
-        yield base, proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+    with tempfile.TemporaryFile() as output:
+        proc = subprocess.Popen(cmd, env=env, stdout=output, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            wait_healthy(base, proc, output=output)
+            yield base, proc
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)
 
 
-def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20) -> None:
+def wait_healthy(
+    base: str, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20, output: Any = None
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            err = proc.stderr.read().decode() if proc.stderr else ""
+            err = ""
+            if output is not None:
+                output.seek(0)
+                err = output.read().decode(errors="replace")
             raise RuntimeError(f"server exited with {proc.returncode}: {err[-2000:]}")
         try:
             if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:

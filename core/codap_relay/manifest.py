@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, best_match
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArguments, InvalidManifest, UnknownTool
 from .records import canonical_json
 
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+
+# jsonschema is imported where it is used: it costs 100+ ms at cold start, and most Lambda functions
+# (stream, response, metadata, plugin) never validate anything.
+
 MANIFEST_VERSION = "1.0.0"
-TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,64}$")
+TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 MAX_TOOLS = 64
 
 DEFAULT_TOOLS: list[dict[str, Any]] = [
@@ -152,6 +155,9 @@ def check_manifest(tools: Any) -> list[dict[str, Any]]:
             raise InvalidManifest(
                 f'{where}.inputSchema must be a JSON Schema with "type": "object".', path=f"{where}.inputSchema"
             )
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
@@ -164,6 +170,8 @@ def check_manifest(tools: Any) -> list[dict[str, Any]]:
 @lru_cache(maxsize=1024)
 def _validator(schema_json: str) -> Draft202012Validator:
     import json
+
+    from jsonschema import Draft202012Validator
 
     return Draft202012Validator(json.loads(schema_json))
 
@@ -183,6 +191,8 @@ def find_tool(tools: list[dict[str, Any]], name: str) -> dict[str, Any]:
 
 def validate_args(tool: dict[str, Any], args: Any) -> None:
     """Raise InvalidArguments naming the failing path (e.g. ``args.recordCount``) and the rule it broke."""
+    from jsonschema.exceptions import best_match
+
     validator = _validator(canonical_json(tool["inputSchema"]))
     error = best_match(validator.iter_errors(args))
     if error is None:

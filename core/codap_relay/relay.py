@@ -6,6 +6,7 @@ Plugin role (code + browser token): stream, answer, read the activity log, end t
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import AsyncIterator, Callable
@@ -14,7 +15,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from .clock import Clock, IdFactory, SystemClock, uuid_ids
+from .clock import Clock, IdFactory, SystemClock, iso, uuid_ids
 from .codes import CodeFactory, hash_token, new_code, new_token, token_matches
 from .errors import (
     AlreadyAnswered,
@@ -22,6 +23,7 @@ from .errors import (
     CodeCollision,
     DuplicateRequestId,
     RateLimited,
+    RelayError,
     RequestNotFound,
     SessionNotFound,
     StoreUnavailable,
@@ -36,7 +38,7 @@ from .settings import Settings
 from .store.base import Store
 
 T = TypeVar("T")
-REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 CODE_ATTEMPTS = 8
 RATE_WINDOW_SECONDS = 60
 
@@ -98,11 +100,9 @@ class Relay:
             if self.store.blocking:
                 return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
             return fn(*args, **kwargs)
-        except (BadInput, SessionNotFound, CodeCollision, StoreUnavailable):
+        except RelayError:
             raise
-        except Exception as exc:  # a store bug or outage must not become a 500 with a half-written state
-            if getattr(exc, "relay_passthrough", False):
-                raise
+        except Exception as exc:  # a store bug or outage must not become a 500; nothing was acknowledged
             raise StoreUnavailable(
                 "The relay's store is unavailable right now; nothing was changed. Retry in a moment.",
                 retry_after=1,
@@ -188,7 +188,7 @@ class Relay:
             return session, token
         raise StoreUnavailable("Could not find a free pairing code; try again.", retry_after=1)
 
-    async def _load(self, code: str) -> SessionRecord:
+    async def _load(self, code: str, *, allow_closed: bool = False) -> SessionRecord:
         session = await self._io(self.store.get_session, code)
         if session is None:
             raise SessionNotFound(
@@ -196,7 +196,7 @@ class Relay:
                 "in CODAP and use the code it shows.",
                 reason="unknown",
             )
-        if session.closed_at is not None:
+        if session.closed_at is not None and not allow_closed:
             raise SessionNotFound(
                 "This CODAP session was ended in the plugin. Ask the user for the new code the plugin shows.",
                 reason="closed",
@@ -219,9 +219,20 @@ class Relay:
                 await self._count_unknown_code(client)
             raise
 
-    async def session_for_plugin(self, code: str, token: str | None) -> SessionRecord:
-        """The plugin role: code plus browser token (unless REQUIRE_BROWSER_TOKEN=false)."""
-        session = await self._load(code)
+    async def session_for_plugin(
+        self, code: str, token: str | None, *, client: str | None = None, allow_closed: bool = False
+    ) -> SessionRecord:
+        """The plugin role: code plus browser token (unless REQUIRE_BROWSER_TOKEN=false).
+
+        Unknown codes count towards the guessing guard here too: otherwise 404 (unknown) against 401/403
+        (known, wrong token) would tell a guesser which codes are live, with no limit."""
+        self._check_blocked(client)
+        try:
+            session = await self._load(code, allow_closed=allow_closed)
+        except SessionNotFound as exc:
+            if exc.reason == "unknown":
+                await self._count_unknown_code(client)
+            raise
         if not self.settings.require_browser_token and not token:
             return session
         if not token:
@@ -263,11 +274,14 @@ class Relay:
             consumer=consumer,
         )
 
-    async def close_session(self, code: str, token: str | None) -> int:
+    async def close_session(self, code: str, token: str | None, *, client: str | None = None) -> int:
         """End the session: the stream gets ``closed`` and every pending request fails with session_closed."""
-        session = await self.session_for_plugin(code, token)
+        # Closing is two writes (the mark, then each pending request failed). A retry after a store fault in
+        # between must be able to finish the job, so an already-closed session is accepted here.
+        session = await self.session_for_plugin(code, token, client=client, allow_closed=True)
         now = self.now()
-        await self._io(self.store.update_session, code, closed_at=now)
+        if session.closed_at is None:
+            await self._io(self.store.update_session, code, closed_at=now)
         failed = 0
         for request in await self._io(self.store.pending_requests, code, 0, now):
             error = {"code": "session_closed", "message": "The CODAP session was ended before this request ran."}
@@ -320,8 +334,11 @@ class Relay:
             self.observer.request_queued(tool)
         return record, created
 
-    async def answer(self, code: str, request_id: str, *, client: str | None = None) -> Answer:
-        """The LLM's view of one request. Needs no live session: results outlive the pairing code."""
+    async def answer(
+        self, code: str, request_id: str, *, client: str | None = None, check_session: bool = True
+    ) -> Answer:
+        """The LLM's view of one request. Results outlive the pairing code; a request still waiting does not:
+        if its session expired or was ended it will never run, and the LLM is told so (404 with the reason)."""
         if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
             raise BadInput("`id` must be the request id that POST /request returned.", field="id")
         self._check_blocked(client)
@@ -343,15 +360,21 @@ class Relay:
                 "the CODAP plugin was not there to run it. Check GET /api/sessions/{code} and send it again.",
                 request_id=request_id,
             )
+        if check_session:
+            await self._load(code)
         return Answer(request, None)
 
     async def wait_answer(self, code: str, request_id: str, wait: float, *, client: str | None = None) -> Answer:
         """Long-poll: return as soon as the answer lands, or the current state after ``wait`` seconds."""
         wait = max(0.0, min(wait, self.settings.max_wait_seconds))
         deadline = time.monotonic() + wait
+        first = True
         with self.notifier.listen(code) as listener:
             while True:
-                current = await self.answer(code, request_id, client=client)
+                # Check the session on the first and the last read only: polling stores pay for every read.
+                remaining = deadline - time.monotonic()
+                current = await self.answer(code, request_id, client=client, check_session=first or remaining <= 0)
+                first = False
                 remaining = deadline - time.monotonic()
                 if current.done or remaining <= 0:
                     return current
@@ -387,8 +410,9 @@ class Relay:
         *,
         result: Any = None,
         error: dict[str, Any] | None = None,
+        client: str | None = None,
     ) -> ResponseRecord:
-        session = await self.session_for_plugin(code, token)
+        session = await self.session_for_plugin(code, token, client=client)
         if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
             raise BadInput("`id` must be the id of the tool-request event being answered.", field="id")
         request = await self._io(self.store.get_request, code, request_id)
@@ -412,11 +436,14 @@ class Relay:
         if fresh:
             self.notifier.notify(code)
             self.observer.response_completed(stored.status, (stored.timestamp - request.created_at) * 1000)
-        await self.touch(session)
+        with contextlib.suppress(StoreUnavailable):  # the answer is durable; a missed sign of life is no failure
+            await self.touch(session)
         return stored
 
-    async def activity_log(self, code: str, token: str | None, *, full: bool = False) -> list[dict[str, Any]]:
-        await self.session_for_plugin(code, token)
+    async def activity_log(
+        self, code: str, token: str | None, *, full: bool = False, client: str | None = None
+    ) -> list[dict[str, Any]]:
+        await self.session_for_plugin(code, token, client=client)
         entries: list[dict[str, Any]] = []
         for r in await self._io(self.store.list_requests, code):
             entry: dict[str, Any] = {
@@ -424,9 +451,9 @@ class Relay:
                 "id": r.id,
                 "tool": r.tool,
                 "status": "expired" if r.pending and r.expires_at <= self.now() else r.status,
-                "queuedAt": r.created_at,
-                "deliveredAt": r.delivered_at,
-                "completedAt": r.completed_at,
+                "queuedAt": iso(r.created_at),
+                "deliveredAt": None if r.delivered_at is None else iso(r.delivered_at),
+                "completedAt": None if r.completed_at is None else iso(r.completed_at),
                 "latencyMs": None if r.completed_at is None else round((r.completed_at - r.created_at) * 1000, 1),
                 "error": r.error_code,
             }
@@ -448,15 +475,37 @@ class Relay:
         *,
         poll: bool = False,
         max_seconds: float | None = None,
+        client: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Authenticate first (errors raise before any byte is sent), then return the event iterator."""
-        session = await self.session_for_plugin(code, token)
+        session = await self.session_for_plugin(code, token, client=client)
         consumer = self.ids()
         await self.touch(session, consumer=consumer)
         self.notifier.notify(code)  # an older stream of this session learns it is superseded
         return self._events(session, consumer, cursor, poll=poll, max_seconds=max_seconds)
 
     async def _events(
+        self,
+        session: SessionRecord,
+        consumer: str,
+        cursor: int | None,
+        *,
+        poll: bool,
+        max_seconds: float | None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Once the stream has started, a store fault can no longer be a 503: end the stream with ``reconnect``
+        (and a retry delay) so the plugin comes back with its cursor instead of seeing a broken connection."""
+        try:
+            async for event in self._live_events(session, consumer, cursor, poll=poll, max_seconds=max_seconds):
+                yield event
+        except StoreUnavailable as exc:
+            yield StreamEvent(
+                "reconnect",
+                {"message": "The relay's store is briefly unavailable; reconnect with Last-Event-ID."},
+                retry_ms=exc.retry_after * 1000,
+            )
+
+    async def _live_events(
         self,
         session: SessionRecord,
         consumer: str,

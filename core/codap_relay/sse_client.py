@@ -6,7 +6,9 @@ and ``retry``; comments (``:``) are ignored; an event is dispatched on a blank l
 
 from __future__ import annotations
 
+import codecs
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -59,9 +61,31 @@ class SSEDecoder:
         return None
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+async def iter_lines(response: httpx.Response) -> AsyncIterator[str]:
+    """Lines as EventSource splits them: at CRLF, CR or LF only. (httpx's aiter_lines also splits at U+2028,
+    U+0085 and others, which JSON payloads carry raw.)"""
+    text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    buffer = ""
+    async for chunk in response.aiter_bytes():
+        buffer += text.decode(chunk)
+        start = 0
+        for match in _LINE_END.finditer(buffer):
+            if match.group() == "\r" and match.end() == len(buffer):
+                break  # maybe the first half of a CRLF split across chunks
+            yield buffer[start : match.start()]
+            start = match.end()
+        buffer = buffer[start:]
+    buffer += text.decode(b"", final=True)
+    if buffer.endswith("\r"):
+        yield buffer[:-1]
+
+
 async def iter_events(response: httpx.Response) -> AsyncIterator[Event]:
     decoder = SSEDecoder()
-    async for line in response.aiter_lines():
-        event = decoder.feed(line.rstrip("\r"))
+    async for line in iter_lines(response):
+        event = decoder.feed(line)
         if event is not None:
             yield event

@@ -45,6 +45,7 @@ def _trace_handler(fn: Handler) -> Handler:
     traced: Handler = Tracer().capture_lambda_handler(fn, capture_response=False)  # responses may carry user data
     return traced
 
+
 # The core's access log and warnings go out in the same JSON shape, with the correlation id.
 copy_config_to_registered_loggers(source_logger=logger, include={"codap_relay", "codap_relay.access"})
 

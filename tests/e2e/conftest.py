@@ -35,8 +35,10 @@ CHROMIUM_ARGS = [
 pytestmark = pytest.mark.browser
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One chromium per test module. Not per session: Playwright's sync API keeps an event loop running in this
+    thread while it is open, and pytest-asyncio cannot start its own loop for the async tests collected after."""
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
         pytest.skip("Debian chromium is not installed (run scripts/install-test-deps)")
     from playwright.sync_api import sync_playwright

@@ -313,7 +313,7 @@ async def test_raw_http_details(live: Live) -> None:
     assert no_code.status_code == 200
     assert no_code.json()["error"]["code"] == types.INVALID_PARAMS
     assert "Authorization: Bearer" in no_code.json()["error"]["message"]
-    typo = await live.http.post("/mcp/NOT-A-CODE", json=initialize_body(), headers=ACCEPT)
+    typo = await live.http.post("/mcp/NOT-A-C0DE", json=initialize_body(), headers=ACCEPT)
     assert "get a new one from the plugin" in typo.json()["error"]["message"]
     wrong_type = await live.http.post(url, content=json.dumps(initialize_body()), headers={**ACCEPT})
     assert wrong_type.status_code == 400 and wrong_type.json()["error"] == "unsupported_media_type"

@@ -20,7 +20,7 @@ async def read_limited(request: Request, limit: int) -> bytes:
         limit=limit,
     )
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    if declared is not None and declared.isascii() and declared.isdigit() and int(declared) > limit:
         raise too_large
     chunks: list[bytes] = []
     size = 0
@@ -44,9 +44,27 @@ async def read_json(request: Request, limit: int) -> Any:
     except UnicodeDecodeError as exc:
         raise BadInput(f"The body is not valid UTF-8 (byte {exc.start}); send UTF-8 encoded JSON.") from exc
     try:
-        return json.loads(text)
+        value = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise BadInput(f"The body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.") from exc
+    except ValueError as exc:  # NaN/Infinity, or an integer beyond Python's digit limit
+        raise BadInput(f"The body is not valid JSON: {exc}.") from exc
+    except RecursionError as exc:
+        raise BadInput("The body is nested too deeply; flatten the data and send it again.") from exc
+    if "\\ud" in text.lower():  # only \u escapes can smuggle in a lone surrogate, which no UTF-8 output can hold
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise BadInput(
+                "The body contains a lone UTF-16 surrogate escape (\\ud800-\\udfff without its pair), which is not "
+                "text; fix the string and send it again."
+            ) from exc
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    # Python accepts NaN and Infinity, JSON does not: stored, they would break every reader downstream.
+    raise ValueError(f"{name} is not a JSON value (use null or a string)")
 
 
 def parse(model: type[M], data: Any) -> M:

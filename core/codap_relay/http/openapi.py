@@ -99,7 +99,7 @@ def document(server_url: str = "") -> dict[str, Any]:
                 "summary": "End the session (plugin only)",
                 "parameters": [CODE_P],
                 "security": BEARER,
-                "responses": {"200": _json(s.SessionClosed, "Closed"), **_errors(400, 401, 403, 404, 503)},
+                "responses": {"200": _json(s.SessionClosed, "Closed"), **_errors(400, 401, 403, 404, 429, 503)},
             },
         },
         "/api/sessions/{code}/log": {
@@ -108,7 +108,7 @@ def document(server_url: str = "") -> dict[str, Any]:
                 "summary": "The session's activity trace (plugin only)",
                 "parameters": [CODE_P, _param("full", "query", "1 to include arguments and results")],
                 "security": BEARER,
-                "responses": {"200": _json(s.ActivityLog, "Log"), **_errors(400, 401, 403, 404, 503)},
+                "responses": {"200": _json(s.ActivityLog, "Log"), **_errors(400, 401, 403, 404, 429, 503)},
             }
         },
         "/stream": {
@@ -127,7 +127,7 @@ def document(server_url: str = "") -> dict[str, Any]:
                         "description": "Event stream",
                         "content": {"text/event-stream": {"schema": {"type": "string"}}},
                     },
-                    **_errors(400, 401, 403, 404, 503),
+                    **_errors(400, 401, 403, 404, 429, 503),
                 },
             }
         },
@@ -150,7 +150,7 @@ def document(server_url: str = "") -> dict[str, Any]:
                 "summary": "Answer a tool request (the plugin does this)",
                 "security": BEARER,
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(s.ToolResponse)}}},
-                "responses": {"202": _json(s.Answered, "Stored"), **_errors(400, 401, 403, 404, 409, 413, 503)},
+                "responses": {"202": _json(s.Answered, "Stored"), **_errors(400, 401, 403, 404, 409, 413, 429, 503)},
             },
             "get": {
                 "operationId": "getToolResponse",

@@ -105,14 +105,14 @@ async def session_status(request: Request) -> Response:
 
 async def delete_session(request: Request) -> Response:
     code = normalise_code(request.path_params["code"])
-    failed = await relay_of(request).close_session(code, bearer_token(request))
+    failed = await relay_of(request).close_session(code, bearer_token(request), client=client_ip(request))
     return json_model(s.SessionClosed(code=code, status="closed", failedRequests=failed))
 
 
 async def session_log(request: Request) -> Response:
     code = normalise_code(request.path_params["code"])
     full = request.query_params.get("full") in ("1", "true", "yes")
-    entries = await relay_of(request).activity_log(code, bearer_token(request), full=full)
+    entries = await relay_of(request).activity_log(code, bearer_token(request), full=full, client=client_ip(request))
     return JSONResponse({"code": code, "entries": entries})
 
 
@@ -124,7 +124,7 @@ def cursor_param(request: Request) -> int | None:
     if raw is None or raw.strip() == "":
         return None
     raw = raw.strip()
-    if not raw.isdigit() or len(raw) > 18:
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:  # isdigit() alone admits '²', which int() refuses
         raise BadInput("Last-Event-ID must be the numeric id of the last tool-request event received.")
     return int(raw)
 
@@ -135,7 +135,8 @@ async def stream(request: Request) -> Response:
     mode = request.query_params.get("mode", "stream")
     if mode not in ("stream", "poll"):
         raise BadInput("`mode` must be `stream` (default) or `poll`.", field="mode")
-    events = await relay.stream(code, bearer_token(request), cursor_param(request), poll=mode == "poll")
+    cursor = cursor_param(request)
+    events = await relay.stream(code, bearer_token(request), cursor, poll=mode == "poll", client=client_ip(request))
 
     async def body() -> Any:
         async for event in events:
@@ -173,7 +174,9 @@ async def post_response(request: Request) -> Response:
     body = parse(s.ToolResponse, await read_json(request, relay.settings.max_response_bytes))
     code = normalise_code(body.code)
     error = None if body.error is None else body.error.model_dump(exclude_none=True)
-    stored = await relay.respond(code, bearer_token(request), body.id, result=body.result, error=error)
+    stored = await relay.respond(
+        code, bearer_token(request), body.id, result=body.result, error=error, client=client_ip(request)
+    )
     request.state.metric = "ResponsesCompleted"
     return JSONResponse({"id": stored.id, "status": stored.status}, status_code=202)
 

@@ -109,9 +109,9 @@ class LogEntry(BaseModel):
     id: str
     tool: str
     status: str
-    queuedAt: float
-    deliveredAt: float | None
-    completedAt: float | None
+    queuedAt: str
+    deliveredAt: str | None
+    completedAt: str | None
     latencyMs: float | None
     error: str | None
 

@@ -59,14 +59,23 @@ class SqliteStore:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
-                raise StoreUnavailable(f"database busy: {exc}", retry_after=1) from exc
+                raise StoreUnavailable(
+                    "The relay's database is busy; nothing was changed. Retry in a moment.", retry_after=1
+                ) from exc
             try:
                 yield self._db
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             else:
-                self._db.execute("COMMIT")
+                try:
+                    self._db.execute("COMMIT")
+                except sqlite3.Error:
+                    # A failed COMMIT (disk full, I/O error) can leave the transaction open; without a rollback
+                    # its writes stay visible and every later BEGIN fails.
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
 
     def _one(self, sql: str, args: tuple[Any, ...]) -> sqlite3.Row | None:
         with self._lock:
