@@ -49,21 +49,33 @@ def serve_app(app: Any, *, port: int | None = None) -> Iterator[str]:
         thread.join(10)
 
 
+class ServerProcess(subprocess.Popen[bytes]):
+    """A server child process whose stdout and stderr go to a temporary file, never a pipe: a pipe nobody
+    reads blocks a chatty server. ``output()`` reads everything it printed so far."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str] | None, output: Any) -> None:
+        super().__init__(cmd, env=env, stdout=output, stderr=subprocess.STDOUT)
+        self._output = output
+
+    def output(self) -> str:
+        self._output.flush()
+        self._output.seek(0)
+        text: str = self._output.read().decode(errors="replace")
+        return text
+
+
 @contextlib.contextmanager
 def serve_process(
     *args: str, env: dict[str, str] | None = None, port: int | None = None
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Run ``codap-relay serve`` as a child process (the real command); yield (base URL, process).
-
-    Its output goes to a temporary file, never a pipe: a pipe nobody reads blocks a chatty server.
-    """
+) -> Iterator[tuple[str, ServerProcess]]:
+    """Run ``codap-relay serve`` as a child process (the real command); yield (base URL, process)."""
     port = port or free_port()
     cmd = [sys.executable, "-m", "codap_relay.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
     with tempfile.TemporaryFile() as output:
-        proc = subprocess.Popen(cmd, env=env, stdout=output, stderr=subprocess.STDOUT)
+        proc = ServerProcess(cmd, env, output)
         base = f"http://127.0.0.1:{port}"
         try:
-            wait_healthy(base, proc, output=output)
+            wait_healthy(base, proc)
             yield base, proc
         finally:
             if proc.poll() is None:
@@ -75,16 +87,11 @@ def serve_process(
                     proc.wait(5)
 
 
-def wait_healthy(
-    base: str, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20, output: Any = None
-) -> None:
+def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            err = ""
-            if output is not None:
-                output.seek(0)
-                err = output.read().decode(errors="replace")
+            err = proc.output() if isinstance(proc, ServerProcess) else ""
             raise RuntimeError(f"server exited with {proc.returncode}: {err[-2000:]}")
         try:
             if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:

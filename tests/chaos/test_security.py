@@ -206,8 +206,8 @@ async def test_logs_of_a_full_flow_carry_no_token_and_no_full_code(tmp_path: Pat
             await c.delete(f"/api/sessions/{code}", headers=bearer(token))
             await c.get(f"/api/sessions/{code}")
         proc.terminate()
-        out, err = proc.communicate(timeout=10)
-    text = (out + err).decode()
+        proc.wait(10)
+        text = proc.output()
     assert '"route": "/request"' in text or '"route":"/request"' in text, text[-2000:]
     for secret in (token, code, code.lower()):
         assert secret not in text, f"a secret reached the logs: {secret[:3]}…"
