@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -476,7 +476,7 @@ class Relay:
         poll: bool = False,
         max_seconds: float | None = None,
         client: str | None = None,
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Authenticate first (errors raise before any byte is sent), then return the event iterator."""
         session = await self.session_for_plugin(code, token, client=client)
         consumer = self.ids()
@@ -492,7 +492,7 @@ class Relay:
         *,
         poll: bool,
         max_seconds: float | None,
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Once the stream has started, a store fault can no longer be a 503: end the stream with ``reconnect``
         (and a retry delay) so the plugin comes back with its cursor instead of seeing a broken connection."""
         try:

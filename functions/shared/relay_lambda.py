@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from mangum import Mangum
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from codap_relay.http.app import build_app
+from codap_relay.http.middleware import CORRELATION_RE
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store import open_store
@@ -52,7 +52,6 @@ copy_config_to_registered_loggers(source_logger=logger, include={"codap_relay", 
 # Most calls (reads, the stream) add no metric; Powertools would warn about that on every one of them.
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
-REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
@@ -123,7 +122,7 @@ class WebAdapterContext:
                 rid = json.loads(raw).get("requestId")
             except (ValueError, AttributeError):
                 rid = None
-            if isinstance(rid, str) and REQUEST_ID_RE.match(rid):
+            if isinstance(rid, str) and CORRELATION_RE.match(rid):
                 headers.append((b"x-correlation-id", rid.encode()))
                 scope = {**scope, "headers": headers}
                 logger.set_correlation_id(rid)

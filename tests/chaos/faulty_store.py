@@ -37,23 +37,15 @@ class Fault:
     make: Callable[[], BaseException]
 
 
-@dataclass
-class FaultyStore:
-    inner: Store
-    calls: list[str] = field(default_factory=list)
-    fault: Fault | None = None
-    down: bool = False  # every call fails until cleared (an outage)
-    down_error: Callable[[], BaseException] = lambda: TimeoutError("store timed out")
-    fired: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+class FaultInjector:
+    """Counts the calls it wraps and fails the one chosen by ``arm``; with ``down`` set, fails every call."""
 
-    @property
-    def pushes(self) -> bool:
-        return self.inner.pushes
-
-    @property
-    def blocking(self) -> bool:
-        return self.inner.blocking
+    calls: list[str]
+    fault: Fault | None
+    down: bool
+    down_error: Callable[[], BaseException]
+    fired: int
+    _lock: threading.Lock
 
     def arm(self, at: int, mode: Mode, make: Callable[[], BaseException]) -> None:
         with self._lock:
@@ -64,11 +56,7 @@ class FaultyStore:
         with self._lock:
             self.fault = None
 
-    def __getattr__(self, name: str) -> Any:
-        target = getattr(self.inner, name)
-        if name not in METHODS:
-            return target
-
+    def _intercept(self, name: str, target: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             with self._lock:
                 index = len(self.calls)
@@ -90,6 +78,29 @@ class FaultyStore:
             raise fault.make()
 
         return call
+
+
+@dataclass
+class FaultyStore(FaultInjector):
+    inner: Store
+    calls: list[str] = field(default_factory=list)
+    fault: Fault | None = None
+    down: bool = False  # every call fails until cleared (an outage)
+    down_error: Callable[[], BaseException] = lambda: TimeoutError("store timed out")
+    fired: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def pushes(self) -> bool:
+        return self.inner.pushes
+
+    @property
+    def blocking(self) -> bool:
+        return self.inner.blocking
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self.inner, name)
+        return self._intercept(name, target) if name in METHODS else target
 
 
 def throttled(op: str = "TransactWriteItems") -> BaseException:
@@ -128,7 +139,7 @@ def transaction_throttled() -> BaseException:
 
 
 @dataclass
-class FaultyClient:
+class FaultyClient(FaultInjector):
     """The same fault injection one level down: around the boto3 DynamoDB client the DynamoStore uses, so the
     store's own error mapping (throttling, timeouts, 5xx -> StoreUnavailable) is under test too."""
 
@@ -148,34 +159,8 @@ class FaultyClient:
     def meta(self) -> Any:
         return self.inner.meta
 
-    def arm(self, at: int, mode: Mode, make: Callable[[], BaseException]) -> None:
-        with self._lock:
-            self.calls.clear()
-            self.fault = Fault(at, mode, make)
-
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.inner, name)
         if not callable(target) or name.startswith("_") or name in ("can_paginate", "get_paginator", "get_waiter"):
             return target
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                index = len(self.calls)
-                self.calls.append(name)
-                fault = self.fault if self.fault is not None and self.fault.at == index else None
-                if fault is not None:
-                    self.fault = None
-                down = self.down
-            if down:
-                raise self.down_error()
-            if fault is not None and fault.mode == "before":
-                self.fired += 1
-                raise fault.make()
-            if fault is None:
-                return target(*args, **kwargs)
-            self.fired += 1
-            with contextlib.suppress(Exception):  # whatever the call did or said, its reply is lost
-                target(*args, **kwargs)
-            raise fault.make()
-
-        return call
+        return self._intercept(name, target)

@@ -23,7 +23,8 @@ def plugin(open_plugin: Any, relay_url: str) -> Iterator[PluginPage]:
 
 
 def tool(plugin: PluginPage, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return call_tool(plugin.relay, plugin.code(), name, args)
+    answer: dict[str, Any] = call_tool(plugin.relay, plugin.code(), name, args)
+    return answer
 
 
 def test_pairing_registers_the_manifest_and_sets_up_the_frame(plugin: PluginPage) -> None:

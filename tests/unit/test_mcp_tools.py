@@ -119,11 +119,15 @@ async def test_llms_txt_fills_in_the_session_urls(client: httpx.AsyncClient) -> 
 def test_plugin_results_in_mcp_shape_pass_through() -> None:
     from codap_relay.mcp_tools import tool_result
 
+    def texts(result: types.CallToolResult) -> list[str]:
+        assert all(isinstance(c, types.TextContent) for c in result.content)
+        return [c.text for c in result.content if isinstance(c, types.TextContent)]
+
     shaped = {"content": [{"type": "text", "text": "Made dataset s"}], "structuredContent": {"dataset": "s", "n": 5}}
     r = tool_result(shaped)
-    assert [c.text for c in r.content] == ["Made dataset s"]
+    assert texts(r) == ["Made dataset s"]
     assert r.structured_content == {"dataset": "s", "n": 5} and not r.is_error
     plain = tool_result({"datasets": []})
-    assert plain.content[0].text == '{"datasets": []}' and plain.structured_content == {"datasets": []}
+    assert texts(plain) == ['{"datasets": []}'] and plain.structured_content == {"datasets": []}
     odd = tool_result({"content": [{"type": "image", "data": "x"}]})  # not text: keep the JSON
-    assert odd.content[0].text.startswith('{"content"')
+    assert texts(odd)[0].startswith('{"content"')
