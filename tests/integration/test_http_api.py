@@ -328,3 +328,10 @@ async def test_access_logs_never_carry_tokens_or_full_codes(
     text = caplog.text
     assert caplog.records and "/api/sessions/{code}/log" in text
     assert code not in text and token not in text
+
+
+async def test_index_lists_where_everything_is(client: httpx.AsyncClient) -> None:
+    body = (await client.get("/")).json()
+    assert body["plugin"] == "http://relay.test/plugin/"
+    assert body["mcp"] == "http://relay.test/mcp/{code}" and body["llms"] == "http://relay.test/llms.txt?code={code}"
+    assert body["openapi"] == "http://relay.test/openapi.json" and body["version"] == "1.0.0"

@@ -221,6 +221,8 @@ async def index(request: Request) -> Response:
             "name": "codap-relay",
             "version": __version__,
             "plugin": f"{base}/plugin/",
+            "mcp": f"{base}/mcp/{{code}}",
+            "llms": f"{base}/llms.txt?code={{code}}",
             "openapi": f"{base}/openapi.json",
             "health": f"{base}/healthz",
         }
