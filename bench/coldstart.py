@@ -42,6 +42,8 @@ def _env() -> dict[str, str]:
             "BENCH_TABLE": TABLE,
             "POWERTOOLS_METRICS_NAMESPACE": "codap-relay-bench",
             "POWERTOOLS_SERVICE_NAME": "codap-relay",
+            # As template.yaml sets it with EnableTracing=false, its default: no X-Ray SDK at init.
+            "POWERTOOLS_TRACE_DISABLED": "true",
             # As in the deployment: the core package and functions/shared (the CoreLayer) on the path.
             "PYTHONPATH": os.pathsep.join([str(ROOT / "core"), str(FUNCTIONS / "shared"), str(ROOT)]),
         }
