@@ -322,7 +322,11 @@ class Relay:
             created_at=now,
             expires_at=now + self.settings.request_ttl_seconds,
         )
-        record, created = await self._io(self.store.add_request, code, new)
+        try:
+            record, created = await self._io(self.store.add_request, code, new)
+        except SessionNotFound:
+            await self._load(code)  # ended or expired meanwhile: raise with the message that says what to do
+            raise
         if not created and record.fingerprint != new.fingerprint:
             raise DuplicateRequestId(
                 f"Request id {rid!r} was already used for a different tool call in this session. "

@@ -216,3 +216,17 @@ def test_concurrent_answers_one_winner(store: Store) -> None:
     for t in threads:
         t.join()
     assert fresh.count(True) == 1
+
+
+def test_a_closed_session_takes_no_new_requests_but_answers_retries(store: Store) -> None:
+    store.create_session(session())
+    store.add_request("ABCDEFGH", new("before"))
+    store.update_session("ABCDEFGH", closed_at=T0 + 5)
+    with pytest.raises(SessionNotFound) as info:
+        store.add_request("ABCDEFGH", new("after"))
+    assert info.value.reason == "closed"
+    assert store.get_request("ABCDEFGH", "after") is None
+    again, created = store.add_request("ABCDEFGH", new("before"))  # the retry of an accepted request
+    assert (again.seq, created) == (1, False)
+    got = store.get_session("ABCDEFGH")
+    assert got is not None and got.last_seq == 1

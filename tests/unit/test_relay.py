@@ -336,3 +336,20 @@ async def test_unexpected_store_failure_is_store_unavailable(clock: FakeClock) -
     with pytest.raises(e.StoreUnavailable) as info:
         await relay.submit(s.code, "get_codap_datasets", {})
     assert info.value.retry_after >= 1
+
+
+class ClosesDuringSubmit(MemoryStore):
+    """The plugin ends the session between the relay's session check and its append."""
+
+    def add_request(self, code: str, new: Any) -> Any:
+        self.update_session(code, closed_at=1.0)
+        return super().add_request(code, new)
+
+
+async def test_a_session_ended_during_submit_takes_nothing_and_says_why(clock: FakeClock) -> None:
+    relay = Relay(make_settings(), ClosesDuringSubmit(), clock=clock)
+    s, _ = await relay.create_session()
+    with pytest.raises(e.SessionNotFound) as info:
+        await relay.submit(s.code, "get_codap_datasets", {}, "late")
+    assert info.value.reason == "closed" and "new code" in info.value.message
+    assert relay.store.get_request(s.code, "late") is None

@@ -39,7 +39,8 @@ class Store(Protocol):
         """Append with the next seq (gapless, strictly increasing) and return (record, True).
 
         If the session already has a request with ``new.id``, store nothing and return (existing, False).
-        Raises SessionNotFound if the session does not exist.
+        Raises SessionNotFound if the session does not exist, or (reason "closed") if it was closed: checked in
+        the same atomic step, so no request can slip into a session while it is being ended.
         """
         ...
 

@@ -447,10 +447,15 @@ class DynamoStore:
                     TableName=self.table,
                     Key=_key(pk, "META"),
                     ConsistentRead=True,
-                    ProjectionExpression="last_seq",
+                    ProjectionExpression="last_seq, closed_at",
                 ).get("Item")
                 if meta is None:
                     raise SessionNotFound("session not found", reason="unknown")
+                if "closed_at" in meta:
+                    existing = self.get_request(code, new.id)  # an idempotent retry still gets its answer
+                    if existing is not None:
+                        return existing, False
+                    raise SessionNotFound("session closed", reason="closed")
                 last = int(meta["last_seq"]["N"])
                 seq = last + 1
                 if seq > MAX_SEQ:
@@ -474,7 +479,8 @@ class DynamoStore:
                                 "TableName": self.table,
                                 "Key": _key(pk, "META"),
                                 "UpdateExpression": "SET last_seq = :seq",
-                                "ConditionExpression": "last_seq = :last",
+                                # Not closed: a session being ended takes no new requests, atomically.
+                                "ConditionExpression": "last_seq = :last AND attribute_not_exists(closed_at)",
                                 "ExpressionAttributeValues": {":seq": _n(seq), ":last": _n(last)},
                             }
                         },

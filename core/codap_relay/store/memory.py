@@ -68,6 +68,8 @@ class MemoryStore:
             existing = data.requests.get(new.id)
             if existing is not None:
                 return existing, False
+            if data.session.closed_at is not None:
+                raise SessionNotFound("session closed", reason="closed")
             seq = data.session.last_seq + 1
             record = RequestRecord(
                 code=code,

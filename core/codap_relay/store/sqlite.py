@@ -162,12 +162,14 @@ class SqliteStore:
 
     def add_request(self, code: str, new: NewRequest) -> tuple[RequestRecord, bool]:
         with self._tx() as db:
-            row = db.execute("SELECT last_seq FROM sessions WHERE code = ?", (code,)).fetchone()
+            row = db.execute("SELECT last_seq, closed_at FROM sessions WHERE code = ?", (code,)).fetchone()
             if row is None:
                 raise SessionNotFound("session not found", reason="unknown")
             existing = db.execute("SELECT * FROM requests WHERE code = ? AND id = ?", (code, new.id)).fetchone()
             if existing is not None:
                 return self._request(existing), False
+            if row["closed_at"] is not None:
+                raise SessionNotFound("session closed", reason="closed")
             seq = row["last_seq"] + 1
             db.execute("UPDATE sessions SET last_seq = ? WHERE code = ?", (seq, code))
             db.execute(
