@@ -56,10 +56,6 @@ class Notifier:
             with contextlib.suppress(RuntimeError):  # that loop is closed: its listener is gone
                 listener.loop.call_soon_threadsafe(listener.event.set)
 
-    def listening(self, key: str) -> int:
-        with self._lock:
-            return len(self._listeners.get(key, ()))
-
     def _add(self, listener: Listener) -> None:
         with self._lock:
             self._listeners[listener.key].add(listener)

@@ -74,7 +74,6 @@ async def create_session(request: Request) -> Response:
     body = parse(s.SessionCreate, await read_json(request, relay.settings.max_request_bytes))
     tools = None if body.tools is None else [t.model_dump(exclude_none=True) for t in body.tools]
     session, token = await relay.create_session(tools, client=client_ip(request))
-    request.state.metric = "SessionsCreated"
     return json_model(
         s.SessionCreated(
             code=session.code,
@@ -159,7 +158,6 @@ async def post_request(request: Request) -> Response:
     code = normalise_code(body.code)
     client = client_ip(request)
     record, _created = await relay.submit(code, body.tool, body.args, body.id, client=client)
-    request.state.metric = "RequestsQueued"
     if wait:
         answer = await relay.wait_answer(code, record.id, wait, client=client)
         if answer.done:
@@ -177,7 +175,6 @@ async def post_response(request: Request) -> Response:
     stored = await relay.respond(
         code, bearer_token(request), body.id, result=body.result, error=error, client=client_ip(request)
     )
-    request.state.metric = "ResponsesCompleted"
     return JSONResponse({"id": stored.id, "status": stored.status}, status_code=202)
 
 
