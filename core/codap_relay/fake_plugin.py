@@ -63,6 +63,15 @@ class FakePlugin:
                 await self._task
             self._task = None
 
+    async def wait_cursor(self, event_id: str, timeout: float = 10) -> None:
+        """Wait until the plugin has recorded ``event_id`` as its cursor. It does so just after its answer is
+        stored, so an LLM that sees the answer can get there first."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.cursor != event_id:
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"the plugin's cursor is {self.cursor!r}, not {event_id!r}")
+            await asyncio.sleep(0.01)
+
     async def drop(self) -> None:
         """Cut the connection as a network failure would, then reconnect with the cursor."""
         await self.stop()

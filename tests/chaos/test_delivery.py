@@ -144,6 +144,7 @@ async def test_after_a_store_restored_from_backup_the_plugin_is_told_and_new_req
             async with FakePlugin(url, s["code"], s["browserToken"]) as plugin:
                 r = await c.get("/response", params={"code": s["code"], "id": "b8", "wait": 10})
                 assert r.status_code == 200
+                await plugin.wait_cursor("8")
                 cursor = plugin.cursor
     store.close()
     assert cursor == "8"

@@ -77,10 +77,7 @@ async def test_reconnect_with_cursor_delivers_what_was_missed_exactly_once(serve
                 "/request?wait=10", json={"code": s["code"], "id": "one", "tool": "get_codap_datasets"}
             )
             assert first.status_code == 200
-            for _ in range(200):  # the plugin records its cursor just after its answer lands
-                if plugin.cursor == "1":
-                    break
-                await asyncio.sleep(0.01)
+            await plugin.wait_cursor("1")
             await plugin.stop()  # the connection is gone
             for rid in ["two", "three"]:
                 r = await llm.post("/request", json={"code": s["code"], "id": rid, "tool": "get_codap_datasets"})

@@ -9,7 +9,7 @@ import json
 import random
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -278,13 +278,6 @@ def test_create_table_command_against_dynamodb_local() -> None:
     local.client().delete_table(TableName=name)
 
 
-async def until(condition: Callable[[], bool], timeout: float = 10) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
 @pytest.mark.dynamodb_local
 async def test_serve_on_dynamodb_local_end_to_end() -> None:
     with (
@@ -308,7 +301,7 @@ async def test_serve_on_dynamodb_local_end_to_end() -> None:
                 first_id = r.json()["id"]
 
                 # Reconnect with the cursor: only what came after it is delivered, nothing runs twice.
-                await until(lambda: plugin.cursor == "1")  # the plugin records it just after posting
+                await plugin.wait_cursor("1")
                 await plugin.drop()
                 queued = await client.post(
                     "/request", json={"code": code, "tool": "get_codap_datasets", "args": {}, "id": "after-drop"}
@@ -317,7 +310,7 @@ async def test_serve_on_dynamodb_local_end_to_end() -> None:
                 done = await client.get("/response", params={"code": code, "id": "after-drop", "wait": 20})
                 assert done.status_code == 200 and done.json()["status"] == "completed"
                 assert plugin.executed == [first_id, "after-drop"]
-                await until(lambda: plugin.cursor == "2")
+                await plugin.wait_cursor("2")
                 assert [e.id for e in plugin.events if e.event == "tool-request"] == ["1", "2"]
 
             status = await client.get(f"/api/sessions/{code}")
