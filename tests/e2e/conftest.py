@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from plugin_page import PluginPage
+from real_codap import HOW_TO_GET, CodapPage, codap_dist, codap_required
 from servers import e2e_settings
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -80,6 +81,40 @@ def open_plugin(browser: Any, host_url: str) -> Iterator[Any]:
         plugin = PluginPage(page, relay, host_url, query=query, console=messages)
         plugin.open()
         return plugin
+
+    yield factory
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def codap_url() -> Iterator[str]:
+    """The real CODAP build, served statically on loopback (as any web server would serve it)."""
+    dist = codap_dist()
+    if dist is None:
+        if codap_required():
+            pytest.fail(f"CODAP_REQUIRED is set but {HOW_TO_GET}")
+        pytest.skip(HOW_TO_GET)
+    app = Starlette(routes=[Mount("/", app=StaticFiles(directory=dist, html=True))])
+    with serve_app(app) as url:
+        yield url
+
+
+@pytest.fixture
+def open_codap(browser: Any, codap_url: str) -> Iterator[Any]:
+    """Factory: open the real CODAP with the plugin at ``plugin_url`` (``?di=``); returns a paired CodapPage."""
+    contexts: list[Any] = []
+
+    def factory(plugin_url: str, *, wait: bool = True, context_options: dict[str, Any] | None = None) -> CodapPage:
+        context = browser.new_context(**{"viewport": {"width": 1400, "height": 900}, **(context_options or {})})
+        contexts.append(context)
+        page = context.new_page()
+        messages: list[str] = []
+        page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+        codap = CodapPage(page, codap_url, plugin_url, console=messages)
+        codap.open(wait=wait)
+        return codap
 
     yield factory
     for context in contexts:
