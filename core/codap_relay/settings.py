@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 DEFAULT_CORS = "https://codap.concord.org,https://codap3.concord.org"
+BASE_PATH_RE = re.compile(r"^[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*$")
+
+
+def state_dir() -> Path:
+    """Where the local commands keep their databases: $XDG_STATE_HOME/codap-relay (~/.local/state/codap-relay)."""
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "codap-relay"
 
 
 def default_store_url() -> str:
-    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "codap-relay"
-    return f"sqlite:///{state / 'relay.db'}"
+    return f"sqlite:///{state_dir() / 'relay.db'}"
 
 
 class SettingsError(ValueError):
@@ -48,6 +54,9 @@ class Settings(BaseModel):
     mcp_tool_timeout_seconds: float = Field(25, gt=0, le=28)
     allowed_hosts: tuple[str, ...] = ("*",)
     public_base_url: str | None = None
+    # The path in front of every public URL on a custom domain with a base path mapping ("/codap" for
+    # https://relay.example.org/codap/...): API Gateway keeps it in the path it hands the functions.
+    public_base_path: str = ""
 
     @field_validator("cors_origin", "allowed_hosts", mode="before")
     @classmethod
@@ -55,6 +64,16 @@ class Settings(BaseModel):
         if isinstance(v, str):
             return tuple(p.strip().rstrip("/") for p in v.split(",") if p.strip())
         return v
+
+    @field_validator("public_base_path", mode="before")
+    @classmethod
+    def _base_path(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        path = v.strip().strip("/")
+        if path and not BASE_PATH_RE.match(path):
+            raise ValueError("must be a URL path like /codap (letters, digits, '.', '_', '~', '-' and '/')")
+        return f"/{path}" if path else ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
