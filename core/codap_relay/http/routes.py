@@ -31,6 +31,12 @@ def client_ip(request: Request) -> str | None:
     return request.client.host if request.client else None
 
 
+def public_base(request: Request) -> str:
+    """The relay's public URL, for every URL it writes: PUBLIC_BASE_URL if set, else scheme, host and the
+    public path prefix (ASGI root_path: the stage, or a custom domain's base path)."""
+    return (relay_of(request).settings.public_base_url or str(request.base_url)).rstrip("/")
+
+
 def bearer_token(request: Request) -> str | None:
     auth = request.headers.get("authorization", "")
     if auth[:7].lower() == "bearer " and auth[7:].strip():
@@ -208,11 +214,11 @@ async def healthz(request: Request) -> Response:
 async def openapi(request: Request) -> Response:
     from .openapi import document
 
-    return JSONResponse(document(str(request.base_url).rstrip("/")))
+    return JSONResponse(document(public_base(request)))
 
 
 async def index(request: Request) -> Response:
-    base = str(request.base_url).rstrip("/")
+    base = public_base(request)
     return JSONResponse(
         {
             "name": "codap-relay",
