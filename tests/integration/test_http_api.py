@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
 
 import httpx
 import pytest
+from starlette.types import Message
 
 from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
@@ -335,3 +337,46 @@ async def test_index_lists_where_everything_is(client: httpx.AsyncClient) -> Non
     assert body["plugin"] == "http://relay.test/plugin/"
     assert body["mcp"] == "http://relay.test/mcp/{code}" and body["llms"] == "http://relay.test/llms.txt?code={code}"
     assert body["openapi"] == "http://relay.test/openapi.json" and body["version"] == "1.0.0"
+
+
+@pytest.mark.parametrize("spec_version", ["2.3", "2.4"])
+async def test_stream_ends_when_its_client_disconnects(spec_version: str) -> None:
+    """Whatever ASGI version the server speaks (from 2.4 Starlette waits for a failing send, which an idle stream
+    makes only at its next heartbeat), the stream's loop ends with the client, and with it the refreshing of the
+    session's last sign of life."""
+    relay = Relay(make_settings(heartbeat_seconds=30), MemoryStore())
+    session, token = await relay.create_session()
+    gone = asyncio.Event()
+    first_request = True
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        nonlocal first_request
+        if first_request:
+            first_request = False
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:  # never fails: a server that buffers, or a peer that vanished
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": spec_version},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/stream",
+        "raw_path": b"/stream",
+        "root_path": "",
+        "query_string": f"code={session.code}&token={token}".encode(),
+        "headers": [(b"host", b"relay.test")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("relay.test", 80),
+    }
+    task = asyncio.create_task(build_app(relay)(scope, receive, send))
+    while not any(m["type"] == "http.response.body" for m in sent):
+        await asyncio.sleep(0.01)
+    gone.set()
+    await asyncio.wait_for(task, 2)  # without the disconnect check, 2.4 runs on until its heartbeat fails

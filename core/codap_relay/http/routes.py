@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from .. import __version__
@@ -15,7 +15,7 @@ from ..errors import BadInput
 from ..relay import Answer, Relay
 from . import schemas as s
 from .bodies import parse, read_json
-from .sse import encode
+from .sse import EventStreamResponse, encode
 
 
 def relay_of(request: Request) -> Relay:
@@ -147,7 +147,7 @@ async def stream(request: Request) -> Response:
         async for event in events:
             yield encode(event)
 
-    return StreamingResponse(
+    return EventStreamResponse(
         body(),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"},
