@@ -40,7 +40,11 @@ class Settings(BaseModel):
     cors_origin: tuple[str, ...] = tuple(DEFAULT_CORS.split(","))
     require_browser_token: bool = True
     max_request_bytes: int = Field(262_144, ge=1024)
-    max_response_bytes: int = Field(4_194_304, ge=1024)
+    # The largest result whose event still fits Lambda's 6,291,456-byte request limit in the worst case: JSON
+    # escaping doubles a body made of quotes and backslashes, and the event's headers and context take up to
+    # ~64 KiB more (2 * 3,000,000 + 65,536 < 6,291,456). The answer, read back, fits the 6,291,556-byte response
+    # limit the same way. Tested at the limit through local-api (tests/integration/test_local_api_relay.py).
+    max_response_bytes: int = Field(3_000_000, ge=1024)
     relay_store: str = Field(default_factory=default_store_url)
     trust_proxy: bool = False
     # How long a plugin may go unseen before it counts as disconnected.
