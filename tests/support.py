@@ -69,13 +69,35 @@ def serve_process(
     *args: str, env: dict[str, str] | None = None, port: int | None = None
 ) -> Iterator[tuple[str, ServerProcess]]:
     """Run ``codap-relay serve`` as a child process (the real command); yield (base URL, process)."""
+    with command_process("serve", *args, env=env, port=port) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def local_api_process(
+    *args: str, env: dict[str, str] | None = None, port: int | None = None, prefix: str = "/v1"
+) -> Iterator[tuple[str, ServerProcess]]:
+    """Run ``codap-relay local-api`` as a child process; yield (the stage's base URL, process)."""
+    with command_process("local-api", *args, env=env, port=port, prefix=prefix, start_timeout=90) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def command_process(
+    command: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+    prefix: str = "",
+    start_timeout: float = 20,
+) -> Iterator[tuple[str, ServerProcess]]:
     port = port or free_port()
-    cmd = [sys.executable, "-m", "codap_relay.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
+    cmd = [sys.executable, "-m", "codap_relay.cli", command, "--host", "127.0.0.1", "--port", str(port), *args]
     with tempfile.TemporaryFile() as output:
         proc = ServerProcess(cmd, env, output)
-        base = f"http://127.0.0.1:{port}"
+        base = f"http://127.0.0.1:{port}{prefix}"
         try:
-            wait_healthy(base, proc)
+            wait_healthy(base, proc, start_timeout)
             yield base, proc
         finally:
             if proc.poll() is None:

@@ -139,7 +139,9 @@ class Gateway:
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
+        count = sum(len(pool.instances) for pool in self.pools.values())
         await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
+        self._log(f"stopped: {count} function instance(s) ended")
 
     # --- one request ------------------------------------------------------------------------------------
 
