@@ -142,9 +142,9 @@ class PublicPath:
 
 class WebAdapterContext:
     """Under the Lambda Web Adapter there is no Lambda event in the ASGI scope; the adapter forwards the
-    API Gateway request context as a header. Use its requestId as the correlation id and its source IP as the
-    client (the TCP peer is the adapter, 127.0.0.1, for every user), and flush metrics after each request
-    (there is no handler to decorate)."""
+    API Gateway request context as a header. Use its requestId as the correlation id, and flush metrics after
+    each request (there is no handler to decorate). The client's address needs nothing here: uvicorn trusts the
+    adapter on 127.0.0.1 and takes it from the X-Forwarded-For header API Gateway adds."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -160,9 +160,6 @@ class WebAdapterContext:
             headers.append((b"x-correlation-id", rid.encode()))
             scope = {**scope, "headers": headers}
             logger.set_correlation_id(rid)
-        source_ip = (context.get("identity") or {}).get("sourceIp")
-        if isinstance(source_ip, str) and source_ip:
-            scope = {**scope, "client": (source_ip, 0)}
         try:
             await self.app(scope, receive, send)
         finally:

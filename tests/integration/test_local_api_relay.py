@@ -141,8 +141,9 @@ async def _not(value: Any) -> bool:
 
 
 def test_the_stream_function_tells_clients_apart(base: str) -> None:
-    """Behind the Web Adapter the stream's TCP peer is the adapter (127.0.0.1) for every user; the client's own
-    address comes from the request context. Here one address guessing codes is cut off, another is not."""
+    """Behind the Web Adapter the stream's TCP peer is the adapter (127.0.0.1) for every user; uvicorn, trusting
+    that peer, takes the client's address from the X-Forwarded-For API Gateway adds. One address guessing codes
+    is cut off, another is not."""
     guesser = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=30)
     plugin = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"), timeout=30)
     with guesser, plugin:
