@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
 
 from codap_relay.settings import Settings
@@ -122,6 +123,15 @@ def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None = None, timeout
             pass
         time.sleep(0.05)
     raise RuntimeError(f"{base} did not become healthy")
+
+
+def also_through_local_api(metafunc: pytest.Metafunc, fixture: str, in_process: str) -> None:
+    """For ``pytest_generate_tests``: every test of the module that takes ``fixture`` runs with it in process
+    (``in_process``) and through local-api (``local_api``), except tests marked ``in_process``, which need the
+    relay's in-process state (a fake clock, its store or its logs)."""
+    if fixture in metafunc.fixturenames and metafunc.definition.get_closest_marker("in_process") is None:
+        through = pytest.param("local_api", marks=pytest.mark.dynamodb_local, id="local_api")
+        metafunc.parametrize(fixture, [in_process, through], indirect=True)
 
 
 def make_settings(**overrides: Any) -> Settings:
