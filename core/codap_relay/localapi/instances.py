@@ -230,7 +230,17 @@ class AdapterInstance(Instance):
     port = 0
 
     async def start(self) -> None:
-        self.port = free_port()
+        for attempt in range(3):
+            try:
+                await self._start_on(free_port())
+                return
+            except InstanceFailed:
+                # The free port may have been taken between choosing it and the app binding it: another one.
+                if attempt == 2:
+                    raise
+
+    async def _start_on(self, port: int) -> None:
+        self.port = port
         script = self.function.code_dir / self.function.handler
         started = time.perf_counter()
         # PORT (and AWS_LWA_PORT) name where the app listens: each instance needs its own port on one machine.
