@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -14,7 +13,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
-from support import ServerProcess, local_api_process, make_settings
+from support import LocalApi, local_api_process, make_settings
 
 
 @pytest.fixture
@@ -65,12 +64,6 @@ LOCAL_API_ENV = {
     "HEARTBEAT_SECONDS": "1",
     "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
 }
-
-
-@dataclass(frozen=True)
-class LocalApi:
-    base: str  # http://127.0.0.1:PORT/v1
-    process: ServerProcess
 
 
 @pytest.fixture(scope="session")

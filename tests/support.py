@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,14 @@ def serve_process(
     """Run ``codap-relay serve`` as a child process (the real command); yield (base URL, process)."""
     with command_process("serve", *args, env=env, port=port) as served:
         yield served
+
+
+@dataclass(frozen=True)
+class LocalApi:
+    """The test session's local-api (tests/conftest.py): its stage's base URL and the process."""
+
+    base: str  # http://127.0.0.1:PORT/v1
+    process: ServerProcess
 
 
 @contextlib.contextmanager

@@ -212,6 +212,17 @@ class Gateway:
             status = custom.status or status
         await _send(send, GatewayAnswer(status, headers, body))
 
+    async def _acquire(self, send: Send, pool: Pool, match: Match, request_id: str) -> Instance | None:
+        """A warm or new instance for one invocation; None once the refusal API Gateway would give is sent."""
+        try:
+            return await pool.acquire(timeout=match.route.timeout_ms / 1000)
+        except TimeoutError:  # every instance busy (or starting) for the whole integration timeout
+            await self._refuse(send, INTEGRATION_TIMEOUT, request_id)
+        except InstanceFailed as exc:  # the function cannot start: Lambda's init error, API Gateway's 502
+            self._log(f"{pool.function.logical_id}: {exc}")
+            await self._refuse(send, INTEGRATION_FAILURE, request_id)
+        return None
+
     # --- buffered functions (the Lambda invoke) ------------------------------------------------------------
 
     async def _invoke(
@@ -220,14 +231,8 @@ class Gateway:
         function = self.stack.functions[match.route.function]
         pool = self.pools[function.logical_id]
         integration_deadline = time.monotonic() + match.route.timeout_ms / 1000
-        try:
-            instance = await pool.acquire(timeout=match.route.timeout_ms / 1000)
-        except TimeoutError:
-            await self._refuse(send, INTEGRATION_TIMEOUT, request_id)
-            return
-        except InstanceFailed as exc:
-            self._log(f"{function.logical_id}: {exc}")
-            await self._refuse(send, INTEGRATION_FAILURE, request_id)
+        instance = await self._acquire(send, pool, match, request_id)
+        if instance is None:
             return
         assert isinstance(instance, RuntimeInstance)
         invocation = instance.begin(request_id)
@@ -317,14 +322,8 @@ class Gateway:
         connection to the function is closed at once, so the function sees the disconnect."""
         function = self.stack.functions[match.route.function]
         pool = self.pools[function.logical_id]
-        try:
-            instance = await pool.acquire(timeout=match.route.timeout_ms / 1000)
-        except TimeoutError:
-            await self._refuse(send, INTEGRATION_TIMEOUT, request_id)
-            return
-        except InstanceFailed as exc:
-            self._log(f"{function.logical_id}: {exc}")
-            await self._refuse(send, INTEGRATION_FAILURE, request_id)
+        instance = await self._acquire(send, pool, match, request_id)
+        if instance is None:
             return
         assert isinstance(instance, AdapterInstance) and instance.client is not None
         invocation = instance.begin(request_id)
