@@ -90,7 +90,12 @@ def test_the_event_has_the_shape_sam_generates_and_api_gateways_values(base: str
         "/echo",
         method="POST",
         params=[("x", "1"), ("x", "2"), ("y", "")],
-        headers=[("X-Twice", "a"), ("X-Twice", "b"), ("Content-Type", "application/json")],
+        headers=[
+            ("X-Twice", "a"),
+            ("X-Twice", "b"),
+            ("Content-Type", "application/json"),
+            ("X-Forwarded-For", "203.0.113.9"),  # claimed by the client: API Gateway appends the real peer
+        ],
         content=b'{"hello": "\xc3\xa9"}',
     )["event"]
     assert set(got) == set(reference)
@@ -103,7 +108,8 @@ def test_the_event_has_the_shape_sam_generates_and_api_gateways_values(base: str
     assert got["multiValueQueryStringParameters"] == {"x": ["1", "2"], "y": [""]}
     assert got["queryStringParameters"] == {"x": "2", "y": ""}
     assert got["multiValueHeaders"]["x-twice"] == ["a", "b"] and got["headers"]["x-twice"] == "b"
-    assert got["headers"]["x-forwarded-for"] == "127.0.0.1" and got["headers"]["x-amzn-trace-id"].startswith("Root=1-")
+    assert got["headers"]["x-forwarded-for"] == "203.0.113.9, 127.0.0.1"
+    assert got["headers"]["x-amzn-trace-id"].startswith("Root=1-")
     assert (got["body"], got["isBase64Encoded"]) == ('{"hello": "é"}', False)
     assert got["pathParameters"] is None and got["stageVariables"] is None
 

@@ -101,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         lifespan="on",
+        proxy_headers=False,  # API Gateway's sourceIp is the TCP peer; a client's X-Forwarded-For is only extended
         access_log=False,
         log_config=None,
         timeout_graceful_shutdown=2,  # open streams end; then every function process is stopped
