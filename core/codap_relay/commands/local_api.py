@@ -54,8 +54,23 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
+# What the functions import (and the template reader): the aws and mcp extras.
+FUNCTION_MODULES = ("yaml", "boto3", "mangum", "aws_lambda_powertools", "mcp")
+
+
 def run(args: argparse.Namespace) -> int:
+    import importlib.util
+
     import uvicorn
+
+    missing = [name for name in FUNCTION_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"codap-relay: local-api runs the Lambda functions, which need {', '.join(missing)}: "
+            "pip install 'codap-relay[aws,mcp]'",
+            file=sys.stderr,
+        )
+        return 2
 
     from ..localapi.server import DEFAULT_MAX_INSTANCES, Options, build_gateway, default_store_url, load, prepare_store
 
