@@ -141,13 +141,21 @@ def test_answer_headers_merge_single_and_multi_value(base: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("method", "path"),
-    [("GET", "/test/nope"), ("POST", "/test/echo/ada"), ("GET", "/echo"), ("GET", "/other/echo"), ("GET", "/test")],
+    ("method", "path", "message"),
+    [
+        ("GET", "/test/nope", "Missing Authentication Token"),
+        ("POST", "/test/echo/ada", "Missing Authentication Token"),  # the resource has no POST
+        ("GET", "/test", "Missing Authentication Token"),  # the stage has no "/" resource
+        ("GET", "/echo", "Forbidden"),  # outside the stage
+        ("GET", "/other/echo", "Forbidden"),
+    ],
 )
-def test_no_route_is_missing_authentication_token(api: tuple[str, ServerProcess], method: str, path: str) -> None:
+def test_no_route_is_refused_as_api_gateway_refuses_it(
+    api: tuple[str, ServerProcess], method: str, path: str, message: str
+) -> None:
     root = api[0].rsplit("/", 1)[0]
     r = httpx.request(method, f"{root}{path}", timeout=30)
-    assert r.status_code == 403 and r.json() == {"message": "Missing Authentication Token"}
+    assert r.status_code == 403 and r.json() == {"message": message}
     assert r.headers["access-control-allow-origin"] == "*"  # the template's GatewayResponses DEFAULT_4XX
 
 

@@ -6,7 +6,8 @@ proxied to the stream function's own web server the way the Lambda Web Adapter f
 Where API Gateway or Lambda refuse something, the answer is theirs, status and body, as recorded here:
 
 - unknown resource or method: 403 ``{"message":"Missing Authentication Token"}`` (AWS knowledge center,
-  "api-gateway-authentication-token-errors": a request to a method or resource that does not exist);
+  "api-gateway-authentication-token-errors": a request to a method or resource that does not exist); a path
+  outside the stage: 403 ``{"message":"Forbidden"}`` (github.com/OWASP/Serverless-Goat/issues/14);
 - body over 10 MB: 413, text ``HTTP content length exceeded 10485760 bytes.``; an event over Lambda's
   6,291,456-byte request limit: 413 ``{"message": "Request Too Long"}`` (both answers as recorded from a REST API
   in github.com/koki-develop/lgtm-generator/issues/10; the Lambda limit as Lambda words it, "Request must be
@@ -54,6 +55,7 @@ MAX_RESPONSE_PAYLOAD_BYTES = 6_291_556
 
 # (gateway response type, status, content type, body)
 MISSING_TOKEN = ("MISSING_AUTHENTICATION_TOKEN", 403, "application/json", b'{"message":"Missing Authentication Token"}')
+NO_STAGE = ("DEFAULT_4XX", 403, "application/json", b'{"message":"Forbidden"}')
 BODY_TOO_LARGE = ("REQUEST_TOO_LARGE", 413, "text; charset=utf-8", b"HTTP content length exceeded 10485760 bytes.")
 EVENT_TOO_LARGE = ("DEFAULT_4XX", 413, "application/json", b'{"message": "Request Too Long"}')
 THROTTLED = ("THROTTLED", 429, "application/json", b'{"message":"Too Many Requests"}')
@@ -149,7 +151,7 @@ class Gateway:
         request_id = str(uuid.uuid4())
         path: str = scope["path"]
         if path != self.prefix and not path.startswith(self.prefix + "/"):
-            await self._refuse(send, MISSING_TOKEN, request_id)
+            await self._refuse(send, NO_STAGE, request_id)
             return
         inner = path[len(self.prefix) :] or "/"
         headers = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope.get("headers", [])]
