@@ -97,7 +97,7 @@ def open_plugin(browser: Any, host_url: str) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def codap_build() -> Path:
     """The folder of the real CODAP build (skips, or fails under CODAP_REQUIRED, where there is none)."""
-    dist = codap_dist()
+    dist: Path | None = codap_dist()
     if dist is None:
         if codap_required():
             pytest.fail(f"CODAP_REQUIRED is set but {HOW_TO_GET}")

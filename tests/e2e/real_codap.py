@@ -46,6 +46,9 @@ CODAP_FLAGS = "noEntryModal&hideSplashScreen&noComponentAnimation"
 CHROME_DEFAULT_STORAGE = ["--disable-features="]
 
 
+LNA_BLOCKED = "net::ERR_BLOCKED_BY_LOCAL_NETWORK_ACCESS_CHECKS"
+
+
 def public_origin(url: str) -> list[str]:
     """Switches that make chromium treat ``url`` (an https server on loopback) as a public site, as it treats
     codap.concord.org: Local Network Access then applies to its requests to loopback, and its certificate
@@ -226,6 +229,7 @@ class CodapPage:
 
     def plugin_failed(self, reason: str) -> bool:
         """Whether loading the plugin's page failed with ``reason`` (e.g. a Local Network Access block)."""
+        self.page.wait_for_timeout(50)  # let Playwright deliver the events it holds (it does so only when called)
         base = self.plugin_url.split("?", 1)[0]
         return any(m.startswith(f"requestfailed: {base}") and reason in m for m in self.console)
 
@@ -274,6 +278,22 @@ class CodapPage:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(path))
         return path
+
+
+def blocked_then_allowed(open_codap: Any, plugin_url: str, public_codap: str) -> CodapPage:
+    """The README's local path as a person meets it: CODAP from a public https site, the plugin on loopback.
+    Until the site may "access other apps and services on this device" (Local Network Access), Chrome blocks the
+    plugin's frame and nothing of the plugin runs. Headless chromium cannot show that question and answers as a
+    person's Block does ("denied"). The person then allows it in the site's settings and reloads CODAP, as the
+    README says; returns the page, paired."""
+    codap: CodapPage = open_codap(plugin_url, codap=public_codap, wait=False)
+    wait_until(lambda: codap.plugin_failed(LNA_BLOCKED), "Chrome to block the plugin's frame", 30)
+    state = codap.page.evaluate("async () => (await navigator.permissions.query({name: 'loopback-network'})).state")
+    assert state == "denied", state
+    codap.page.context.grant_permissions(["local-network-access"], origin=public_codap)  # "Apps on device: Allow"
+    codap.page.reload()
+    codap.wait_paired()
+    return codap
 
 
 def settle(seconds: float = 0.2) -> None:

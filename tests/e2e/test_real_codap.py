@@ -1,6 +1,7 @@
-"""The plugin inside the real CODAP app (a v3 production build) in chromium as Playwright starts it: it pairs and
-a tool call changes what CODAP holds; it pairs where third-party storage is blocked; a classroom burst over the
-session limit waits and pairs by itself; and a plugin that cannot start says so."""
+"""The plugin inside the real CODAP app (a v3 production build) in chromium as Playwright starts it, where a
+third-party frame gets no storage: it pairs and a tool call changes what CODAP holds; it pairs as a third-party
+frame, from memory; it pairs in a public https CODAP once Local Network Access allows it; a classroom burst over
+the session limit waits and pairs by itself; and a plugin that cannot start says so."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from plugin_page import call_tool, ok_result, wait_until
-from real_codap import CodapPage, other_site
+from real_codap import CodapPage, blocked_then_allowed, other_site, public_origin
 from servers import e2e_settings
 
 from codap_relay.clock import FakeClock
@@ -26,6 +27,12 @@ from support import free_port, serve_app
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def browser_args(codap_https_url: str) -> list[str]:
+    args: list[str] = public_origin(codap_https_url)
+    return args
 
 
 def test_plugin_pairs_in_real_codap_and_a_tool_changes_codap(open_codap: Any, relay_url: str) -> None:
@@ -71,6 +78,20 @@ def test_blocked_third_party_storage_pairs_from_memory_and_says_what_a_reload_lo
     )
     assert "lives in this page only" in codap.shown("storage-note")
     ok_result(call_tool(relay_url, new_code, "get_codap_datasets", {}))
+
+
+def test_public_codap_with_the_site_allowed_pairs_where_third_party_storage_is_blocked(
+    open_codap: Any, relay_url: str, codap_https_url: str
+) -> None:
+    """The README's path in a browser that blocks third-party storage: https CODAP and the http plugin are two
+    sites, so the plugin's frame has no storage. Blocked until allowed, then it pairs and works from memory."""
+    codap = blocked_then_allowed(open_codap, f"{relay_url}/plugin/", codap_https_url)
+    assert "SecurityError" in codap.frame_storage()["sessionStorage"]
+    assert "lives in this page only" in codap.shown("storage-note")
+    code = codap.code()
+    args = {"datasetName": "public", "dataType": "random_numbers", "recordCount": 4}
+    ok_result(call_tool(relay_url, code, "create_codap_dataset", args))
+    assert len(codap.items("public")) == 4
 
 
 class SessionPosts:
