@@ -188,8 +188,9 @@ def test_a_class_behind_one_address_over_the_session_limit_waits_and_pairs_by_it
 
 
 def test_a_plugin_that_cannot_start_says_so(browser: Any, relay_url: str) -> None:
-    """The start-up failures with no CODAP in them: a file of the plugin that does not load, and a relay that
-    cannot be reached. Each ends in a message that says what to do, never in "Starting…" for good."""
+    """The start-up failures with no CODAP in them: a file of the plugin that does not load, a relay that cannot
+    be reached, a parent page that is not CODAP. Each ends in a message that says what to do, never in
+    "Starting…" for good."""
     context = browser.new_context()
     try:
         broken = context.new_page()
@@ -197,6 +198,7 @@ def test_a_plugin_that_cannot_start_says_so(browser: Any, relay_url: str) -> Non
         broken.goto(f"{relay_url}/plugin/")
         wait_until(lambda: broken.inner_text("#status") == "Not connected", "the broken plugin to say so")
         assert "could not start" in broken.inner_text("#notice") and "Reload" in broken.inner_text("#notice")
+        broken.screenshot(path=str(ARTIFACTS / "plugin-could-not-start.png"))
 
         dead = f"http://127.0.0.1:{free_port()}"
         lonely = context.new_page()
@@ -204,5 +206,13 @@ def test_a_plugin_that_cannot_start_says_so(browser: Any, relay_url: str) -> Non
         wait_until(lambda: lonely.inner_text("#status") == "Waiting…", "the plugin to wait for its relay")
         notice = lonely.inner_text("#notice")
         assert f"Cannot reach the relay at {dead}" in notice and "Trying again in" in notice, notice
+
+        # In a frame whose parent never answers the CODAP handshake: a code all the same, and a word about CODAP.
+        framed = context.new_page()
+        framed.set_content(f'<iframe src="{relay_url}/plugin/?handshake=1" width="400" height="600"></iframe>')
+        plugin = framed.frame_locator("iframe")
+        wait_until(lambda: plugin.locator("#status").inner_text() == "Connected", "the framed plugin to pair")
+        assert "no answer yet" in plugin.locator("#codap-status").inner_text()
+        assert len(plugin.locator("#code").inner_text().replace("-", "")) == 8
     finally:
         context.close()

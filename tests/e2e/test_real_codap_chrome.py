@@ -46,6 +46,7 @@ def test_public_codap_reaches_the_local_plugin_once_the_site_may_access_this_dev
     args = {"datasetName": "public", "dataType": "random_numbers", "recordCount": 4}
     ok_result(call_tool(relay_url, code, "create_codap_dataset", args))
     assert len(codap.items("public")) == 4
+    codap.screenshot(ARTIFACTS / "real-codap-public-allowed.png")
     codap.reload_plugin()
     assert codap.wait_paired() == code  # partitioned storage keeps the session across a reload of the frame
 
@@ -84,5 +85,6 @@ def test_codap_served_by_the_relay_needs_no_permission(
     args = {"datasetName": "local", "dataType": "time_series", "recordCount": 5}
     ok_result(call_tool(relay, code, "create_codap_dataset", args))
     assert len(codap.items("local")) == 5
+    codap.screenshot(ARTIFACTS / "real-codap-served-by-relay.png")
     codap.reload_plugin()
     assert codap.wait_paired() == code
