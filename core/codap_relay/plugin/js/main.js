@@ -57,7 +57,8 @@ function setupFrame() {
   }
   phone.start();
   setTimeout(() => {
-    if (!phone.connected) ui.setCodapStatus("no answer yet. Is this page open inside CODAP? If this stays, reload CODAP.");
+    if (phone.connected) return;
+    ui.setCodapStatus("no answer yet. Is this page open inside CODAP? If this stays, reload CODAP.");
   }, handshakeMs);
   phone.whenConnected().then(async () => {
     ui.setCodapStatus("connected");
@@ -275,5 +276,5 @@ async function start() {
   connect();
 }
 
-globalThis.codapRelayStarted = true; // every module loaded and set up: from here on, start() reports its own failures
+globalThis.codapRelayStarted = true; // all modules loaded and set up: from here on start() reports its own failures
 start();
