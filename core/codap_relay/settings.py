@@ -48,12 +48,22 @@ class Settings(BaseModel):
     mcp_tool_timeout_seconds: float = Field(25, gt=0, le=28)
     allowed_hosts: tuple[str, ...] = ("*",)
     public_base_url: str | None = None
+    # A CODAP build (a folder with index.html) served at /codap/: CODAP and the plugin then share one loopback
+    # origin, so Chrome has no local-network access to ask about and the plugin's storage is first-party.
+    codap_dir: Path | None = None
 
     @field_validator("cors_origin", "allowed_hosts", mode="before")
     @classmethod
     def _split_list(cls, v: Any) -> Any:
         if isinstance(v, str):
             return tuple(p.strip().rstrip("/") for p in v.split(",") if p.strip())
+        return v
+
+    @field_validator("codap_dir")
+    @classmethod
+    def _codap_build(cls, v: Path | None) -> Path | None:
+        if v is not None and not (v / "index.html").is_file():
+            raise ValueError(f"{v} holds no CODAP build (no index.html); give the folder of an unpacked build")
         return v
 
     @classmethod
