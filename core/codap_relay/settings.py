@@ -39,13 +39,14 @@ class Settings(BaseModel):
     trust_proxy: bool = False
     # How long a plugin may go unseen before it counts as disconnected.
     connected_grace_seconds: float = Field(30, gt=0)
-    # Longest ?wait= a caller may ask for (API Gateway cuts requests at 29 s).
-    max_wait_seconds: float = Field(25, gt=0, le=28)
+    # Longest ?wait= a caller may ask for. API Gateway cuts a request at 29 s, the function's cold start and
+    # DynamoDB retries included: docs/deploy.md gives the budget that leaves 15 s for waiting.
+    max_wait_seconds: float = Field(15, gt=0, le=15)
     # Polling interval for stores that cannot push (DynamoDB across Lambda instances).
     poll_interval_seconds: float = Field(0.1, gt=0, le=5)
     # End a stream after this long so Lambda (15 min limit) closes it cleanly; 0 = never.
     stream_max_seconds: float = Field(0, ge=0)
-    mcp_tool_timeout_seconds: float = Field(25, gt=0, le=28)
+    mcp_tool_timeout_seconds: float = Field(15, gt=0, le=15)  # the same 29 s budget as max_wait_seconds
     allowed_hosts: tuple[str, ...] = ("*",)
     public_base_url: str | None = None
     # A CODAP build (a folder with index.html) served at /codap/: CODAP and the plugin then share one loopback
