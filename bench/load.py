@@ -85,7 +85,7 @@ async def http_round_trip(llm: httpx.AsyncClient, pair: Pair, n: int, samples: S
         samples.errors += 1
         return
     rid = r.json()["id"]
-    answer = await llm.get("/response", params={"code": pair.code, "id": rid, "wait": "25"})
+    answer = await llm.get("/response", params={"code": pair.code, "id": rid, "wait": "15"})
     ended = time.perf_counter()
     if answer.status_code != 200 or answer.json().get("status") != "completed":
         samples.errors += 1

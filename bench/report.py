@@ -122,19 +122,29 @@ def render(results: dict[str, Any]) -> str:
             inv = f.get("invocation") or {}
             top = ", ".join(f"{t['package']} {t['ms']:g}" for t in f.get("top", [])[:4])
             init = f.get("init_ms")
+            at = f.get("at_memory") or {}
+            projected = f"{ms(at['projected_cold_ms'])} at {at['memory_mb']} MB" if at else "-"
             rows.append(
                 [
                     name,
                     f"{ms(init)} ({x(round(init / base['init_ms'], 1) if init and base.get('init_ms') else None)})",
                     ms(inv.get("first_invocation_ms")),
                     ms(inv.get("warm_invocation_ms")),
+                    ms(at.get("cold_cpu_ms")),
+                    projected,
                     top or str(f.get("error", "")),
                 ]
             )
         top = ", ".join(f"{t['package']} {t['ms']:g}" for t in base.get("top", [])[:4])
-        rows.append(["baseline (Starlette + Mangum)", ms(base.get("init_ms")), "-", "-", top])
+        rows.append(["baseline (Starlette + Mangum)", ms(base.get("init_ms")), "-", "-", "-", "-", top])
         out += ["", "## Cold start proxy (module init, best of fresh interpreters; first invocation under moto)", ""]
-        out += table(["handler", "init ms (xbaseline)", "1st invocation ms", "warm ms", "top imports (self ms)"], rows)
+        headers = ["handler", "init ms (xbaseline)", "1st invocation ms", "warm ms"]
+        headers += ["CPU ms, init + 1st", "that CPU at the vCPU share of", "top imports (self ms)"]
+        out += table(headers, rows)
+        out.append(
+            "- The last but one column assumes Lambda gives init no more CPU than its memory buys (1,769 MB = one "
+            "vCPU); the waits' budget under API Gateway's 29 s in docs/deploy.md is built on it."
+        )
         if not cs["functions"]:
             out.append("- no Lambda handler modules under functions/ yet")
     if "cost" in results:

@@ -32,10 +32,21 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve_app(app: Any, *, port: int | None = None) -> Iterator[str]:
-    """Run an ASGI app on a real uvicorn server on 127.0.0.1 in a thread; yield its base URL."""
+def serve_app(app: Any, *, port: int | None = None, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
+    """Run an ASGI app on a real uvicorn server on 127.0.0.1 in a thread; yield its base URL.
+    ``tls`` = (certificate, key) PEM files serves it over https."""
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False, lifespan="off")
+    certificate, key = tls or (None, None)
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        ssl_certfile=certificate,
+        ssl_keyfile=key,
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -45,7 +56,7 @@ def serve_app(app: Any, *, port: int | None = None) -> Iterator[str]:
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(10)

@@ -13,8 +13,9 @@ from typing import Any
 
 import httpx
 
-# The server caps one ?wait= at 25 s (API Gateway cuts requests at 29 s); longer waits are several calls.
-MAX_WAIT_PER_CALL = 25.0
+# The server caps one ?wait= at 15 s (MAX_WAIT_SECONDS: what API Gateway's 29 s leaves after a cold start and
+# retries); longer waits are several calls.
+MAX_WAIT_PER_CALL = 15.0
 TRANSPORT_SLACK = 10.0  # how much longer than ?wait= the HTTP read may take
 
 
@@ -179,7 +180,7 @@ class RelayClient:
     def call(
         self, tool: str, args: dict[str, Any] | None = None, *, wait: float = 25, request_id: str | None = None
     ) -> ToolResult:
-        """Queue and wait up to ``wait`` seconds in total (several server waits if it is above 25 s)."""
+        """Queue and wait up to ``wait`` seconds in total (several server waits if it is above 15 s)."""
         deadline = time.monotonic() + wait
         result = self.request(tool, args, wait=wait, request_id=request_id)
         while not result.done and (remaining := deadline - time.monotonic()) > 0:

@@ -11,7 +11,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from .codes import normalise_code
-from .http.routes import public_base
+from .http.routes import public_base, relay_of
 
 TEMPLATE = """\
 # CODAP relay
@@ -31,7 +31,7 @@ Schema; send arguments that match it.
 
 ## 2. Run a tool and wait for CODAP's answer
 
-POST {base}/request?wait=25
+POST {base}/request?wait={wait}
 Content-Type: application/json
 
 {{"code": "{code}", "tool": "get_codap_datasets", "args": {{}}}}
@@ -46,7 +46,7 @@ tool twice, so it is the safe way to retry.
 
 ## 3. Read a result later
 
-GET {base}/response?code={code}&id=REQUEST_ID&wait=25
+GET {base}/response?code={code}&id=REQUEST_ID&wait={wait}
 
 200 when done (as above), 202 while CODAP is still working. Creating datasets and adding cases are not
 idempotent: read the response (or list the datasets) before you send a create or add again.
@@ -67,6 +67,7 @@ GET {base}/api/sessions/{code}
 
 
 async def llms_txt(request: Request) -> Response:
+    settings = relay_of(request).settings
     base = public_base(request)
     raw = request.query_params.get("code")
     if raw:
@@ -75,7 +76,7 @@ async def llms_txt(request: Request) -> Response:
     else:
         code = "CODE"
         code_line = "Replace CODE below with the pairing code the user gives you (or fetch /llms.txt?code=CODE)."
-    text = TEMPLATE.format(base=base, code=code, code_line=code_line)
+    text = TEMPLATE.format(base=base, code=code, code_line=code_line, wait=f"{settings.max_wait_seconds:g}")
     return PlainTextResponse(text, headers={"Cache-Control": "no-store"})
 
 

@@ -49,18 +49,22 @@ class Settings(BaseModel):
     trust_proxy: bool = False
     # How long a plugin may go unseen before it counts as disconnected.
     connected_grace_seconds: float = Field(30, gt=0)
-    # Longest ?wait= a caller may ask for (API Gateway cuts requests at 29 s).
-    max_wait_seconds: float = Field(25, gt=0, le=28)
+    # Longest ?wait= a caller may ask for. API Gateway cuts a request at 29 s, the function's cold start and
+    # DynamoDB retries included: docs/deploy.md gives the budget that leaves 15 s for waiting.
+    max_wait_seconds: float = Field(15, gt=0, le=15)
     # Polling interval for stores that cannot push (DynamoDB across Lambda instances).
     poll_interval_seconds: float = Field(0.1, gt=0, le=5)
     # End a stream after this long so Lambda (15 min limit) closes it cleanly; 0 = never.
     stream_max_seconds: float = Field(0, ge=0)
-    mcp_tool_timeout_seconds: float = Field(25, gt=0, le=28)
+    mcp_tool_timeout_seconds: float = Field(15, gt=0, le=15)  # the same 29 s budget as max_wait_seconds
     allowed_hosts: tuple[str, ...] = ("*",)
     public_base_url: str | None = None
     # The path in front of every public URL on a custom domain with a base path mapping ("/codap" for
     # https://relay.example.org/codap/...): API Gateway keeps it in the path it hands the functions.
     public_base_path: str = ""
+    # A CODAP build (a folder with index.html) served at /codap/: CODAP and the plugin then share one loopback
+    # origin, so Chrome has no local-network access to ask about and the plugin's storage is first-party.
+    codap_dir: Path | None = None
 
     @field_validator("cors_origin", "allowed_hosts", mode="before")
     @classmethod
@@ -78,6 +82,13 @@ class Settings(BaseModel):
         if path and not BASE_PATH_RE.match(path):
             raise ValueError("must be a URL path like /codap (letters, digits, '.', '_', '~', '-' and '/')")
         return f"/{path}" if path else ""
+
+    @field_validator("codap_dir")
+    @classmethod
+    def _codap_build(cls, v: Path | None) -> Path | None:
+        if v is not None and not (v / "index.html").is_file():
+            raise ValueError(f"{v} holds no CODAP build (no index.html); give the folder of an unpacked build")
+        return v
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

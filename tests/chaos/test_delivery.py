@@ -185,7 +185,7 @@ async def test_fifty_concurrent_waiting_publishes_get_one_execution_and_agreeing
     async with FakePlugin(base, s["code"], s["browserToken"]) as plugin:
         answers = await asyncio.gather(
             *(
-                llm.post("/request?wait=20", json={"code": s["code"], "id": "w", "tool": "get_codap_status"})
+                llm.post("/request?wait=15", json={"code": s["code"], "id": "w", "tool": "get_codap_status"})
                 for _ in range(50)
             )
         )

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from plugin_page import PluginPage
-from real_codap import HOW_TO_GET, CodapPage, codap_dist, codap_required
+from real_codap import HOW_TO_GET, CodapPage, codap_dist, codap_required, self_signed_certificate
 from servers import e2e_settings
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -41,7 +41,14 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def browser_args() -> list[str]:
+    """Extra command-line switches for this module's chromium. A module that needs another variant (a public
+    origin, Chrome's own storage defaults) overrides this fixture; see real_codap.py for the switches."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def browser(browser_args: list[str]) -> Iterator[Any]:
     """One chromium per test module. Not per session: Playwright's sync API keeps an event loop running in this
     thread while it is open, and pytest-asyncio cannot start its own loop for the async tests collected after."""
     if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
@@ -49,7 +56,7 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, *browser_args])
         yield b
         b.close()
 
@@ -99,33 +106,57 @@ def open_plugin(browser: Any, host_url: str) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session")
-def codap_url() -> Iterator[str]:
-    """The real CODAP build, served statically on loopback (as any web server would serve it)."""
-    dist = codap_dist()
+def codap_build() -> Path:
+    """The folder of the real CODAP build (skips, or fails under CODAP_REQUIRED, where there is none)."""
+    dist: Path | None = codap_dist()
     if dist is None:
         if codap_required():
             pytest.fail(f"CODAP_REQUIRED is set but {HOW_TO_GET}")
         pytest.skip(HOW_TO_GET)
-    app = Starlette(routes=[Mount("/", app=StaticFiles(directory=dist, html=True))])
+    return dist
+
+
+@pytest.fixture(scope="session")
+def codap_url(codap_build: Path) -> Iterator[str]:
+    """The real CODAP build, served statically on loopback (as any web server would serve it)."""
+    app = Starlette(routes=[Mount("/", app=StaticFiles(directory=codap_build, html=True))])
     with serve_app(app) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def codap_https_url(codap_build: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The same build over https with a self-signed certificate, as codap.concord.org serves it. Only a browser
+    started with ``public_origin(codap_https_url)`` treats it as a public site (and trusts the certificate)."""
+    tls = self_signed_certificate(tmp_path_factory.mktemp("tls"))
+    app = Starlette(routes=[Mount("/", app=StaticFiles(directory=codap_build, html=True))])
+    with serve_app(app, tls=tls) as url:
         yield url
 
 
 @pytest.fixture
 def open_codap(browser: Any, codap_url: str) -> Iterator[Any]:
-    """Factory: open the real CODAP with the plugin at ``plugin_url`` (``?di=``); returns a paired CodapPage."""
+    """Factory: open the real CODAP with the plugin at ``plugin_url`` (``?di=``); returns a paired CodapPage.
+    ``codap`` serves CODAP from another base URL (https, another site); ``context_options`` go to new_context."""
     contexts: list[Any] = []
 
-    def factory(plugin_url: str, *, wait: bool = True, context_options: dict[str, Any] | None = None) -> CodapPage:
+    def factory(
+        plugin_url: str,
+        *,
+        wait: bool = True,
+        context_options: dict[str, Any] | None = None,
+        codap: str | None = None,
+    ) -> CodapPage:
         context = browser.new_context(**{"viewport": {"width": 1400, "height": 900}, **(context_options or {})})
         contexts.append(context)
         page = context.new_page()
         messages: list[str] = []
         page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
         page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
-        codap = CodapPage(page, codap_url, plugin_url, console=messages)
-        codap.open(wait=wait)
-        return codap
+        page.on("requestfailed", lambda r: messages.append(f"requestfailed: {r.url} {r.failure}"))
+        page_of_codap = CodapPage(page, codap or codap_url, plugin_url, console=messages)
+        page_of_codap.open(wait=wait)
+        return page_of_codap
 
     yield factory
     for context in contexts:

@@ -8,6 +8,8 @@ exists, tests that need it skip with a reason that says how to get one; with ``C
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import json
 import os
 import shutil
@@ -16,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from plugin_page import DEADLINE, wait_until
 
@@ -32,6 +34,69 @@ HOW_TO_GET = (
 )
 # CODAP's own switches for a page that is ready to use at once.
 CODAP_FLAGS = "noEntryModal&hideSplashScreen&noComponentAnimation"
+
+# Browser variants (switches for the ``browser_args`` fixture) and page variants, as people's browsers are.
+#
+# Playwright starts chromium with ThirdPartyStoragePartitioning among its --disable-features, so a third-party
+# frame gets no storage at all (as with "block third-party cookies" without partitioning): that is the default
+# here. Chrome itself partitions third-party storage. Chromium reads only the last --disable-features switch, so
+# an empty one after Playwright's turns its list off and gives Chrome's own default back. (Dropping Playwright's
+# switch with ignore_default_args would need its exact text, which changes with every Playwright release.)
+# Tests check in the frame which behaviour they got, so none can pass under the wrong one.
+CHROME_DEFAULT_STORAGE = ["--disable-features="]
+
+
+LNA_BLOCKED = "net::ERR_BLOCKED_BY_LOCAL_NETWORK_ACCESS_CHECKS"
+
+
+def public_origin(url: str) -> list[str]:
+    """Switches that make chromium treat ``url`` (an https server on loopback) as a public site, as it treats
+    codap.concord.org: Local Network Access then applies to its requests to loopback, and its certificate
+    (self-signed) is accepted."""
+    host_port = urlsplit(url).netloc
+    return [f"--ip-address-space-overrides={host_port}=public", "--ignore-certificate-errors"]
+
+
+def other_site(url: str) -> str:
+    """The same loopback server under another site (localhost for 127.0.0.1), so a frame from the other name is
+    third-party, as the plugin is inside codap.concord.org."""
+    return url.replace("//127.0.0.1:", "//localhost:", 1)
+
+
+def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and localhost and its key, as PEM files in ``folder``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            ),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
 
 
 def codap_dist() -> Path | None:
@@ -90,6 +155,21 @@ _DI_CALL = """
 """
 
 
+_STORAGE_PROBE = """
+async () => {
+  let sessionStorageUse;
+  try {
+    sessionStorage.setItem("probe", "1");
+    sessionStorage.removeItem("probe");
+    sessionStorageUse = "ok";
+  } catch (e) {
+    sessionStorageUse = String(e);
+  }
+  return { sessionStorage: sessionStorageUse, firstParty: await document.hasStorageAccess() };
+}
+"""
+
+
 class CodapPage:
     """One browser page of the real CODAP app with the plugin loaded from ``?di=``."""
 
@@ -136,6 +216,23 @@ class CodapPage:
     def status(self) -> str:
         return self.text("#status")
 
+    def shown(self, element_id: str) -> str:
+        """The text of a message element of the plugin (``notice``, ``storage-note``), or "" while it is hidden."""
+        script = "(id) => { const e = document.getElementById(id); return e.hidden ? '' : e.textContent; }"
+        return str(self.frame.evaluate(script, element_id))
+
+    def frame_storage(self) -> dict[str, Any]:
+        """What the browser lets the plugin's frame keep: whether sessionStorage can be used (or the error it
+        throws), and whether the frame has unpartitioned (first-party) storage access."""
+        result: dict[str, Any] = self.frame.evaluate(_STORAGE_PROBE)
+        return result
+
+    def plugin_failed(self, reason: str) -> bool:
+        """Whether loading the plugin's page failed with ``reason`` (e.g. a Local Network Access block)."""
+        self.page.wait_for_timeout(50)  # let Playwright deliver the events it holds (it does so only when called)
+        base = self.plugin_url.split("?", 1)[0]
+        return any(m.startswith(f"requestfailed: {base}") and reason in m for m in self.console)
+
     def wait_paired(self, timeout: float = 3 * DEADLINE) -> str:
         """Until the plugin shows a code, its stream is connected and CODAP answered its handshake."""
         def paired() -> bool:
@@ -181,6 +278,22 @@ class CodapPage:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.page.screenshot(path=str(path))
         return path
+
+
+def blocked_then_allowed(open_codap: Any, plugin_url: str, public_codap: str) -> CodapPage:
+    """The README's local path as a person meets it: CODAP from a public https site, the plugin on loopback.
+    Until the site may "access other apps and services on this device" (Local Network Access), Chrome blocks the
+    plugin's frame and nothing of the plugin runs. Headless chromium cannot show that question and answers as a
+    person's Block does ("denied"). The person then allows it in the site's settings and reloads CODAP, as the
+    README says; returns the page, paired."""
+    codap: CodapPage = open_codap(plugin_url, codap=public_codap, wait=False)
+    wait_until(lambda: codap.plugin_failed(LNA_BLOCKED), "Chrome to block the plugin's frame", 30)
+    state = codap.page.evaluate("async () => (await navigator.permissions.query({name: 'loopback-network'})).state")
+    assert state == "denied", state
+    codap.page.context.grant_permissions(["local-network-access"], origin=public_codap)  # "Apps on device: Allow"
+    codap.page.reload()
+    codap.wait_paired()
+    return codap
 
 
 def settle(seconds: float = 0.2) -> None:

@@ -38,7 +38,7 @@ def test_plugin_under_a_custom_domains_base_path(open_plugin: Any, custom_domain
     )
     assert ok_result(created)["structuredContent"]["recordCount"] == 3
     llms = httpx.get(f"{custom_domain}/llms.txt", params={"code": code}, timeout=30).text
-    assert f"POST {custom_domain}/request?wait=25" in llms and f"{custom_domain}/mcp/{code}" in llms
+    assert f"POST {custom_domain}/request?wait=15" in llms and f"{custom_domain}/mcp/{code}" in llms
     index = httpx.get(f"{custom_domain}/", timeout=30).json()
     assert index["plugin"] == f"{custom_domain}/plugin/"
     redirect = httpx.get(f"{custom_domain}/plugin", timeout=30)

@@ -294,7 +294,7 @@ async def test_serve_on_dynamodb_local_end_to_end() -> None:
 
             async with FakePlugin(base, code, token) as plugin:
                 r = await client.post(
-                    "/request", params={"wait": 20}, json={"code": code, "tool": "get_codap_datasets", "args": {}}
+                    "/request", params={"wait": 15}, json={"code": code, "tool": "get_codap_datasets", "args": {}}
                 )
                 assert r.status_code == 200, r.text
                 assert r.json()["status"] == "completed" and r.json()["result"]["tool"] == "get_codap_datasets"
@@ -307,7 +307,7 @@ async def test_serve_on_dynamodb_local_end_to_end() -> None:
                     "/request", json={"code": code, "tool": "get_codap_datasets", "args": {}, "id": "after-drop"}
                 )
                 assert queued.status_code == 202
-                done = await client.get("/response", params={"code": code, "id": "after-drop", "wait": 20})
+                done = await client.get("/response", params={"code": code, "id": "after-drop", "wait": 15})
                 assert done.status_code == 200 and done.json()["status"] == "completed"
                 assert plugin.executed == [first_id, "after-drop"]
                 await plugin.wait_cursor("2")

@@ -17,7 +17,7 @@ from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from support import also_through_local_api, make_settings
+from support import also_through_local_api, make_settings, serve_app
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 
@@ -306,6 +306,23 @@ async def test_cors_only_for_configured_origins(client: httpx.AsyncClient) -> No
     assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "https://codap3.concord.org"
     r = await client.options("/request", headers={"Origin": "https://evil.example", **pre})
     assert r.status_code == 400 and "access-control-allow-origin" not in r.headers
+
+
+def test_private_network_access_preflights_are_answered_for_allowed_origins() -> None:
+    """Browsers that still send Private Network Access preflights (a public page reaching this relay on loopback
+    or the LAN: the plugin's frame, or its calls with ?relay=) get the opt-in for allowed origins, on uvicorn."""
+    pna = {"Access-Control-Request-Private-Network": "true"}
+    with serve_app(build_app(Relay(make_settings(), MemoryStore()))) as url:
+        navigation = {"Origin": "https://codap.concord.org", "Access-Control-Request-Method": "GET", **pna}
+        frame = httpx.options(f"{url}/plugin/", headers=navigation)
+        assert frame.status_code == 200, frame.text
+        assert frame.headers["access-control-allow-private-network"] == "true"
+        assert frame.headers["access-control-allow-origin"] == "https://codap.concord.org"
+        call = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type", **pna}
+        r = httpx.options(f"{url}/api/sessions", headers={"Origin": "https://codap3.concord.org", **call})
+        assert r.status_code == 200 and r.headers["access-control-allow-private-network"] == "true"
+        evil = httpx.options(f"{url}/api/sessions", headers={"Origin": "https://evil.example", **call})
+        assert evil.status_code == 400 and "access-control-allow-origin" not in evil.headers
 
 
 async def test_metadata_is_the_seed_manifest(client: httpx.AsyncClient, session: dict[str, Any]) -> None:

@@ -218,3 +218,14 @@ def test_template_and_settings_agree_on_the_limit() -> None:
     stack = read_stack(ROOT / "template.yaml")
     deployed = {f.environment["MAX_RESPONSE_BYTES"] for f in stack.functions.values()}
     assert deployed == {str(Settings(relay_store="memory:").max_response_bytes)}
+
+
+def test_gateway_errors_take_the_templates_gateway_responses(base: str) -> None:
+    """The template's GatewayResponses: API Gateway's own errors carry CORS and the relay's error shape."""
+    r = httpx.get(f"{base}/no-such-route", headers={"Origin": "https://codap.concord.org"}, timeout=30)
+    assert r.status_code == 403 and r.headers["access-control-allow-origin"] == "*"
+    assert r.json() == {
+        "error": "MISSING_AUTHENTICATION_TOKEN",
+        "message": "Missing Authentication Token",
+        "correlationId": r.headers["x-amzn-requestid"],
+    }

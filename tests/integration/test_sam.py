@@ -1,18 +1,18 @@
 """The deployment as SAM sees it: template.yaml lints clean, and `sam build` makes every artifact the template names.
 
 Uses the SAM CLI that scripts/install-test-deps puts in .tools/sam-venv and the functions' runtime Python (sam build
-refuses a runtime it cannot find on PATH; the layer's Makefile runs pip with it). One build, in a temporary
-directory, serves every assertion. The only network use is the layer build's pip reaching the package index.
+refuses a runtime it cannot find on PATH; the layer's Makefile runs pip with it). `sam build` runs as a deployer runs
+it (samconfig.toml's settings, cached builds included) in a copy of the project, so a test may change the copy's
+sources and build again; one build serves every other assertion. The only network use is the layer build's pip
+reaching the package index.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,14 +21,15 @@ from typing import Any
 import pytest
 
 from codap_relay.commands.dynamodb import load_template
+from sam_tools import SAM, TEMPLATE_PATH, need_sam, sam_env
 from support import ROOT
 
 pytestmark = pytest.mark.slow
 
-TEMPLATE_PATH = ROOT / "template.yaml"
 TEMPLATE = load_template(TEMPLATE_PATH)
-SAM = ROOT / ".tools" / "sam-venv" / "bin" / "sam"
-REGION = "us-east-1"  # the region the template's defaults (the Web Adapter layer ARN) are written for
+REGION = "us-east-1"
+# What `sam build` reads: the template, its settings, and the sources it names (infra/layer links to the rest).
+PROJECT_FILES = ("template.yaml", "samconfig.toml", "pyproject.toml", "README.md", "core", "functions", "infra")
 PYENV_ROOT = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
 
 
@@ -90,38 +91,38 @@ def find_runtime_python(version: str) -> Path | None:
 
 @dataclass(frozen=True)
 class Built:
+    project: Path  # the copy of the project that was built
     dir: Path
     python: Path
     env: dict[str, str]
 
 
-def sam_env(config_dir: Path, python: Path | None) -> dict[str, str]:
-    # SAM checks PyPI for a newer release once a week, recorded in its config dir: give it a private one that says
-    # it just checked (and telemetry off), so runs neither reach out nor write to the user's ~/.aws-sam.
-    config_dir.mkdir(parents=True, exist_ok=True)
-    metadata = {"telemetryEnabled": False, "lastVersionCheck": time.time()}
-    (config_dir / "metadata.json").write_text(json.dumps(metadata))
-    env = {
-        **os.environ,
-        "SAM_CLI_TELEMETRY": "0",
-        "__SAM_CLI_APP_DIR": str(config_dir),
-        "AWS_REGION": REGION,
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_EC2_METADATA_DISABLED": "true",  # never probe the instance metadata endpoint for a region
-    }
-    if python is not None:
-        env["PATH"] = f"{python.parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
+def copy_project(target: Path) -> Path:
+    """The project's build inputs, links kept as links (infra/layer's point into the copy)."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".aws-sam")
+    target.mkdir(parents=True)
+    for name in PROJECT_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, symlinks=True, ignore=ignore)
+        else:
+            shutil.copy2(source, target / name)
+    return target
+
+
+def sam_build(built_project: Path, env: dict[str, str], *args: str) -> str:
+    """`sam build` as a deployer runs it in the project folder (samconfig.toml applies); its output."""
+    cmd = [str(SAM), "build", *args]
+    result = subprocess.run(cmd, cwd=built_project, env=env, capture_output=True, text=True, timeout=900)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "Build Succeeded" in output, output
+    return output
 
 
 def is_script(function: Function, built_function: Path) -> bool:
     """A bootstrap script as handler (the stream function's run.sh, started by the Lambda Web Adapter)."""
     return (built_function / function.handler).is_file()
-
-
-def need_sam() -> None:
-    if not SAM.exists():
-        pytest.fail(f"{SAM} is missing: run scripts/install-test-deps (installs the AWS SAM CLI from PyPI)")
 
 
 @pytest.fixture(scope="module")
@@ -135,19 +136,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
             f"{PYENV_ROOT}/versions/{version}.* or as python{version}"
         )
     work = tmp_path_factory.mktemp("sam")
-    env = sam_env(work / "sam-config", python)
-    aws_sam_before = (ROOT / ".aws-sam").exists()
-    cmd = [str(SAM), "build", "--template-file", str(TEMPLATE_PATH), "--region", REGION]
-    # --no-cached: samconfig.toml asks for cached builds, which keep dependencies in ./.aws-sam/deps whatever
-    # --cache-dir says; a one-off build has nothing to reuse anyway.
-    cmd += ["--build-dir", str(work / "build"), "--cache-dir", str(work / "cache"), "--no-cached"]
-    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output
-    assert "Build Succeeded" in output, output
-    if not aws_sam_before:
-        assert not (ROOT / ".aws-sam").exists(), "sam build wrote into the repository's .aws-sam/"
-    yield Built(work / "build", python, env)
+    env = sam_env(work / "sam-config", python, REGION)
+    project = copy_project(work / "project")
+    sam_build(project, env)
+    yield Built(project, project / ".aws-sam" / "build", python, env)
     shutil.rmtree(work, ignore_errors=True)  # ~100 MB of layer; pytest would keep the last three runs' copies
 
 
@@ -155,7 +147,7 @@ def test_template_lints_clean(tmp_path: Path) -> None:
     need_sam()
     cmd = [str(SAM), "validate", "--lint", "--template-file", str(TEMPLATE_PATH), "--region", REGION]
     result = subprocess.run(
-        cmd, cwd=ROOT, env=sam_env(tmp_path / "sam-config", None), capture_output=True, text=True, timeout=300
+        cmd, cwd=ROOT, env=sam_env(tmp_path / "sam-config", None, REGION), capture_output=True, text=True, timeout=300
     )
     # Any cfn-lint match, a warning or an informational one included, makes `sam validate --lint` exit 1.
     assert result.returncode == 0, result.stdout + result.stderr
@@ -259,3 +251,19 @@ def test_each_built_handler_imports(built: Built, function: Function) -> None:
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, cwd=task_root)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "DynamoStore", result.stdout
+
+
+def test_a_cached_rebuild_ships_the_changed_core(built: Built) -> None:
+    """samconfig.toml builds with the cache; a change to the core must still reach the layer. Built into a second
+    build dir (the cache is shared) so the first stays as the other tests read it."""
+    relay_py = built.project / "core" / "codap_relay" / "relay.py"
+    marker = "# marker: changed after the first build"
+    relay_py.write_text(relay_py.read_text() + f"\n{marker}\n")
+    rebuilt = built.project / ".aws-sam" / "rebuilt"
+    output = sam_build(built.project, built.env, "--build-dir", str(rebuilt))
+    assert "use cache" in output, "samconfig.toml is expected to ask for cached builds"
+    shipped = rebuilt / "CoreLayer" / "python" / "codap_relay" / "relay.py"
+    assert marker in shipped.read_text(), "the rebuilt CoreLayer still holds the old core (stale cache)"
+    assert marker not in (built.dir / "CoreLayer" / "python" / "codap_relay" / "relay.py").read_text()
+    # The layer's cache entry was there and judged out of date (not merely bypassed).
+    assert "Cache is invalid, running build and copying resources for following layers (CoreLayer)" in output, output

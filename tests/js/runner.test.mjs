@@ -3,22 +3,7 @@ import { test } from "node:test";
 
 import { RelayHttpError } from "../../core/codap_relay/plugin/js/relay.js";
 import { Runner } from "../../core/codap_relay/plugin/js/runner.js";
-import { PluginStore } from "../../core/codap_relay/plugin/js/storage.js";
-
-class MemoryStorage {
-  constructor() {
-    this.map = new Map();
-  }
-  getItem(k) {
-    return this.map.has(k) ? this.map.get(k) : null;
-  }
-  setItem(k, v) {
-    this.map.set(k, String(v));
-  }
-  removeItem(k) {
-    this.map.delete(k);
-  }
-}
+import { MemoryStorage, PluginStore } from "../../core/codap_relay/plugin/js/storage.js";
 
 function until(predicate) {
   return new Promise((resolve, reject) => {

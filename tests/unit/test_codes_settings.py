@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from codap_relay.codes import ALPHABET, CODE_RE, hash_token, new_code, normalise_code, redact_code, token_matches
@@ -46,3 +48,10 @@ def test_settings_reject_bad_values_naming_the_variable() -> None:
         Settings.from_env({"SESSION_TTL_SECONDS": "soon"})
     with pytest.raises(SettingsError, match="REQUIRE_BROWSER_TOKEN"):
         Settings.from_env({"REQUIRE_BROWSER_TOKEN": "perhaps"})
+
+
+def test_codap_dir_must_hold_a_codap_build(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match=r"CODAP_DIR: .*no index\.html"):
+        Settings.from_env({"CODAP_DIR": str(tmp_path)})
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    assert Settings.from_env({"CODAP_DIR": str(tmp_path)}).codap_dir == tmp_path

@@ -19,6 +19,7 @@ def register(sub: Any) -> None:
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--store", help="memory:, sqlite:///ABS/PATH.db (default) or dynamodb://TABLE?endpoint_url=…")
     p.add_argument("--cors-origin", help="comma-separated origins allowed to call the API from a browser")
+    p.add_argument("--codap-dir", help="an unpacked CODAP build to serve at /codap/ (CODAP with no browser prompt)")
     p.add_argument("--log-level", default="INFO")
     p.set_defaults(run=run)
 
@@ -36,7 +37,9 @@ def run(args: argparse.Namespace) -> int:
     if "ALLOWED_HOSTS" not in os.environ and args.host in LOOPBACK:
         hosts = "localhost,127.0.0.1,[::1]"
     try:
-        settings = Settings.from_env(relay_store=args.store, cors_origin=args.cors_origin, allowed_hosts=hosts)
+        settings = Settings.from_env(
+            relay_store=args.store, cors_origin=args.cors_origin, allowed_hosts=hosts, codap_dir=args.codap_dir
+        )
         app = create_app(settings)
     except (SettingsError, StoreUrlError) as exc:
         print(f"codap-relay: {exc}", file=sys.stderr)
@@ -44,6 +47,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"codap-relay {settings.relay_store.split('?')[0]}", flush=True)
     print(f"API:    {base}/", flush=True)
     print(f"Plugin: {base}/plugin/", flush=True)
+    if settings.codap_dir is not None:
+        print(f"CODAP:  {base}/codap/?di={base}/plugin/   (served from {settings.codap_dir})", flush=True)
     print(f"In CODAP: https://codap.concord.org/app/?di={base}/plugin/", flush=True)
+    print(
+        "  Chrome asks whether codap.concord.org may 'Access other apps and services on this device': "
+        "answer Allow (README: the local path).",
+        flush=True,
+    )
     uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_config=None, timeout_graceful_shutdown=3)
     return 0

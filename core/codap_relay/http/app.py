@@ -65,6 +65,8 @@ def build_app(
             routes.extend(EXTRA_GROUPS[name]())
         else:
             raise ValueError(f"unknown route group {name!r}; known: {', '.join(ALL_GROUPS)}")
+    if relay.settings.codap_dir is not None and "plugin" in chosen:
+        routes.append(Mount("/codap", app=StaticFiles(directory=relay.settings.codap_dir, html=True), name="codap"))
     routes.extend(extra_routes)
     origins = list(relay.settings.cors_origin)
     if relay.settings.public_base_url:
@@ -88,6 +90,9 @@ def build_app(
                     "Mcp-Name",
                 ],
                 expose_headers=["X-Correlation-Id", "Retry-After", "Mcp-Session-Id"],
+                # Browsers that still send Private Network Access preflights (public page -> this loopback or
+                # LAN relay) need this answer; the origin must be allowed as for any other preflight.
+                allow_private_network=True,
                 max_age=600,
             ),
         ],

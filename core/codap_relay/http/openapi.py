@@ -9,6 +9,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from .. import __version__
+from ..settings import Settings
 from . import schemas as s
 
 MODELS: list[type[BaseModel]] = [
@@ -69,14 +70,22 @@ CODE_Q = _param(
     schema={"type": "string", "pattern": "^[A-Za-z2-7 ]{8,}$"},
 )
 CODE_P = _param("code", "path", "Pairing code", required=True)
-WAIT_Q = _param(
-    "wait", "query", "Seconds to wait for the result (0-25)", schema={"type": "number", "minimum": 0, "maximum": 25}
-)
+
+
+def _wait_param(longest: float) -> dict[str, Any]:
+    text = f"Seconds to wait for the result (0-{longest:g})"
+    return _param("wait", "query", text, schema={"type": "number", "minimum": 0, "maximum": longest})
+
+
 BEARER: list[dict[str, list[str]]] = [{"browserToken": []}]
 
 
+DEFAULT_MAX_WAIT: float = Settings.model_fields["max_wait_seconds"].default
+
+
 @lru_cache(maxsize=8)
-def document(server_url: str = "") -> dict[str, Any]:
+def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -> dict[str, Any]:
+    wait_q = _wait_param(max_wait_seconds)
     _, defs = models_json_schema([(m, "validation") for m in MODELS], ref_template="#/components/schemas/{model}")
     paths: dict[str, Any] = {
         "/api/sessions": {
@@ -135,7 +144,7 @@ def document(server_url: str = "") -> dict[str, Any]:
             "post": {
                 "operationId": "postToolRequest",
                 "summary": "Queue a tool call for CODAP (the LLM does this)",
-                "parameters": [WAIT_Q],
+                "parameters": [wait_q],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(s.ToolRequest)}}},
                 "responses": {
                     "200": _json(s.Result, "Finished within ?wait"),
@@ -155,7 +164,7 @@ def document(server_url: str = "") -> dict[str, Any]:
             "get": {
                 "operationId": "getToolResponse",
                 "summary": "Read a tool call's result (the LLM does this); long-polls with ?wait",
-                "parameters": [CODE_Q, _param("id", "query", "Request id", required=True), WAIT_Q],
+                "parameters": [CODE_Q, _param("id", "query", "Request id", required=True), wait_q],
                 "responses": {
                     "200": _json(s.Result, "Finished"),
                     "202": _json(s.Pending, "Not finished yet"),

@@ -49,14 +49,13 @@ def wait_param(request: Request) -> float | None:
     raw = request.query_params.get("wait")
     if raw is None or raw == "":
         return None
+    longest = relay_of(request).settings.max_wait_seconds
     try:
         value = float(raw)
     except ValueError:
-        raise BadInput("`wait` must be a number of seconds (0 to 25).", field="wait") from None
-    if not 0 <= value <= relay_of(request).settings.max_wait_seconds:
-        raise BadInput(
-            f"`wait` must be between 0 and {relay_of(request).settings.max_wait_seconds:g} seconds.", field="wait"
-        )
+        raise BadInput(f"`wait` must be a number of seconds (0 to {longest:g}).", field="wait") from None
+    if not 0 <= value <= longest:
+        raise BadInput(f"`wait` must be between 0 and {longest:g} seconds.", field="wait")
     return value
 
 
@@ -214,7 +213,7 @@ async def healthz(request: Request) -> Response:
 async def openapi(request: Request) -> Response:
     from .openapi import document
 
-    return JSONResponse(document(public_base(request)))
+    return JSONResponse(document(public_base(request), relay_of(request).settings.max_wait_seconds))
 
 
 async def index(request: Request) -> Response:

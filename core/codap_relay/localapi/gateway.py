@@ -53,17 +53,38 @@ MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024
 MAX_EVENT_BYTES = 6_291_456
 MAX_RESPONSE_PAYLOAD_BYTES = 6_291_556
 
-# (gateway response type, status, content type, body)
-MISSING_TOKEN = ("MISSING_AUTHENTICATION_TOKEN", 403, "application/json", b'{"message":"Missing Authentication Token"}')
-NO_STAGE = ("DEFAULT_4XX", 403, "application/json", b'{"message":"Forbidden"}')
-BODY_TOO_LARGE = ("REQUEST_TOO_LARGE", 413, "text; charset=utf-8", b"HTTP content length exceeded 10485760 bytes.")
-EVENT_TOO_LARGE = ("DEFAULT_4XX", 413, "application/json", b'{"message": "Request Too Long"}')
-THROTTLED = ("THROTTLED", 429, "application/json", b'{"message":"Too Many Requests"}')
-INTEGRATION_FAILURE = ("INTEGRATION_FAILURE", 502, "application/json", b'{"message": "Internal server error"}')
-INTEGRATION_TIMEOUT = ("INTEGRATION_TIMEOUT", 504, "application/json", b'{"message": "Endpoint request timed out"}')
-STARTING = ("DEFAULT_5XX", 503, "application/json", b'{"message": "local-api is still starting its functions"}')
 
-GatewayError = tuple[str, int, str, bytes]
+@dataclass(frozen=True)
+class Refusal:
+    """An answer API Gateway makes itself. ``kind`` is its gateway response type (None: not customisable)."""
+
+    kind: str | None
+    status: int
+    message: str
+    body: bytes
+    content_type: str = "application/json"
+
+
+MISSING_TOKEN = Refusal(
+    "MISSING_AUTHENTICATION_TOKEN", 403, "Missing Authentication Token", b'{"message":"Missing Authentication Token"}'
+)
+NO_STAGE = Refusal(None, 403, "Forbidden", b'{"message":"Forbidden"}')
+BODY_TOO_LARGE = Refusal(
+    "REQUEST_TOO_LARGE",
+    413,
+    "HTTP content length exceeded 10485760 bytes.",
+    b"HTTP content length exceeded 10485760 bytes.",
+    "text; charset=utf-8",
+)
+EVENT_TOO_LARGE = Refusal("DEFAULT_4XX", 413, "Request Too Long", b'{"message": "Request Too Long"}')
+THROTTLED = Refusal("THROTTLED", 429, "Too Many Requests", b'{"message":"Too Many Requests"}')
+INTEGRATION_FAILURE = Refusal(
+    "INTEGRATION_FAILURE", 502, "Internal server error", b'{"message": "Internal server error"}'
+)
+INTEGRATION_TIMEOUT = Refusal(
+    "INTEGRATION_TIMEOUT", 504, "Endpoint request timed out", b'{"message": "Endpoint request timed out"}'
+)
+STARTING = Refusal(None, 503, "local-api is starting", b'{"message": "local-api is still starting its functions"}')
 
 
 class TokenBucket:
@@ -201,18 +222,26 @@ class Gateway:
         else:
             await self._invoke(send, match, request, payload, request_id, now)
 
-    async def _refuse(self, send: Send, error: GatewayError, request_id: str) -> None:
-        kind, status, content_type, body = error
-        custom = self.stack.gateway_responses.get(kind) or self.stack.gateway_responses.get(
-            "DEFAULT_4XX" if status < 500 else "DEFAULT_5XX"
-        )
-        headers = [("content-type", content_type), ("x-amzn-requestid", request_id)]
-        if kind == "MISSING_AUTHENTICATION_TOKEN":
+    async def _refuse(self, send: Send, refusal: Refusal, request_id: str) -> None:
+        """API Gateway's own answer, customised by the template's GatewayResponses (the type's own entry, else
+        DEFAULT_4XX / DEFAULT_5XX): its headers, status and response template."""
+        status, body, content_type = refusal.status, refusal.body, refusal.content_type
+        custom = None
+        if refusal.kind is not None:
+            responses = self.stack.gateway_responses
+            custom = responses.get(refusal.kind) or responses.get("DEFAULT_4XX" if status < 500 else "DEFAULT_5XX")
+        headers = [("x-amzn-requestid", request_id)]
+        if refusal.kind == "MISSING_AUTHENTICATION_TOKEN":
             headers.append(("x-amzn-errortype", "MissingAuthenticationTokenException"))
         if custom is not None:
             headers += [(k.lower(), v) for k, v in custom.headers.items()]
             status = custom.status or status
-        await _send(send, GatewayAnswer(status, headers, body))
+            if custom.templates:
+                content_type = (
+                    "application/json" if "application/json" in custom.templates else next(iter(custom.templates))
+                )
+                body = render_template(custom.templates[content_type], refusal, request_id, self.stack.stage)
+        await _send(send, GatewayAnswer(status, [("content-type", content_type), *headers], body))
 
     async def _acquire(self, send: Send, pool: Pool, match: Match, request_id: str) -> Instance | None:
         """A warm or new instance for one invocation; None once the refusal API Gateway would give is sent."""
@@ -431,6 +460,20 @@ class Gateway:
     def _log(self, text: str) -> None:
         self.output.write(f"[local-api] {text}\n")
         self.output.flush()
+
+
+def render_template(template: str, refusal: Refusal, request_id: str, stage: str) -> bytes:
+    """The $context variables a gateway response template can use (the ones the relay's template does)."""
+    values = {
+        "$context.error.messageString": json.dumps(refusal.message),
+        "$context.error.message": refusal.message,
+        "$context.error.responseType": refusal.kind or "",
+        "$context.requestId": request_id,
+        "$context.stage": stage,
+    }
+    for name, value in values.items():
+        template = template.replace(name, value)
+    return template.encode()
 
 
 async def _pump_until_gone(response: httpx.Response, send: Send, receive: Receive) -> bool:

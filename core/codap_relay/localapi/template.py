@@ -68,6 +68,7 @@ class GatewayResponse:
 
     headers: dict[str, str] = field(default_factory=dict)
     status: int | None = None
+    templates: dict[str, str] = field(default_factory=dict)  # content type -> body with $context variables
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,7 @@ def _gateway_responses(spec: Mapping[str, Any]) -> dict[str, GatewayResponse]:
         responses[str(kind)] = GatewayResponse(
             headers={str(k): str(v).strip("'") for k, v in headers.items()},
             status=int(status) if status is not None else None,
+            templates={str(k): str(v) for k, v in (response.get("ResponseTemplates") or {}).items()},
         )
     return responses
 

@@ -1,11 +1,11 @@
-// Wiring: CODAP handshake, session (kept across reloads), stream, runner, and the UI.
+// Wiring: CODAP handshake, session (kept across reloads where the browser allows storage), stream, runner, UI.
 
 import { CodapPhone } from "./codap.js";
 import { TOOLS } from "./manifest.js";
-import { RelayClient, StreamConnection, relayBaseFrom } from "./relay.js";
+import { RelayClient, RelayHttpError, StreamConnection, createSessionWhenAllowed, relayBaseFrom } from "./relay.js";
 import { Runner } from "./runner.js";
 import { claudeDesktopConfig, httpPrompt, mcpUrl } from "./snippets.js";
-import { PluginStore } from "./storage.js";
+import { PluginStore, openStorage } from "./storage.js";
 import { createTools } from "./tools.js";
 import { createUI } from "./ui.js";
 
@@ -15,9 +15,11 @@ const FRAME = { width: 380, height: 600 };
 const params = new URL(location.href).searchParams;
 const relayBase = relayBaseFrom(location);
 const watchdogMs = Number(params.get("watchdog") || 45) * 1000;
+const handshakeMs = Number(params.get("handshake") || 15) * 1000;
 const ui = createUI();
 const client = new RelayClient(relayBase);
-const store = new PluginStore(globalThis.sessionStorage, relayBase);
+const storage = openStorage(globalThis);
+const store = new PluginStore(storage.storage, relayBase);
 
 const phone = new CodapPhone({ win: window });
 const tools = createTools({ call: (request) => phone.call(request), pluginVersion: VERSION });
@@ -25,6 +27,28 @@ const tools = createTools({ call: (request) => phone.call(request), pluginVersio
 let session = null;
 let stream = null;
 let runner = null;
+let obtaining = null; // the session being created, so clicks and events do not ask twice
+
+// CODAP v3 reloads a plugin's frame once, right after the handshake, to add its language (?lang=…&locale=…).
+// A session created before that reload is lost with the page and still counts against the relay's per-address
+// limit, so a frame that has no locale yet waits briefly for the reload before it asks for a code.
+const RELOAD_GRACE_MS = 2000;
+const reloadExpected = phone.embedded && !params.has("locale");
+
+const MEMORY_ONLY =
+  "This browser blocks third-party storage, so the code lives in this page only. Reloading the plugin or CODAP " +
+  "ends this code and shows a new one for your LLM. To keep it across reloads, allow third-party cookies for " +
+  "this CODAP site.";
+
+const WAITING = {
+  busy: () =>
+    "Too many plugins on this network asked the relay for a code in the last minute (a class sharing one " +
+    "internet address can reach the limit). This page gets its code by itself",
+  unavailable: () => "The relay is briefly unavailable. This page tries again by itself",
+  unreachable: (error) =>
+    `Cannot reach the relay at ${relayBase} (${error.message}). Check that it is running and that this ` +
+    "computer is online. Trying again",
+};
 
 function setupFrame() {
   if (!phone.embedded) {
@@ -32,6 +56,10 @@ function setupFrame() {
     return;
   }
   phone.start();
+  setTimeout(() => {
+    if (phone.connected) return;
+    ui.setCodapStatus("no answer yet. Is this page open inside CODAP? If this stays, reload CODAP.");
+  }, handshakeMs);
   phone.whenConnected().then(async () => {
     ui.setCodapStatus("connected");
     try {
@@ -59,8 +87,22 @@ function refreshExpiry() {
   ui.setExpiry(session.expiresAt);
 }
 
-async function newSession(reason) {
-  const created = await client.createSession(TOOLS);
+function showWaiting({ reason, ms, error }) {
+  ui.setStatus("waiting");
+  const text = WAITING[reason](error);
+  ui.countdown(Date.now() + ms, (seconds) => `${text} in ${seconds} s; there is no need to reload.`);
+}
+
+/** A new session, waiting out the relay's limits; one at a time however often it is asked for. */
+function newSession(reason) {
+  obtaining ??= createSession(reason).finally(() => {
+    obtaining = null;
+  });
+  return obtaining;
+}
+
+async function createSession(reason) {
+  const created = await createSessionWhenAllowed(client, TOOLS, { onWait: showWaiting });
   session = {
     code: created.code,
     token: created.browserToken,
@@ -69,8 +111,16 @@ async function newSession(reason) {
   };
   store.clearSession();
   store.saveSession(session);
-  if (reason) ui.notice(reason);
+  ui.notice(reason);
   return session;
+}
+
+const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves when this page is the one CODAP keeps (or when it does not reload the frame after all). */
+function frameSettled() {
+  if (!reloadExpected) return Promise.resolve();
+  return Promise.race([phone.whenConnected().then(() => delay(RELOAD_GRACE_MS)), delay(handshakeMs)]);
 }
 
 async function restoreOrCreate() {
@@ -88,6 +138,7 @@ async function restoreOrCreate() {
       return session;
     }
   }
+  await frameSettled();
   return newSession(null);
 }
 
@@ -182,6 +233,7 @@ function wireControls() {
     connect();
   });
   ui.on("new-code", async () => {
+    if (obtaining) return;
     const old = session;
     try {
       await newSession("New code created. The old code no longer works.");
@@ -191,6 +243,12 @@ function wireControls() {
       ui.notice(`Could not create a new code: ${err.message}`);
     }
   });
+  addEventListener("pagehide", (event) => {
+    // Nothing of a memory-only session survives the unload: end it now, so the LLM is told the session ended
+    // instead of its requests waiting for a page that is gone. A stored session is kept for the reload.
+    if (storage.persistent || event.persisted || !session) return;
+    client.endSession(session.code, session.token, { keepalive: true }).catch(() => {});
+  });
   addEventListener("offline", () => ui.setStatus("offline"));
   addEventListener("online", () => {
     if (stream && !stream.stopped) stream.open(stream.cursor);
@@ -198,16 +256,25 @@ function wireControls() {
 }
 
 async function start() {
+  if (!storage.persistent) {
+    console.info(`codap-relay: storage unavailable, keeping the session in memory (${storage.reason})`);
+    ui.setStorageNote(MEMORY_ONLY);
+  }
   setupFrame();
   wireControls();
   try {
     await restoreOrCreate();
   } catch (err) {
     ui.setStatus("error");
-    ui.notice(`Could not reach the relay at ${relayBase}: ${err.message}. Check your connection and reload.`);
+    const what =
+      err instanceof RelayHttpError
+        ? `The relay at ${relayBase} refused to create a pairing code (${err.message})`
+        : `The plugin failed while starting (${err.message})`;
+    ui.notice(`${what}. Reload the plugin to try again; if this keeps happening, check the relay's settings.`);
     return;
   }
   connect();
 }
 
+globalThis.codapRelayStarted = true; // all modules loaded and set up: from here on start() reports its own failures
 start();

@@ -2,11 +2,21 @@
 // reconnect/backoff, a cursor, and a heartbeat watchdog.
 
 export class RelayHttpError extends Error {
-  constructor(status, body) {
+  constructor(status, body, retryAfter = null) {
     super(body?.message ?? `relay answered HTTP ${status}`);
     this.status = status;
     this.body = body;
+    this.retryAfter = retryAfter; // seconds, from the Retry-After header (429 and 503)
   }
+}
+
+/** Retry-After in seconds: a number of seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value, now = Date.now()) {
+  if (value === null || value === undefined || value === "") return null;
+  const text = String(value).trim();
+  if (/^\d+$/.test(text)) return Number(text);
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
 export function relayBaseFrom(location) {
@@ -31,7 +41,7 @@ export class RelayClient {
     } catch {
       body = null;
     }
-    if (!res.ok) throw new RelayHttpError(res.status, body);
+    if (!res.ok) throw new RelayHttpError(res.status, body, parseRetryAfter(res.headers?.get?.("Retry-After")));
     return body;
   }
 
@@ -53,10 +63,12 @@ export class RelayClient {
     }
   }
 
-  endSession(code, token) {
+  /** ``keepalive`` lets the call outlive the page (sent while the frame unloads). */
+  endSession(code, token, { keepalive = false } = {}) {
     return this._json(`/api/sessions/${encodeURIComponent(code)}`, {
       method: "DELETE",
       headers: { Authorization: `Bearer ${token}` },
+      keepalive,
     });
   }
 
@@ -69,9 +81,19 @@ export class RelayClient {
   }
 }
 
-export function backoffMs(attempt, { base = 500, max = 15_000 } = {}) {
+export function backoffMs(attempt, { base = 500, max = 15_000, random = Math.random } = {}) {
   const exp = Math.min(max, base * 2 ** Math.max(0, attempt));
-  return Math.round(exp * (0.75 + Math.random() * 0.5)); // jitter so many tabs do not retry in step
+  return Math.round(exp * (0.75 + random() * 0.5)); // jitter so many tabs do not retry in step
+}
+
+/**
+ * How long to wait after a refusal that named its Retry-After: never less than the relay asked, plus a random
+ * share of it (at least 1 s, at most 15 s) so a class that was refused together does not come back together.
+ */
+export function retryAfterMs(seconds, { random = Math.random } = {}) {
+  const floor = Math.max(0, seconds) * 1000;
+  const spread = Math.min(15_000, Math.max(1000, floor / 2));
+  return Math.round(floor + random() * spread);
 }
 
 /**
@@ -203,5 +225,36 @@ export class StreamConnection {
   stop() {
     this.stopped = true;
     this._teardown();
+  }
+}
+
+/** Why a session could not be created yet, when waiting will help; null when it will not. */
+export function waitReason(err) {
+  if (!(err instanceof RelayHttpError)) return "unreachable"; // fetch failed: offline, relay down, blocked
+  if (err.status === 429) return "busy";
+  if (err.status === 503 || err.status === 502 || err.status === 504) return "unavailable";
+  return null;
+}
+
+/**
+ * Create a session, waiting out refusals that end by themselves: the per-address session limit (429, for its
+ * Retry-After), a relay that is briefly unavailable, or one that cannot be reached (growing pauses). Before each
+ * pause ``onWait({reason, ms, error})`` says why and for how long. Other refusals (bad input) are thrown.
+ */
+export async function createSessionWhenAllowed(client, tools, { onWait = () => {}, sleep, random = Math.random } = {}) {
+  const pause = sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await client.createSession(tools);
+    } catch (error) {
+      const reason = waitReason(error);
+      if (reason === null) throw error;
+      const ms =
+        error.retryAfter !== null && error.retryAfter !== undefined
+          ? retryAfterMs(error.retryAfter, { random })
+          : backoffMs(attempt, { base: 1000, max: 30_000, random });
+      onWait({ reason, ms, error });
+      await pause(ms);
+    }
   }
 }

@@ -21,8 +21,8 @@ export function httpPrompt(relayBase, code) {
     `Pairing code: ${code}`,
     `Read your instructions first: GET ${relayBase}/llms.txt?code=${code}`,
     `The tools and their JSON schemas: GET ${relayBase}/metadata?code=${code}`,
-    `To call a tool: POST ${relayBase}/request?wait=25 with JSON {"code": "${code}", "tool": "<name>", "args": {…}}.`,
-    `If the answer is still pending (status 202), poll GET ${relayBase}/response?code=${code}&id=<id>&wait=25.`,
+    `To call a tool: POST ${relayBase}/request?wait=15 with JSON {"code": "${code}", "tool": "<name>", "args": {…}}.`,
+    `If the answer is still pending (status 202), poll GET ${relayBase}/response?code=${code}&id=<id>&wait=15.`,
     "Start by calling get_codap_status, then tell me what you see.",
   ].join("\n");
 }

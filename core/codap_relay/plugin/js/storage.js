@@ -2,8 +2,45 @@
 //   - the session (code, browser token, ttl, expiry), so a reload keeps the same pairing code;
 //   - a ledger of request ids: "started" before a tool runs, then its outcome until the relay took it.
 // A reload therefore re-posts a stored outcome instead of running the same request twice.
+// The plugin is a third-party frame inside CODAP; where the browser blocks third-party storage, reading
+// sessionStorage throws, and the same records live in memory for the life of the page instead.
 
 const MAX_LEDGER = 500;
+
+/** The Storage interface over a Map: what the plugin keeps when the browser lets it keep nothing. */
+export class MemoryStorage {
+  constructor() {
+    this.map = new Map();
+  }
+
+  getItem(key) {
+    return this.map.has(key) ? this.map.get(key) : null;
+  }
+
+  setItem(key, value) {
+    this.map.set(key, String(value));
+  }
+
+  removeItem(key) {
+    this.map.delete(key);
+  }
+}
+
+/**
+ * The frame's sessionStorage if the browser lets it be used, else memory. ``persistent`` says whether a
+ * reload keeps what is written; ``reason`` is the browser's refusal, for the console.
+ */
+export function openStorage(win = globalThis) {
+  const probe = "codap-relay:probe";
+  try {
+    const storage = win.sessionStorage; // the getter itself throws a SecurityError where storage is blocked
+    storage.setItem(probe, "1");
+    storage.removeItem(probe);
+    return { storage, persistent: true, reason: null };
+  } catch (err) {
+    return { storage: new MemoryStorage(), persistent: false, reason: String(err?.message ?? err) };
+  }
+}
 
 export class PluginStore {
   constructor(storage, relayBase) {
@@ -39,8 +76,12 @@ export class PluginStore {
   }
 
   clearSession() {
-    this.storage?.removeItem(this.prefix + "session");
-    this.storage?.removeItem(this.prefix + "ledger");
+    try {
+      this.storage?.removeItem(this.prefix + "session");
+      this.storage?.removeItem(this.prefix + "ledger");
+    } catch {
+      // storage withdrawn since start-up: nothing of ours is left to clear
+    }
   }
 
   ledger() {

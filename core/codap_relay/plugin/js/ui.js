@@ -8,6 +8,7 @@ const STATUS_TEXT = {
   reconnecting: "Reconnecting…",
   offline: "Offline",
   moved: "Moved to another tab",
+  waiting: "Waiting…",
   error: "Not connected",
 };
 
@@ -25,6 +26,13 @@ export function createUI(doc = document) {
   const $ = (id) => doc.getElementById(id);
   const entries = new Map();
   let expiresAt = null;
+  let countdownTimer = null;
+
+  function showNotice(text) {
+    const el = $("notice");
+    el.textContent = text ?? "";
+    el.hidden = !text;
+  }
 
   function tick() {
     if (expiresAt === null) return;
@@ -67,7 +75,20 @@ export function createUI(doc = document) {
       if (show) $("connect-here").focus();
     },
     notice(text) {
-      const el = $("notice");
+      clearInterval(countdownTimer);
+      countdownTimer = null;
+      showNotice(text);
+    },
+    /** A notice that counts down to ``until`` (ms since the epoch): ``render(secondsLeft)`` gives its text. */
+    countdown(until, render) {
+      clearInterval(countdownTimer);
+      const show = () => showNotice(render(Math.max(0, Math.ceil((until - Date.now()) / 1000))));
+      show();
+      countdownTimer = setInterval(show, 1000);
+    },
+    /** A standing note about what this page cannot keep; it stays while other notices come and go. */
+    setStorageNote(text) {
+      const el = $("storage-note");
       el.textContent = text ?? "";
       el.hidden = !text;
     },

@@ -1,0 +1,1 @@
+../../functions/shared/relay_lambda.py

@@ -1,0 +1,292 @@
+"""template.yaml as CloudFormation deploys it: the SAM transform run with a stack's region and parameters, then
+CloudFormation's own intrinsics resolved (tests/sam_tools.py). No AWS account, no network."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from codap_relay.client import MAX_WAIT_PER_CALL
+from codap_relay.http.schemas import ErrorBody
+from codap_relay.settings import Settings
+from sam_tools import Deployed, Stack, transform
+from support import ROOT
+
+STACKS = {
+    "defaults": Stack.of(),
+    "eu-west-1": Stack.of("eu-west-1"),
+    "ap-southeast-2": Stack.of("ap-southeast-2"),
+    "tracing": Stack.of("eu-west-1", Tracing="Active"),
+    "own adapter": Stack.of(WebAdapterLayerArn="arn:aws:lambda:us-east-1:111122223333:layer:MyAdapter:3"),
+    "no stream limit": Stack.of(StreamConcurrency="0"),
+    "stage prod": Stack.of(StageName="prod"),
+}
+
+# awslabs/aws-lambda-web-adapter publishes its layer from this account, one name per architecture (its README).
+ADAPTER_ACCOUNT = "753240598075"
+ADAPTER_LAYER_NAMES = {"x86_64": "LambdaAdapterLayerX86", "arm64": "LambdaAdapterLayerArm64"}
+# Layer versions by adapter release, from the README's history (each release's docs commit bumps the number).
+ADAPTER_RELEASES = {23: "v0.8.4", 24: "v0.9.0", 25: "v0.9.1"}
+ADAPTER_PRE_RELEASES = {26: "v1.0.0-rc1"}
+PIP_PLATFORMS = {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}
+XRAY_POLICY = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess"
+
+
+@pytest.fixture(scope="module")
+def deployed() -> dict[str, Deployed]:
+    return dict(zip(STACKS, transform(list(STACKS.values())), strict=True))
+
+
+def functions(stack: Deployed) -> dict[str, dict[str, Any]]:
+    return {name: r["Properties"] for name, r in stack.resources("AWS::Lambda::Function").items()}
+
+
+def role_of(stack: Deployed, function: dict[str, Any]) -> dict[str, Any]:
+    match = re.fullmatch(r"<(\w+)\.Arn>", function["Role"])
+    assert match, function["Role"]
+    return stack.properties(match.group(1))
+
+
+def web_adapter_layers(function: dict[str, Any]) -> list[str]:
+    return [layer for layer in function.get("Layers", []) if "CoreLayer" not in layer]
+
+
+# --- defect 2: the Web Adapter layer ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["defaults", "eu-west-1", "ap-southeast-2"])
+def test_the_web_adapter_layer_is_the_published_release_for_the_region_and_architecture(
+    deployed: dict[str, Deployed], name: str
+) -> None:
+    stack = deployed[name]
+    stream = functions(stack)["StreamFunction"]
+    [architecture] = stream["Architectures"]
+    [arn] = web_adapter_layers(stream)
+    match = re.fullmatch(r"arn:aws:lambda:([a-z0-9-]+):(\d+):layer:(\w+):(\d+)", arn)
+    assert match, arn
+    region, account, layer, version = match.groups()
+    assert region == stack.stack.region, f"the adapter layer must come from the deployment region: {arn}"
+    assert account == ADAPTER_ACCOUNT
+    assert layer == ADAPTER_LAYER_NAMES[architecture], f"{layer} does not run on {architecture}"
+    assert int(version) in ADAPTER_RELEASES, f"layer {version} is {ADAPTER_PRE_RELEASES.get(int(version), 'unknown')}"
+
+
+def test_a_web_adapter_layer_arn_given_as_parameter_replaces_the_published_one(
+    deployed: dict[str, Deployed],
+) -> None:
+    stream = functions(deployed["own adapter"])["StreamFunction"]
+    assert web_adapter_layers(stream) == [dict(deployed["own adapter"].stack.parameters)["WebAdapterLayerArn"]]
+
+
+def test_functions_layers_and_the_layer_build_share_one_architecture(deployed: dict[str, Deployed]) -> None:
+    stack = deployed["defaults"]
+    architectures = {tuple(f["Architectures"]) for f in functions(stack).values()}
+    assert len(architectures) == 1, architectures
+    [(architecture,)] = architectures
+    [layer] = stack.resources("AWS::Lambda::LayerVersion").values()
+    assert layer["Properties"]["CompatibleArchitectures"] == [architecture]
+    makefile = (ROOT / "infra" / "layer" / "Makefile").read_text()
+    assert f"--platform {PIP_PLATFORMS[architecture]}" in makefile, "CoreLayer's wheels must match the functions"
+
+
+# --- defect 5: no implicit "Stage" stage -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "stage"), [("defaults", "v1"), ("stage prod", "prod")])
+def test_the_api_is_deployed_to_the_named_stage_only(deployed: dict[str, Deployed], name: str, stage: str) -> None:
+    stack = deployed[name]
+    stages = [r["Properties"]["StageName"] for r in stack.resources("AWS::ApiGateway::Stage").values()]
+    assert stages == [stage]
+    # A Deployment with a StageName creates that stage too, outside the template's settings (SAM's "Stage").
+    for deployment in stack.resources("AWS::ApiGateway::Deployment").values():
+        assert "StageName" not in deployment["Properties"], deployment
+
+
+# --- defect 4: API Gateway's own errors carry CORS headers --------------------------------------------------
+
+# Errors the gateway answers itself, before or instead of the functions (and so without the app's CORS headers).
+GATEWAY_ERRORS = {
+    "THROTTLED": 429,
+    "REQUEST_TOO_LARGE": 413,
+    "MISSING_AUTHENTICATION_TOKEN": 403,  # a path or method with no route
+    "BAD_GATEWAY": 502,
+    "INTEGRATION_FAILURE": 504,
+    "INTEGRATION_TIMEOUT": 504,
+    "DEFAULT_4XX": 400,
+    "DEFAULT_5XX": 500,
+}
+
+
+def gateway_response(stack: Deployed, response_type: str, status: int) -> dict[str, Any]:
+    """What API Gateway sends for this type: its own entry, else its status family's default."""
+    responses = stack.properties("RelayApi")["Body"]["x-amazon-apigateway-gateway-responses"]
+    found = responses.get(response_type) or responses.get(f"DEFAULT_{status // 100}XX")
+    assert found, f"{response_type} ({status}) gets API Gateway's built-in response, which has no CORS headers"
+    return dict(found)
+
+
+def allows(header_value: str, origin: str) -> bool:
+    value = header_value.strip("'")  # gateway response header values are quoted literals
+    return value == "*" or value == origin
+
+
+@pytest.mark.parametrize(("response_type", "status"), GATEWAY_ERRORS.items())
+def test_gateway_errors_let_the_configured_origins_read_them(
+    deployed: dict[str, Deployed], response_type: str, status: int
+) -> None:
+    stack = deployed["defaults"]
+    response = gateway_response(stack, response_type, status)
+    header = response["responseParameters"]["gatewayresponse.header.Access-Control-Allow-Origin"]
+    for origin in stack.params["CorsOrigin"].split(","):
+        assert allows(header, origin.strip()), f"{origin} cannot read a {status} from the gateway"
+    assert "gatewayresponse.header.Access-Control-Allow-Credentials" not in response["responseParameters"]
+
+
+def test_gateway_error_bodies_take_the_relays_error_shape(deployed: dict[str, Deployed]) -> None:
+    stack = deployed["defaults"]
+    for response_type, status in GATEWAY_ERRORS.items():
+        template = gateway_response(stack, response_type, status)["responseTemplates"]["application/json"]
+        # As API Gateway fills it in ($context.error.messageString comes quoted).
+        rendered = (
+            template.replace("$context.error.responseType", response_type)
+            .replace("$context.error.messageString", json.dumps('Say "why", then stop'))
+            .replace("$context.requestId", "c0ffee")
+        )
+        body = json.loads(rendered)
+        assert set(body) <= set(ErrorBody.model_fields), body
+        assert body["error"] == response_type and body["message"] == 'Say "why", then stop'
+        assert body["correlationId"] == "c0ffee"
+
+
+# --- defect 8: the X-Ray write policy only with tracing ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "on"), [("defaults", False), ("tracing", True)])
+def test_the_xray_write_policy_comes_with_tracing_only(deployed: dict[str, Deployed], name: str, on: bool) -> None:
+    stack = deployed[name]
+    for function_name, function in functions(stack).items():
+        policies = role_of(stack, function).get("ManagedPolicyArns", [])
+        assert (XRAY_POLICY in policies) is on, f"{function_name}: {policies}"
+        assert ("TracingConfig" in function) is on, function_name
+        if on:
+            assert function["TracingConfig"] == {"Mode": "Active"}
+        assert function["Environment"]["Variables"]["POWERTOOLS_TRACE_DISABLED"] == ("false" if on else "true")
+    [api_stage] = stack.resources("AWS::ApiGateway::Stage").values()
+    assert api_stage["Properties"].get("TracingEnabled", False) is on
+
+
+# --- defect 10 (deploy half): open plugins cannot take every function's concurrency --------------------------
+
+LAMBDA_DEFAULT_ACCOUNT_QUOTA = 1000  # concurrent executions per region, the usual quota of an established account
+LAMBDA_MIN_UNRESERVED = 100  # Lambda refuses reservations that leave less unreserved
+
+
+def test_streams_have_reserved_concurrency_and_nothing_else_does(deployed: dict[str, Deployed]) -> None:
+    stack = deployed["defaults"]
+    reserved = {name: f.get("ReservedConcurrentExecutions") for name, f in functions(stack).items()}
+    limit = reserved.pop("StreamFunction")
+    assert limit is not None and int(limit) == int(stack.params["StreamConcurrency"]) > 0
+    assert set(reserved.values()) == {None}, reserved  # the rest share what is left of the account's quota
+    assert int(limit) + LAMBDA_MIN_UNRESERVED <= LAMBDA_DEFAULT_ACCOUNT_QUOTA
+
+
+def test_stream_concurrency_zero_reserves_nothing(deployed: dict[str, Deployed]) -> None:
+    stream = functions(deployed["no stream limit"])["StreamFunction"]
+    assert "ReservedConcurrentExecutions" not in stream
+
+
+# --- defect 6: every wait well under API Gateway's 29 s integration timeout -------------------------------------
+
+API_GATEWAY_TIMEOUT_S = 29
+# Time outside the wait that one invocation may need: the larger column of the budget in docs/deploy.md ("The
+# 29-second budget"), the MCP function's: code fetch 1.0 s, init and first call 2.6 s at 512 MB, work around the
+# wait 0.5 s, two DynamoDB calls retried to the end 6.0 s, margin 2.0 s.
+NOT_WAITING_S = 12.1
+BUDGETED_MEMORY_MB = {"RequestFunction": 256, "ResponseFunction": 256, "McpFunction": 512}
+WAITS = {"MaxWaitSeconds": "max_wait_seconds", "McpToolTimeoutSeconds": "mcp_tool_timeout_seconds"}
+
+
+def settings_bound(field: str) -> float:
+    bounds = [m.le for m in Settings.model_fields[field].metadata if getattr(m, "le", None) is not None]
+    assert len(bounds) == 1, f"{field} needs one upper bound"
+    return float(bounds[0])
+
+
+@pytest.mark.parametrize(("parameter", "field"), WAITS.items())
+def test_each_wait_fits_the_integration_timeout_with_a_cold_start_and_retries(
+    deployed: dict[str, Deployed], parameter: str, field: str
+) -> None:
+    spec = deployed["defaults"].template["Parameters"][parameter]
+    cap, default = float(spec["MaxValue"]), float(spec["Default"])
+    assert cap == settings_bound(field), f"{parameter}'s MaxValue and Settings.{field} must agree"
+    assert default == Settings.model_fields[field].default
+    assert default <= cap
+    assert cap + NOT_WAITING_S <= API_GATEWAY_TIMEOUT_S, f"{parameter} up to {cap:g} s can end in a 504"
+
+
+def test_the_functions_have_the_memory_the_budget_assumes(deployed: dict[str, Deployed]) -> None:
+    for name, memory in BUDGETED_MEMORY_MB.items():
+        assert int(functions(deployed["defaults"])[name]["MemorySize"]) >= memory, name
+
+
+def test_only_the_stream_route_outlasts_the_integration_timeout(deployed: dict[str, Deployed]) -> None:
+    paths = deployed["defaults"].properties("RelayApi")["Body"]["paths"]
+    for path, methods in paths.items():
+        for method in methods.values():
+            timeout = method.get("x-amazon-apigateway-integration", {}).get("timeoutInMillis")
+            if path == "/stream":
+                assert timeout == 900000
+            else:
+                assert timeout is None or int(timeout) <= API_GATEWAY_TIMEOUT_S * 1000, (path, timeout)
+
+
+def quoted_waits(text: str) -> list[float]:
+    return [float(n) for n in re.findall(r"[?&]wait=(\d+(?:\.\d+)?)", text)]
+
+
+async def test_what_callers_are_told_stays_within_the_cap(client: httpx.AsyncClient) -> None:
+    cap = Settings.model_fields["max_wait_seconds"].default
+    assert cap >= MAX_WAIT_PER_CALL, "the Python client would ask for waits the relay refuses"
+    llms = (await client.get("/llms.txt")).text
+    assert quoted_waits(llms) and max(quoted_waits(llms)) <= cap
+    document = (await client.get("/openapi.json")).json()
+    waits = [
+        p["schema"]["maximum"]
+        for item in document["paths"].values()
+        for op in item.values()
+        for p in op.get("parameters", [])
+        if p["name"] == "wait"
+    ]
+    assert waits and set(waits) == {cap}
+    r = await client.get("/response", params={"code": "ABCD2345", "id": "x", "wait": cap + 1})
+    assert r.status_code == 400 and f"{cap:g}" in r.json()["message"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["README.md", "docs/deploy.md", "docs/mcp.md", "docs/threat-model.md", "core/codap_relay/plugin/js/snippets.js"],
+)
+def test_the_docs_quote_the_waits_as_configured(path: str) -> None:
+    text = (ROOT / path).read_text()
+    cap = Settings.model_fields["max_wait_seconds"].default
+    assert all(w <= cap for w in quoted_waits(text)), f"{path} tells callers to wait longer than {cap:g} s"
+    defaults = {
+        "MAX_WAIT_SECONDS": cap,
+        "MaxWaitSeconds": cap,
+        "MCP_TOOL_TIMEOUT_SECONDS": Settings.model_fields["mcp_tool_timeout_seconds"].default,
+        "McpToolTimeoutSeconds": Settings.model_fields["mcp_tool_timeout_seconds"].default,
+    }
+    for name, value in defaults.items():
+        for row in re.findall(rf"^\| `{name}` \| ([^|]+) \|", text, flags=re.MULTILINE):
+            assert float(row.strip()) == value, f"{path}: {name} is documented as {row.strip()}"
+
+
+def test_settings_refuse_waits_beyond_the_cap() -> None:
+    for field in WAITS.values():
+        bound = settings_bound(field)
+        with pytest.raises(ValueError, match=field.upper()):
+            Settings.from_env({field.upper(): f"{bound + 1:g}"})
