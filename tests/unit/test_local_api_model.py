@@ -86,10 +86,11 @@ def test_parameters_take_defaults_overrides_and_their_constraints() -> None:
 
 
 def test_the_relays_template_as_local_api_reads_it() -> None:
-    stack = read_stack(Path(__file__).resolve().parents[2] / "template.yaml", parameters={"EnableTracing": "true"})
+    stack = read_stack(Path(__file__).resolve().parents[2] / "template.yaml", parameters={"Tracing": "Active"})
     assert stack.stage == "v1" and stack.binary_media_types == ("image/*",)
     stream = stack.functions["StreamFunction"]
     assert stream.web_adapter and stream.timeout_s == 900 and stream.handler == "run.sh"
+    assert stream.reserved_concurrency == 100  # !If [LimitStreams, !Ref StreamConcurrency, !Ref AWS::NoValue]
     assert [r.streaming for r in stack.routes if r.function == "StreamFunction"] == [True]
     assert stack.functions["RequestFunction"].environment["POWERTOOLS_TRACE_DISABLED"] == "false"
     assert stack.functions["ResponseFunction"].memory_mb == 512
