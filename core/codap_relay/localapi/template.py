@@ -88,19 +88,37 @@ class Stack:
     parameters: dict[str, str]
 
 
-class Resolver:
-    """Evaluates intrinsic functions against the template's parameters, conditions and resources."""
+def partition(region: str) -> str:
+    return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
 
-    def __init__(self, template: Mapping[str, Any], parameters: Mapping[str, str], region: str) -> None:
+
+class Resolver:
+    """Evaluates intrinsic functions against the template's parameters, conditions and resources.
+
+    A resource's Ref is its logical id and a GetAtt an ARN-shaped name built from it, as good as any locally;
+    with ``symbolic`` they stay visibly unresolved instead (``<Name>``, ``<Name.Attribute>``), for tests that
+    read a transformed template the way CloudFormation would deploy it (tests/sam_tools.py)."""
+
+    def __init__(
+        self,
+        template: Mapping[str, Any],
+        parameters: Mapping[str, str],
+        region: str,
+        *,
+        stack_name: str = "local-api",
+        symbolic: bool = False,
+    ) -> None:
+        self.template = template
         self.resources: Mapping[str, Any] = template.get("Resources") or {}
         self.parameters = dict(parameters)
+        self.symbolic = symbolic
         self.pseudo = {
             "AWS::Region": region,
             "AWS::AccountId": ACCOUNT_ID,
-            "AWS::Partition": "aws",
-            "AWS::URLSuffix": "amazonaws.com",
-            "AWS::StackName": "local-api",
-            "AWS::StackId": f"arn:aws:cloudformation:{region}:{ACCOUNT_ID}:stack/local-api/local",
+            "AWS::Partition": partition(region),
+            "AWS::URLSuffix": "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com",
+            "AWS::StackName": stack_name,
+            "AWS::StackId": f"arn:{partition(region)}:cloudformation:{region}:{ACCOUNT_ID}:stack/{stack_name}/local",
         }
         self._condition_defs: Mapping[str, Any] = template.get("Conditions") or {}
         self._conditions: dict[str, bool] = {}
@@ -120,15 +138,18 @@ class Resolver:
         if name in self.pseudo:
             return self.pseudo[name]
         if name in self.resources:
-            return name  # a resource's physical id; locally its logical id is as good a name as any
+            return f"<{name}>" if self.symbolic else name
         raise TemplateError(f"!Ref {name}: no such parameter or resource")
 
     def get_att(self, resource: str, attribute: str) -> str:
         if resource not in self.resources:
             raise TemplateError(f"!GetAtt {resource}.{attribute}: no such resource")
+        if self.symbolic:
+            return f"<{resource}.{attribute}>"
         kind = str(self.resources[resource].get("Type", "")).split("::")
         service = kind[1].lower() if len(kind) > 1 else "local"
-        return f"arn:aws:{service}:{self.pseudo['AWS::Region']}:{ACCOUNT_ID}:{resource}/{attribute}"
+        region = self.pseudo["AWS::Region"]
+        return f"arn:{partition(region)}:{service}:{region}:{ACCOUNT_ID}:{resource}/{attribute}"
 
     def resolve(self, value: Any) -> Any:
         if isinstance(value, list):
@@ -175,6 +196,9 @@ class Resolver:
         if name == "Fn::Split":
             separator, text = arg
             return str(self.resolve(text)).split(str(separator))
+        if name == "Fn::FindInMap":
+            mapping, top, second = (self.resolve(a) for a in arg)
+            return self.template["Mappings"][mapping][top][second]
         raise TemplateError(f"intrinsic function {name} is not supported by local-api")
 
     def _sub(self, text: str, variables: Mapping[str, Any]) -> str:
@@ -184,7 +208,7 @@ class Resolver:
                 return "${" + name[1:] + "}"  # ${!Literal} stands for the text ${Literal}
             if name in variables:
                 return str(variables[name])
-            if "." in name:
+            if "." in name and not name.startswith("AWS::"):
                 resource, attribute = name.split(".", 1)
                 return self.get_att(resource, attribute)
             return str(self.ref(name))
