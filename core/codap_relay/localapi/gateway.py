@@ -290,16 +290,19 @@ class Gateway:
             await pool.discard(instance)
             await self._refuse(send, INTEGRATION_FAILURE, request_id)
             return
-        instance.end(invocation, status="error" if failed else "")
-        await pool.release(instance)
-        if failed:
-            await self._refuse(send, INTEGRATION_FAILURE, request_id)
-            return
         if len(raw) > MAX_RESPONSE_PAYLOAD_BYTES:
+            # Lambda's runtime cannot post the answer and exits (Runtime.ExitError): the environment is gone.
             instance.log(
                 f"Response payload size ({len(raw)} bytes) exceeded maximum allowed payload size "
                 f"({MAX_RESPONSE_PAYLOAD_BYTES} bytes)"
             )
+            instance.end(invocation, status="error")
+            await pool.discard(instance)
+            await self._refuse(send, INTEGRATION_FAILURE, request_id)
+            return
+        instance.end(invocation, status="error" if failed else "")
+        await pool.release(instance)
+        if failed:
             await self._refuse(send, INTEGRATION_FAILURE, request_id)
             return
         accept = dict(request.headers).get("accept")
