@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -13,7 +13,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
-from support import make_settings
+from support import LocalApi, local_api_process, make_settings
 
 
 @pytest.fixture
@@ -32,7 +32,13 @@ def relay(settings: Settings, clock: FakeClock) -> Relay:
 
 
 @pytest.fixture
-async def client(relay: Relay) -> AsyncIterator[httpx.AsyncClient]:
+async def client(request: pytest.FixtureRequest, relay: Relay) -> AsyncIterator[httpx.AsyncClient]:
+    """The relay in process (ASGI); or, where a module asks for it (support.also_through_local_api), the
+    deployed shape: local-api on DynamoDB Local."""
+    if getattr(request, "param", "asgi") == "local_api":
+        async with httpx.AsyncClient(base_url=request.getfixturevalue("local_api").base, timeout=30) as c:
+            yield c
+        return
     app = build_app(relay)
     transport = httpx.ASGITransport(app=app, client=("203.0.113.7", 5555))
     async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
@@ -45,3 +51,29 @@ async def session(client: httpx.AsyncClient) -> dict[str, Any]:
     assert r.status_code == 201, r.text
     body: dict[str, Any] = r.json()
     return body
+
+
+# --- the deployed shape: codap-relay local-api on DynamoDB Local, shared by the suites that take a base URL ------
+
+# Limits roomy enough that the suites never meet them by accident (each suite has its own tests about limits);
+# host checks on, as a local deployment should have them (the MCP conformance suite's DNS-rebinding scenario).
+LOCAL_API_ENV = {
+    "RATE_LIMIT_SESSION_PER_IP": "100000",
+    "RATE_LIMIT_REQUEST_PER_CODE": "100000",
+    "GUESS_LIMIT_PER_IP": "100000",
+    "HEARTBEAT_SECONDS": "1",
+    "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
+}
+
+
+@pytest.fixture(scope="session")
+def local_api() -> Iterator[LocalApi]:
+    """One ``codap-relay local-api`` (the real command, a child process) on one DynamoDB Local table for the
+    whole test session: every function in processes of its own, the stream behind the adapter-style proxy."""
+    from dynamodb_local import env_for, fresh_table, store_url
+
+    with fresh_table() as (dynamo, table):
+        env = {**env_for(dynamo), **LOCAL_API_ENV}
+        with local_api_process("--store", store_url(dynamo, table), env=env) as (base, process):
+            yield LocalApi(base, process)
+

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -19,12 +18,12 @@ from typing import Any
 
 import pytest
 
+from codap_relay.localapi.template import Resolver
 from support import ROOT
 
 TEMPLATE_PATH = ROOT / "template.yaml"
 SAM_VENV = ROOT / ".tools" / "sam-venv"
 SAM = SAM_VENV / "bin" / "sam"
-ACCOUNT_ID = "123456789012"
 
 
 def need_sam() -> None:
@@ -104,23 +103,14 @@ def transform(stacks: list[Stack], template: Path = TEMPLATE_PATH) -> list[Deplo
     return [Deployed(out, stack) for out, stack in zip(json.loads(result.stdout), stacks, strict=True)]
 
 
-class _NoValue:
-    def __repr__(self) -> str:
-        return "AWS::NoValue"
-
-
-NO_VALUE = _NoValue()
-
-
 @dataclass
 class Deployed:
-    """A transformed template with CloudFormation's own intrinsics resolved for one stack. References to
-    resources and their attributes stay symbolic: ``<Name>`` and ``<Name.Attribute>``."""
+    """A transformed template with CloudFormation's own intrinsics resolved for one stack, by the resolver
+    local-api uses. References to resources and their attributes stay symbolic: ``<Name>``, ``<Name.Attribute>``."""
 
     template: dict[str, Any]
     stack: Stack
     params: dict[str, str] = field(init=False)
-    conditions: dict[str, bool] = field(init=False)
 
     def __post_init__(self) -> None:
         given = dict(self.stack.parameters)
@@ -128,22 +118,22 @@ class Deployed:
             name: str(given.get(name, spec.get("Default", "")))
             for name, spec in self.template.get("Parameters", {}).items()
         }
-        self.params |= {
-            "AWS::Region": self.stack.region,
-            "AWS::Partition": "aws-cn" if self.stack.region.startswith("cn-") else "aws",
-            "AWS::AccountId": ACCOUNT_ID,
-            "AWS::URLSuffix": "amazonaws.com",
-            "AWS::StackName": "codap-relay",
-        }
-        self.conditions = {}
-        for name, expr in self.template.get("Conditions", {}).items():
-            self.conditions[name] = bool(self.resolve(expr))
+        self._resolver = Resolver(
+            self.template, self.params, self.stack.region, stack_name="codap-relay", symbolic=True
+        )
+        self.params |= self._resolver.pseudo
+
+    def resolve(self, value: Any) -> Any:
+        return self._resolver.resolve(value)
+
+    def condition(self, name: str) -> bool:
+        return self._resolver.condition(name)
 
     def resources(self, kind: str | None = None) -> dict[str, dict[str, Any]]:
         """Resources CloudFormation creates (their Condition holds), with resolved properties."""
         out = {}
         for name, res in self.template["Resources"].items():
-            if "Condition" in res and not self.conditions[res["Condition"]]:
+            if "Condition" in res and not self.condition(res["Condition"]):
                 continue
             if kind is None or res["Type"] == kind:
                 out[name] = {"Type": res["Type"], "Properties": self.resolve(res.get("Properties", {}))}
@@ -152,67 +142,3 @@ class Deployed:
     def properties(self, name: str) -> dict[str, Any]:
         props: dict[str, Any] = self.resources()[name]["Properties"]
         return props
-
-    def resolve(self, value: Any) -> Any:
-        if isinstance(value, list):
-            resolved = [self.resolve(v) for v in value]
-            return [v for v in resolved if v is not NO_VALUE]
-        if not isinstance(value, dict):
-            return value
-        if len(value) == 1:
-            key, arg = next(iter(value.items()))
-            if key == "Ref" or key.startswith("Fn::") or key == "Condition":
-                return self._intrinsic(key, arg)
-        fields = {k: self.resolve(v) for k, v in value.items()}
-        return {k: v for k, v in fields.items() if v is not NO_VALUE}
-
-    def _ref(self, name: str) -> Any:
-        if name == "AWS::NoValue":
-            return NO_VALUE
-        return self.params.get(name, f"<{name}>")
-
-    def _intrinsic(self, key: str, arg: Any) -> Any:
-        if key == "Ref":
-            return self._ref(arg)
-        if key == "Condition":
-            return self.conditions[arg]
-        if key == "Fn::If":
-            name, yes, no = arg
-            return self.resolve(yes if self.conditions[name] else no)
-        if key == "Fn::Equals":
-            left, right = (self.resolve(a) for a in arg)
-            return str(left) == str(right)
-        if key == "Fn::Not":
-            return not self.resolve(arg[0])
-        if key == "Fn::And":
-            return all(self.resolve(a) for a in arg)
-        if key == "Fn::Or":
-            return any(self.resolve(a) for a in arg)
-        if key == "Fn::GetAtt":
-            parts = arg.split(".", 1) if isinstance(arg, str) else arg
-            return f"<{parts[0]}.{parts[1]}>"
-        if key == "Fn::Join":
-            sep, items = arg
-            return sep.join(str(i) for i in self.resolve(items))
-        if key == "Fn::Split":
-            sep, text = arg
-            return str(self.resolve(text)).split(sep)
-        if key == "Fn::Select":
-            index, items = arg
-            return self.resolve(items)[int(self.resolve(index))]
-        if key == "Fn::FindInMap":
-            mapping, top, second = (self.resolve(a) for a in arg)
-            return self.template["Mappings"][mapping][top][second]
-        if key == "Fn::Sub":
-            text, names = (arg, {}) if isinstance(arg, str) else (arg[0], self.resolve(arg[1]))
-
-            def one(match: re.Match[str]) -> str:
-                name = match.group(1)
-                if name in names:
-                    return str(names[name])
-                if "." in name and not name.startswith("AWS::"):
-                    return f"<{name}>"
-                return str(self._ref(name))
-
-            return re.sub(r"\$\{([^}!]+)\}", one, text)
-        raise AssertionError(f"intrinsic {key} is not modelled by tests/sam_tools.py")

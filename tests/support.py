@@ -10,10 +10,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import uvicorn
 
 from codap_relay.settings import Settings
@@ -80,13 +82,43 @@ def serve_process(
     *args: str, env: dict[str, str] | None = None, port: int | None = None
 ) -> Iterator[tuple[str, ServerProcess]]:
     """Run ``codap-relay serve`` as a child process (the real command); yield (base URL, process)."""
+    with command_process("serve", *args, env=env, port=port) as served:
+        yield served
+
+
+@dataclass(frozen=True)
+class LocalApi:
+    """The test session's local-api (tests/conftest.py): its stage's base URL and the process."""
+
+    base: str  # http://127.0.0.1:PORT/v1
+    process: ServerProcess
+
+
+@contextlib.contextmanager
+def local_api_process(
+    *args: str, env: dict[str, str] | None = None, port: int | None = None, prefix: str = "/v1"
+) -> Iterator[tuple[str, ServerProcess]]:
+    """Run ``codap-relay local-api`` as a child process; yield (the stage's base URL, process)."""
+    with command_process("local-api", *args, env=env, port=port, prefix=prefix, start_timeout=90) as served:
+        yield served
+
+
+@contextlib.contextmanager
+def command_process(
+    command: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    port: int | None = None,
+    prefix: str = "",
+    start_timeout: float = 20,
+) -> Iterator[tuple[str, ServerProcess]]:
     port = port or free_port()
-    cmd = [sys.executable, "-m", "codap_relay.cli", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
+    cmd = [sys.executable, "-m", "codap_relay.cli", command, "--host", "127.0.0.1", "--port", str(port), *args]
     with tempfile.TemporaryFile() as output:
         proc = ServerProcess(cmd, env, output)
-        base = f"http://127.0.0.1:{port}"
+        base = f"http://127.0.0.1:{port}{prefix}"
         try:
-            wait_healthy(base, proc)
+            wait_healthy(base, proc, start_timeout)
             yield base, proc
         finally:
             if proc.poll() is None:
@@ -111,6 +143,15 @@ def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None = None, timeout
             pass
         time.sleep(0.05)
     raise RuntimeError(f"{base} did not become healthy")
+
+
+def also_through_local_api(metafunc: pytest.Metafunc, fixture: str, in_process: str) -> None:
+    """For ``pytest_generate_tests``: every test of the module that takes ``fixture`` runs with it in process
+    (``in_process``) and through local-api (``local_api``), except tests marked ``in_process``, which need the
+    relay's in-process state (a fake clock, its store or its logs)."""
+    if fixture in metafunc.fixturenames and metafunc.definition.get_closest_marker("in_process") is None:
+        through = pytest.param("local_api", marks=pytest.mark.dynamodb_local, id="local_api")
+        metafunc.parametrize(fixture, [in_process, through], indirect=True)
 
 
 def make_settings(**overrides: Any) -> Settings:

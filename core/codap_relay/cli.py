@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 # Subcommand modules; one that cannot be imported (an optional extra is missing) is left out of --help.
-COMMANDS = ("serve", "call", "mcp_stdio", "dynamodb")
+COMMANDS = ("serve", "local_api", "call", "mcp_stdio", "dynamodb")
 
 
 def build_parser() -> argparse.ArgumentParser:

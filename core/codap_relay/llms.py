@@ -11,7 +11,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from .codes import normalise_code
-from .http.routes import relay_of
+from .http.routes import public_base, relay_of
 
 TEMPLATE = """\
 # CODAP relay
@@ -68,7 +68,7 @@ GET {base}/api/sessions/{code}
 
 async def llms_txt(request: Request) -> Response:
     settings = relay_of(request).settings
-    base = (settings.public_base_url or str(request.base_url)).rstrip("/")
+    base = public_base(request)
     raw = request.query_params.get("code")
     if raw:
         code = normalise_code(raw)

@@ -27,7 +27,7 @@ from . import __version__
 from .codes import normalise_code
 from .errors import InvalidCode, RelayError
 from .http.errors import error_response
-from .http.routes import client_ip, relay_of
+from .http.routes import client_ip, public_base, relay_of
 from .mcp_tools import INSTRUCTIONS, Caller, call_tool, list_tools, protocol_error
 from .records import SessionRecord
 from .relay import Relay
@@ -168,9 +168,8 @@ class McpEndpoint:
         request = Request(scope, receive)
         relay = relay_of(request)
         settings = relay.settings
-        base_url = (settings.public_base_url or str(request.base_url)).rstrip("/")
         scope[SCOPE_KEY] = McpCall(
-            relay=relay, raw_code=_code_from(request), client=client_ip(request), base_url=base_url
+            relay=relay, raw_code=_code_from(request), client=client_ip(request), base_url=public_base(request)
         )
         security = security_settings(settings)
         rejected = await check_headers(request, security)

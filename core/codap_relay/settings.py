@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -10,11 +11,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 DEFAULT_CORS = "https://codap.concord.org,https://codap3.concord.org"
+BASE_PATH_RE = re.compile(r"^[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*$")
+
+
+def state_dir() -> Path:
+    """Where the local commands keep their databases: $XDG_STATE_HOME/codap-relay (~/.local/state/codap-relay)."""
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "codap-relay"
 
 
 def default_store_url() -> str:
-    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "codap-relay"
-    return f"sqlite:///{state / 'relay.db'}"
+    return f"sqlite:///{state_dir() / 'relay.db'}"
 
 
 class SettingsError(ValueError):
@@ -34,7 +40,11 @@ class Settings(BaseModel):
     cors_origin: tuple[str, ...] = tuple(DEFAULT_CORS.split(","))
     require_browser_token: bool = True
     max_request_bytes: int = Field(262_144, ge=1024)
-    max_response_bytes: int = Field(4_194_304, ge=1024)
+    # The largest result whose event still fits Lambda's 6,291,456-byte request limit in the worst case: JSON
+    # escaping doubles a body made of quotes and backslashes, and the event's headers and context take up to
+    # ~64 KiB more (2 * 3,000,000 + 65,536 < 6,291,456). The answer, read back, fits the 6,291,556-byte response
+    # limit the same way. Tested at the limit through local-api (tests/integration/test_local_api_relay.py).
+    max_response_bytes: int = Field(3_000_000, ge=1024)
     relay_store: str = Field(default_factory=default_store_url)
     trust_proxy: bool = False
     # How long a plugin may go unseen before it counts as disconnected.
@@ -49,6 +59,9 @@ class Settings(BaseModel):
     mcp_tool_timeout_seconds: float = Field(15, gt=0, le=15)  # the same 29 s budget as max_wait_seconds
     allowed_hosts: tuple[str, ...] = ("*",)
     public_base_url: str | None = None
+    # The path in front of every public URL on a custom domain with a base path mapping ("/codap" for
+    # https://relay.example.org/codap/...): API Gateway keeps it in the path it hands the functions.
+    public_base_path: str = ""
     # A CODAP build (a folder with index.html) served at /codap/: CODAP and the plugin then share one loopback
     # origin, so Chrome has no local-network access to ask about and the plugin's storage is first-party.
     codap_dir: Path | None = None
@@ -59,6 +72,16 @@ class Settings(BaseModel):
         if isinstance(v, str):
             return tuple(p.strip().rstrip("/") for p in v.split(",") if p.strip())
         return v
+
+    @field_validator("public_base_path", mode="before")
+    @classmethod
+    def _base_path(cls, v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        path = v.strip().strip("/")
+        if path and not BASE_PATH_RE.match(path):
+            raise ValueError("must be a URL path like /codap (letters, digits, '.', '_', '~', '-' and '/')")
+        return f"/{path}" if path else ""
 
     @field_validator("codap_dir")
     @classmethod

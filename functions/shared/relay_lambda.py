@@ -87,26 +87,64 @@ class CountServerErrors:
         await self.app(scope, receive, watch)
 
 
-class StageBasePath:
-    """On the default execute-api host the stage is the first path segment (``/v1/...``) but API Gateway
-    hands Lambda the path without it. Set it as the ASGI root_path so URLs the relay writes for its users
-    (llms.txt, MCP hints, the index) carry the stage. Custom domains map stages themselves: left alone."""
+def request_context_of(scope: Scope) -> dict[str, Any]:
+    """API Gateway's request context: from the Lambda event (Mangum), or from the header the Lambda Web Adapter
+    forwards it in (the stream under uvicorn). The adapter sets that header itself, replacing any the client sent."""
+    event = scope.get("aws.event")
+    if isinstance(event, dict):
+        context = event.get("requestContext")
+        return context if isinstance(context, dict) else {}
+    for name, value in scope.get("headers", []):
+        if name == b"x-amzn-request-context":
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                return {}
+            return parsed if isinstance(parsed, dict) else {}
+    return {}
 
-    def __init__(self, app: ASGIApp) -> None:
+
+def public_prefix(context: dict[str, Any], path: str, base_path: str) -> tuple[str, bool]:
+    """What stands in front of the app's own paths in the public URL, and whether ``path`` lacks it.
+
+    On the execute-api host the stage is the first segment of the URL (``requestContext.path`` is /v1/plugin/)
+    but not of the path API Gateway passes on (/plugin/). On a custom domain with a base path mapping, the base
+    path is in both (/codap/plugin/): PUBLIC_BASE_PATH names it. Anywhere else there is no prefix."""
+    stage, public = context.get("stage"), context.get("path")
+    if isinstance(stage, str) and isinstance(public, str) and public == f"/{stage}{path}":
+        return f"/{stage}", True
+    if base_path and (path == base_path or path.startswith(base_path + "/")):
+        return base_path, False
+    return "", False
+
+
+class PublicPath:
+    """Mount the app where its users see it: ``root_path`` is the public prefix and ``path`` includes it, as ASGI
+    requires (Starlette routes on the path after root_path), so routes, static files and redirects work under
+    /<stage>/ and /<base path>/, and every URL the relay writes (llms.txt, the index, MCP hints, the OpenAPI
+    servers) carries the prefix."""
+
+    def __init__(self, app: ASGIApp, base_path: str) -> None:
         self.app = app
+        self.base_path = base_path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        context = (scope.get("aws.event") or {}).get("requestContext") or {}
-        stage, domain = context.get("stage"), context.get("domainName") or ""
-        if scope["type"] == "http" and isinstance(stage, str) and domain.endswith(".amazonaws.com"):
-            scope = {**scope, "root_path": f"/{stage}"}
+        if scope["type"] == "http":
+            prefix, add = public_prefix(request_context_of(scope), scope["path"], self.base_path)
+            if prefix:
+                scope = {**scope, "root_path": prefix}
+                if add:
+                    raw = scope.get("raw_path")
+                    scope["path"] = prefix + scope["path"]
+                    scope["raw_path"] = prefix.encode() + raw if isinstance(raw, bytes) else raw
         await self.app(scope, receive, send)
 
 
 class WebAdapterContext:
     """Under the Lambda Web Adapter there is no Lambda event in the ASGI scope; the adapter forwards the
-    API Gateway request context as a header. Use its requestId as the correlation id, and flush metrics
-    after each request (there is no handler to decorate)."""
+    API Gateway request context as a header. Use its requestId as the correlation id, and flush metrics after
+    each request (there is no handler to decorate). The client's address needs nothing here: uvicorn trusts the
+    adapter on 127.0.0.1 and takes it from the X-Forwarded-For header API Gateway adds."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -115,17 +153,13 @@ class WebAdapterContext:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        context = request_context_of(scope)
         headers = list(scope.get("headers", []))
-        raw = dict(headers).get(b"x-amzn-request-context")
-        if raw is not None and not any(name == b"x-correlation-id" for name, _ in headers):
-            try:
-                rid = json.loads(raw).get("requestId")
-            except (ValueError, AttributeError):
-                rid = None
-            if isinstance(rid, str) and CORRELATION_RE.match(rid):
-                headers.append((b"x-correlation-id", rid.encode()))
-                scope = {**scope, "headers": headers}
-                logger.set_correlation_id(rid)
+        rid = context.get("requestId")
+        if isinstance(rid, str) and CORRELATION_RE.match(rid) and not any(n == b"x-correlation-id" for n, _ in headers):
+            headers.append((b"x-correlation-id", rid.encode()))
+            scope = {**scope, "headers": headers}
+            logger.set_correlation_id(rid)
         try:
             await self.app(scope, receive, send)
         finally:
@@ -145,7 +179,7 @@ class LambdaRuntime:
 def build(groups: Sequence[str], *, settings: Settings | None = None) -> LambdaRuntime:
     settings = settings or Settings.from_env()
     relay = Relay(settings, open_store(settings.relay_store), observer=MetricsObserver())
-    app = CountServerErrors(StageBasePath(build_app(relay, groups=groups)))
+    app = CountServerErrors(PublicPath(build_app(relay, groups=groups), settings.public_base_path))
     adapter = Mangum(app, lifespan="off")  # lifespan would run on every invocation otherwise
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)

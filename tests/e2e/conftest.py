@@ -1,4 +1,8 @@
-"""Browser fixtures: one Debian chromium per test session, a real relay and a static CODAP test host on loopback."""
+"""Browser fixtures: one Debian chromium per test module, a real relay and a static CODAP test host on loopback.
+
+Every test that takes ``relay_url`` runs twice: against the relay in process, and through local-api (the deployed
+shape on DynamoDB Local), the plugin loaded from /<stage>/plugin/; tests marked in_process only against the first.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from support import serve_app
+from support import also_through_local_api, serve_app
 
 HOST_DIR = Path(__file__).resolve().parent / "codap_host"
 CHROMIUM = "/usr/bin/chromium"
@@ -57,8 +61,15 @@ def browser(browser_args: list[str]) -> Iterator[Any]:
         b.close()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    also_through_local_api(metafunc, "relay_url", "in_process")
+
+
 @pytest.fixture(scope="session")
-def relay_url() -> Iterator[str]:
+def relay_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    if getattr(request, "param", "in_process") == "local_api":
+        yield request.getfixturevalue("local_api").base
+        return
     relay = Relay(e2e_settings(), MemoryStore())
     with serve_app(build_app(relay)) as url:
         yield url

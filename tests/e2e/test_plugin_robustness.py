@@ -126,7 +126,7 @@ def test_superseded_tab_can_take_the_session_back(open_plugin: Any, relay_url: s
     session_key, session_value = next((k, v) for k, v in tab1.session_storage().items() if k.endswith(":session"))
     # a second CODAP tab holding the same session (as a duplicated tab would)
     inject = (
-        f"if (location.origin === {json.dumps(relay_url)}) "
+        f"if (location.origin === new URL({json.dumps(relay_url)}).origin) "
         f"sessionStorage.setItem({json.dumps(session_key)}, {json.dumps(session_value)});"
     )
     tab2 = open_plugin(relay_url, init_script=inject)

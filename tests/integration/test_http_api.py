@@ -1,21 +1,33 @@
-"""The HTTP contract through the ASGI app: every status code, every error body, the edge validation."""
+"""The HTTP contract: every status code, every error body, the edge validation. Each test that takes ``client``
+runs against the ASGI app in process and, unless marked in_process, through local-api (API Gateway's stage, one
+process per Lambda function, DynamoDB Local): the shape that ships."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
 
 import httpx
 import pytest
+from starlette.types import Message
 
 from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from support import make_settings, serve_app
+from support import also_through_local_api, make_settings, serve_app
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    also_through_local_api(metafunc, "client", "asgi")
+
+
+def deployed(client: httpx.AsyncClient) -> bool:
+    return client.base_url.host != "relay.test"
 
 
 def auth(session: dict[str, Any]) -> dict[str, str]:
@@ -40,6 +52,7 @@ async def test_create_session_contract(client: httpx.AsyncClient) -> None:
     assert empty.status_code == 201
 
 
+@pytest.mark.in_process  # deployed, the correlation id is API Gateway's request id (test_lambda_handlers.py)
 async def test_every_response_has_a_correlation_id_and_keeps_a_valid_incoming_one(client: httpx.AsyncClient) -> None:
     r = await client.get("/healthz", headers={"X-Correlation-Id": "abc-123"})
     assert r.headers["x-correlation-id"] == "abc-123"
@@ -53,15 +66,17 @@ async def test_request_queue_and_read_back(client: httpx.AsyncClient, session: d
     r = await client.post(
         "/request", json={"code": f" {code.lower()} ", "tool": "create_codap_dataset", "args": DATASET}
     )
-    assert r.status_code == 202 and r.json() == {"id": "req-1", "status": "queued", "seq": 1}
-    r = await client.get("/response", params={"code": code, "id": "req-1"})
-    assert r.status_code == 202 and r.json() == {"id": "req-1", "status": "queued"}
-    r = await client.post("/response", json={"code": code, "id": "req-1", "result": {"ok": 1}}, headers=auth(session))
-    assert r.status_code == 202 and r.json() == {"id": "req-1", "status": "completed"}
-    r = await client.get("/response", params={"code": code, "id": "req-1"})
+    rid = r.json()["id"]  # req-1 from the test's id factory in process, a UUID deployed
+    assert r.status_code == 202 and r.json() == {"id": rid, "status": "queued", "seq": 1}
+    assert deployed(client) or rid == "req-1"
+    r = await client.get("/response", params={"code": code, "id": rid})
+    assert r.status_code == 202 and r.json() == {"id": rid, "status": "queued"}
+    r = await client.post("/response", json={"code": code, "id": rid, "result": {"ok": 1}}, headers=auth(session))
+    assert r.status_code == 202 and r.json() == {"id": rid, "status": "completed"}
+    r = await client.get("/response", params={"code": code, "id": rid})
     assert r.status_code == 200
     body = r.json()
-    assert (body["id"], body["status"], body["result"]) == ("req-1", "completed", {"ok": 1})
+    assert (body["id"], body["status"], body["result"]) == (rid, "completed", {"ok": 1})
     assert body["timestamp"].endswith("Z")
 
 
@@ -110,12 +125,13 @@ async def test_malformed_bodies(client: httpx.AsyncClient, session: dict[str, An
         "invalid_request",
     )
     assert "not valid JSON" in body["message"]
-    body = assert_error(
-        await client.post("/request", content=b'{"code": "\xff"}', headers={"content-type": "application/json"}),
-        400,
-        "invalid_request",
-    )
-    assert "UTF-8" in body["message"]
+    if not deployed(client):  # API Gateway carries a text body as a JSON string: bytes not UTF-8 cannot travel
+        body = assert_error(
+            await client.post("/request", content=b'{"code": "\xff"}', headers={"content-type": "application/json"}),
+            400,
+            "invalid_request",
+        )
+        assert "UTF-8" in body["message"]
     body = assert_error(
         await client.post("/request", content=b"code=x", headers={"content-type": "application/x-www-form-urlencoded"}),
         400,
@@ -214,14 +230,15 @@ async def test_not_found_and_conflicts(client: httpx.AsyncClient, session: dict[
     assert_error(await client.put("/request"), 405, "method_not_allowed")
 
 
-async def test_session_status_and_delete(client: httpx.AsyncClient, session: dict[str, Any], clock: FakeClock) -> None:
+async def test_session_status_and_delete(client: httpx.AsyncClient, session: dict[str, Any]) -> None:
     code = session["code"]
     await client.post("/request", json={"code": code, "id": "p", "tool": "get_codap_datasets"})
     r = await client.get(f"/api/sessions/{code.lower()}")
     assert r.status_code == 200
-    assert r.json() == {
+    status = r.json()
+    assert 598 <= status.pop("ttl") <= 600  # the remaining lifetime: exactly 600 on the in-process fake clock
+    assert status == {
         "code": code,
-        "ttl": 600,
         "expiresAt": session["expiresAt"],
         "connected": False,
         "lastSeen": None,
@@ -235,6 +252,7 @@ async def test_session_status_and_delete(client: httpx.AsyncClient, session: dic
     assert r.status_code == 200 and r.json()["error"]["code"] == "session_closed"
 
 
+@pytest.mark.in_process
 async def test_expired_session_is_404_with_reason(
     client: httpx.AsyncClient, session: dict[str, Any], clock: FakeClock
 ) -> None:
@@ -334,6 +352,7 @@ async def test_openapi_document_is_valid_and_complete(client: httpx.AsyncClient)
     )
 
 
+@pytest.mark.in_process
 async def test_access_logs_never_carry_tokens_or_full_codes(
     client: httpx.AsyncClient, session: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -348,7 +367,51 @@ async def test_access_logs_never_carry_tokens_or_full_codes(
 
 
 async def test_index_lists_where_everything_is(client: httpx.AsyncClient) -> None:
+    base = str(client.base_url).rstrip("/")  # deployed, with the stage: http://127.0.0.1:PORT/v1
     body = (await client.get("/")).json()
-    assert body["plugin"] == "http://relay.test/plugin/"
-    assert body["mcp"] == "http://relay.test/mcp/{code}" and body["llms"] == "http://relay.test/llms.txt?code={code}"
-    assert body["openapi"] == "http://relay.test/openapi.json" and body["version"] == "1.0.0"
+    assert body["plugin"] == f"{base}/plugin/"
+    assert body["mcp"] == f"{base}/mcp/{{code}}" and body["llms"] == f"{base}/llms.txt?code={{code}}"
+    assert body["openapi"] == f"{base}/openapi.json" and body["version"] == "1.0.0"
+
+
+@pytest.mark.parametrize("spec_version", ["2.3", "2.4"])
+async def test_stream_ends_when_its_client_disconnects(spec_version: str) -> None:
+    """Whatever ASGI version the server speaks (from 2.4 Starlette waits for a failing send, which an idle stream
+    makes only at its next heartbeat), the stream's loop ends with the client, and with it the refreshing of the
+    session's last sign of life."""
+    relay = Relay(make_settings(heartbeat_seconds=30), MemoryStore())
+    session, token = await relay.create_session()
+    gone = asyncio.Event()
+    first_request = True
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        nonlocal first_request
+        if first_request:
+            first_request = False
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:  # never fails: a server that buffers, or a peer that vanished
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": spec_version},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/stream",
+        "raw_path": b"/stream",
+        "root_path": "",
+        "query_string": f"code={session.code}&token={token}".encode(),
+        "headers": [(b"host", b"relay.test")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("relay.test", 80),
+    }
+    task = asyncio.create_task(build_app(relay)(scope, receive, send))
+    while not any(m["type"] == "http.response.body" for m in sent):
+        await asyncio.sleep(0.01)
+    gone.set()
+    await asyncio.wait_for(task, 2)  # without the disconnect check, 2.4 runs on until its heartbeat fails

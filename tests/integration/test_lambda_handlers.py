@@ -3,6 +3,7 @@ from template.yaml, with each module imported once and invoked warm several time
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import json
 import os
@@ -16,30 +17,19 @@ import pytest
 from moto import mock_aws
 
 from codap_relay.codes import hash_token
+from codap_relay.localapi.template import read_stack
 from codap_relay.records import SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
+from codap_relay.testing.lambda_context import LambdaContext as Context
 from dynamodb_local import CREDENTIALS, new_table
 from support import EVENTS, ROOT, serve_app
 
 CODE = "ABCD2345"  # the pairing code and browser token the events/ files carry
 TOKEN = "sample-browser-token-not-a-secret"
-FUNCTIONS = ("sessions", "stream", "request", "response", "metadata", "plugin")
+FUNCTIONS = ("sessions", "stream", "request", "response", "metadata", "plugin", "mcp")
+EXECUTE_API = "https://abc123.execute-api.us-east-1.amazonaws.com/v1"  # the public URL the staged events carry
+CUSTOM_DOMAIN = "https://relay.example.org/codap"  # a custom domain whose base path mapping /codap is the stage
 SESSION_LIMIT = 3
-
-
-class Context:
-    """The parts of a Lambda context object that Powertools reads."""
-
-    function_name = "codap-relay-test"
-    function_version = "$LATEST"
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:codap-relay-test"
-    memory_limit_in_mb = 256
-    aws_request_id = "test-invocation"
-    log_group_name = "/aws/lambda/test"
-    log_stream_name = "test"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
 
 
 def event(name: str) -> dict[str, Any]:
@@ -65,6 +55,7 @@ def aws() -> Iterator[dict[str, Any]]:
             "HEARTBEAT_SECONDS": "1",
             "POLL_INTERVAL_SECONDS": "0.05",
             "STREAM_MAX_SECONDS": "1.5",
+            "PUBLIC_BASE_PATH": "/codap",  # the *-custom-domain events come through that mapping
         }
         for key, value in env.items():
             mp.setenv(key, value)
@@ -252,3 +243,110 @@ def test_xray_sdk_is_loaded_only_when_tracing_is_on(disabled: str, imported: boo
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(imported)
+
+
+# --- every route, through its function's handler, with the event API Gateway sends --------------------------
+
+ROUTE_FUNCTION = {
+    "SessionsFunction": "sessions",
+    "StreamFunction": "stream",
+    "RequestFunction": "request",
+    "ResponseFunction": "response",
+    "MetadataFunction": "metadata",
+    "PluginFunction": "plugin",
+    "McpFunction": "mcp",
+}
+
+
+def function_of(ev: dict[str, Any]) -> str:
+    """The function API Gateway would invoke for this event: the template's route for its resource and method."""
+    for route in read_stack(ROOT / "template.yaml").routes:
+        if route.path == ev["resource"] and route.method in ("ANY", ev["httpMethod"]):
+            return ROUTE_FUNCTION[route.function]
+    raise AssertionError(f"no route for {ev['httpMethod']} {ev['resource']}")
+
+
+# event -> (status, a check of the answer); PREREQUISITES run first, on a table reset for each case.
+Check = Any
+EXPECTED: dict[str, tuple[int, Check]] = {
+    "sessions-create": (201, lambda r: len(body(r)["code"]) == 8),
+    "sessions-create-bad-input": (400, lambda r: body(r)["error"] == "invalid_request"),
+    "sessions-create-rate-limited": (201, lambda r: body(r)["browserToken"]),
+    "sessions-status": (200, lambda r: body(r)["code"] == CODE),
+    "sessions-delete": (200, lambda r: body(r)["status"] == "closed"),
+    "sessions-log": (200, lambda r: [e["id"] for e in body(r)["entries"]] == ["req-1"]),
+    "stream-poll": (200, lambda r: '"id":"req-1"' in r["body"]),
+    "stream-poll-custom-domain": (200, lambda r: '"id":"req-1"' in r["body"]),
+    "request": (202, lambda r: body(r)["id"] == "req-1"),
+    "request-bad-input": (400, lambda r: body(r)["error"] == "unknown_tool"),
+    # image/* is a binary media type: API Gateway base64-encodes the body; the relay wants JSON.
+    "request-binary-body": (400, lambda r: "Content-Type" in body(r)["message"]),
+    "response": (202, lambda r: body(r)["status"] == "completed"),
+    "response-get": (200, lambda r: body(r)["result"] == {"datasets": [{"name": "Mammals", "cases": 27}]}),
+    "metadata": (200, lambda r: len(body(r)["tools"]) == 6),
+    "metadata-unknown-code": (404, lambda r: body(r)["error"] == "session_not_found"),
+    "plugin-health": (200, lambda r: body(r)["status"] == "ok"),
+    "plugin-page": (200, lambda r: r["headers"]["content-type"].startswith("text/html") and "<html" in r["body"]),
+    "plugin-page-custom-domain": (200, lambda r: r["headers"]["content-type"].startswith("text/html")),
+    "plugin-redirect": (307, lambda r: r["headers"]["location"] == f"{EXECUTE_API}/plugin/"),
+    "plugin-file": (200, lambda r: "javascript" in r["headers"]["content-type"] and "import" in r["body"]),
+    "index": (200, lambda r: body(r)["plugin"] == f"{EXECUTE_API}/plugin/" and body(r)["mcp"].startswith(EXECUTE_API)),
+    "openapi": (200, lambda r: body(r)["servers"] == [{"url": EXECUTE_API}]),
+    "llms-txt": (200, lambda r: f"POST {EXECUTE_API}/request?wait=15" in r["body"]),
+    "llms-txt-custom-domain": (200, lambda r: f"POST {CUSTOM_DOMAIN}/request?wait=15" in r["body"]),
+    "mcp-initialize": (200, lambda r: body(r)["result"]["serverInfo"]["name"] == "codap-relay"),
+    "mcp-tools-list": (200, lambda r: len(body(r)["result"]["tools"]) == 6),
+    "mcp-bearer-tools-list": (200, lambda r: len(body(r)["result"]["tools"]) == 6),
+    # The plugin is not connected in this table: the call is a tool error that says so, and nothing is queued.
+    "mcp-tools-call": (200, lambda r: body(r)["result"]["isError"] is True),
+}
+PREREQUISITES = {
+    "sessions-log": ["request"],
+    "stream-poll": ["request"],
+    "stream-poll-custom-domain": ["request"],
+    "response": ["request"],
+    "response-get": ["request", "response"],
+}
+
+
+def reset_table(aws: dict[str, Any]) -> None:
+    """An empty table holding only the sample session (closed, rate-limited or used sessions start afresh)."""
+    client, table = aws["client"], aws["table"]
+    for item in client.scan(TableName=table)["Items"]:
+        client.delete_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]})
+    DynamoStore(client, table).create_session(SessionRecord(CODE, hash_token(TOKEN), created_at=1e9, expires_at=4e9))
+
+
+def test_every_route_has_a_staged_sample_event() -> None:
+    events = [event(p.stem) for p in sorted(EVENTS.glob("*.json"))]
+    for route in read_stack(ROOT / "template.yaml").routes:
+        assert any(
+            e["resource"] == route.path and route.method in ("ANY", e["httpMethod"]) for e in events
+        ), f"no sample event for {route.method} {route.path}"
+    assert {p.stem for p in EVENTS.glob("*.json")} == set(EXPECTED), "every event file has an expectation"
+    for e in events:
+        context = e["requestContext"]
+        assert context["stage"] == "v1" and context["identity"]["sourceIp"]
+        if context["domainName"].endswith(".amazonaws.com"):  # the execute-api host: the stage is in the URL
+            assert ".execute-api." in context["domainName"] and context["path"] == f"/v1{e['path']}"
+        else:  # a custom domain: the base path is in both paths
+            assert context["path"] == e["path"] and e["path"].startswith("/codap/")
+        assert {k: v[-1] for k, v in e["multiValueHeaders"].items()} == e["headers"]
+        multi_query = e["multiValueQueryStringParameters"]
+        assert (multi_query and {k: v[-1] for k, v in multi_query.items()}) == (e["queryStringParameters"] or None)
+        assert isinstance(e["isBase64Encoded"], bool)
+        if e["isBase64Encoded"]:
+            base64.b64decode(e["body"], validate=True)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_sample_event_through_its_functions_handler(aws: dict[str, Any], name: str) -> None:
+    reset_table(aws)
+    for before in PREREQUISITES.get(name, []):
+        ev = event(before)
+        assert aws["modules"][function_of(ev)].handler(ev, Context())["statusCode"] < 300
+    ev = event(name)
+    result = aws["modules"][function_of(ev)].handler(ev, Context())
+    status, check = EXPECTED[name]
+    assert result["statusCode"] == status, (name, result.get("body", "")[:500])
+    assert check(result), (name, result.get("headers"), result.get("body", "")[:500])

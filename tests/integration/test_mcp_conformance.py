@@ -1,4 +1,5 @@
-"""The official MCP conformance suite and the MCP Inspector CLI against the real ``codap-relay serve``.
+"""The official MCP conformance suite and the MCP Inspector CLI against the real ``codap-relay serve`` and
+``codap-relay local-api`` (the deployed shape on DynamoDB Local).
 
 Both are npm packages that scripts/install-test-deps puts in .tools/mcp together with a Node 22 (the suite needs
 Node >= 22; the machine's may be older).
@@ -32,9 +33,15 @@ def node_env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{NODE.parent}{os.pathsep}{os.environ.get('PATH', '')}", "NO_COLOR": "1"}
 
 
-@pytest.fixture(scope="module")
-def mcp_url() -> Iterator[str]:
-    # Host checks on, as a local deployment should have them: the dns-rebinding scenario depends on it.
+@pytest.fixture(scope="module", params=["serve", pytest.param("local_api", marks=pytest.mark.dynamodb_local)])
+def mcp_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    # Host checks on, as a local deployment should have them: the dns-rebinding scenario depends on it (the
+    # session's local-api has them on too).
+    if request.param == "local_api":
+        base = request.getfixturevalue("local_api").base
+        code = httpx.post(f"{base}/api/sessions", json={}, timeout=10).json()["code"]
+        yield f"{base}/mcp/{code}"
+        return
     env = {**os.environ, "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]"}
     with serve_process("--store", "memory:", env=env) as (base, _proc):
         code = httpx.post(f"{base}/api/sessions", json={}, timeout=10).json()["code"]

@@ -1,4 +1,5 @@
-"""The MCP endpoint through the SDK's own client: in-process ASGI and a real uvicorn, 2025 and 2026-07-28 modes.
+"""The MCP endpoint through the SDK's own client: in-process ASGI, a real uvicorn, and local-api (the deployed
+shape: API Gateway, the MCP function in its own processes, DynamoDB Local); 2025 and 2026-07-28 modes.
 
 A FakePlugin (an SSE client over real HTTP) plays the browser against the same relay in every case.
 """
@@ -28,7 +29,8 @@ from codap_relay.settings import Settings
 from support import bearer, make_settings, serve_app
 
 MODES = ["legacy", "2026-07-28"]
-TRANSPORTS = ["asgi", "uvicorn"]
+IN_PROCESS = ["asgi", "uvicorn"]
+TRANSPORTS = [*IN_PROCESS, pytest.param("local_api", marks=pytest.mark.dynamodb_local)]
 ASGI_BASE = "http://relay.test"
 TOOL_TIMEOUT = 0.5
 
@@ -52,7 +54,9 @@ def settings() -> Settings:
 
 
 class Live:
-    def __init__(self, relay: Relay, app: Starlette, base: str) -> None:
+    """The relay under test: ``app`` in process (with ``base`` its uvicorn), or local-api's ``base`` alone."""
+
+    def __init__(self, relay: Relay, app: Starlette | None, base: str) -> None:
         self.relay, self.app, self.base = relay, app, base
         self.http = httpx.AsyncClient(base_url=base, timeout=10)
 
@@ -76,6 +80,7 @@ class Live:
         self, transport: str, mode: str, path: str, headers: dict[str, str] | None = None
     ) -> AsyncIterator[Client]:
         if transport == "asgi":
+            assert self.app is not None
             http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=self.app), headers=headers, timeout=10)
             url = ASGI_BASE + path
         else:
@@ -86,7 +91,12 @@ class Live:
 
 
 @pytest.fixture
-async def live(relay: Relay) -> AsyncIterator[Live]:
+async def live(request: pytest.FixtureRequest, relay: Relay) -> AsyncIterator[Live]:
+    if "transport" in request.fixturenames and request.getfixturevalue("transport") == "local_api":
+        deployed = Live(relay, None, request.getfixturevalue("local_api").base)
+        async with deployed.http:
+            yield deployed
+        return
     app = build_app(relay)
     with serve_app(app) as base:
         server = Live(relay, app, base)
@@ -175,6 +185,7 @@ async def test_browser_error_is_a_tool_error_with_codaps_message(live: Live, tra
     assert [e["status"] for e in await live.log(session)] == ["failed"]
 
 
+@pytest.mark.parametrize("transport", IN_PROCESS)  # touches the relay and times out after 0.5 s: in process
 async def test_timeout_names_the_request_and_how_to_check_it(
     live: Live, relay: Relay, transport: str, mode: str
 ) -> None:
@@ -201,6 +212,7 @@ async def test_timeout_names_the_request_and_how_to_check_it(
     assert plugin.executed == [request_id]
 
 
+@pytest.mark.parametrize("transport", IN_PROCESS)  # a fake clock
 async def test_plugin_not_connected_fails_at_once_and_queues_nothing(
     live: Live, relay: Relay, clock: FakeClock, transport: str, mode: str
 ) -> None:

@@ -24,6 +24,7 @@ from moto import mock_aws
 from codap_relay.codes import hash_token
 from codap_relay.records import SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
+from codap_relay.testing.lambda_context import LambdaContext
 from dynamodb_local import CREDENTIALS, new_table
 from support import EVENTS, ROOT
 
@@ -31,22 +32,6 @@ EVENT_CODE = "ABCD2345"  # the pairing code in the events' path
 TOKEN = "mcp-test-browser-token"
 HOST = "abc123.execute-api.us-east-1.amazonaws.com"
 DATASETS = {"datasets": [{"name": "Mammals", "cases": 27}]}
-
-
-class LambdaContext:
-    """The parts of a Lambda context object that Powertools reads."""
-
-    function_name = "codap-relay-mcp"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 512
-    aws_request_id = "test-invocation"
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:codap-relay-mcp"
-    log_group_name = "/aws/lambda/test"
-    log_stream_name = "test"
-
-    @staticmethod
-    def get_remaining_time_in_millis() -> int:
-        return 29_000
 
 
 def load_function() -> ModuleType:
@@ -135,7 +120,7 @@ def function(monkeypatch: pytest.MonkeyPatch, loop: asyncio.AbstractEventLoop) -
 
 
 def invoke(module: ModuleType, ev: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    response: dict[str, Any] = module.handler(ev, LambdaContext())
+    response: dict[str, Any] = module.handler(ev, LambdaContext(function_name="codap-relay-mcp"))
     raw = response.get("body") or ""
     if response.get("isBase64Encoded"):
         raw = base64.b64decode(raw).decode()

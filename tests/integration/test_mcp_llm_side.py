@@ -1,5 +1,6 @@
 """The LLM-side tools against a live relay: the typed client, ``codap-relay call``, ``codap-relay mcp-stdio``
-and ``/llms.txt`` followed literally. A FakePlugin plays the browser."""
+and ``/llms.txt`` followed literally. A FakePlugin plays the browser. Each runs against uvicorn in process and
+through local-api (the deployed shape, on DynamoDB Local)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from codap_relay.client import AsyncRelayClient, RelayClient, RelayClientError
 from codap_relay.fake_plugin import FakePlugin
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
-from support import serve_app
+from support import also_through_local_api, serve_app
 
 DATASETS = {"datasets": [{"name": "Mammals", "cases": 27}]}
 
@@ -36,8 +37,15 @@ async def codap(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"result": {"tool": tool, "args": args}}
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    also_through_local_api(metafunc, "base", "uvicorn")
+
+
 @pytest.fixture
-def base(relay: Relay) -> Iterator[str]:
+def base(request: pytest.FixtureRequest, relay: Relay) -> Iterator[str]:
+    if request.param == "local_api":
+        yield request.getfixturevalue("local_api").base
+        return
     with serve_app(build_app(relay)) as url:
         yield url
 

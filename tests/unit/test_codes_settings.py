@@ -39,7 +39,7 @@ def test_settings_from_env_defaults_and_overrides() -> None:
     s = Settings.from_env({"SESSION_TTL_SECONDS": "120", "CORS_ORIGIN": "https://a.example, https://b.example/"})
     assert s.session_ttl_seconds == 120
     assert s.cors_origin == ("https://a.example", "https://b.example")
-    assert s.require_browser_token is True and s.max_request_bytes == 262144 and s.max_response_bytes == 4194304
+    assert s.require_browser_token is True and s.max_request_bytes == 262144 and s.max_response_bytes == 3_000_000
     assert Settings.from_env({}, relay_store="memory:").relay_store == "memory:"
 
 

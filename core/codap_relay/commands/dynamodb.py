@@ -1,7 +1,7 @@
 """``codap-relay dynamodb create-table``: create the relay's table from ``template.yaml``'s own definition.
 
-The template is the one source of truth for the table's keys and TTL; this command reads it (tolerating
-CloudFormation tags such as !Ref and !Sub) instead of repeating the schema.
+The template is the one source of truth for the table's keys and TTL; this command reads it (through
+codap_relay.sam_template) instead of repeating the schema.
 """
 
 from __future__ import annotations
@@ -11,47 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..sam_template import TemplateError, default_template, load_template
+
 TABLE_TYPE = "AWS::DynamoDB::Table"
 # Properties create_table takes as they are written in the template.
 CREATE_KEYS = ("AttributeDefinitions", "KeySchema", "BillingMode", "GlobalSecondaryIndexes", "LocalSecondaryIndexes")
-
-
-class TemplateError(ValueError):
-    pass
-
-
-def default_template() -> Path:
-    """template.yaml in the working directory, else the one at the root of a source checkout."""
-    here = Path.cwd() / "template.yaml"
-    if here.exists():
-        return here
-    return Path(__file__).resolve().parents[3] / "template.yaml"
-
-
-def load_template(path: Path) -> dict[str, Any]:
-    import yaml
-
-    class CfnLoader(yaml.SafeLoader):  # type: ignore[misc]
-        pass
-
-    def any_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-        # !Ref X -> {"Ref": X}, !Sub ... -> {"Fn::Sub": ...}: enough to read the table, which uses none.
-        name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
-        if isinstance(node, yaml.ScalarNode):
-            return {name: loader.construct_scalar(node)}
-        if isinstance(node, yaml.SequenceNode):
-            return {name: loader.construct_sequence(node, deep=True)}
-        return {name: loader.construct_mapping(node, deep=True)}  # type: ignore[arg-type]
-
-    CfnLoader.add_multi_constructor("!", any_tag)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise TemplateError(f"cannot read {path}: {exc.strerror}; pass --template PATH to template.yaml") from exc
-    data = yaml.load(text, Loader=CfnLoader)  # a SafeLoader subclass: builds no Python objects
-    if not isinstance(data, dict):
-        raise TemplateError(f"{path} is not a CloudFormation template")
-    return data
+__all__ = ["TemplateError", "create_table", "default_template", "load_template", "table_definition"]
 
 
 def table_definition(template: dict[str, Any], logical_id: str | None = None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from .. import __version__
@@ -15,7 +15,7 @@ from ..errors import BadInput
 from ..relay import Answer, Relay
 from . import schemas as s
 from .bodies import parse, read_json
-from .sse import encode
+from .sse import EventStreamResponse, encode
 
 
 def relay_of(request: Request) -> Relay:
@@ -29,6 +29,12 @@ def client_ip(request: Request) -> str | None:
         if forwarded:
             return forwarded.split(",")[0].strip()
     return request.client.host if request.client else None
+
+
+def public_base(request: Request) -> str:
+    """The relay's public URL, for every URL it writes: PUBLIC_BASE_URL if set, else scheme, host and the
+    public path prefix (ASGI root_path: the stage, or a custom domain's base path)."""
+    return (relay_of(request).settings.public_base_url or str(request.base_url)).rstrip("/")
 
 
 def bearer_token(request: Request) -> str | None:
@@ -140,7 +146,7 @@ async def stream(request: Request) -> Response:
         async for event in events:
             yield encode(event)
 
-    return StreamingResponse(
+    return EventStreamResponse(
         body(),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"},
@@ -207,11 +213,11 @@ async def healthz(request: Request) -> Response:
 async def openapi(request: Request) -> Response:
     from .openapi import document
 
-    return JSONResponse(document(str(request.base_url).rstrip("/"), relay_of(request).settings.max_wait_seconds))
+    return JSONResponse(document(public_base(request), relay_of(request).settings.max_wait_seconds))
 
 
 async def index(request: Request) -> Response:
-    base = str(request.base_url).rstrip("/")
+    base = public_base(request)
     return JSONResponse(
         {
             "name": "codap-relay",

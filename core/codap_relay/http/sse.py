@@ -1,9 +1,14 @@
-"""Server-sent event framing (the WHATWG EventSource wire format)."""
+"""Server-sent events: the framing (the WHATWG EventSource wire format) and the streaming response."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+
+import anyio
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from ..relay import StreamEvent
 
@@ -24,3 +29,23 @@ def encode(event: StreamEvent) -> bytes:
         # which JSON leaves raw, and the browser would rejoin those pieces with "\n" into invalid JSON.
         lines.extend(f"data: {part}" for part in _LINE_END.split(payload))
     return ("\n".join(lines) + "\n\n").encode()
+
+
+class EventStreamResponse(StreamingResponse):
+    """A stream that ends as soon as its client disconnects, whatever ASGI version the server speaks.
+
+    From ASGI 2.4 Starlette stops listening for ``http.disconnect`` and relies on a failing send instead; an
+    idle event stream sends only a heartbeat every HEARTBEAT_SECONDS, so it would run on that long after the
+    plugin left, and meanwhile keep telling the store that the plugin is connected."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with anyio.create_task_group() as group:
+
+            async def stream() -> None:
+                with contextlib.suppress(OSError):  # the client went away mid-send
+                    await self.stream_response(send)
+                group.cancel_scope.cancel()
+
+            group.start_soon(stream)
+            await self.listen_for_disconnect(receive)
+            group.cancel_scope.cancel()

@@ -1,4 +1,5 @@
-"""Store backends and the URL scheme that picks one: ``memory:``, ``sqlite:///ABS/PATH.db``, ``dynamodb://TABLE?…``."""
+"""Store backends and the URL scheme that picks one: ``memory:``, ``sqlite:///ABS/PATH.db[?shared=1]``,
+``dynamodb://TABLE?…``. ``shared=1``: other processes write the same SQLite file (waiters poll)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,18 @@ def open_store(url: str) -> Store:
 
         return MemoryStore()
     if parsed.scheme == "sqlite":
-        path = url[len("sqlite://") :]
+        path = url[len("sqlite://") :].split("?", 1)[0]
         if not path.startswith("/"):
             raise StoreUrlError(
                 f"sqlite store URL needs an absolute path, like sqlite:///home/me/relay.db (got {url!r})"
             )
+        options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        shared = options.pop("shared", "0").lower()
+        if options or shared not in ("0", "1", "true", "false"):
+            raise StoreUrlError(f"sqlite store URL takes only ?shared=1 (got {url!r})")
         from .sqlite import SqliteStore
 
-        return SqliteStore(path)
+        return SqliteStore(path, shared=shared in ("1", "true"))
     if parsed.scheme == "dynamodb":
         from .dynamodb import DynamoStore  # type: ignore[import-not-found,unused-ignore]
 

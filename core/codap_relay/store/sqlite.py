@@ -40,8 +40,11 @@ class SqliteStore:
     pushes = True
     blocking = True
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, shared: bool = False) -> None:
+        """``shared``: other processes write this file too (local-api runs each function in its own process),
+        so a write here wakes no waiter there: waiters poll, as with DynamoDB."""
         self.path = str(path)
+        self.pushes = not shared
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()

@@ -1,0 +1,124 @@
+"""``codap-relay local-api``: the deployed stack on one machine, without Docker or AWS.
+
+API Gateway's REST API stage in front (routes, limits and answers from template.yaml), each Lambda function in
+processes of its own (its environment from the template), the stream behind a Web Adapter-style proxy, and a
+store they share: SQLite (default) or DynamoDB Local. See codap_relay.localapi.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..sam_template import TemplateError, default_template
+from ..store import StoreUrlError
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "local-api",
+        help="run the deployed stack locally: API Gateway stage, one process per Lambda function, the stream",
+        description="Serve http://HOST:PORT/<stage>/… as the deployed REST API stage would, each function in its "
+        "own processes with the environment template.yaml gives it (variables set in this environment win).",
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=3000)
+    p.add_argument(
+        "--store",
+        help="sqlite:///ABS/PATH.db (default: local-api.db in the state folder) or "
+        "dynamodb://TABLE?endpoint_url=http://127.0.0.1:8000 (DynamoDB Local; the table is created if missing)",
+    )
+    p.add_argument("--stage", help="stage name, the first path segment (default: the template's)")
+    p.add_argument(
+        "--base-path",
+        help="serve as a custom domain whose base path mapping PATH points at the stage: URLs are /PATH/…, and "
+        "the event's path keeps /PATH (set the PublicBasePath parameter to match, as a deployment would)",
+    )
+    p.add_argument("--template", type=Path, help="path to template.yaml (default: ./template.yaml)")
+    p.add_argument(
+        "--parameter",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a template parameter (repeatable), as sam deploy --parameter-overrides",
+    )
+    p.add_argument(
+        "--max-instances",
+        type=int,
+        default=None,
+        help="most concurrent instances of one function (default 10); more requests wait for one to come free",
+    )
+    p.set_defaults(run=run)
+
+
+# What the functions import (and the template reader): the aws and mcp extras.
+FUNCTION_MODULES = ("yaml", "boto3", "mangum", "aws_lambda_powertools", "mcp")
+
+
+def run(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    import uvicorn
+
+    missing = [name for name in FUNCTION_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        print(
+            f"codap-relay: local-api runs the Lambda functions, which need {', '.join(missing)}: "
+            "pip install 'codap-relay[aws,mcp]'",
+            file=sys.stderr,
+        )
+        return 2
+
+    from ..localapi.server import DEFAULT_MAX_INSTANCES, Options, build_gateway, default_store_url, load, prepare_store
+
+    parameters: dict[str, str] = {}
+    for item in args.parameter:
+        name, sep, value = item.partition("=")
+        if not sep:
+            print(f"codap-relay: --parameter takes NAME=VALUE (got {item!r})", file=sys.stderr)
+            return 2
+        parameters[name] = value
+    template = (args.template or default_template()).resolve()
+    options = Options(
+        template=template,
+        store_url=args.store or os.environ.get("RELAY_STORE") or default_store_url(),
+        stage=args.stage,
+        base_path=args.base_path,
+        parameters=parameters,
+        max_instances=args.max_instances or DEFAULT_MAX_INSTANCES,
+    )
+    try:
+        stack = load(options)
+        store_url = prepare_store(options.store_url, template)
+    except (TemplateError, StoreUrlError) as exc:
+        print(f"codap-relay: {exc}", file=sys.stderr)
+        return 2
+    gateway = build_gateway(options, stack, store_url)
+    host = args.host if ":" not in args.host else f"[{args.host}]"
+    prefix = (args.base_path or stack.stage).strip("/")
+    base = f"http://{host}:{args.port}/{prefix}"
+
+    def announce() -> None:
+        print(
+            f"codap-relay local-api: {len(stack.functions)} functions from {template}, store {store_url.split('?')[0]}",
+            flush=True,
+        )
+        print(f"API:    {base}/", flush=True)
+        print(f"Plugin: {base}/plugin/", flush=True)
+        print(f"MCP:    {base}/mcp/<pairing code>", flush=True)
+
+    gateway.on_ready = announce
+    uvicorn.run(
+        gateway,
+        host=args.host,
+        port=args.port,
+        lifespan="on",
+        proxy_headers=False,  # API Gateway's sourceIp is the TCP peer; a client's X-Forwarded-For is only extended
+        access_log=False,
+        log_config=None,
+        timeout_graceful_shutdown=2,  # open streams end; then every function process is stopped
+    )
+    return 0

@@ -1,0 +1,96 @@
+"""Putting local-api together: the stack from the template, a pool per function, the store they share."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TextIO
+from urllib.parse import parse_qs, urlparse
+
+from ..sam_template import load_template
+from ..settings import state_dir
+from ..store import StoreUrlError, open_store
+from .gateway import Gateway
+from .instances import AdapterInstance, Instance, Pool, RuntimeInstance, function_environment
+from .template import Function, Stack, read_stack
+
+DEFAULT_MAX_INSTANCES = 10
+
+
+@dataclass(frozen=True)
+class Options:
+    template: Path
+    store_url: str
+    stage: str | None = None
+    base_path: str | None = None
+    parameters: dict[str, str] = field(default_factory=dict)
+    max_instances: int = DEFAULT_MAX_INSTANCES
+    caller: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+def default_store_url() -> str:
+    return f"sqlite:///{state_dir() / 'local-api.db'}"
+
+
+def prepare_store(url: str, template: Path) -> str:
+    """The store URL every function gets. ``memory:`` is refused: it lives inside one process, and each function
+    runs in its own. A SQLite file is marked shared (its writers are several processes, so waiters poll) and
+    created once here; a DynamoDB Local table (``endpoint_url``) is created from the template when missing."""
+    parsed = urlparse(url)
+    if url.startswith("memory:"):
+        raise StoreUrlError(
+            "local-api cannot use the memory: store: every function runs in its own process, as on Lambda, and "
+            "memory: lives inside one process, so the functions would not see each other's writes. Use "
+            "sqlite:///ABS/PATH.db or dynamodb://TABLE?endpoint_url=… (DynamoDB Local)."
+        )
+    if parsed.scheme == "sqlite":
+        shared = f"sqlite://{url[len('sqlite://') :].split('?', 1)[0]}?shared=1"
+        open_store(shared).close()  # creates the file and its schema before several processes race to
+        return shared
+    if parsed.scheme == "dynamodb":
+        options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+        if options.get("endpoint_url"):
+            _ensure_local_table(parsed.netloc, options, template)
+        return url
+    open_store(url)  # raises StoreUrlError with the accepted forms
+    return url
+
+
+def _ensure_local_table(table: str, options: Mapping[str, str], template: Path) -> None:
+    from ..commands.dynamodb import client_for, create_table, table_definition
+
+    client = client_for(options.get("endpoint_url"), options.get("region"))
+    create_table(client, table, table_definition(load_template(template)))
+
+
+def load(options: Options) -> Stack:
+    stack = read_stack(options.template, parameters=options.parameters, region=_region(options.caller))
+    if options.stage:
+        stack = replace(stack, stage=options.stage)
+    return stack
+
+
+def _region(caller: Mapping[str, str]) -> str:
+    return caller.get("AWS_REGION") or caller.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def build_gateway(options: Options, stack: Stack, store_url: str, output: TextIO = sys.stderr) -> Gateway:
+    layer_dir = options.template.resolve().parent / "functions" / "shared"
+    pools: dict[str, Pool] = {}
+    for function in stack.functions.values():
+        environment = function_environment(
+            function, store_url=store_url, layer_dir=layer_dir, region=_region(options.caller), caller=options.caller
+        )
+
+        def make(fn: Function, number: int, environment: dict[str, str] = environment) -> Instance:
+            kind = AdapterInstance if fn.web_adapter else RuntimeInstance
+            return kind(fn, number, environment, output)
+
+        cap = options.max_instances
+        if function.reserved_concurrency is not None:
+            cap = min(cap, function.reserved_concurrency)
+        pools[function.logical_id] = Pool(function, make, cap)
+    return Gateway(stack, pools, output, base_path=options.base_path)
