@@ -34,6 +34,7 @@ from urllib.parse import urlparse
 READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 CLOCK_VALUES = (":now",)  # expression values that carry the caller's clock, not what is read
+UPSTREAM_IDLE_SECONDS = 5.0  # an upstream connection idle longer than this is replaced, not reused
 
 
 # --- item sizes (AWS: attribute names plus values, in bytes) -------------------------------------------------
@@ -202,6 +203,7 @@ class Proxy:
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        used = 0.0
         try:
             while True:
                 message = await read_message(reader)
@@ -216,11 +218,16 @@ class Proxy:
                 request = json.loads(body) if body else {}
                 request["ReturnConsumedCapacity"] = "TOTAL"
                 body = json.dumps(request).encode()
+                loop = asyncio.get_running_loop()
+                if upstream is not None and loop.time() - used > UPSTREAM_IDLE_SECONDS:
+                    upstream[1].close()  # DynamoDB Local may have closed it meanwhile: never send on a stale one
+                    upstream = None
                 if upstream is None:
                     upstream = await asyncio.open_connection(self.host, self.port)
                 upstream[1].write(render(first, headers, body))
                 await upstream[1].drain()
                 answer = await read_message(upstream[0])
+                used = loop.time()
                 if answer is None:
                     return
                 status_line, answer_headers, answer_body = answer
