@@ -91,10 +91,8 @@ def test_incompressible_response_is_chunked_and_reads_back(store: DynamoStore) -
     store.add_request(CODE, new("big"))
     text = incompressible(LIMIT - 200)
     body = {"result": {"text": text}}
-    _, fresh = store.complete_request(
-        ResponseRecord(CODE, "big", "completed", body, fingerprint(body), T0 + 1, T0 + 3600)
-    )
-    assert fresh
+    done = store.complete_request(ResponseRecord(CODE, "big", "completed", body, fingerprint(body), T0 + 1, T0 + 3600))
+    assert done.fresh
     blobs = [i for i in items(store) if i["sk"]["S"].startswith("BLOB#")]
     assert len(blobs) >= 8  # ~3 MB compressed: several chunk items, each under DynamoDB's 400 KB
     got = store.get_response(CODE, "big")
@@ -163,8 +161,8 @@ def test_throttled_answer_leaves_request_pending_and_retry_wins(store: DynamoSto
     store._client = real
     assert store.get_response(CODE, "a") is None
     assert [r.id for r in store.pending_requests(CODE, 0, T0)] == ["a"]
-    stored, fresh = store.complete_request(response)
-    assert fresh and store.get_response(CODE, "a") == stored
+    done = store.complete_request(response)
+    assert done.fresh and store.get_response(CODE, "a") == done.response
 
 
 def test_throttled_transaction_reason_is_unavailable_not_a_conflict(store: DynamoStore) -> None:

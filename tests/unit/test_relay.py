@@ -11,7 +11,8 @@ import pytest
 
 from codap_relay import errors as e
 from codap_relay.clock import FakeClock, counting_ids
-from codap_relay.relay import Relay, RequestExpired, StreamEvent
+from codap_relay.errors import RequestExpired
+from codap_relay.relay import Relay, StreamEvent
 from codap_relay.store.memory import MemoryStore
 from support import make_settings
 
@@ -341,9 +342,9 @@ async def test_unexpected_store_failure_is_store_unavailable(clock: FakeClock) -
 class ClosesDuringSubmit(MemoryStore):
     """The plugin ends the session between the relay's session check and its append."""
 
-    def add_request(self, code: str, new: Any) -> Any:
+    def add_request(self, code: str, new: Any, *, last_seq: int | None = None) -> Any:
         self.update_session(code, closed_at=1.0)
-        return super().add_request(code, new)
+        return super().add_request(code, new, last_seq=last_seq)
 
 
 async def test_a_session_ended_during_submit_takes_nothing_and_says_why(clock: FakeClock) -> None:

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import CodeCollision, SessionNotFound, StoreUnavailable
-from ..records import NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound, StoreUnavailable
+from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -113,8 +113,10 @@ class SqliteStore:
 
     def get_session(self, code: str) -> SessionRecord | None:
         row = self._one("SELECT * FROM sessions WHERE code = ?", (code,))
-        if row is None:
-            return None
+        return None if row is None else self._session(row)
+
+    @staticmethod
+    def _session(row: sqlite3.Row) -> SessionRecord:
         return SessionRecord(
             code=row["code"],
             token_hash=row["token_hash"],
@@ -163,7 +165,7 @@ class SqliteStore:
             error_code=row["error_code"],
         )
 
-    def add_request(self, code: str, new: NewRequest) -> tuple[RequestRecord, bool]:
+    def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
         with self._tx() as db:
             row = db.execute("SELECT last_seq, closed_at FROM sessions WHERE code = ?", (code,)).fetchone()
             if row is None:
@@ -198,6 +200,15 @@ class SqliteStore:
         row = self._one("SELECT * FROM requests WHERE code = ? AND id = ?", (code, request_id))
         return None if row is None else self._request(row)
 
+    def lookup(self, code: str, request_id: str) -> Lookup:
+        with self._lock:
+            session = self.get_session(code)
+            if session is None:
+                return Lookup(None, None, None)
+            response = self.get_response(code, request_id)
+            request = None if response is not None else self.get_request(code, request_id)
+            return Lookup(session, request, response)
+
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
         rows = self._all(
             "SELECT * FROM requests WHERE code = ? AND seq > ? AND status IN ('queued', 'delivered') "
@@ -206,16 +217,37 @@ class SqliteStore:
         )
         return [self._request(r) for r in rows]
 
-    def list_requests(self, code: str) -> list[RequestRecord]:
-        return [self._request(r) for r in self._all("SELECT * FROM requests WHERE code = ? ORDER BY seq", (code,))]
-
-    def mark_delivered(self, code: str, request_id: str, at: float) -> None:
+    def deliver(
+        self, code: str, consumer: str, after_seq: int, now: float
+    ) -> tuple[SessionRecord | None, list[RequestRecord]]:
+        session = self.get_session(code)
+        if session is None:
+            return None, []
+        live = session.closed_at is None and session.expires_at > now and session.consumer == consumer
+        if not live or session.last_seq <= after_seq:
+            return session, []
         with self._tx() as db:
+            # Checked again inside the transaction: the session may have been ended or taken over meanwhile.
+            row = db.execute("SELECT * FROM sessions WHERE code = ?", (code,)).fetchone()
+            if row is None:
+                return None, []
+            session = self._session(row)
+            if session.closed_at is not None or session.expires_at <= now or session.consumer != consumer:
+                return session, []
             db.execute(
                 "UPDATE requests SET status = 'delivered', delivered_at = ? "
-                "WHERE code = ? AND id = ? AND status = 'queued'",
-                (at, code, request_id),
+                "WHERE code = ? AND seq > ? AND status = 'queued' AND expires_at > ?",
+                (now, code, after_seq, now),
             )
+            rows = db.execute(
+                "SELECT * FROM requests WHERE code = ? AND seq > ? AND status IN ('queued', 'delivered') "
+                "AND expires_at > ? ORDER BY seq",
+                (code, after_seq, now),
+            ).fetchall()
+        return session, [self._request(r) for r in rows]
+
+    def list_requests(self, code: str) -> list[RequestRecord]:
+        return [self._request(r) for r in self._all("SELECT * FROM requests WHERE code = ? ORDER BY seq", (code,))]
 
     # --- responses --------------------------------------------------------------------------------------
 
@@ -232,15 +264,22 @@ class SqliteStore:
             error_code=row["error_code"],
         )
 
-    def complete_request(self, response: ResponseRecord) -> tuple[ResponseRecord, bool]:
+    def complete_request(self, response: ResponseRecord, *, now: float | None = None) -> Completion:
         with self._tx() as db:
-            if db.execute("SELECT 1 FROM sessions WHERE code = ?", (response.code,)).fetchone() is None:
-                raise SessionNotFound("session not found", reason="unknown")
+            request = db.execute(
+                "SELECT status, expires_at, created_at FROM requests WHERE code = ? AND id = ?",
+                (response.code, response.id),
+            ).fetchone()
+            if request is None:
+                raise RequestNotFound("no such request", request_id=response.id)
             earlier = db.execute(
                 "SELECT * FROM responses WHERE code = ? AND id = ?", (response.code, response.id)
             ).fetchone()
             if earlier is not None:
-                return self._response(earlier), False
+                return Completion(self._response(earlier), False, request["created_at"])
+            pending = request["status"] in ("queued", "delivered")
+            if now is not None and pending and request["expires_at"] <= now:
+                raise RequestExpired("request expired unanswered", request_id=response.id)
             db.execute(
                 "INSERT INTO responses (code, id, status, body, fingerprint, timestamp, expires_at, error_code) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -259,7 +298,7 @@ class SqliteStore:
                 "UPDATE requests SET status = ?, completed_at = ?, error_code = ? WHERE code = ? AND id = ?",
                 (response.status, response.timestamp, response.error_code, response.code, response.id),
             )
-        return response, True
+        return Completion(response, True, request["created_at"])
 
     def get_response(self, code: str, request_id: str) -> ResponseRecord | None:
         row = self._one("SELECT * FROM responses WHERE code = ? AND id = ?", (code, request_id))
