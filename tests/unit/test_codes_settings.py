@@ -55,3 +55,10 @@ def test_codap_dir_must_hold_a_codap_build(tmp_path: Path) -> None:
         Settings.from_env({"CODAP_DIR": str(tmp_path)})
     (tmp_path / "index.html").write_text("<!doctype html>")
     assert Settings.from_env({"CODAP_DIR": str(tmp_path)}).codap_dir == tmp_path
+
+
+def test_an_idle_session_is_never_polled_more_often_than_a_busy_one() -> None:
+    with pytest.raises(SettingsError, match=r"IDLE_POLL_INTERVAL_SECONDS.*POLL_INTERVAL_SECONDS"):
+        Settings.from_env({"POLL_INTERVAL_SECONDS": "0.5", "IDLE_POLL_INTERVAL_SECONDS": "0.1"})
+    s = Settings.from_env({"POLL_INTERVAL_SECONDS": "0.05", "IDLE_POLL_INTERVAL_SECONDS": "0.05"})
+    assert s.idle_poll_interval_seconds == s.poll_interval_seconds == 0.05
