@@ -66,7 +66,8 @@ class Store(Protocol):
         returned as marked. They are read and marked only while the session is live at ``now`` (not closed, not
         expired) and ``consumer`` owns its delivery; otherwise the list is empty. When the session shows that no
         request came after ``after_seq`` (``last_seq <= after_seq``) nothing else is read: one read, which is
-        what an idle stream's poll costs.
+        what an idle stream's poll costs. That read may lag the latest write by a moment (DynamoDB's eventually
+        consistent read, half the price) when it finds nothing to do; whatever is done is decided on a current one.
         """
         ...
 

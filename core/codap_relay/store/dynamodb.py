@@ -603,11 +603,18 @@ class DynamoStore:
     def deliver(
         self, code: str, consumer: str, after_seq: int, now: float
     ) -> tuple[SessionRecord | None, list[RequestRecord]]:
+        # Most polls find nothing new, and an eventually consistent read (half the read units) can say so. Any
+        # other answer (news, or a session that looks ended, expired or taken over) is decided on a consistent
+        # read: a read that lags a write only puts a delivery off to the next poll, never changes what is done.
+        glance = self._call("get_item", TableName=self.table, Key=_key(_pk(code), "META")).get("Item")
+        if glance is not None:
+            seen = self._session(code, glance)
+            if self._live_for(seen, consumer, now) and seen.last_seq <= after_seq:
+                return seen, []
         session = self.get_session(code)
         if session is None:
             return None, []
-        live = session.closed_at is None and session.expires_at > now and session.consumer == consumer
-        if not live or session.last_seq <= after_seq:  # the idle poll: this one read
+        if not self._live_for(session, consumer, now) or session.last_seq <= after_seq:
             return session, []
         out = []
         for request in self.pending_requests(code, after_seq, now):
@@ -622,6 +629,10 @@ class DynamoStore:
             ExpressionAttributeValues={":pk": _s(_pk(code)), ":prefix": _s("REQ#")},
         )
         return [self._request(code, item) for item in items]
+
+    @staticmethod
+    def _live_for(session: SessionRecord, consumer: str, now: float) -> bool:
+        return session.closed_at is None and session.expires_at > now and session.consumer == consumer
 
     def _mark_delivered(self, code: str, request: RequestRecord, at: float) -> bool:
         """queued -> delivered; False if it was not queued any more."""
