@@ -212,6 +212,7 @@ def per_call(phase: dict[str, Any], calls: int) -> dict[str, Any]:
             f: round(v["billed_ms"] / calls, 2) for f, v in phase["lambda"].items() if f != STREAM_FUNCTION
         },
         "cpu_ms": {f: round(s * 1000 / calls, 2) for f, s in sorted(phase["cpu_seconds"].items()) if s > 0},
+        "dynamodb_ms": d["upstream_ms"],
         "errors": d["errors"],
     }
 

@@ -27,7 +27,7 @@ import hashlib
 import json
 import math
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 from urllib.parse import urlparse
 
@@ -85,6 +85,8 @@ class Counts:
         self.write_units = 0.0
         self.poll_read_units = 0.0
         self.errors: Counter[str] = Counter()
+        # How long DynamoDB Local took to answer, per operation.
+        self.upstream_seconds: defaultdict[str, float] = defaultdict(float)
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -94,11 +96,13 @@ class Counts:
             "write_units": round(self.write_units, 2),
             "polling_read_units": round(self.poll_read_units, 2),
             "errors": dict(self.errors),
+            "upstream_ms": {op: round(s * 1000 / self.requests[op], 2) for op, s in self.upstream_seconds.items()},
         }
 
-    def record(self, op: str, request: dict[str, Any], status: int, answer: dict[str, Any]) -> None:
+    def record(self, op: str, request: dict[str, Any], status: int, answer: dict[str, Any], seconds: float) -> None:
         with self.lock:
             self.requests[op] += 1
+            self.upstream_seconds[op] += seconds
             if status != 200:
                 self.errors[answer.get("__type", str(status)).split("#")[-1]] += 1
             self._remember_sizes(op, request, answer)
@@ -224,6 +228,7 @@ class Proxy:
                     upstream = None
                 if upstream is None:
                     upstream = await asyncio.open_connection(self.host, self.port)
+                sent = loop.time()
                 upstream[1].write(render(first, headers, body))
                 await upstream[1].drain()
                 answer = await read_message(upstream[0])
@@ -238,7 +243,7 @@ class Proxy:
                     parsed = json.loads(answer_body) if answer_body else {}
                 except ValueError:
                     parsed = {}
-                self.counts.record(op, request, status, parsed)
+                self.counts.record(op, request, status, parsed, used - sent)
         finally:
             writer.close()
             if upstream is not None:
