@@ -48,6 +48,7 @@ CALL_KINDS: dict[str, load.RoundTrip] = {
     "http": load.http_round_trip,
     "mcp": load.mcp_round_trip,
 }
+WARM_UP_CALLS = 5
 # The bench makes more calls a minute than the request limit allows one client; the counters still run.
 ENV = {
     "RATE_LIMIT_SESSION_PER_IP": "100000",
@@ -253,8 +254,8 @@ async def _measure(stack: Stack, dep: Deployment, *, calls: int, plugins: int, i
     out["floor"] = summary(floor.round_trip)
     async with load.session_pairs(stack.base, 1) as (llm, pairs):
         pair = pairs[0]
-        for kind in CALL_KINDS.values():  # cold starts (and a second instance's) out of the figures
-            for i in range(2):
+        for kind in CALL_KINDS.values():  # cold starts, and DynamoDB Local's JIT warming up, out of the figures
+            for i in range(WARM_UP_CALLS):
                 await kind(llm, pair, -1 - i, load.Samples())
         for name, kind in CALL_KINDS.items():
             print(f"  deployed: {name} …", file=sys.stderr, flush=True)
@@ -291,7 +292,9 @@ async def _measure(stack: Stack, dep: Deployment, *, calls: int, plugins: int, i
         out["resume"] = {
             "idle_seconds": round(time.perf_counter() - idle_from, 1),
             "first": summary(first.round_trip),
+            "first_delivery": summary(first.delivery),
             "second": summary(second.round_trip),
+            "second_delivery": summary(second.delivery),
             "errors": first.errors + second.errors,
         }
     await asyncio.sleep(0.5)  # the plugins' streams have ended: their REPORT lines are written

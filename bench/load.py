@@ -144,6 +144,46 @@ async def run_pairs(
     return samples
 
 
+async def _baseline_round_trip(client: httpx.AsyncClient, pair: Pair, n: int, samples: Samples) -> None:
+    await _baseline_call(client, samples)
+
+
+async def _floor_round_trip(client: httpx.AsyncClient, pair: Pair, n: int, samples: Samples) -> None:
+    await _floor_call(client, samples)
+
+
+BASELINE: RoundTrip = _baseline_round_trip
+FLOOR: RoundTrip = _floor_round_trip
+
+
+async def run_interleaved(
+    base: str, concurrency: int, per_pair: int, series: dict[str, RoundTrip], *, chunk: int = 5
+) -> dict[str, Samples]:
+    """Every series on the same ``concurrency`` session pairs, taking turns ``chunk`` calls at a time, so that a
+    burst of load on a shared machine falls on all of them alike and their ratios stay comparable. ``BASELINE``
+    and ``FLOOR`` run on a client of their own, with the same number of workers."""
+    out = {name: Samples() for name in series}
+    async with session_pairs(base, concurrency) as (llm, pairs), new_client(base) as bare:
+        for kind in series.values():  # first-call effects out of the samples
+            await asyncio.gather(*(kind(bare if kind in (BASELINE, FLOOR) else llm, p, -1, Samples()) for p in pairs))
+        for first in range(0, per_pair, chunk):
+            n = min(chunk, per_pair - first)
+            for name, kind in series.items():
+                client = bare if kind in (BASELINE, FLOOR) else llm
+                await _turn(kind, client, pairs, first, n, out[name])
+    return out
+
+
+async def _turn(
+    kind: RoundTrip, client: httpx.AsyncClient, pairs: list[Pair], first: int, n: int, into: Samples
+) -> None:
+    async def worker(pair: Pair) -> None:
+        for i in range(first, first + n):
+            await kind(client, pair, i, into)
+
+    await asyncio.gather(*(worker(p) for p in pairs))
+
+
 async def run_pairs_for(base: str, concurrency: int, seconds: float, kind: RoundTrip = http_round_trip) -> Samples:
     """Saturation: ``concurrency`` pairs making round trips back to back for ``seconds``."""
     samples = Samples()

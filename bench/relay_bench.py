@@ -115,10 +115,12 @@ def roundtrip_levels(
     out = []
     for c in levels:
         per_pair = max(1, total // c)
-        baseline = asyncio.run(load.run_baseline(base, c, per_pair * 3))
-        floor = asyncio.run(load.run_floor(base, c, per_pair * 2))
-        wait = asyncio.run(load.run_pairs(base, c, per_pair, load.http_wait_round_trip))
-        http = asyncio.run(load.run_pairs(base, c, per_pair))
+        series = {"baseline": load.BASELINE, "floor": load.FLOOR, "http_wait": load.http_wait_round_trip}
+        series["http"] = load.http_round_trip
+        if mcp:
+            series["mcp"] = load.mcp_round_trip
+        got = asyncio.run(load.run_interleaved(base, c, per_pair, series))
+        baseline, floor, wait, http = got["baseline"], got["floor"], got["http_wait"], got["http"]
         entry: dict[str, Any] = {
             "concurrency": c,
             "baseline": summary(baseline.round_trip),
@@ -126,13 +128,10 @@ def roundtrip_levels(
             "http_wait": summary(wait.round_trip),
             "http": summary(http.round_trip),
             "delivery": summary(http.delivery),
-            "errors": http.errors + baseline.errors + floor.errors + wait.errors,
+            "errors": sum(s.errors for s in got.values()),
         }
-        series = {"http_wait": wait, "http": http}
         if mcp:
-            series["mcp"] = asyncio.run(load.run_pairs(base, c, per_pair, load.mcp_round_trip))
-            entry["mcp"] = summary(series["mcp"].round_trip)
-            entry["errors"] += series["mcp"].errors
+            entry["mcp"] = summary(got["mcp"].round_trip)
         for key in ("floor", "http_wait", "http", "delivery", "mcp"):
             if key in entry:
                 entry[f"{key}_ratio"] = with_ratios(entry[key], entry["baseline"])
@@ -142,7 +141,7 @@ def roundtrip_levels(
         samples[f"{group}|{label} HTTP ?wait|{c}"] = wait.round_trip
         samples[f"{group}|{label} HTTP GET /response|{c}"] = http.round_trip
         if mcp:
-            samples[f"{group}|{label} MCP|{c}"] = series["mcp"].round_trip
+            samples[f"{group}|{label} MCP|{c}"] = got["mcp"].round_trip
         out.append(entry)
         print(f"  round trips c={c}: done", file=sys.stderr, flush=True)
     return out

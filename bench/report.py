@@ -205,10 +205,14 @@ def deployed_section(d: dict[str, Any]) -> list[str]:
         if key in d["kinds"]:
             k = d["kinds"][key]
             rows.append(latency_rows(label, k["latency"], None, k["latency_floor"]))
+            if "delivery" in k:
+                rows.append(latency_rows("… its delivery (POST → SSE)", k["delivery"], None))
     if "resume" in d:
         r = d["resume"]
         rows.append(latency_rows(f"HTTP `?wait`, first call after {r['idle_seconds']:g} s idle", r["first"], None))
+        rows.append(latency_rows("… its delivery (POST → SSE)", r["first_delivery"], None))
         rows.append(latency_rows("HTTP `?wait`, the call after it", r["second"], None))
+        rows.append(latency_rows("… its delivery (POST → SSE)", r["second_delivery"], None))
     out += table(LATENCY_HEADER, rows)
     out += ["", "Per call (DynamoDB units as AWS bills them; polling reads: reads that found nothing new):", ""]
     rows = []
@@ -226,6 +230,7 @@ def deployed_section(d: dict[str, Any]) -> list[str]:
                 f"{k['api_requests']:g}",
                 detail(k["lambda_billed_ms"]),
                 detail(k["cpu_ms"]),
+                detail(k.get("dynamodb_ms") or {}),
             ]
         )
     out += table(
@@ -238,6 +243,7 @@ def deployed_section(d: dict[str, Any]) -> list[str]:
             "API requests",
             "Lambda billed ms",
             "CPU ms",
+            "DynamoDB Local ms per request",
         ],
         rows,
     )

@@ -13,6 +13,7 @@ class Observer(Protocol):
     def request_queued(self, tool: str) -> None: ...
     def response_completed(self, status: str, latency_ms: float | None) -> None:
         """``latency_ms``: from queued to answered; None where the store could not tell when it was queued."""
+
     def rate_limited(self, scope: str) -> None: ...
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -104,17 +104,37 @@ class Relay:
 
     async def _io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a store call off the event loop when it blocks; map unexpected store failures to 503."""
+        if self.store.blocking:
+            return await self._mapped(anyio.to_thread.run_sync, lambda: fn(*args, **kwargs))
+        return self._mapped_now(fn, *args, **kwargs)
+
+    async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A store read: in a worker thread only where reads can wait (a network), else right here."""
+        if self.store.blocking_reads:
+            return await self._io(fn, *args, **kwargs)
+        return self._mapped_now(fn, *args, **kwargs)
+
+    async def _mapped(self, run: Callable[..., Awaitable[T]], *args: Any) -> T:
         try:
-            if self.store.blocking:
-                return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-            return fn(*args, **kwargs)
+            return await run(*args)
         except RelayError:
             raise
         except Exception as exc:  # a store bug or outage must not become a 500; nothing was acknowledged
-            raise StoreUnavailable(
-                "The relay's store is unavailable right now; nothing was changed. Retry in a moment.",
-                retry_after=1,
-            ) from exc
+            raise self._unavailable() from exc
+
+    def _mapped_now(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except RelayError:
+            raise
+        except Exception as exc:
+            raise self._unavailable() from exc
+
+    @staticmethod
+    def _unavailable() -> StoreUnavailable:
+        return StoreUnavailable(
+            "The relay's store is unavailable right now; nothing was changed. Retry in a moment.", retry_after=1
+        )
 
     def now(self) -> float:
         return self.clock.now()
@@ -209,7 +229,7 @@ class Relay:
         raise StoreUnavailable("Could not find a free pairing code; try again.", retry_after=1)
 
     async def _load(self, code: str, *, allow_closed: bool = False) -> SessionRecord:
-        return self._live(await self._io(self.store.get_session, code), allow_closed=allow_closed)
+        return self._live(await self._read(self.store.get_session, code), allow_closed=allow_closed)
 
     def _live(self, session: SessionRecord | None, *, allow_closed: bool = False) -> SessionRecord:
         """The session if it can be used now; else SessionNotFound with the reason and what to do."""
@@ -279,7 +299,7 @@ class Relay:
 
     async def status(self, code: str, *, client: str | None = None) -> dict[str, Any]:
         session = await self.session_for_llm(code, client=client)
-        pending = await self._io(self.store.pending_requests, code, 0, self.now())
+        pending = await self._read(self.store.pending_requests, code, 0, self.now())
         return {
             "session": session,
             "connected": self.is_connected(session),
@@ -306,7 +326,7 @@ class Relay:
         if session.closed_at is None:
             await self._io(self.store.update_session, code, closed_at=now)
         failed = 0
-        for request in await self._io(self.store.pending_requests, code, 0, now):
+        for request in await self._read(self.store.pending_requests, code, 0, now):
             error = {"code": "session_closed", "message": "The CODAP session was ended before this request ran."}
             done = await self._io(self.store.complete_request, self._response(session, request.id, error=error))
             failed += int(done.fresh)
@@ -390,7 +410,7 @@ class Relay:
         if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
             raise BadInput("`id` must be the request id that POST /request returned.", field="id")
         self._check_blocked(client)
-        found: Lookup = await self._io(self.store.lookup, code, request_id)
+        found: Lookup = await self._read(self.store.lookup, code, request_id)
         now = self.now()
         if found.response is not None and found.response.expires_at > now:
             return Answer(None, found.response)
@@ -437,7 +457,7 @@ class Relay:
             woken = await listener.wait(self._wait_slice(remaining))
             if not woken and self.store.pushes:  # every write is pushed here: no wake-up means the time is up
                 continue
-            response = await self._io(self.store.get_response, code, request_id)
+            response = await self._read(self.store.get_response, code, request_id)
             if response is not None:
                 current = (
                     await self.answer(code, request_id, client=client)
@@ -514,7 +534,7 @@ class Relay:
     ) -> list[dict[str, Any]]:
         await self.session_for_plugin(code, token, client=client)
         entries: list[dict[str, Any]] = []
-        for r in await self._io(self.store.list_requests, code):
+        for r in await self._read(self.store.list_requests, code):
             entry: dict[str, Any] = {
                 "seq": r.seq,
                 "id": r.id,
@@ -528,7 +548,7 @@ class Relay:
             }
             if full:
                 entry["args"] = r.args
-                response = await self._io(self.store.get_response, code, r.id)
+                response = await self._read(self.store.get_response, code, r.id)
                 if response is not None:
                     entry.update(response.body)
             entries.append(entry)

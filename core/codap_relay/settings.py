@@ -56,7 +56,7 @@ class Settings(BaseModel):
     # session is in use, every idle_poll_interval_seconds once its stream has had no request for
     # poll_active_seconds. A waiting LLM always polls at the fast rate (someone is waiting).
     poll_interval_seconds: float = Field(0.05, gt=0, le=5)
-    idle_poll_interval_seconds: float = Field(0.5, gt=0, le=5)
+    idle_poll_interval_seconds: float = Field(0.15, gt=0, le=5)
     poll_active_seconds: float = Field(60, ge=0, le=3600)
     # End a stream after this long so Lambda (15 min limit) closes it cleanly; 0 = never.
     stream_max_seconds: float = Field(0, ge=0)

@@ -99,6 +99,10 @@ class FaultyStore(FaultInjector):
     def blocking(self) -> bool:
         return self.inner.blocking
 
+    @property
+    def blocking_reads(self) -> bool:
+        return self.inner.blocking_reads
+
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.inner, name)
         return self._intercept(name, target) if name in METHODS else target

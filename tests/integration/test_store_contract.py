@@ -310,3 +310,38 @@ def test_a_closed_session_takes_no_new_requests_but_answers_retries(store: Store
     assert (again.seq, created) == (1, False)
     got = store.get_session("ABCDEFGH")
     assert got is not None and got.last_seq == 1
+
+
+# --- what only the SQLite store promises --------------------------------------------------------------------
+
+
+def test_sqlite_reads_do_not_wait_for_a_writer(tmp_path: Any) -> None:
+    """The relay reads SQLite on its event loop (blocking_reads is False): a read must never wait for a write
+    in progress (a commit's fsync), or every request would stall behind it."""
+    from codap_relay.store.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "relay.db")
+    store.create_session(session())
+    writing, release = threading.Event(), threading.Event()
+
+    def slow_writer() -> None:
+        with store._tx() as db:  # holds the write transaction and the store's lock
+            db.execute("UPDATE sessions SET last_seen = 1 WHERE code = 'ABCDEFGH'")
+            writing.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=slow_writer)
+    writer.start()
+    try:
+        assert writing.wait(10)
+        read: list[Any] = []
+        reader = threading.Thread(target=lambda: read.append(store.lookup("ABCDEFGH", "none")))
+        reader.start()
+        reader.join(5)
+        assert not reader.is_alive(), "a read waited for the writer"
+        assert read[0].session is not None and read[0].session.last_seen is None  # the last committed state
+    finally:
+        release.set()
+        writer.join(10)
+        store.close()
+    assert store.blocking_reads is False

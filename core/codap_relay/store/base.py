@@ -18,6 +18,9 @@ class Store(Protocol):
     pushes: bool
     #: True when calls do I/O and must not run on the event loop.
     blocking: bool
+    #: True when reads can wait too (a network round trip), so they also run in a worker thread. False where a
+    #: read never waits: memory, or SQLite's reads of its own file in WAL mode, which no writer holds up.
+    blocking_reads: bool
 
     def create_session(self, session: SessionRecord) -> None:
         """Store a new session. Raises CodeCollision if the code exists (expired or not)."""

@@ -140,6 +140,7 @@ def _code(exc: ClientError) -> str:
 class DynamoStore:
     pushes = False
     blocking = True
+    blocking_reads = True
 
     def __init__(self, client: Any, table: str, *, owns_client: bool = False) -> None:
         self._client = client

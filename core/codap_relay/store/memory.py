@@ -13,12 +13,14 @@ from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRec
 class _SessionData:
     session: SessionRecord
     requests: dict[str, RequestRecord] = field(default_factory=dict)  # by id, insertion = seq order
+    by_seq: list[str] = field(default_factory=list)  # ids; seq n at index n - 1 (seqs are gapless)
     responses: dict[str, ResponseRecord] = field(default_factory=dict)
 
 
 class MemoryStore:
     pushes = True
     blocking = False
+    blocking_reads = False
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -82,6 +84,7 @@ class MemoryStore:
                 expires_at=new.expires_at,
             )
             data.requests[new.id] = record
+            data.by_seq.append(new.id)
             data.session = data.session.with_(last_seq=seq)
             return record, True
 
@@ -103,8 +106,8 @@ class MemoryStore:
         if data is None:
             return []
         with self._lock:
-            items = list(data.requests.values())
-        return [r for r in items if r.seq > after_seq and r.pending and r.expires_at > now]
+            items = [data.requests[rid] for rid in data.by_seq[max(0, after_seq) :]]
+        return [r for r in items if r.pending and r.expires_at > now]
 
     def deliver(
         self, code: str, consumer: str, after_seq: int, now: float
@@ -117,8 +120,8 @@ class MemoryStore:
             if s.closed_at is not None or s.expires_at <= now or s.consumer != consumer or s.last_seq <= after_seq:
                 return s, []
             out = []
-            for r in data.requests.values():
-                if r.seq > after_seq and r.pending and r.expires_at > now:
+            for r in [data.requests[rid] for rid in data.by_seq[max(0, after_seq) :]]:
+                if r.pending and r.expires_at > now:
                     if r.status == "queued":
                         r = data.requests[r.id] = r.with_(status="delivered", delivered_at=now)
                     out.append(r)

@@ -1,4 +1,5 @@
-"""Embedded SQLite store: the local server's default. WAL mode, every write committed before it returns."""
+"""Embedded SQLite store: the local server's default. WAL mode, every write committed before it returns, and on
+disk (fsync) before it returns, except delivery marks and rate-limit counts (see ``_tx``)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ PURGE_EVERY_N_SESSIONS = 200
 class SqliteStore:
     pushes = True
     blocking = True
+    blocking_reads = False  # reads use a connection of their thread's own: in WAL mode no writer holds them up
 
     def __init__(self, path: str | Path, *, shared: bool = False) -> None:
         """``shared``: other processes write this file too (local-api runs each function in its own process),
@@ -48,6 +50,9 @@ class SqliteStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._local = threading.local()  # each thread's read connection
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -57,37 +62,67 @@ class SqliteStore:
         self._created = 0
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction. ``durable=False`` for writes whose loss in a power cut harms nothing (a delivery
+        mark: the request is sent again; a rate-limit count): their commit skips the fsync, and the next durable
+        commit's fsync of the log covers them too. Safe against a crash of this process either way (WAL)."""
         with self._lock:
+            if not durable:
+                self._db.execute("PRAGMA synchronous=NORMAL")
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreUnavailable(
-                    "The relay's database is busy; nothing was changed. Retry in a moment.", retry_after=1
-                ) from exc
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            else:
                 try:
-                    self._db.execute("COMMIT")
-                except sqlite3.Error:
-                    # A failed COMMIT (disk full, I/O error) can leave the transaction open; without a rollback
-                    # its writes stay visible and every later BEGIN fails.
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
+                    self._db.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    raise StoreUnavailable(
+                        "The relay's database is busy; nothing was changed. Retry in a moment.", retry_after=1
+                    ) from exc
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
                     raise
+                else:
+                    try:
+                        self._db.execute("COMMIT")
+                    except sqlite3.Error:
+                        # A failed COMMIT (disk full, I/O error) can leave the transaction open; without a rollback
+                        # its writes stay visible and every later BEGIN fails.
+                        if self._db.in_transaction:
+                            self._db.execute("ROLLBACK")
+                        raise
+            finally:
+                if not durable:
+                    self._db.execute("PRAGMA synchronous=FULL")
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection for reads, in one snapshot: this thread's own (a file in WAL mode lets readers and the
+        writer go on side by side); an in-memory database has only the one connection, under the lock."""
+        if self.path == ":memory:":
+            with self._lock:
+                yield self._db
+            return
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
+            db.row_factory = sqlite3.Row
+            self._local.db = db
+            with self._readers_lock:  # not the writer's lock, which a commit may be holding
+                self._readers.append(db)
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            db.execute("COMMIT")
 
     def _one(self, sql: str, args: tuple[Any, ...]) -> sqlite3.Row | None:
-        with self._lock:
-            row: sqlite3.Row | None = self._db.execute(sql, args).fetchone()
+        with self._reading() as db:
+            row: sqlite3.Row | None = db.execute(sql, args).fetchone()
             return row
 
     def _all(self, sql: str, args: tuple[Any, ...]) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        with self._reading() as db:
+            return db.execute(sql, args).fetchall()
 
     # --- sessions ---------------------------------------------------------------------------------------
 
@@ -201,13 +236,15 @@ class SqliteStore:
         return None if row is None else self._request(row)
 
     def lookup(self, code: str, request_id: str) -> Lookup:
-        with self._lock:
-            session = self.get_session(code)
-            if session is None:
+        with self._reading() as db:
+            row = db.execute("SELECT * FROM sessions WHERE code = ?", (code,)).fetchone()
+            if row is None:
                 return Lookup(None, None, None)
-            response = self.get_response(code, request_id)
-            request = None if response is not None else self.get_request(code, request_id)
-            return Lookup(session, request, response)
+            answer = db.execute("SELECT * FROM responses WHERE code = ? AND id = ?", (code, request_id)).fetchone()
+            if answer is not None:
+                return Lookup(self._session(row), None, self._response(answer))
+            request = db.execute("SELECT * FROM requests WHERE code = ? AND id = ?", (code, request_id)).fetchone()
+            return Lookup(self._session(row), None if request is None else self._request(request), None)
 
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
         rows = self._all(
@@ -226,7 +263,7 @@ class SqliteStore:
         live = session.closed_at is None and session.expires_at > now and session.consumer == consumer
         if not live or session.last_seq <= after_seq:
             return session, []
-        with self._tx() as db:
+        with self._tx(durable=False) as db:
             # Checked again inside the transaction: the session may have been ended or taken over meanwhile.
             row = db.execute("SELECT * FROM sessions WHERE code = ?", (code,)).fetchone()
             if row is None:
@@ -307,7 +344,7 @@ class SqliteStore:
     # --- counters and housekeeping ----------------------------------------------------------------------
 
     def incr_counter(self, key: str, expires_at: float, now: float) -> int:
-        with self._tx() as db:
+        with self._tx(durable=False) as db:
             db.execute(
                 "INSERT INTO counters (key, count, expires_at) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET "
                 "count = CASE WHEN counters.expires_at <= ? THEN 1 ELSE counters.count + 1 END, "
@@ -332,5 +369,7 @@ class SqliteStore:
             )
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._readers_lock:
+            for reader in self._readers:
+                reader.close()
             self._db.close()
