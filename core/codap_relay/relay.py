@@ -6,6 +6,7 @@ Plugin role (code + browser token): stream, answer, read the activity log, end t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import time
@@ -353,10 +354,23 @@ class Relay:
                 "`id` must be a UUID or 1-64 letters, digits, '-' or '_'; leave it out to have one generated.",
                 field="id",
             )
-        if session is None:
+        limit = self.settings.rate_limit_request_per_code
+        if session is None and client is not None:
+            # Independent reads of the store, at once: on DynamoDB that is one round trip fewer per call.
+            found, admitted = await asyncio.gather(
+                self.session_for_llm(code, client=client),
+                self.admit("request", f"{client}:{code}", limit),
+                return_exceptions=True,
+            )
+            for outcome in (found, admitted):  # an unknown or ended session says more than a rate limit
+                if isinstance(outcome, BaseException):
+                    raise outcome
+            assert isinstance(found, SessionRecord)
+            session = found
+        elif session is None:
             session = await self.session_for_llm(code, client=client)
-        if client is not None:
-            await self.admit("request", f"{client}:{code}", self.settings.rate_limit_request_per_code)
+        elif client is not None:
+            await self.admit("request", f"{client}:{code}", limit)
         spec = find_tool(self.manifest(session), tool)
         validate_args(spec, args)
         now = self.now()

@@ -467,3 +467,29 @@ async def test_a_quiet_stream_polls_slowly_and_a_request_makes_it_quick_again(cl
     with contextlib.suppress(asyncio.CancelledError):
         await reader
     await events.aclose()
+
+
+async def test_a_request_reads_its_session_and_counts_its_rate_at_once(clock: FakeClock) -> None:
+    """Two independent round trips to a networked store (DynamoDB): made side by side, not one after the other."""
+    import threading
+
+    counted = threading.Event()
+
+    class Networked(MemoryStore):
+        blocking = blocking_reads = True
+
+        def get_session(self, code: str) -> Any:
+            if not counted.wait(5):  # only returns once the rate count is under way too
+                raise TimeoutError("the session was read before the rate count started")
+            return super().get_session(code)
+
+        def incr_counter(self, key: str, expires_at: float, now: float) -> int:
+            counted.set()
+            return super().incr_counter(key, expires_at, now)
+
+    store = Networked()
+    relay = Relay(make_settings(), store, clock=clock)
+    s, _ = await relay.create_session()  # no client address: no rate count, so the event is still clear
+    counted.clear()
+    record, created = await relay.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+    assert created and record.seq == 1
