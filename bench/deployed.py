@@ -248,16 +248,19 @@ async def _floor(base: str, n: int) -> load.Samples:
     return samples
 
 
-async def _measure(stack: Stack, dep: Deployment, *, calls: int, plugins: int, idle: float, resume: float) -> Any:
+async def _measure(
+    stack: Stack, dep: Deployment, *, calls: int, plugins: int, idle: float, resume: float, mcp: bool
+) -> Any:
     out: dict[str, Any] = {"calls": calls, "kinds": {}}
+    kinds = {name: kind for name, kind in CALL_KINDS.items() if mcp or name != "mcp"}
     floor = await _floor(stack.base, calls)
     out["floor"] = summary(floor.round_trip)
     async with load.session_pairs(stack.base, 1) as (llm, pairs):
         pair = pairs[0]
-        for kind in CALL_KINDS.values():  # cold starts, and DynamoDB Local's JIT warming up, out of the figures
+        for kind in kinds.values():  # cold starts, and DynamoDB Local's JIT warming up, out of the figures
             for i in range(WARM_UP_CALLS):
                 await kind(llm, pair, -1 - i, load.Samples())
-        for name, kind in CALL_KINDS.items():
+        for name, kind in kinds.items():
             print(f"  deployed: {name} …", file=sys.stderr, flush=True)
             phase = Phase(stack)
             await phase.start()
@@ -305,9 +308,11 @@ async def _measure(stack: Stack, dep: Deployment, *, calls: int, plugins: int, i
     return out
 
 
-def run(dynamo: LocalTable, dep: Deployment, *, calls: int, plugins: int, idle: float, resume: float) -> dict[str, Any]:
+def run(
+    dynamo: LocalTable, dep: Deployment, *, calls: int, plugins: int, idle: float, resume: float, mcp: bool = True
+) -> dict[str, Any]:
     with run_stack(dynamo) as stack:
         result: dict[str, Any] = asyncio.run(
-            _measure(stack, dep, calls=calls, plugins=plugins, idle=idle, resume=resume)
+            _measure(stack, dep, calls=calls, plugins=plugins, idle=idle, resume=resume, mcp=mcp)
         )
     return result

@@ -1,9 +1,11 @@
 """``python -m bench``: the relay's benchmark. Starts what it needs on loopback, runs, stops everything, prints a table.
 
-Sections (all by default; ``--only`` picks some): round trips over HTTP and MCP at several concurrencies on the
-default store (SQLite), the other stores (memory, DynamoDB Local), throughput at saturation, idle SSE streams,
-cold start of the Lambda handlers, and the cost model. Each figure comes with a baseline measured in the same run
-on the same server: a trivial endpoint, the same client, the same concurrency.
+Sections (all by default; ``--only`` picks some): round trips over HTTP (``?wait`` and ``GET /response``) and MCP
+at several concurrencies on the default store (SQLite), store operations per call type, the other stores (memory,
+DynamoDB Local), throughput at saturation, idle SSE streams, cold start of the Lambda handlers, and the deployed
+shape (local-api on DynamoDB Local) with the cost model priced from it. Each figure comes with a baseline measured
+in the same run on the same server: a trivial endpoint (and the floor, two bare POSTs in a row), the same client,
+the same concurrency.
 """
 
 from __future__ import annotations
@@ -290,6 +292,9 @@ def run_idle(args: argparse.Namespace, results: dict[str, Any]) -> None:
 
 def run_deployed(args: argparse.Namespace, results: dict[str, Any], dynamo: LocalTable | str | None) -> None:
     """The deployed shape through local-api on DynamoDB Local, and the cost model priced from it."""
+    if args.no_dynamodb:
+        results["deployed"] = {"skipped": "--no-dynamodb was given (the deployed shape runs on DynamoDB Local)"}
+        return
     if not isinstance(dynamo, LocalTable):
         results["deployed"] = {"skipped": f"DynamoDB Local not available: {dynamo}"}
         return
@@ -302,6 +307,7 @@ def run_deployed(args: argparse.Namespace, results: dict[str, Any], dynamo: Loca
         plugins=args.idle_plugins,
         idle=args.idle_measure_seconds,
         resume=args.resume_idle_seconds,
+        mcp=not args.no_mcp,
     )
     results["deployed"] = {**measured, "cost": cost.model(measured, dep, cost.Prices())}
 
