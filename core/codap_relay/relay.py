@@ -355,8 +355,9 @@ class Relay:
                 field="id",
             )
         limit = self.settings.rate_limit_request_per_code
-        if session is None and client is not None:
-            # Independent reads of the store, at once: on DynamoDB that is one round trip fewer per call.
+        if session is None and client is not None and self.store.blocking_reads:
+            # Independent round trips to a networked store (DynamoDB), side by side: one round trip fewer per call.
+            # A store whose reads never wait gains nothing from it (two tasks cost more than they save).
             found, admitted = await asyncio.gather(
                 self.session_for_llm(code, client=client),
                 self.admit("request", f"{client}:{code}", limit),
@@ -367,10 +368,11 @@ class Relay:
                     raise outcome
             assert isinstance(found, SessionRecord)
             session = found
-        elif session is None:
-            session = await self.session_for_llm(code, client=client)
-        elif client is not None:
-            await self.admit("request", f"{client}:{code}", limit)
+        else:
+            if session is None:
+                session = await self.session_for_llm(code, client=client)
+            if client is not None:
+                await self.admit("request", f"{client}:{code}", limit)
         spec = find_tool(self.manifest(session), tool)
         validate_args(spec, args)
         now = self.now()
