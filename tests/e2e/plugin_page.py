@@ -62,7 +62,7 @@ class PluginPage:
         wait_until(
             lambda: self._safe(lambda: self.status() == "Connected" and len(self.code()) == 8), "the plugin to connect"
         )
-        wait_until(lambda: self.host("state.connected"), "the CODAP handshake")
+        wait_until(lambda: self.host("host.connected"), "the CODAP handshake")
         return self.code()
 
     def _safe(self, fn: Callable[[], Any]) -> Any:

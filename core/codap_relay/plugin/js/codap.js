@@ -3,6 +3,11 @@
 //   calls are {type: "data-interactive", content: {messageType: "call", uuid, value}} and the answer
 //   comes back as messageType "returnValue" with the same uuid. CODAP may call us too (e.g.
 //   {message: "codap-present"} and notifications); we answer those with {success: true}.
+//
+// CODAP answers one message per browser task, after whatever it is drawing. On a machine that draws graphs in
+// software (no GPU), a new graph can keep it busy for many seconds. A read that waits too long fails harmlessly,
+// but a change that timed out may still be carried out afterwards, so changes get a much longer wait and their
+// timeout error says the outcome is unknown.
 
 import { ToolError } from "./errors.js";
 
@@ -19,6 +24,7 @@ export class CodapPhone {
   constructor({
     win = globalThis.window,
     timeoutMs = 20_000,
+    changeTimeoutMs = 120_000,
     helloIntervalMs = 200,
     helloTimeoutMs = 60_000,
     onNotification = () => {},
@@ -27,6 +33,7 @@ export class CodapPhone {
     this.parent = win?.parent;
     this.embedded = Boolean(win && this.parent && this.parent !== win);
     this.timeoutMs = timeoutMs;
+    this.changeTimeoutMs = changeTimeoutMs;
     this.helloIntervalMs = helloIntervalMs;
     this.helloTimeoutMs = helloTimeoutMs;
     this.onNotification = onNotification;
@@ -64,18 +71,19 @@ export class CodapPhone {
       );
     }
     const uuid = newUuid();
+    const changes = (Array.isArray(request) ? request : [request]).some((r) => r?.action !== "get");
+    const timeoutMs = changes ? this.changeTimeoutMs : this.timeoutMs;
     return new Promise((resolve, reject) => {
       const timer = this.win.setTimeout(() => {
         this.pending.delete(uuid);
         const waiting = this.connected ? "did not answer" : "did not complete the plugin handshake";
+        const outcome = changes && this.connected
+          ? "It may still carry out the change: check CODAP's state (get_codap_status) before sending it again."
+          : "Check that CODAP is open and responsive, then try again.";
         reject(
-          new ToolError(
-            `CODAP ${waiting} within ${Math.round(this.timeoutMs / 1000)} s. Check that CODAP is open and responsive, ` +
-              "then try again.",
-            "codap_timeout",
-          ),
+          new ToolError(`CODAP ${waiting} within ${Math.round(timeoutMs / 1000)} s. ${outcome}`, "codap_timeout"),
         );
-      }, this.timeoutMs);
+      }, timeoutMs);
       this.pending.set(uuid, { resolve, timer });
       const message = { type: NAMESPACE, content: { messageType: "call", uuid, value: request } };
       if (this.connected) this._post(message);
