@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import CHROMIUM_ARGS, chromium_path
 from plugin_page import PluginPage
-from real_codap import HOW_TO_GET, CodapPage, codap_dist, codap_required
+from real_codap import HOW_TO_GET, codap_dist, codap_pages, codap_required
 from servers import e2e_settings
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -21,18 +21,6 @@ from codap_relay.store.memory import MemoryStore
 from support import serve_app
 
 HOST_DIR = Path(__file__).resolve().parent / "codap_host"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--disable-gpu",
-]
-
 pytestmark = pytest.mark.browser
 
 
@@ -40,12 +28,13 @@ pytestmark = pytest.mark.browser
 def browser() -> Iterator[Any]:
     """One chromium per test module. Not per session: Playwright's sync API keeps an event loop running in this
     thread while it is open, and pytest-asyncio cannot start its own loop for the async tests collected after."""
-    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+    executable = chromium_path()
+    if executable is None:
         pytest.skip("Debian chromium is not installed (run scripts/install-test-deps)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        b = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         yield b
         b.close()
 
@@ -103,19 +92,5 @@ def codap_url() -> Iterator[str]:
 @pytest.fixture
 def open_codap(browser: Any, codap_url: str) -> Iterator[Any]:
     """Factory: open the real CODAP with the plugin at ``plugin_url`` (``?di=``); returns a paired CodapPage."""
-    contexts: list[Any] = []
-
-    def factory(plugin_url: str, *, wait: bool = True, context_options: dict[str, Any] | None = None) -> CodapPage:
-        context = browser.new_context(**{"viewport": {"width": 1400, "height": 900}, **(context_options or {})})
-        contexts.append(context)
-        page = context.new_page()
-        messages: list[str] = []
-        page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
-        codap = CodapPage(page, codap_url, plugin_url, console=messages)
-        codap.open(wait=wait)
-        return codap
-
-    yield factory
-    for context in contexts:
-        context.close()
+    with codap_pages(browser, codap_url) as factory:
+        yield factory

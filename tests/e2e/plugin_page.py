@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -138,3 +141,65 @@ def ok_result(body: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = body["result"]
     assert result["content"][0]["type"] == "text" and result["content"][0]["text"]
     return result
+
+
+# --- the LLM side (MCP) ----------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class McpClient:
+    """An LLM's MCP client: the official MCP SDK over Streamable HTTP at ``{relay}/mcp/{code}``, one MCP session
+    held open for all calls, as a client application holds it. The SDK is async and the browser tests drive
+    Playwright synchronously in this thread, so the session lives in an event loop on a worker thread."""
+
+    def __init__(self, url: str, timeout: float = 40) -> None:
+        self.url = url
+        self.timeout = timeout
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._client: Any = None
+        self._closing: asyncio.Event | None = None
+        self._held: Any = None
+
+    def __enter__(self) -> McpClient:
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        self._thread.start()
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        async def hold() -> None:
+            # The SDK's task group must be entered and left by the same task: this one, until __exit__.
+            self._closing = asyncio.Event()
+            async with httpx2.AsyncClient(timeout=self.timeout) as http:
+                async with Client(streamable_http_client(self.url, http_client=http)) as client:
+                    self._client = client
+                    ready.set_result(None)
+                    await self._closing.wait()
+
+        self._held = asyncio.run_coroutine_threadsafe(hold(), self._loop)
+        ready.result(self.timeout)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._closing is not None:
+            self._loop.call_soon_threadsafe(self._closing.set)
+            self._held.result(self.timeout)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def _run(self, work: Awaitable[T]) -> T:
+        async def wrapped() -> T:
+            return await work
+
+        return asyncio.run_coroutine_threadsafe(wrapped(), self._loop).result(self.timeout + 10)
+
+    def tools(self) -> list[Any]:
+        return list(self._run(self._client.list_tools()).tools)
+
+    def call(self, name: str, args: dict[str, Any]) -> Any:
+        """``tools/call``; the SDK's result (``is_error``, ``content``, ``structured_content``)."""
+        return self._run(self._client.call_tool(name, args))

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from plugin_page import PluginPage, answer, call_tool, ok_result, submit, wait_until
+from plugin_page import McpClient, PluginPage, answer, call_tool, ok_result, submit, wait_until
 from servers import RestartableRelay
 
 pytestmark = pytest.mark.browser
@@ -185,46 +184,14 @@ def test_keyboard_reaches_every_control(open_plugin: Any, relay_url: str) -> Non
 
 
 def test_mcp_client_drives_the_plugin(open_plugin: Any, relay_url: str) -> None:
-    pytest.importorskip("codap_relay.mcp_http")
     plugin = open_plugin(relay_url)
-    url = f"{relay_url}/mcp/{plugin.code()}"
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-    def rpc(method: str, params: dict[str, Any], rid: int | None) -> Any:
-        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
-        if rid is not None:
-            body["id"] = rid
-        r = httpx.post(url, json=body, headers=headers, timeout=40)
-        assert r.status_code in (200, 202), r.text
-        if rid is None:
-            return None
-        text = r.text
-        if r.headers.get("content-type", "").startswith("text/event-stream"):
-            text = next(line[5:].strip() for line in text.splitlines() if line.startswith("data:"))
-        return json.loads(text)
-
-    init = rpc(
-        "initialize",
-        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}},
-        1,
-    )
-    headers["Mcp-Protocol-Version"] = init["result"]["protocolVersion"]
-    rpc("notifications/initialized", {}, None)
-    listed = rpc("tools/list", {}, 2)["result"]["tools"]
-    assert "codap_api" in [t["name"] for t in listed]
-    started = time.monotonic()
-    called = rpc(
-        "tools/call",
-        {
-            "name": "create_codap_dataset",
-            "arguments": {"datasetName": "via mcp", "dataType": "time_series", "recordCount": 10},
-        },
-        3,
-    )
-    assert time.monotonic() - started < 40
-    result = called["result"]
-    assert not result.get("isError"), result
-    assert "Created dataset" in json.dumps(result)
-    assert len(plugin.host('dataset("via mcp")')["items"]) == 10
-    failed = rpc("tools/call", {"name": "export_codap_data", "arguments": {"datasetName": "absent"}}, 4)["result"]
-    assert failed["isError"] is True and "no dataset named \\\"absent\\\"" in json.dumps(failed)
+    with McpClient(f"{relay_url}/mcp/{plugin.code()}") as mcp:
+        assert "codap_api" in [t.name for t in mcp.tools()]
+        result = mcp.call(
+            "create_codap_dataset", {"datasetName": "via mcp", "dataType": "time_series", "recordCount": 10}
+        )
+        assert result.is_error is False, result
+        assert "Created dataset" in result.content[0].text and result.structured_content["recordCount"] == 10
+        assert len(plugin.host('dataset("via mcp")')["items"]) == 10
+        failed = mcp.call("export_codap_data", {"datasetName": "absent"})
+        assert failed.is_error is True and 'no dataset named "absent"' in failed.content[0].text
