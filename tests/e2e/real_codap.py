@@ -107,6 +107,11 @@ _DI_CALL = """
 """
 
 
+def di_call(frame: Any, request: dict[str, Any] | list[dict[str, Any]]) -> Any:
+    """One Data Interactive message from ``frame`` (a plugin's frame) to the CODAP page around it; CODAP's reply."""
+    return frame.evaluate(_DI_CALL, request)
+
+
 class CodapPage:
     """One browser page of the real CODAP app with the plugin loaded from ``?di=``."""
 
@@ -173,7 +178,7 @@ class CodapPage:
 
     def di(self, request: dict[str, Any] | list[dict[str, Any]]) -> Any:
         """One Data Interactive request to CODAP, sent from the plugin's frame but not through the plugin."""
-        return self.frame.evaluate(_DI_CALL, request)
+        return di_call(self.frame, request)
 
     def ok(self, request: dict[str, Any]) -> Any:
         """A request that must succeed; returns its ``values``."""

@@ -148,7 +148,7 @@ export function createCodapModel({ codapVersion = "3.1.0-test-host", onFrameResi
       formula: a.formula ?? null,
       guid: a.id,
       id: a.id,
-      precision: a.precision ?? null,
+      precision: a.precision ?? (a.type === "numeric" ? 2 : null), // CODAP's default for numeric attributes
       unit: a.unit ?? null,
     };
   }
@@ -192,11 +192,13 @@ export function createCodapModel({ codapVersion = "3.1.0-test-host", onFrameResi
 
   // --- graphs: the plot CODAP picks for the attributes' types (graph-model-utils, graph-content-model) ----
 
+  const graphDataset = (g) => state.datasets.find((d) => d.id === g.datasetId); // a graph holds its dataset's id
+
   function plotTypeOf(g) {
-    const ds = findDataset(g.dataContext);
+    const ds = graphDataset(g);
     const typeOf = (name, override) => {
       const a = ds && name ? findAttr(ds, name) : undefined;
-      return a ? override ?? attrType(ds, a) : undefined;
+      return a ? override ?? (attrType(ds, a) || "categorical") : undefined; // an attribute without values plots as a category
     };
     const x = typeOf(g.xAttributeName, g.xAttributeType);
     const y = typeOf(g.yAttributeName);
@@ -209,7 +211,7 @@ export function createCodapModel({ codapVersion = "3.1.0-test-host", onFrameResi
   }
 
   function graphValues(g) {
-    const ds = findDataset(g.dataContext);
+    const ds = graphDataset(g);
     const attr = (name) => (ds && name ? findAttr(ds, name) : undefined);
     const x = attr(g.xAttributeName);
     const y = attr(g.yAttributeName);
@@ -220,7 +222,7 @@ export function createCodapModel({ codapVersion = "3.1.0-test-host", onFrameResi
       showConnectingLines: g.showConnectingLines,
       xAttributeID: x?.id ?? null,
       xAttributeName: x?.name ?? null,
-      xAttributeType: x ? g.xAttributeType ?? attrType(ds, x) : null,
+      xAttributeType: x ? g.xAttributeType ?? (attrType(ds, x) || null) : null,
       yAttributeID: y?.id ?? null,
       yAttributeName: y?.name ?? null,
       pointsAreFusedIntoBars: plotType === "barChart",
@@ -250,7 +252,7 @@ export function createCodapModel({ codapVersion = "3.1.0-test-host", onFrameResi
       const named = ds && ds.name === values.dataContext;
       const known = (n) => (named && n && findAttr(ds, n) ? findAttr(ds, n).name : undefined);
       Object.assign(base, {
-        dataContext: ds?.name,
+        datasetId: ds?.id,
         xAttributeName: known(values.xAttributeName),
         xAttributeType: named && values.xAttributeType ? values.xAttributeType : undefined,
         yAttributeName: known(values.yAttributeName),
@@ -269,9 +271,9 @@ export function createCodapModel({ codapVersion = "3.1.0-test-host", onFrameResi
   function updateGraph(g, values) {
     if (values.dataContext !== undefined) {
       const ds = state.datasets.find((d) => d.name === values.dataContext || String(d.id) === String(values.dataContext));
-      if (ds && ds.name !== g.dataContext) Object.assign(g, { dataContext: ds.name, xAttributeName: undefined, yAttributeName: undefined });
+      if (ds && ds.id !== g.datasetId) Object.assign(g, { datasetId: ds.id, xAttributeName: undefined, yAttributeName: undefined });
     }
-    const ds = findDataset(g.dataContext);
+    const ds = graphDataset(g);
     const pick = (id, name) => (ds ? findAttr(ds, id ?? name)?.name : undefined);
     if (values.xAttributeID != null || values.xAttributeName != null) g.xAttributeName = pick(values.xAttributeID, values.xAttributeName);
     if (values.yAttributeID != null || values.yAttributeName != null) g.yAttributeName = pick(values.yAttributeID, values.yAttributeName);
@@ -289,8 +291,8 @@ export function createCodapModel({ codapVersion = "3.1.0-test-host", onFrameResi
   // --- handlers ----------------------------------------------------------------------------------------
 
   function handle(request) {
-    const { action, resource, values } = request ?? {};
-    if (!action) return fail(ERR.noAction);
+    if (!request) return fail(ERR.noAction);
+    const { action, resource, values } = request;
     const sel = parseResource(resource);
     const type = sel.type ?? "";
     state.log.push({ action, resource, values, type });
@@ -413,7 +415,6 @@ export function createCodapModel({ codapVersion = "3.1.0-test-host", onFrameResi
           case: {
             id: group.id,
             parent: group.parentKey === null ? undefined : parents.find((p) => key(p.items[0], index) === group.parentKey)?.id,
-            collection: { name: c.name, id: c.id },
             values: Object.fromEntries(c.attrs.map((a) => [a.name, readValue({ type: attrType(ds, a) }, group.items[0].values[a.name])])),
           },
           caseIndex,
@@ -436,9 +437,9 @@ export function createCodapModel({ codapVersion = "3.1.0-test-host", onFrameResi
         return a ? ok(attributeV2(ds, a)) : fail(ERR.attributeNotFound);
       }
       case "attributeList:get": {
+        // CODAP answers an unknown dataset or collection with an empty list, not an error
         const c = findCollection(ds, sel.collection);
-        if (!c) return fail(ERR.collectionNotFound);
-        return ok(c.attrs.map((a) => ({ name: a.name, id: a.id, title: a.title })));
+        return ok((c?.attrs ?? []).map((a) => ({ name: a.name, id: a.id, title: a.title })));
       }
       case "componentList:get":
         return ok(allComponents().map((c) => ({ hidden: false, id: c.id, name: c.name ?? null, title: c.title ?? null, type: c.type })));
@@ -464,7 +465,7 @@ export function createCodapModel({ codapVersion = "3.1.0-test-host", onFrameResi
         return comp.type === "graph" ? updateGraph(comp, values) : ok();
       }
       default:
-        return fail(unsupportedAction(action, type));
+        return fail(unsupportedAction(action ?? "", type));
     }
   }
 
