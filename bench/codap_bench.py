@@ -2,7 +2,8 @@
 
 Headless chromium opens the real CODAP build (v3.1.0) with the plugin, the relay runs as in the other sections,
 and an LLM-side client calls the tools over HTTP. The plugin records each request as a User Timing measure
-(runner.js); the page's replies from CODAP are counted to show how many messages each tool sends. The document
+(runner.js) and each message to CODAP as another (codap.js): so each tool's time, its messages and how much of its
+time it waited for CODAP's answers. The document
 is the issue's realistic size: 3 datasets of 1,000 cases, 5 components (3 case tables, 2 graphs); the first call
 of each tool is reported apart from the later ones. Then a 10,000-case dataset is exported. Last, with CODAP's
 default WebGL graphs (software-rendered here: this machine has no GPU), the first get_codap_status after a new
@@ -30,23 +31,11 @@ for _folder in (ROOT / "tests", ROOT / "tests" / "e2e"):
     if str(_folder) not in sys.path:
         sys.path.append(str(_folder))
 
+# The plugin's own User Timing: one measure per request (runner.js) and one per message to CODAP (codap.js).
 TIMELINE = """
 () => performance.getEntriesByType("measure")
   .filter((m) => m.name.startsWith("codap-relay "))
-  .map((m) => ({ start: m.startTime, duration: m.duration, detail: m.detail }))
-"""
-
-# Counts CODAP's replies arriving in the plugin's frame, with their times (observation only: it answers nothing).
-COUNT_REPLIES = """
-if (location.origin === %(origin)s) {
-  window.__codapReplies = [];
-  addEventListener("message", (event) => {
-    const d = event.data;
-    if (d && d.type === "data-interactive" && d.content && d.content.messageType === "returnValue") {
-      window.__codapReplies.push(performance.now());
-    }
-  });
-}
+  .map((m) => ({ name: m.name, start: m.startTime, duration: m.duration, detail: m.detail }))
 """
 
 ONE_MESSAGE = """
@@ -79,6 +68,7 @@ class Timings:
     plugin_ms: list[float] = field(default_factory=list)
     llm_ms: list[float] = field(default_factory=list)
     messages: list[int] = field(default_factory=list)
+    codap_ms: list[float] = field(default_factory=list)
 
     def report(self, baseline_ms: float | None) -> dict[str, Any]:
         later = self.plugin_ms[1:]
@@ -89,6 +79,7 @@ class Timings:
             "later_p50_ms": round(statistics.median(later), 1) if later else None,
             "later_max_ms": round(max(later), 1) if later else None,
             "messages": max(self.messages) if self.messages else None,
+            "codap_share": round(sum(self.codap_ms) / sum(self.plugin_ms), 2) if sum(self.plugin_ms) else None,
             "llm_p50_ms": round(statistics.median(self.llm_ms), 1) if self.llm_ms else None,
         }
         out["first_ratio"] = coarse(ratio(out["first_ms"], baseline_ms))
@@ -115,29 +106,33 @@ class Session:
         body = call_tool(self.codap.relay, self.codap.code(), tool, args)
         llm_ms = (time.perf_counter() - started) * 1000
         structured: dict[str, Any] = ok_result(body)["structuredContent"]
-        measure = self._measure(body["id"])
+        tool_measure, messages = self._measures(body["id"])
         entry = self.timings.setdefault(label, Timings(label))
-        entry.plugin_ms.append(measure["duration"])
+        entry.plugin_ms.append(tool_measure["duration"])
         entry.llm_ms.append(llm_ms)
-        entry.messages.append(self._replies_between(measure["start"], measure["start"] + measure["duration"]))
+        entry.messages.append(len(messages))
+        entry.codap_ms.append(sum(m["duration"] for m in messages))
         return structured
 
-    def _measure(self, request_id: str) -> dict[str, Any]:
+    def _measures(self, request_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The request's measure and the measures of the messages to CODAP sent while it ran."""
         from plugin_page import wait_until
 
-        def find() -> dict[str, Any] | None:
-            for m in self.codap.frame.evaluate(TIMELINE):
-                if m["detail"]["id"] == request_id:
-                    found: dict[str, Any] = m
-                    return found
-            return None
+        def find() -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+            entries: list[dict[str, Any]] = self.codap.frame.evaluate(TIMELINE)
+            tool = next((m for m in entries if (m["detail"] or {}).get("id") == request_id), None)
+            if tool is None:
+                return None
+            end = tool["start"] + tool["duration"]
+            messages = [
+                m
+                for m in entries
+                if m["name"].startswith("codap-relay message ") and tool["start"] <= m["start"] <= end
+            ]
+            return tool, messages
 
-        measured: dict[str, Any] = wait_until(find, f"the plugin's timing of {request_id}")
-        return measured
-
-    def _replies_between(self, start: float, end: float) -> int:
-        times: list[float] = self.codap.frame.evaluate("() => window.__codapReplies || []")
-        return sum(1 for t in times if start <= t <= end)
+        found: tuple[dict[str, Any], list[dict[str, Any]]] = wait_until(find, f"the plugin's timing of {request_id}")
+        return found
 
     def one_message_ms(self, n: int) -> float:
         times: list[float] = self.codap.frame.evaluate(ONE_MESSAGE, n)
@@ -151,10 +146,8 @@ class Session:
 def codap_session(browser: Any, codap_url: str, relay: str, *, webgl: bool = False) -> Iterator[Session]:
     from real_codap import codap_pages
 
-    origin = relay.rstrip("/")
     with codap_pages(browser, codap_url, webgl=webgl) as open_page:
-        script = COUNT_REPLIES % {"origin": f'"{origin}"'}
-        yield Session(open_page(f"{relay}/plugin/", init_script=script))
+        yield Session(open_page(f"{relay}/plugin/"))
 
 
 @contextlib.contextmanager

@@ -202,8 +202,9 @@ def codap_section(c: dict[str, Any]) -> list[str]:
     base = c["baseline_one_message_ms"]
     out += [
         f"CODAP {c['codap']}; document: {c['document']}. Baseline: one Data Interactive message from the plugin's "
-        f'frame to CODAP and back, {base:.2f} ms (p50 of 20). "messages" is how many messages to CODAP the '
-        'call needed; "LLM round trip" is POST /request?wait to the answer, relay included.',
+        f'frame to CODAP and back, {base:.2f} ms (p50 of 20). "messages": messages to CODAP per call; "waiting '
+        "for CODAP\": the share of the plugin's time spent waiting for CODAP's answers (the rest is the plugin's "
+        'own work); "LLM round trip": POST /request?wait to the answer, relay included.',
         "",
     ]
     rows = [
@@ -214,6 +215,7 @@ def codap_section(c: dict[str, Any]) -> list[str]:
             f"{ms(r['later_p50_ms'])} ({x(r['later_ratio'])})",
             ms(r["later_max_ms"]),
             str(r["messages"]),
+            "-" if r["codap_share"] is None else f"{r['codap_share']:.0%}",
             ms(r["llm_p50_ms"]),
         ]
         for r in c["rows"]
@@ -226,6 +228,7 @@ def codap_section(c: dict[str, Any]) -> list[str]:
             "later p50 ms",
             "later max ms",
             "messages",
+            "waiting for CODAP",
             "LLM round trip p50",
         ],
         rows,

@@ -102,7 +102,7 @@ def test_quick_run_times_every_tool_inside_real_codap(tmp_path: Path, monkeypatc
     assert messages["create_codap_dataset"] == 3 and messages["create_codap_graph"] == 5
     assert messages["codap_api (get dataContextList)"] == 1
     for row in codap["rows"]:
-        assert row["first_ms"] > 0 and row["llm_p50_ms"] > 0, row
+        assert row["first_ms"] > 0 and row["llm_p50_ms"] > 0 and 0 < row["codap_share"] <= 1, row
     assert codap["baseline_one_message_ms"] > 0
 
 

@@ -8,10 +8,14 @@
 // software (no GPU), a new graph can keep it busy for many seconds. A read that waits too long fails harmlessly,
 // but a change that timed out may still be carried out afterwards, so changes get a much longer wait and their
 // timeout error says the outcome is unknown.
+// Each message's round trip is recorded as a User Timing measure "codap-relay message <n>" (detail: how many
+// requests it held), so the browser's performance tools and the benchmark see how long a tool waited for CODAP.
 
 import { ToolError } from "./errors.js";
 
 const NAMESPACE = "data-interactive";
+const MESSAGE_MEASURE = "codap-relay message";
+const MAX_MEASURES = 500; // the newest are kept
 
 let counter = 0;
 function newUuid() {
@@ -28,6 +32,7 @@ export class CodapPhone {
     helloIntervalMs = 200,
     helloTimeoutMs = 60_000,
     onNotification = () => {},
+    timeline = globalThis.performance,
   } = {}) {
     this.win = win;
     this.parent = win?.parent;
@@ -37,6 +42,9 @@ export class CodapPhone {
     this.helloIntervalMs = helloIntervalMs;
     this.helloTimeoutMs = helloTimeoutMs;
     this.onNotification = onNotification;
+    this.timeline = timeline;
+    this.measured = 0; // messages measured so far; each measure is named by its number
+
     this.connected = false;
     this.pending = new Map();
     this.queue = [];
@@ -84,11 +92,28 @@ export class CodapPhone {
           new ToolError(`CODAP ${waiting} within ${Math.round(timeoutMs / 1000)} s. ${outcome}`, "codap_timeout"),
         );
       }, timeoutMs);
-      this.pending.set(uuid, { resolve, timer });
+      const requests = Array.isArray(request) ? request.length : 1;
+      this.pending.set(uuid, { resolve, timer, requests, sentAt: this.timeline?.now() });
       const message = { type: NAMESPACE, content: { messageType: "call", uuid, value: request } };
       if (this.connected) this._post(message);
       else this.queue.push(message);
     });
+  }
+
+  _measure(waiter, value) {
+    if (waiter.sentAt === undefined || typeof this.timeline?.measure !== "function") return;
+    try {
+      const ok = Array.isArray(value) ? value.every((v) => v?.success === true) : value?.success === true;
+      this.measured += 1;
+      this.timeline.measure(`${MESSAGE_MEASURE} ${this.measured}`, {
+        start: waiter.sentAt,
+        end: this.timeline.now(),
+        detail: { requests: waiter.requests, ok },
+      });
+      if (this.measured > MAX_MEASURES) this.timeline.clearMeasures?.(`${MESSAGE_MEASURE} ${this.measured - MAX_MEASURES}`);
+    } catch {
+      // a timeline that refuses the entry costs the call nothing
+    }
   }
 
   _post(message) {
@@ -127,6 +152,7 @@ export class CodapPhone {
       if (!waiter) return;
       this.pending.delete(uuid);
       this.win.clearTimeout(waiter.timer);
+      this._measure(waiter, value);
       waiter.resolve(value);
     } else if (messageType === "call") {
       try {
