@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -25,6 +26,45 @@ def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLIN
         if time.monotonic() > end:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+# --- the plugin's frame, in the test host or in real CODAP ------------------------------------------------
+
+
+def plugin_storage(frame: Any) -> dict[str, str]:
+    """The plugin's sessionStorage (its session, browser token and request ledger)."""
+    result: dict[str, str] = frame.evaluate("() => ({...sessionStorage})")
+    return result
+
+
+def plugin_ledger(frame: Any) -> dict[str, Any]:
+    """The plugin's ledger of requests by id: ``{state: started|done, posted, …}``."""
+    raw = next((v for k, v in plugin_storage(frame).items() if k.endswith(":ledger")), "{}")
+    entries: dict[str, Any] = json.loads(raw)
+    return entries
+
+
+def session_copy_script(frame: Any, relay: str) -> str:
+    """An init script that gives a new tab the plugin's session, as a duplicated browser tab carries the
+    sessionStorage (session and browser token) of the tab it was duplicated from."""
+    key, value = next((k, v) for k, v in plugin_storage(frame).items() if k.endswith(":session"))
+    return (
+        f"if (location.origin === {json.dumps(relay)}) sessionStorage.setItem({json.dumps(key)}, {json.dumps(value)});"
+    )
+
+
+def reload_frame(frame: Callable[[], Any]) -> None:
+    """Reload the plugin's frame alone (the page around it stays), as a person's reload of the frame does;
+    ``frame`` finds the frame (it is a new one once reloaded)."""
+
+    def reloaded() -> Any:
+        try:
+            return frame().evaluate("() => !window.__beforeReload")
+        except Exception:  # the frame is navigating
+            return None
+
+    frame().evaluate("() => { window.__beforeReload = true; location.reload(); }")
+    wait_until(reloaded, "the plugin frame to reload")
 
 
 class PluginPage:
@@ -78,16 +118,8 @@ class PluginPage:
         """Evaluate ``window.codapHost.<expression>`` in the host page (CODAP's side)."""
         return self.page.evaluate(f"() => window.codapHost.{expression}")
 
-    def session_storage(self) -> dict[str, str]:
-        result: dict[str, str] = self.frame.evaluate("() => ({...sessionStorage})")
-        return result
-
     def reload_plugin(self) -> None:
-        self.frame.evaluate("() => { window.__beforeReload = true; location.reload(); }")
-        wait_until(
-            lambda: self._safe(lambda: self.frame.evaluate("() => !window.__beforeReload")),
-            "the plugin frame to reload",
-        )
+        reload_frame(lambda: self.frame)
 
     def log_entries(self) -> list[dict[str, str]]:
         entries: list[dict[str, str]] = self.frame.evaluate(

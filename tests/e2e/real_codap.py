@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from plugin_page import DEADLINE, wait_until
+from plugin_page import DEADLINE, reload_frame, wait_until
 
 from support import ROOT
 
@@ -199,11 +199,7 @@ class CodapPage:
 
     def reload_plugin(self) -> None:
         """Reload the plugin's frame alone (CODAP and its document stay), as a person's reload of the frame does."""
-        self.frame.evaluate("() => { window.__beforeReload = true; location.reload(); }")
-        wait_until(
-            lambda: self._safe(lambda: self.frame.evaluate("() => !window.__beforeReload")),
-            "the plugin frame to reload",
-        )
+        reload_frame(lambda: self.frame)
 
     def screenshot(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,17 @@ from typing import Any
 
 import httpx
 import pytest
-from plugin_page import McpClient, PluginPage, answer, call_tool, ok_result, submit, wait_until
+from plugin_page import (
+    McpClient,
+    PluginPage,
+    answer,
+    call_tool,
+    ok_result,
+    plugin_ledger,
+    session_copy_script,
+    submit,
+    wait_until,
+)
 from servers import RestartableRelay
 
 pytestmark = pytest.mark.browser
@@ -26,12 +36,6 @@ def restartable() -> Iterator[RestartableRelay]:
 def executed(plugin: PluginPage, action: str, resource_type: str) -> int:
     """How many requests of ``action`` on resources of this type (``item``, ``component``…) CODAP processed."""
     return int(plugin.host(f"count({json.dumps(action)}, {json.dumps(resource_type)})"))
-
-
-def ledger(plugin: PluginPage) -> dict[str, Any]:
-    raw = next((v for k, v in plugin.session_storage().items() if k.endswith(":ledger")), "{}")
-    entries: dict[str, Any] = json.loads(raw)
-    return entries
 
 
 def test_stream_dropped_mid_queue_loses_nothing_and_runs_nothing_twice(
@@ -90,15 +94,20 @@ def test_reload_mid_queue_reposts_stored_results_and_never_reruns(open_plugin: A
         lambda: len(plugin.host('dataset("rl")')["items"]) == 7 if plugin.host('dataset("rl")') else False,
         "both requests executed in CODAP",
     )
-    wait_until(lambda: all(ledger(plugin).get(i, {}).get("state") == "done" for i in first), "both outcomes stored")
+    wait_until(
+        lambda: all(plugin_ledger(plugin.frame).get(i, {}).get("state") == "done" for i in first),
+        "both outcomes stored",
+    )
     plugin.host("pause()")  # the next request reaches CODAP but gets no answer before the reload
     in_flight = submit(
         relay, code, "create_codap_graph", {"datasetName": "rl", "graphType": "histogram", "xAttribute": "age"}
     )
     queued = submit(relay, code, "export_codap_data", {"datasetName": "rl", "format": "csv"})
     wait_until(lambda: len(plugin.log_entries()) == 4, "four requests in the plugin")
-    wait_until(lambda: ledger(plugin).get(in_flight, {}).get("state") == "started", "the graph request in flight")
-    stored = ledger(plugin)
+    wait_until(
+        lambda: plugin_ledger(plugin.frame).get(in_flight, {}).get("state") == "started", "the graph request in flight"
+    )
+    stored = plugin_ledger(plugin.frame)
     assert all(stored[i]["state"] == "done" and not stored[i]["posted"] for i in first)
     assert queued not in stored
 
@@ -123,13 +132,7 @@ def test_reload_mid_queue_reposts_stored_results_and_never_reruns(open_plugin: A
 def test_superseded_tab_can_take_the_session_back(open_plugin: Any, relay_url: str) -> None:
     tab1 = open_plugin(relay_url)
     code = tab1.code()
-    session_key, session_value = next((k, v) for k, v in tab1.session_storage().items() if k.endswith(":session"))
-    # a second CODAP tab holding the same session (as a duplicated tab would)
-    inject = (
-        f"if (location.origin === {json.dumps(relay_url)}) "
-        f"sessionStorage.setItem({json.dumps(session_key)}, {json.dumps(session_value)});"
-    )
-    tab2 = open_plugin(relay_url, init_script=inject)
+    tab2 = open_plugin(relay_url, init_script=session_copy_script(tab1.frame, relay_url))  # a duplicated tab
     assert tab2.code() == code
     wait_until(lambda: tab1.frame.locator("#superseded").is_visible(), "tab 1 to show it moved")
     assert "moved to another tab" in tab1.text("#superseded")
