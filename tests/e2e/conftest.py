@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from chromium import CHROMIUM_ARGS, chromium_path
-from plugin_page import PluginPage
+from plugin_page import PluginPage, new_page
 from real_codap import HOW_TO_GET, codap_dist, codap_pages, codap_required
 from servers import e2e_settings
 from starlette.applications import Starlette
@@ -63,10 +63,7 @@ def open_plugin(browser: Any, host_url: str) -> Iterator[Any]:
         contexts.append(context)
         if init_script:
             context.add_init_script(init_script)
-        page = context.new_page()
-        messages: list[str] = []
-        page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+        page, messages = new_page(context)
         plugin = PluginPage(page, relay, host_url, query=query, console=messages)
         plugin.open()
         return plugin

@@ -28,6 +28,33 @@ def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLIN
         time.sleep(0.05)
 
 
+# --- test data and pages ----------------------------------------------------------------------------------
+
+# A two-level dataset (classes > pupils), made through codap_api: two classes, three pupils.
+CLASSES = {
+    "action": "create",
+    "resource": "dataContext",
+    "values": {
+        "name": "classes",
+        "collections": [
+            {"name": "class", "attrs": [{"name": "room"}]},
+            {"name": "pupil", "attrs": [{"name": "who"}, {"name": "mark", "type": "numeric"}]},
+        ],
+    },
+}
+CLASS_ROWS = [{"room": "A1", "who": "Ann", "mark": 3}, {"room": "A1", "who": "Ben", "mark": 4}]
+MORE_CLASS_ROWS = [{"room": "B2", "who": "Cy", "mark": 5}]
+
+
+def new_page(context: Any) -> tuple[Any, list[str]]:
+    """A page of ``context`` and the list its console messages and page errors are collected into."""
+    page = context.new_page()
+    messages: list[str] = []
+    page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
+    page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+    return page, messages
+
+
 # --- the plugin's frame, in the test host or in real CODAP ------------------------------------------------
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from plugin_page import DEADLINE, reload_frame, wait_until
+from plugin_page import DEADLINE, new_page, reload_frame, wait_until
 
 from support import ROOT
 
@@ -227,10 +227,7 @@ def codap_pages(browser: Any, codap_url: str, *, webgl: bool = False) -> Iterato
             context.add_init_script(_NO_GRAPHICS_ACCELERATION % {"origin": json.dumps(origin)})
         if init_script:
             context.add_init_script(init_script)
-        page = context.new_page()
-        messages: list[str] = []
-        page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+        page, messages = new_page(context)
         codap = CodapPage(page, codap_url, plugin_url, console=messages)
         codap.open(wait=wait)
         return codap

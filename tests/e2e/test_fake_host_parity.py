@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from plugin_page import CLASS_ROWS, CLASSES, MORE_CLASS_ROWS
 from real_codap import di_call
 
 pytestmark = pytest.mark.browser
@@ -218,31 +219,10 @@ SCRIPT: list[tuple[str, Step]] = [
         "attribute needs collection",
         {"action": "create", "resource": "dataContext[people].attribute", "values": [{"name": "x"}]},
     ),
-    (
-        "classes",
-        {
-            "action": "create",
-            "resource": "dataContext",
-            "values": {
-                "name": "classes",
-                "collections": [
-                    {"name": "class", "attrs": [{"name": "room"}]},
-                    {"name": "pupil", "attrs": [{"name": "who"}, {"name": "mark", "type": "numeric"}]},
-                ],
-            },
-        },
-    ),
+    ("classes", CLASSES),
     (
         "class rows",
-        {
-            "action": "create",
-            "resource": "dataContext[classes].item",
-            "values": [
-                {"room": "A1", "who": "Ann", "mark": 3},
-                {"room": "A1", "who": "Ben", "mark": 4},
-                {"room": "B2", "who": "Cy", "mark": 5},
-            ],
-        },
+        {"action": "create", "resource": "dataContext[classes].item", "values": CLASS_ROWS + MORE_CLASS_ROWS},
     ),
     (
         "class counts",

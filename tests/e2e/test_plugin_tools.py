@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from plugin_page import PluginPage, call_tool, ok_result, wait_until
+from plugin_page import CLASS_ROWS, CLASSES, MORE_CLASS_ROWS, PluginPage, call_tool, ok_result, wait_until
 
 from codap_relay.manifest import DEFAULT_TOOLS
 
@@ -193,38 +193,9 @@ def test_export_json_csv_tsv_with_quoting_and_hierarchy(plugin: PluginPage) -> N
     }
 
     # a two-level dataset made through codap_api: rows are leaf cases carrying their parent's values
-    ok_result(
-        tool(
-            plugin,
-            "codap_api",
-            {
-                "action": "create",
-                "resource": "dataContext",
-                "values": {
-                    "name": "classes",
-                    "collections": [
-                        {"name": "class", "attrs": [{"name": "room"}]},
-                        {"name": "pupil", "attrs": [{"name": "who"}, {"name": "mark", "type": "numeric"}]},
-                    ],
-                },
-            },
-        )
-    )
-    ok_result(
-        tool(
-            plugin,
-            "codap_api",
-            {
-                "action": "create",
-                "resource": "dataContext[classes].item",
-                "values": [
-                    {"room": "A1", "who": "Ann", "mark": 3},
-                    {"room": "A1", "who": "Ben", "mark": 4},
-                    {"room": "B2", "who": "Cy", "mark": 5},
-                ],
-            },
-        )
-    )
+    ok_result(tool(plugin, "codap_api", CLASSES))
+    rows = CLASS_ROWS + MORE_CLASS_ROWS
+    ok_result(tool(plugin, "codap_api", {"action": "create", "resource": "dataContext[classes].item", "values": rows}))
     out = ok_result(
         tool(plugin, "export_codap_data", {"datasetName": "classes", "format": "csv", "includeMetadata": True})
     )

@@ -16,6 +16,9 @@ from typing import Any
 import httpx
 import pytest
 from plugin_page import (
+    CLASS_ROWS,
+    CLASSES,
+    MORE_CLASS_ROWS,
     McpClient,
     answer,
     call_tool,
@@ -266,30 +269,13 @@ def test_custom_data_with_quotes_commas_unicode_numbers_and_blanks_round_trips(c
 
 
 def test_hierarchical_dataset_counts_and_flat_export(codap: CodapPage) -> None:
-    done(
-        codap,
-        "codap_api",
-        {
-            "action": "create",
-            "resource": "dataContext",
-            "values": {
-                "name": "classes",
-                "collections": [
-                    {"name": "class", "attrs": [{"name": "room"}]},
-                    {"name": "pupil", "attrs": [{"name": "who"}, {"name": "mark", "type": "numeric"}]},
-                ],
-            },
-        },
-    )
-    first = [{"room": "A1", "who": "Ann", "mark": 3}, {"room": "A1", "who": "Ben", "mark": 4}]
-    added = done(codap, "add_codap_cases", {"datasetName": "classes", "cases": first})
+    done(codap, "codap_api", CLASSES)
+    added = done(codap, "add_codap_cases", {"datasetName": "classes", "cases": CLASS_ROWS})
     assert added["totalCases"] == 2 and added["collections"] == [
         {"name": "class", "caseCount": 1},
         {"name": "pupil", "caseCount": 2},
     ]
-    added = done(
-        codap, "add_codap_cases", {"datasetName": "classes", "cases": [{"room": "B2", "who": "Cy", "mark": 5}]}
-    )
+    added = done(codap, "add_codap_cases", {"datasetName": "classes", "cases": MORE_CLASS_ROWS})
     assert (
         [c["caseCount"] for c in added["collections"]]
         == [case_count(codap, "classes", "class"), case_count(codap, "classes", "pupil")]
