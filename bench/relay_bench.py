@@ -2,8 +2,9 @@
 
 Sections (all by default; ``--only`` picks some): round trips over HTTP and MCP at several concurrencies on the
 default store (SQLite), the other stores (memory, DynamoDB Local), throughput at saturation, idle SSE streams,
-cold start of the Lambda handlers, and the cost model. Each figure comes with a baseline measured in the same run
-on the same server: a trivial endpoint, the same client, the same concurrency.
+cold start of the Lambda handlers, the cost model, and each tool's time inside the real CODAP build (codap). Each
+figure comes with a baseline measured in the same run on the same server: a trivial endpoint, the same client, the
+same concurrency (for codap: one Data Interactive message to CODAP).
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import coldstart, cost, load
+from bench import codap_bench, coldstart, cost, load
 from bench.dynamo import LocalTable, dynamodb_local
 from bench.idle import idle_streams
 from bench.report import render
 from bench.server import run_target
 from bench.stats import ratio, summary
 
-SECTIONS = ("roundtrip", "stores", "throughput", "idle", "coldstart", "cost")
+SECTIONS = ("roundtrip", "stores", "throughput", "idle", "coldstart", "cost", "codap")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -50,6 +51,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--coldstart-repeat", type=int, default=3, help="fresh interpreters per handler; best one counts")
     p.add_argument("--cost-idle-seconds", type=float, default=10.0)
     p.add_argument("--cost-calls", type=int, default=40)
+    p.add_argument(
+        "--no-codap-webgl",
+        action="store_true",
+        help="skip timing CODAP's WebGL graphs (software-rendered without a GPU: about a minute)",
+    )
     p.add_argument("--json", type=Path, help="write every figure (and the raw samples) to this file")
     p.add_argument("--plot", type=Path, help="draw the latency distributions to this PNG (needs the bench extra)")
     p.add_argument("--quick", action="store_true", help="tiny counts: checks that everything runs (seconds)")
@@ -59,6 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.throughput_concurrency, args.throughput_seconds = 4, 0.5
         args.idle_connections, args.idle_heartbeat, args.idle_hold = 20, 0.5, 1.2
         args.coldstart_repeat, args.cost_idle_seconds, args.cost_calls = 1, 1.0, 3
+        args.no_codap_webgl = True
     args.sections = SECTIONS if not args.only else tuple(s.strip() for s in args.only.split(",") if s.strip())
     unknown = set(args.sections) - set(SECTIONS)
     if unknown:
@@ -331,6 +338,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print("cold start …", file=sys.stderr, flush=True)
         only = [f.strip() for f in args.functions.split(",")] if args.functions else None
         results["coldstart"] = coldstart.run(repeat=args.coldstart_repeat, only=only)
+    if "codap" in args.sections:
+        print("tool time in the real CODAP …", file=sys.stderr, flush=True)
+        results["codap"] = codap_bench.run(
+            quick=args.quick, webgl=not args.no_codap_webgl, log=lambda m: print(f"  {m}", file=sys.stderr, flush=True)
+        )
     results["wall_seconds"] = round(time.perf_counter() - started, 1)
     results["samples_ms"] = {k: [round(s * 1000, 3) for s in v] for k, v in samples.items()}
     return results

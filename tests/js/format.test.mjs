@@ -42,10 +42,11 @@ test("displayCode groups an 8-character code", () => {
   assert.equal(displayCode("ABC"), "ABC");
 });
 
-test("names CODAP cannot address are refused with a reason", () => {
+test("any non-empty name is accepted (the tools address datasets by id); blank or overlong ones are not", () => {
   assert.equal(nameProblem("Dataset", "my data.v2 (2024)"), null);
-  assert.match(nameProblem("Dataset", "a]b"), /contains "\]"/);
+  assert.equal(nameProblem("Dataset", "a]b [c]"), null);
   assert.match(nameProblem("Dataset", "  "), /non-empty/);
+  assert.match(nameProblem("Attribute", "x".repeat(201)), /longer than 200/);
 });
 
 test("snippets carry the code and the relay URL", () => {

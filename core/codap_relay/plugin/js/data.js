@@ -53,14 +53,17 @@ export function generateRecords(dataType, count, rng = makeRng()) {
     for (let i = 1; i <= n; i++) {
       const grade = 9 + Math.floor(rng() * 4);
       const hours = round(Math.max(0, normal(rng, 6, 3)), 1);
+      const math = Math.round(Math.min(100, Math.max(0, normal(rng, 60 + 3 * hours, 10))));
+      const reading = Math.round(Math.min(100, Math.max(0, normal(rng, 72, 12))));
       rows.push({
         name: `${pick(rng, FIRST_NAMES)} ${String.fromCharCode(65 + Math.floor(rng() * 26))}.`,
         grade,
         age: grade + 5 + (rng() < 0.4 ? 1 : 0),
         height_cm: round(normal(rng, 168, 9), 1),
         study_hours: hours,
-        math_score: Math.round(Math.min(100, Math.max(0, normal(rng, 60 + 3 * hours, 10)))),
-        reading_score: Math.round(Math.min(100, Math.max(0, normal(rng, 72, 12)))),
+        math_score: math,
+        reading_score: reading,
+        score: Math.round((math + reading) / 2), // the seed's example plots grade against score
         favorite_subject: pick(rng, ["Math", "Science", "English", "History", "Art"]),
       });
     }
@@ -74,6 +77,7 @@ export function generateRecords(dataType, count, rng = makeRng()) {
         { name: "study_hours", type: "numeric", precision: 1, unit: "hours/week" },
         { name: "math_score", type: "numeric", precision: 0 },
         { name: "reading_score", type: "numeric", precision: 0 },
+        { name: "score", type: "numeric", precision: 0 },
         { name: "favorite_subject", type: "categorical" },
       ],
     };

@@ -1,15 +1,20 @@
 // Runs tool requests one at a time in seq order, each id at most once, and delivers every outcome to
 // the relay, retrying failed POSTs. The ledger in storage makes this hold across reloads of the frame.
+// Each request's time in the plugin (from its event to the first POST of its answer) is recorded as a User
+// Timing measure "codap-relay <tool> <id>", which the browser's performance tools and the benchmark read.
 
 import { ToolError, errorBody } from "./errors.js";
 import { RelayHttpError, backoffMs } from "./relay.js";
+
+const MEASURE_PREFIX = "codap-relay ";
+const MAX_MEASURES = 200; // the newest ones are kept; a long session must not grow the timeline forever
 
 const INDETERMINATE =
   "The plugin was reloaded while this request was running in CODAP, so it cannot tell whether it took effect. " +
   "Check CODAP's state (get_codap_datasets or get_codap_status) before sending it again.";
 
 export class Runner {
-  constructor({ tools, store, post, onActivity = () => {}, now = () => Date.now(), sleep }) {
+  constructor({ tools, store, post, onActivity = () => {}, now = () => Date.now(), sleep, timeline = globalThis.performance }) {
     this.tools = tools;
     this.store = store;
     this.post = post; // (id, body) => Promise; throws RelayHttpError or a network error
@@ -21,6 +26,9 @@ export class Runner {
     this.delivering = new Set();
     this.busy = false;
     this.stopped = false;
+    this.timeline = timeline;
+    this.timings = new Map(); // id -> {tool, received, started, finished} until its answer is first posted
+    this.measures = [];
   }
 
   /** Re-post outcomes that a previous page stored but could not deliver. */
@@ -50,6 +58,7 @@ export class Runner {
       this._deliver(id, body);
       return;
     }
+    if (this.timeline) this.timings.set(id, { tool: request.tool, received: this.timeline.now() });
     this.queue.push(request);
     this.queue.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
     this.onActivity({ id, tool: request.tool, args: request.args, status: "queued" });
@@ -71,6 +80,8 @@ export class Runner {
 
   async _run({ id, tool, args, seq }) {
     this.store.markStarted(id, { tool, seq, args: smallArgs(args) });
+    const timing = this.timings.get(id);
+    if (timing) timing.started = this.timeline.now();
     const started = this.now();
     this.onActivity({ id, tool, args, status: "running", startedAt: started });
     let body;
@@ -81,6 +92,7 @@ export class Runner {
     } catch (err) {
       body = { error: errorBody(err) };
     }
+    if (timing) timing.finished = this.timeline.now();
     this.store.saveOutcome(id, body);
     const ms = this.now() - started;
     this.onActivity({ id, tool, args, status: body.error ? "failed" : "done", body, ms });
@@ -92,6 +104,7 @@ export class Runner {
     this.delivering.add(id);
     try {
       for (let attempt = 0; !this.stopped; attempt++) {
+        if (attempt === 0) this._measure(id, body);
         try {
           await this.post(id, body);
           break;
@@ -121,6 +134,35 @@ export class Runner {
     } finally {
       this.delivering.delete(id);
     }
+  }
+
+  /** The request's time in the plugin, from its event to now (its answer is about to be posted). */
+  _measure(id, body) {
+    const timing = this.timings.get(id);
+    this.timings.delete(id);
+    if (!timing || timing.started === undefined || typeof this.timeline?.measure !== "function") return;
+    const name = `${MEASURE_PREFIX}${timing.tool} ${id}`; // one entry per request, so the oldest can be dropped
+    try {
+      this.timeline.measure(name, {
+        start: timing.received,
+        end: this.timeline.now(),
+        detail: {
+          id,
+          tool: timing.tool,
+          queuedMs: timing.started - timing.received, // waiting behind earlier requests
+          runMs: timing.finished - timing.started, // the tool itself: CODAP's work and the plugin's
+          ok: !body.error,
+        },
+      });
+    } catch {
+      return; // a timeline that refuses the entry costs the tool nothing
+    }
+    this.measures.push(name);
+    if (this.measures.length > MAX_MEASURES) this._trim();
+  }
+
+  _trim() {
+    this.timeline.clearMeasures?.(this.measures.shift());
   }
 
   stop() {
