@@ -43,6 +43,18 @@ export function summarizeArgs(tool, args = {}) {
   }
 }
 
+/**
+ * One line about a tool's outcome ({result} or {error}): the error's message, or the first line of the result's
+ * text (of its JSON when it has no text), at most `max` characters; null when there is no outcome.
+ */
+export function firstLine(body, max = 300) {
+  if (!body) return null;
+  const text = body.error
+    ? body.error.message ?? "failed"
+    : body.result?.content?.find?.((c) => c?.type === "text")?.text ?? JSON.stringify(body.result) ?? "";
+  return clip(String(text).trim().split("\n")[0], max);
+}
+
 export function formatDuration(ms) {
   if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
