@@ -34,12 +34,17 @@ const raster = {
   },
 };
 
-function setup({ blankAnswers = 0, picture = png(340, 300) } = {}) {
+/**
+ * `picture(n)` is CODAP's picture at its nth drawing (n from 0): the same each time once the graph has settled.
+ * The first `blankAnswers` requests find no picture yet.
+ */
+function setup({ blankAnswers = 0, picture = png(340, 300), frames = () => picture } = {}) {
   const model = createCodapModel();
   const messages = [];
   const pauses = [];
   let clock = 0;
   let blanks = blankAnswers;
+  let drawn = 0;
   const display = (resource) => {
     const id = Number(/^dataDisplay\[(\d+)\]$/.exec(resource)[1]);
     const comp = model.answer({ action: "get", resource: `component[${id}]` });
@@ -48,7 +53,7 @@ function setup({ blankAnswers = 0, picture = png(340, 300) } = {}) {
       return { success: null, values: { error: { success: false, values: { error: "DataDisplay not found" } } } };
     }
     if (blanks-- > 0) return { success: false, values: { error: "DataDisplay not found" } };
-    return { success: true, values: { exportDataUri: picture } };
+    return { success: true, values: { exportDataUri: frames(drawn++) } };
   };
   const answer = (r) => (/^dataDisplay\[/.test(r.resource) ? display(r.resource) : model.answer(structuredClone(r)));
   const call = async (request) => {
@@ -84,7 +89,7 @@ test("a graph found by title, name or id comes back as CODAP's own PNG when it i
   for (const graph of ["Scores", "scores", String(scores), scores]) {
     const before = env.messages.length;
     const result = await env.tools.get_codap_graph_image({ graph });
-    assert.equal(env.messages.length - before, 3, "component list, graph details, picture");
+    assert.equal(env.messages.length - before, 4, "component list, details, a picture and the same again");
     const [text, image] = result.content;
     assert.equal(image.type, "image");
     assert.equal(`data:${image.mimeType};base64,${image.data}`, picture); // byte for byte
@@ -104,11 +109,27 @@ test("a new graph's picture is asked for again after growing pauses until CODAP 
   const result = await env.tools.create_codap_graph({
     datasetName: "s", graphType: "scatterplot", xAttribute: "x", yAttribute: "y", includeImage: true,
   });
-  assert.deepEqual(env.pauses, [50, 100, 200, 400, 800]);
+  assert.deepEqual(env.pauses, [50, 100, 200, 400, 800, 100]);
   assert.equal(result.content[1].type, "image");
   assert.match(result.content[0].text, /Its picture is attached: PNG, 340 × 300 px/);
   assert.equal(result.structuredContent.image.width, 340);
   assert.deepEqual(result.structuredContent.notes, []);
+});
+
+test("a picture counts once two taken a moment apart are the same: points still moving are waited for", async () => {
+  const moving = (n) => png(340, 300, 1000 + Math.min(n, 6)); // six frames of an animation, then still
+  const env = setup({ frames: moving });
+  await withGraphs(env);
+  env.pauses.length = 0;
+  const result = await env.tools.get_codap_graph_image({ graph: "Scores" });
+  assert.equal(`data:image/png;base64,${result.content[1].data}`, moving(99));
+  assert.deepEqual(env.pauses, [100, 100, 100, 100, 100, 100, 100]);
+  assert.equal(result.structuredContent.settled, true);
+  const restless = setup({ frames: (n) => png(340, 300, 1000 + n) }); // never the same twice
+  await withGraphs(restless);
+  const last = await restless.tools.get_codap_graph_image({ graph: "Scores" });
+  assert.equal(last.structuredContent.settled, false);
+  assert.match(last.content[0].text, /still changing the graph after 20 s: this is the last picture it gave/);
 });
 
 test("a picture that never comes ends the wait after 20 s with a tool error; the graph itself still counts", async () => {

@@ -22,8 +22,11 @@ export function summarizeArgs(tool, args = {}) {
     }
     case "create_codap_graph":
       return clip(
-        `${a.graphType} of ${quote(a.datasetName)}: x=${a.xAttribute}${a.yAttribute ? `, y=${a.yAttribute}` : ""}`,
+        `${a.graphType} of ${quote(a.datasetName)}: x=${a.xAttribute}${a.yAttribute ? `, y=${a.yAttribute}` : ""}` +
+          (a.includeImage ? " + picture" : ""),
       );
+    case "get_codap_graph_image":
+      return clip(`${a.graph === undefined ? "the only graph" : `graph ${quote(a.graph)}`}${a.maxSize ? ` · at most ${a.maxSize} px` : ""}`);
     case "get_codap_datasets":
       return "all datasets";
     case "get_codap_status":

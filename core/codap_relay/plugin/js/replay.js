@@ -153,6 +153,7 @@ export class Replayer {
   }
 
   _end(outcome, reason) {
+    this.running = false;
     this.state.outcome = outcome;
     this.state.reason = reason;
     this._save();

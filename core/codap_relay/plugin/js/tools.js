@@ -27,11 +27,15 @@ import { DEFAULT_MAX_SIZE, fitPicture } from "./imaging.js";
 import { nameProblem } from "./names.js";
 
 const MAX_TEXT = 60_000; // longest data text put in the model-facing summary
-// A graph has no picture until CODAP has drawn it once (right after it is made, CODAP answers "DataDisplay not
-// found"): ask again after growing pauses, for at most this long.
+// CODAP makes a graph's picture on request from what is on screen (v3 DataDisplayRenderState.updateSnapshot).
+// A graph has none until it is mounted (CODAP answers "DataDisplay not found"): ask again after growing pauses.
+// A new or changed graph then animates its points for about a second (transitions of 1 s, an animation timer of
+// 2 s), and a picture taken meanwhile shows them half drawn or not at all: the picture counts once two taken a
+// moment apart are the same, byte for byte. All of it for at most PICTURE_WAIT_MS.
 const PICTURE_WAIT_MS = 20_000;
 const FIRST_PAUSE_MS = 50;
 const LONGEST_PAUSE_MS = 1000;
+const SETTLE_PAUSE_MS = 100; // a few animation frames between two pictures compared
 
 export function toolResult(text, structured) {
   return { content: [{ type: "text", text }], structuredContent: structured };
@@ -229,8 +233,9 @@ export function createTools({
   // --- graphs and their pictures --------------------------------------------------------------------
 
   /**
-   * Every component with the title CODAP shows (the component list holds only titles set explicitly), and the
-   * graphs among them: two messages however many components there are.
+   * Every component with the title CODAP shows, and the graphs among them: two messages however many components
+   * there are. The component list holds only titles set explicitly; an untitled graph or table shows its
+   * dataset's name.
    */
   async function listGraphs() {
     const list = get("componentList");
@@ -239,7 +244,7 @@ export function createTools({
     const details = await send(listing.map((c) => get(`component[${c.id}]`)));
     const components = listing.map((c, i) => {
       const detail = details[i]?.success === true ? details[i].values ?? {} : {};
-      return { ...c, title: detail.title || c.title || "", detail };
+      return { ...c, title: detail.title || c.title || detail.dataContext || "", detail };
     });
     return { components, graphs: components.filter((c) => c.type === "graph") };
   }
@@ -288,20 +293,28 @@ export function createTools({
     });
   }
 
-  /** CODAP's picture of a graph as a data URI, waiting (bounded) for a new graph's first drawing. */
+  /**
+   * CODAP's picture of a graph once its drawing has settled: {uri, settled}. Waits (bounded) for a new graph's
+   * first drawing and for its points to finish moving; after PICTURE_WAIT_MS it gives the last picture it got
+   * (settled false), or fails if there was none.
+   */
   async function graphSnapshot(graph) {
     const component = get(`component[${graph.id}]`);
     const display = get(`dataDisplay[${graph.id}]`);
     const started = now();
     let pause = FIRST_PAUSE_MS;
+    let previous = null;
     for (;;) {
       // The component is read in the same message, so a graph closed meanwhile ends the wait at once.
       const [shown, pictured] = await send([component, display]);
       must(component, shown, `reading graph ${graphLabel(graph)}`);
       const uri = pictured?.success === true ? pictured.values?.exportDataUri : undefined;
-      if (typeof uri === "string" && uri.startsWith("data:image/")) return uri;
+      const drawn = typeof uri === "string" && uri.startsWith("data:image/");
+      if (drawn && uri === previous) return { uri, settled: true };
+      if (drawn) previous = uri;
       const waited = now() - started;
       if (waited >= PICTURE_WAIT_MS) {
+        if (previous) return { uri: previous, settled: false };
         const said = codapError(pictured);
         throw new ToolError(
           `CODAP gave no picture of graph ${graphLabel(graph)} within ${Math.round(waited / 1000)} s (it answered ` +
@@ -311,17 +324,22 @@ export function createTools({
           { graphId: graph.id, codapError: said },
         );
       }
-      await sleep(Math.min(pause, PICTURE_WAIT_MS - waited));
-      pause = Math.min(LONGEST_PAUSE_MS, pause * 2);
+      await sleep(Math.min(drawn ? SETTLE_PAUSE_MS : pause, PICTURE_WAIT_MS - waited));
+      if (!drawn) pause = Math.min(LONGEST_PAUSE_MS, pause * 2);
     }
   }
 
   /** The picture fitted for the model: the image content item, its facts, and a sentence about it. */
   async function graphPicture(graph, maxSize = DEFAULT_MAX_SIZE) {
     if (!raster) throw new ToolError("This plugin cannot make pictures here (no canvas).", "graph_image_unavailable");
-    const picture = await fitPicture(await graphSnapshot(graph), { maxSize, raster });
+    const snapshot = await graphSnapshot(graph);
+    const picture = await fitPicture(snapshot.uri, { maxSize, raster });
     const kind = picture.mimeType === "image/jpeg" ? "JPEG" : "PNG";
     let sentence = `${kind}, ${picture.width} × ${picture.height} px, ${Math.ceil(picture.bytes / 1024)} KB.`;
+    if (!snapshot.settled) {
+      sentence += ` CODAP was still changing the graph after ${PICTURE_WAIT_MS / 1000} s: this is the last picture ` +
+        "it gave, and points may be caught moving.";
+    }
     if (picture.scaled) {
       sentence += ` CODAP drew it at ${picture.original.width} × ${picture.original.height} px; it was scaled down ` +
         `to at most ${maxSize} px on its longer side.`;
@@ -338,6 +356,7 @@ export function createTools({
         codapHeight: picture.original.height,
         scaled: picture.scaled,
         reencoded: picture.reencoded,
+        settled: snapshot.settled,
       },
       sentence,
     };
