@@ -391,4 +391,15 @@ def test_files_that_are_not_traces_are_refused_and_change_nothing(
         assert message.endswith("Nothing was changed.")
         assert (holdings(codap), codap.items("kept")) == before
         codap.frame.locator("#replay").evaluate("(box) => { box.className = 'replay'; }")  # the next one shows anew
+    # A shared trace that deletes things runs only if the person says so.
+    wipe = trace_file(tmp_path, "wipe.json", [call("codap_api", {"action": "delete", "resource": "dataContext[kept]"})])
+    choose_trace(codap, wipe)
+    question = wait_replay(codap, "confirm")
+    assert (
+        question
+        == "wipe.json holds 1 call of codap_api, which can change or delete anything in this CODAP document. Replay it?"
+    )
+    codap.frame.locator("#cancel-replay").click()
+    assert wait_replay(codap, "refused").endswith("you cancelled it. Nothing was changed.")
+    assert (holdings(codap), codap.items("kept")) == before
     assert httpx.get(f"{relay_url}/api/sessions/{codap.code()}").json()["pending"] == 0

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { READ_ONLY_TOOLS, TOOLS } from "../../core/codap_relay/plugin/js/manifest.js";
+import { DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOLS } from "../../core/codap_relay/plugin/js/manifest.js";
 import { Replayer } from "../../core/codap_relay/plugin/js/replay.js";
 import { Runner } from "../../core/codap_relay/plugin/js/runner.js";
 import { MemoryStorage, PluginStore } from "../../core/codap_relay/plugin/js/storage.js";
@@ -127,7 +127,10 @@ function page({ storage = new MemoryStorage(), persistent = true, failOn = null,
   const tools = Object.fromEntries(TOOLS.map((t) => [t.name, record(t.name)]));
   const store = new PluginStore(storage, "http://relay");
   const runner = new Runner({ tools, store, post: async (id, body) => posted.push({ id, body }), sleep: async () => {} });
-  const replayer = new Replayer({ store, runner: () => runner, tools: TOOLS, readOnly: READ_ONLY_TOOLS, onProgress: (v) => shown.push(v), persistent });
+  const replayer = new Replayer({
+    store, runner: () => runner, tools: TOOLS, readOnly: READ_ONLY_TOOLS, destructive: DESTRUCTIVE_TOOLS,
+    onProgress: (v) => shown.push(v), persistent,
+  });
   return { ran, posted, shown, store, runner, replayer, storage };
 }
 
@@ -253,4 +256,32 @@ test("earlier sessions are remembered for the trace, the newest five", () => {
   store.clearSession();
   assert.deepEqual(store.history().map((s) => s.code), ["CODE0002", "CODE0003", "CODE0004", "CODE0005", "CODE0006"]);
   assert.deepEqual(Object.keys(store.history()[0]).sort(), ["code", "endedAt", "token"]);
+});
+
+test("before raw CODAP requests run, the person is asked; cancelling changes nothing", async () => {
+  const raw = { action: "delete", resource: "dataContext[students]" };
+  const text = traceText([...RELAYED, entry(6, "codap_api", raw)]);
+  const asked = (p) => new Promise((resolve) => {
+    const poll = () => (p.shown.at(-1)?.outcome === "confirm" ? resolve(p.shown.at(-1)) : setTimeout(poll, 1));
+    poll();
+  });
+  const no = page();
+  const cancelled = no.replayer.start("shared.json", text);
+  const question = await asked(no);
+  assert.equal(question.asking, true);
+  assert.equal(question.message, "shared.json holds 1 call of codap_api, which can change or delete anything in this CODAP document. Replay it?");
+  no.replayer.answer(false);
+  await cancelled;
+  assert.deepEqual([no.ran.length, no.shown.at(-1).outcome], [0, "refused"]);
+  assert.match(no.shown.at(-1).message, /you cancelled it\. Nothing was changed\.$/);
+  const yes = page();
+  const running = yes.replayer.start("shared.json", text);
+  await asked(yes);
+  yes.replayer.answer(true);
+  await running;
+  assert.deepEqual(yes.ran.map(([t]) => t).at(-1), "codap_api");
+  assert.equal(yes.shown.at(-1).outcome, "finished");
+  const safe = page(); // nothing destructive: no question
+  await safe.replayer.start("lesson.json", traceText());
+  assert.ok(!safe.shown.some((v) => v.outcome === "confirm"));
 });

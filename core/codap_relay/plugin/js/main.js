@@ -3,7 +3,7 @@
 import { CodapPhone } from "./codap.js";
 import { plural } from "./format.js";
 import { canvasRaster } from "./imaging.js";
-import { READ_ONLY_TOOLS, TOOLS } from "./manifest.js";
+import { DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOLS } from "./manifest.js";
 import { RelayClient, RelayHttpError, StreamConnection, createSessionWhenAllowed, relayBaseFrom } from "./relay.js";
 import { Replayer } from "./replay.js";
 import { Runner } from "./runner.js";
@@ -37,6 +37,7 @@ const replayer = new Replayer({
   runner: () => runner,
   tools: TOOLS,
   readOnly: READ_ONLY_TOOLS,
+  destructive: DESTRUCTIVE_TOOLS,
   onProgress: (view) => ui.setReplay(view),
   persistent: storage.persistent,
 });
@@ -286,6 +287,8 @@ function wireControls() {
   ui.on("download-trace", () => downloadTrace());
   ui.on("replay-trace", () => ui.chooseFile());
   ui.on("stop-replay", () => replayer.stop());
+  ui.on("confirm-replay", () => replayer.answer(true));
+  ui.on("cancel-replay", () => replayer.answer(false));
   ui.onFile((file) => replayFile(file));
   ui.on("connect-here", () => {
     ui.notice("Connected here again; the other tab stops serving this session.");

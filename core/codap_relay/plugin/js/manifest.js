@@ -182,3 +182,6 @@ export const TOOL_NAMES = TOOLS.map((t) => t.name);
 
 /** The tools whose annotations say they change nothing in CODAP. */
 export const READ_ONLY_TOOLS = new Set(TOOLS.filter((t) => t.annotations.readOnlyHint === true).map((t) => t.name));
+
+/** The tools whose annotations say they may delete or overwrite what is in CODAP. */
+export const DESTRUCTIVE_TOOLS = new Set(TOOLS.filter((t) => t.annotations.destructiveHint === true).map((t) => t.name));

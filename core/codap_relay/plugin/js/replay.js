@@ -1,6 +1,7 @@
 // Replaying a saved trace: its calls run again, in order, against the CODAP document open now, through the same
 // runner and tools as the LLM's calls. Read-only calls and calls that failed when recorded are skipped; the first
-// failure stops the replay with its reason.
+// failure stops the replay with its reason. A trace may come from someone else: when calls of tools that can delete
+// or overwrite things (by their annotations) are about to run, the person is asked first.
 //
 // No call runs twice across a reload of the plugin frame. As with the runner's ledger, a call is marked
 // "started" in storage just before its tool runs and "done" or "failed" after. After a reload the replay is
@@ -8,22 +9,39 @@
 // choosing the same file again continues after the calls that ran or were interrupted. Where the browser keeps
 // nothing (storage blocked), the progress lives in this page only, and the plugin says so.
 
-import { firstLine } from "./format.js";
+import { firstLine, plural } from "./format.js";
 import { TraceError, readTrace, replayPlan, traceKey } from "./trace.js";
 
 const RAN = new Set(["done", "interrupted"]); // never run again on a continued replay
 
 export class Replayer {
   /**
-   * `runner()` is the current Runner (a new session brings a new one); `tools` the manifest; `readOnly` the
-   * names of the read-only tools; `onProgress(view)` shows where the replay is; `persistent` whether the
-   * browser lets storage outlive a reload.
+   * `runner()` is the current Runner (a new session brings a new one); `tools` the manifest; `readOnly` and
+   * `destructive` the names of the tools so annotated; `onProgress(view)` shows where the replay is;
+   * `persistent` whether the browser lets storage outlive a reload.
    */
-  constructor({ store, runner, tools, readOnly, onProgress, persistent = true, now = () => new Date() }) {
-    Object.assign(this, { store, runner, tools, readOnly, onProgress, persistent, now });
+  constructor({
+    store,
+    runner,
+    tools,
+    readOnly,
+    destructive = new Set(),
+    onProgress,
+    persistent = true,
+    now = () => new Date(),
+  }) {
+    Object.assign(this, { store, runner, tools, readOnly, destructive, onProgress, persistent, now });
     this.state = null;
     this.running = false;
     this.stopAsked = false;
+    this._answer = null; // resolves the question asked before destructive calls run
+  }
+
+  /** The person's answer to "replay it?": true runs the replay, false leaves CODAP as it is. */
+  answer(yes) {
+    const resolve = this._answer;
+    this._answer = null;
+    resolve?.(yes);
   }
 
   /** At start-up: a replay the last page left running was cut short by the reload; say where it stopped. */
@@ -51,7 +69,7 @@ export class Replayer {
 
   /** Replay the trace in `text` (the file `name`); resolves when it finished, stopped or was refused. */
   async start(name, text) {
-    if (this.running) {
+    if (this.running || this._answer) {
       this.onProgress({ outcome: "refused", message: "A replay is running; stop it before starting another." });
       return;
     }
@@ -74,6 +92,12 @@ export class Replayer {
     const key = traceKey(plan.map((p) => p.call));
     const earlier = this.state?.key === key ? this.state : this.store.loadReplay(key);
     const continuing = earlier && earlier.outcome !== "finished";
+    const ahead = plan.filter((p, i) => p.action === "run" && !(continuing && RAN.has(earlier.states[i])));
+    const risky = ahead.filter((p) => this.destructive.has(p.call.tool)).map((p) => p.call.tool);
+    if (risky.length && !(await this._ask(name, risky))) {
+      this.onProgress({ outcome: "refused", message: `${name} was not replayed: you cancelled it. Nothing was changed.` });
+      return;
+    }
     this.state = continuing
       ? { ...earlier, name, outcome: "running", reason: null }
       : { key, name, tools: plan.map((p) => p.call.tool), states: {}, outcome: "running", reason: null };
@@ -85,6 +109,18 @@ export class Replayer {
     } finally {
       this.running = false;
     }
+  }
+
+  _ask(name, tools) {
+    return new Promise((resolve) => {
+      this._answer = resolve;
+      this.onProgress({
+        outcome: "confirm",
+        asking: true,
+        message: `${name} holds ${plural(tools.length, "call")} of ${[...new Set(tools)].join(", ")}, which can ` +
+          "change or delete anything in this CODAP document. Replay it?",
+      });
+    });
   }
 
   /** Stop after the call that is running now. */

@@ -146,8 +146,11 @@ export function createUI(doc = document) {
         showPicture(entry.li, update.body);
       }
     },
-    /** The replay's progress: {outcome: running|finished|stopped|refused, done, total, message, running}. */
-    setReplay({ outcome, done = 0, total = 0, message = "", running = false }) {
+    /**
+     * The replay's progress: {outcome: running|finished|stopped|refused|confirm, done, total, message, running,
+     * asking (a question with "Replay anyway" and "Cancel")}.
+     */
+    setReplay({ outcome, done = 0, total = 0, message = "", running = false, asking = false }) {
       const box = $("replay");
       box.hidden = false;
       box.className = `replay replay-${outcome}`;
@@ -157,7 +160,9 @@ export function createUI(doc = document) {
       bar.value = done;
       $("replay-text").textContent = message;
       $("stop-replay").hidden = !running;
-      $("replay-trace").disabled = running;
+      $("replay-trace").disabled = running || asking;
+      $("replay-question").hidden = !asking;
+      if (asking) $("confirm-replay").focus();
     },
     /** Offer `text` as a file download named `name`. */
     saveFile(name, text, type = "application/json") {
