@@ -25,7 +25,6 @@ from support import ROOT
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = ROOT / "test-artifacts"
-DOCS_SHOT = ROOT / "docs" / "plugin-trace-replay.png"
 POINT_COLOUR = (0xE6, 0x80, 0x5B)  # CODAP's default point colour (get component: pointColor "#e6805b")
 
 
@@ -272,15 +271,13 @@ def test_a_saved_trace_replays_into_a_fresh_document(
     entries = fresh.frame.evaluate("() => [...document.querySelectorAll('#log .entry-tool')].map(e => e.textContent)")
     assert entries[0] == "create_codap_graph · replay 6/6" and entries[-1] == "create_codap_dataset · replay 1/6"
 
-    # The picture the LLM asks for next shows in the activity panel; the screenshot is the one docs/plugin.md shows.
+    # The picture the LLM asks for next shows in the activity panel: the screenshot docs/plugin.md shows.
     done(fresh, "get_codap_graph_image", {"graph": "Study and maths", "maxSize": 400})
     wait_until(lambda: fresh.frame.locator("#log .entry-image").count() == 1, "the picture in the activity panel")
     fresh.frame.locator("#log").evaluate("(log) => { log.scrollTop = 0; }")
     plugin = fresh.page.locator(f"iframe[src^='{relay_url}/plugin/']")
     ARTIFACTS.mkdir(exist_ok=True)
-    plugin.screenshot(path=str(ARTIFACTS / "real-codap-trace-replay.png"))
-    if DOCS_SHOT.exists():
-        plugin.screenshot(path=str(DOCS_SHOT))
+    plugin.screenshot(path=str(ARTIFACTS / "real-codap-trace-replay.png"))  # docs/plugin-trace-replay.png
 
     # The replayed calls are in this tab's next trace, beside the LLM's own.
     _, again = download_trace(fresh, tmp_path)
