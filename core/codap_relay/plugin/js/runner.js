@@ -156,6 +156,16 @@ export class Runner {
               };
               continue;
             }
+            if (err.status === 400 && !body.error) {
+              // the relay refused the result itself (an image it does not accept): say so instead of retrying
+              body = {
+                error: {
+                  message: `The relay refused this tool's result: ${err.message}`,
+                  code: "result_refused",
+                },
+              };
+              continue;
+            }
             if (err.status === 401 || err.status === 403) break; // a new session replaced this one
           }
           this.onActivity({ id, status: "retrying", attempt: attempt + 1 });
