@@ -185,6 +185,9 @@ def test_graph_pictures_over_http_and_mcp_show_what_codap_drew(pages: Callable[.
     not_graph = tool(codap, "get_codap_graph_image", {"graph": table})
     assert not_graph["error"]["code"] == "not_a_graph" and "is a case table" in not_graph["error"]["message"]
     assert codap.components() == before
+    codap.ok({"action": "update", "resource": f"component[{graph_id}]", "values": {"isVisible": False}})
+    hidden = tool(codap, "get_codap_graph_image", {"graph": graph_id})  # CODAP would answer an empty "data:,"
+    assert hidden["error"]["code"] == "graph_image_unavailable" and "is hidden in CODAP" in hidden["error"]["message"]
     codap.page.context.close()
 
 

@@ -206,3 +206,29 @@ test("the text says when the picture was scaled or re-encoded", async () => {
   assert.equal(jpeg.content[1].mimeType, "image/jpeg");
   assert.match(jpeg.content[0].text, /JPEG, 1600 × 1200 px.*re-encoded as JPEG to stay small/);
 });
+
+test("a hidden graph is refused at once; one drawn at no size (minimized) after 2 s of empty pictures", async () => {
+  const env = setup();
+  const [scores] = await withGraphs(env);
+  const listed = env.model.answer({ action: "get", resource: "componentList" });
+  const hiding = async (request) => {
+    const reply = await env.model.answer(request);
+    return request.resource === "componentList" ? { ...reply, values: reply.values.map((c) => ({ ...c, hidden: c.id === scores })) } : reply;
+  };
+  assert.ok(listed.success);
+  const hidden = createTools({
+    call: async (r) => (Array.isArray(r) ? Promise.all(r.map(hiding)) : hiding(r)),
+    raster,
+    sleep: async () => {},
+  });
+  await assert.rejects(hidden.get_codap_graph_image({ graph: "Scores" }), (e) => {
+    assert.equal(e.code, "graph_image_unavailable");
+    assert.match(e.message, /is hidden in CODAP.*isVisible/);
+    return true;
+  });
+  const minimized = setup({ picture: "data:," }); // CODAP's picture of a canvas with no size
+  await withGraphs(minimized);
+  await assert.rejects(minimized.tools.get_codap_graph_image({ graph: "Scores" }), (e) => /only an empty picture/.test(e.message));
+  const waited = minimized.pauses.reduce((a, b) => a + b, 0);
+  assert.ok(waited >= 2000 && waited < 3000, String(waited));
+});

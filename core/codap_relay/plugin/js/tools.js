@@ -36,6 +36,8 @@ const PICTURE_WAIT_MS = 20_000;
 const FIRST_PAUSE_MS = 50;
 const LONGEST_PAUSE_MS = 1000;
 const SETTLE_PAUSE_MS = 100; // a few animation frames between two pictures compared
+// A graph with no size on screen (minimized) gives an empty picture, "data:,": after this long of only that, stop.
+const EMPTY_GIVE_UP_MS = 2000;
 
 export function toolResult(text, structured) {
   return { content: [{ type: "text", text }], structuredContent: structured };
@@ -304,6 +306,7 @@ export function createTools({
     const started = now();
     let pause = FIRST_PAUSE_MS;
     let previous = null;
+    let emptySince = null;
     for (;;) {
       // The component is read in the same message, so a graph closed meanwhile ends the wait at once.
       const [shown, pictured] = await send([component, display]);
@@ -312,6 +315,16 @@ export function createTools({
       const drawn = typeof uri === "string" && uri.startsWith("data:image/");
       if (drawn && uri === previous) return { uri, settled: true };
       if (drawn) previous = uri;
+      const empty = pictured?.success === true && !drawn;
+      emptySince = empty ? emptySince ?? now() : null;
+      if (empty && now() - emptySince >= EMPTY_GIVE_UP_MS) {
+        throw new ToolError(
+          `CODAP gave only an empty picture of graph ${graphLabel(graph)}: it is not drawn on screen (minimized, ` +
+            "or too small). Restore it to its full size in CODAP, then ask again.",
+          "graph_image_unavailable",
+          { graphId: graph.id },
+        );
+      }
       const waited = now() - started;
       if (waited >= PICTURE_WAIT_MS) {
         if (previous) return { uri: previous, settled: false };
@@ -332,6 +345,14 @@ export function createTools({
   /** The picture fitted for the model: the image content item, its facts, and a sentence about it. */
   async function graphPicture(graph, maxSize = DEFAULT_MAX_SIZE) {
     if (!raster) throw new ToolError("This plugin cannot make pictures here (no canvas).", "graph_image_unavailable");
+    if (graph.hidden) {
+      throw new ToolError(
+        `Graph ${graphLabel(graph)} is hidden in CODAP, so it is not drawn and has no picture. Show it again ` +
+          '(codap_api: update the component with {"isVisible": true}), then ask again.',
+        "graph_image_unavailable",
+        { graphId: graph.id },
+      );
+    }
     const snapshot = await graphSnapshot(graph);
     const picture = await fitPicture(snapshot.uri, { maxSize, raster });
     const kind = picture.mimeType === "image/jpeg" ? "JPEG" : "PNG";
