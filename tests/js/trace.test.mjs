@@ -256,6 +256,8 @@ test("earlier sessions are remembered for the trace, the newest five", () => {
   store.clearSession();
   assert.deepEqual(store.history().map((s) => s.code), ["CODE0002", "CODE0003", "CODE0004", "CODE0005", "CODE0006"]);
   assert.deepEqual(Object.keys(store.history()[0]).sort(), ["code", "endedAt", "token"]);
+  store.forgetHistory("CODE0004"); // its log is gone from the relay
+  assert.deepEqual(store.history().map((s) => s.code), ["CODE0002", "CODE0003", "CODE0005", "CODE0006"]);
 });
 
 test("before raw CODAP requests run, the person is asked; cancelling changes nothing", async () => {

@@ -237,7 +237,8 @@ async function downloadTrace() {
       relayed.push(...(await client.traceEntries(code, token)));
     } catch (err) {
       if (err instanceof RelayHttpError && err.status === 404) {
-        gone += 1; // ended longer ago than the relay keeps logs
+        gone += 1; // ended longer ago than the relay keeps logs: not asked for again
+        store.forgetHistory(code);
         continue;
       }
       ui.notice(`The trace could not be read from the relay (${err.message}). Try again in a moment.`);
@@ -257,7 +258,8 @@ async function downloadTrace() {
 
 async function replayFile(file) {
   if (file.size > MAX_TRACE_BYTES) {
-    ui.setReplay({ outcome: "refused", message: `${file.name} is larger than a trace can be (${MAX_TRACE_BYTES / 1024 / 1024} MB). Nothing was changed.` });
+    const limit = `${MAX_TRACE_BYTES / 1024 / 1024} MB`;
+    ui.setReplay({ outcome: "refused", message: `${file.name} is larger than a trace can be (${limit}). Nothing was changed.` });
     return;
   }
   if (!runner) {

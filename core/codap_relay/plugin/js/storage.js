@@ -103,6 +103,10 @@ export class PluginStore {
     this._write("history", list.slice(-MAX_HISTORY));
   }
 
+  forgetHistory(code) {
+    this._write("history", this.history().filter((s) => s.code !== code));
+  }
+
   /**
    * A replay's progress ({key, name, tools, states: {index: state}, outcome, reason, at}): the one of the trace
    * with `key`, or without a key the latest; null if none is kept.
