@@ -177,13 +177,16 @@ def test_keyboard_reaches_every_control(open_plugin: Any, relay_url: str) -> Non
     plugin = open_plugin(relay_url)
     plugin.frame.locator("#copy-code").focus()
     seen = []
-    for _ in range(6):
+    for _ in range(8):
         seen.append(plugin.frame.evaluate("() => document.activeElement.id || document.activeElement.dataset.copy"))
         plugin.page.keyboard.press("Tab")
-    assert seen[:5] == ["copy-code", "mcp", "claude", "prompt", "new-code"]
+    assert seen[:7] == ["copy-code", "mcp", "claude", "prompt", "download-trace", "replay-trace", "new-code"]
     plugin.frame.locator("#copy-code").focus()
     plugin.page.keyboard.press("Enter")
     wait_until(lambda: plugin.frame.locator("#copied").input_value() == plugin.code(), "the code to be copied")
+    plugin.frame.locator("#download-trace").focus()
+    plugin.page.keyboard.press("Enter")
+    wait_until(lambda: "nothing to save yet" in plugin.text("#notice"), "the trace button to answer")
 
 
 def test_mcp_client_drives_the_plugin(open_plugin: Any, relay_url: str) -> None:

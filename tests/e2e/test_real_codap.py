@@ -126,7 +126,7 @@ def test_plugin_pairs_in_real_codap_and_sets_up_its_frame(codap: CodapPage) -> N
     assert frame["title"] == "CODAP Relay" and frame["version"] == "1.0.0"
     assert frame["dimensions"] == {"width": 380, "height": 600}
     meta = httpx.get(f"{codap.relay}/metadata", params={"code": codap.code()}).json()
-    assert len(meta["tools"]) == 7
+    assert len(meta["tools"]) == 8
 
 
 def test_the_seed_workflow_works_verbatim(codap: CodapPage) -> None:
@@ -379,8 +379,8 @@ def mcp(codap: CodapPage) -> Iterator[McpClient]:
         yield client
 
 
-def test_all_seven_tools_over_mcp(codap: CodapPage, mcp: McpClient) -> None:
-    assert len(mcp.tools()) == 7
+def test_the_data_tools_over_mcp(codap: CodapPage, mcp: McpClient) -> None:
+    assert len(mcp.tools()) == 8
 
     def ok(name: str, args: dict[str, Any]) -> dict[str, Any]:
         result = mcp.call(name, args)

@@ -136,6 +136,27 @@ test("404 and 409 from the relay end delivery without retrying forever", async (
   assert.equal(calls, 1);
 });
 
+test("a result the relay refuses (400) is answered with an error saying so, not retried forever", async () => {
+  const store = new PluginStore(new MemoryStorage(), "http://relay");
+  const sent = [];
+  const runner = new Runner({
+    tools: { picture: async () => ({ content: [{ type: "image", data: "eA==", mimeType: "image/png" }] }) },
+    store,
+    post: async (id, body) => {
+      sent.push(body);
+      if (body.result) throw new RelayHttpError(400, { error: "invalid_result", message: "result.content[0].data is not a image/png image." });
+    },
+    sleep: () => new Promise((r) => setTimeout(r, 0)),
+  });
+  runner.enqueue({ id: "p", tool: "picture", args: {}, seq: 1 });
+  await until(() => store.entry("p")?.posted === true);
+  assert.equal(sent.length, 2);
+  assert.deepEqual(sent[1].error, {
+    message: "The relay refused this tool's result: result.content[0].data is not a image/png image.",
+    code: "result_refused",
+  });
+});
+
 test("each request's time from its event to its answer's first POST is a User Timing measure", async () => {
   const { runner, posted, timeline } = harness({ failPosts: 2 });
   runner.enqueue({ id: "m1", tool: "echo", args: { n: 1 }, seq: 1 });

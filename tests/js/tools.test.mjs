@@ -129,3 +129,17 @@ test("jsonPreview is JSON.stringify(value, null, 1) until it is cut at 60,000 ch
   assert.ok(JSON.stringify(big, null, 1).startsWith(shown.split("\n…")[0]));
   assert.match(shown, /truncated here; structuredContent has all 10000 rows/);
 });
+
+test("without an injected generator, generated data follows from the call's arguments, so a replay makes it again", async () => {
+  const made = async (args) => {
+    const model = createCodapModel();
+    const tools = createTools({ call: async (r) => (Array.isArray(r) ? r.map((x) => model.answer(structuredClone(x))) : model.answer(r)) });
+    await tools.create_codap_dataset(args);
+    return model.dataset(args.datasetName).items.map((i) => i.values);
+  };
+  const args = { datasetName: "students", dataType: "sample_students", recordCount: 30 };
+  const first = await made(args);
+  assert.deepEqual(await made(args), first);
+  assert.notDeepEqual(await made({ ...args, datasetName: "others" }), first);
+  assert.notDeepEqual(await made({ ...args, dataType: "random_numbers" }), first);
+});

@@ -55,3 +55,13 @@ def test_codap_dir_must_hold_a_codap_build(tmp_path: Path) -> None:
         Settings.from_env({"CODAP_DIR": str(tmp_path)})
     (tmp_path / "index.html").write_text("<!doctype html>")
     assert Settings.from_env({"CODAP_DIR": str(tmp_path)}).codap_dir == tmp_path
+
+
+def test_the_log_grace_cannot_outlast_what_the_stores_keep() -> None:
+    from codap_relay.store.base import PURGE_GRACE_SECONDS
+
+    assert Settings.from_env({}).log_grace_seconds == 3600
+    assert Settings.from_env({"LOG_GRACE_SECONDS": str(PURGE_GRACE_SECONDS)}).log_grace_seconds == PURGE_GRACE_SECONDS
+    for bad in (str(PURGE_GRACE_SECONDS + 1), "-1", "an hour"):
+        with pytest.raises(SettingsError, match="LOG_GRACE_SECONDS"):
+            Settings.from_env({"LOG_GRACE_SECONDS": bad})

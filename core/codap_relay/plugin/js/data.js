@@ -4,6 +4,20 @@
 export const MAX_RECORDS = 1000;
 
 /** A small seeded PRNG (mulberry32) so generated data is reproducible in tests. */
+/** A 53-bit hash of a text (cyrb53): seeds for generated data, keys for replayed traces. */
+export function hashText(text) {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+}
+
 export function makeRng(seed = Date.now()) {
   let a = seed >>> 0;
   return () => {

@@ -1,5 +1,7 @@
 // Runs tool requests one at a time in seq order, each id at most once, and delivers every outcome to
 // the relay, retrying failed POSTs. The ledger in storage makes this hold across reloads of the frame.
+// Calls that do not come from the relay (a replayed trace) run through the same queue and the same tool call,
+// after the relayed requests waiting before them; their outcome goes back to the caller, not to the relay.
 // Each request's time in the plugin (from its event to the first POST of its answer) is recorded as a User
 // Timing measure "codap-relay <tool> <id>", which the browser's performance tools and the benchmark read.
 
@@ -8,6 +10,11 @@ import { RelayHttpError, backoffMs } from "./relay.js";
 
 const MEASURE_PREFIX = "codap-relay ";
 const MAX_MEASURES = 200; // the newest ones are kept; a long session must not grow the timeline forever
+
+const STOPPED = {
+  message: "The plugin started a new session before this call ran, so it did not run.",
+  code: "plugin_stopped",
+};
 
 const INDETERMINATE =
   "The plugin was reloaded while this request was running in CODAP, so it cannot tell whether it took effect. " +
@@ -65,16 +72,42 @@ export class Runner {
     this._pump();
   }
 
+  /**
+   * Run a call that did not come from the relay, in turn after the relayed requests queued before it; resolves
+   * with its outcome body ({result} or {error}). `started` runs just before the tool does (the caller's ledger
+   * mark, as markStarted is the relay requests'). Its `label` shows in the activity panel.
+   */
+  runLocal({ id, tool, args, label }, { started = () => {} } = {}) {
+    if (this.stopped) return Promise.resolve({ error: STOPPED });
+    return new Promise((resolve) => {
+      this.queue.push({ id, tool, args, label, seq: Infinity, local: { resolve, started } });
+      this.onActivity({ id, tool, args, label, status: "queued" });
+      this._pump();
+    });
+  }
+
   async _pump() {
     if (this.busy) return;
     this.busy = true;
     try {
       while (this.queue.length && !this.stopped) {
         const request = this.queue.shift();
-        await this._run(request);
+        if (request.local) await this._runLocal(request);
+        else await this._run(request);
       }
     } finally {
       this.busy = false;
+    }
+  }
+
+  /** The tool itself, for relayed and local calls alike: its outcome as the body posted ({result} or {error}). */
+  async _call(tool, args) {
+    try {
+      const fn = this.tools[tool];
+      if (!fn) throw new ToolError(`This plugin has no tool named ${JSON.stringify(tool)}.`, "unknown_tool");
+      return { result: await fn(args ?? {}) };
+    } catch (err) {
+      return { error: errorBody(err) };
     }
   }
 
@@ -84,19 +117,21 @@ export class Runner {
     if (timing) timing.started = this.timeline.now();
     const started = this.now();
     this.onActivity({ id, tool, args, status: "running", startedAt: started });
-    let body;
-    try {
-      const fn = this.tools[tool];
-      if (!fn) throw new ToolError(`This plugin has no tool named ${JSON.stringify(tool)}.`, "unknown_tool");
-      body = { result: await fn(args ?? {}) };
-    } catch (err) {
-      body = { error: errorBody(err) };
-    }
+    const body = await this._call(tool, args);
     if (timing) timing.finished = this.timeline.now();
     this.store.saveOutcome(id, body);
     const ms = this.now() - started;
     this.onActivity({ id, tool, args, status: body.error ? "failed" : "done", body, ms });
     this._deliver(id, body);
+  }
+
+  async _runLocal({ id, tool, args, label, local }) {
+    local.started();
+    const started = this.now();
+    this.onActivity({ id, tool, args, label, status: "running", startedAt: started });
+    const body = await this._call(tool, args);
+    this.onActivity({ id, tool, args, label, status: body.error ? "failed" : "done", body, ms: this.now() - started });
+    local.resolve(body);
   }
 
   async _deliver(id, body) {
@@ -117,6 +152,16 @@ export class Runner {
                 error: {
                   message: "The result was too large for the relay to accept. Ask for less data (e.g. export fewer rows).",
                   code: "result_too_large",
+                },
+              };
+              continue;
+            }
+            if (err.status === 400 && !body.error) {
+              // the relay refused the result itself (an image it does not accept): say so instead of retrying
+              body = {
+                error: {
+                  message: `The relay refused this tool's result: ${err.message}`,
+                  code: "result_refused",
                 },
               };
               continue;
@@ -167,6 +212,7 @@ export class Runner {
 
   stop() {
     this.stopped = true;
+    for (const request of this.queue) request.local?.resolve({ error: STOPPED }); // it never ran
     this.queue = [];
   }
 }

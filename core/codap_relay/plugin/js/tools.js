@@ -16,15 +16,28 @@ import {
   MAX_RECORDS,
   flattenItems,
   generateRecords,
+  hashText,
   inferAttributes,
   makeRng,
   normaliseRecord,
   toDelimited,
 } from "./data.js";
 import { plural } from "./format.js";
+import { DEFAULT_MAX_SIZE, fitPicture } from "./imaging.js";
 import { nameProblem } from "./names.js";
 
 const MAX_TEXT = 60_000; // longest data text put in the model-facing summary
+// CODAP makes a graph's picture on request from what is on screen (v3 DataDisplayRenderState.updateSnapshot).
+// A graph has none until it is mounted (CODAP answers "DataDisplay not found"): ask again after growing pauses.
+// A new or changed graph then animates its points for about a second (transitions of 1 s, an animation timer of
+// 2 s), and a picture taken meanwhile shows them half drawn or not at all: the picture counts once two taken a
+// moment apart are the same, byte for byte. All of it for at most PICTURE_WAIT_MS.
+const PICTURE_WAIT_MS = 20_000;
+const FIRST_PAUSE_MS = 50;
+const LONGEST_PAUSE_MS = 1000;
+const SETTLE_PAUSE_MS = 100; // a few animation frames between two pictures compared
+// A graph with no size on screen (minimized) gives an empty picture, "data:,": after this long of only that, stop.
+const EMPTY_GIVE_UP_MS = 2000;
 
 export function toolResult(text, structured) {
   return { content: [{ type: "text", text }], structuredContent: structured };
@@ -54,9 +67,19 @@ export function plotName(plotType) {
   return PLOT_NAMES[plotType] ?? plotType ?? "graph";
 }
 
+/**
+ * CODAP's own words for a failed reply. Some handlers nest a whole failed result as the error
+ * (`{success: null, values: {error: {success: false, values: {error: "DataDisplay not found"}}}}`): unwrap it.
+ */
+export function codapError(reply) {
+  let error = reply?.values?.error;
+  for (let depth = 0; error && typeof error === "object" && depth < 4; depth++) error = error.values?.error;
+  return typeof error === "string" && error ? error : "CODAP reported a failure without a message";
+}
+
 /** The error for a request CODAP answered with success: false, quoting CODAP's own message. */
 export function refused(request, reply, what) {
-  const codapMessage = reply?.values?.error ?? "CODAP reported a failure without a message";
+  const codapMessage = codapError(reply);
   return new ToolError(
     `CODAP refused ${what ?? `"${request.action} ${request.resource}"`}: ${codapMessage}`,
     "codap_error",
@@ -64,7 +87,36 @@ export function refused(request, reply, what) {
   );
 }
 
-export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) {
+/** What CODAP's component types are called in a sentence. */
+const COMPONENT_NAMES = {
+  caseTable: "a case table",
+  caseCard: "a case card",
+  text: "a text box",
+  slider: "a slider",
+  map: "a map",
+  calculator: "a calculator",
+  webView: "a web page or plugin",
+  guideView: "a guide",
+  image: "an image",
+};
+
+/** `"Title" (id 12)` for the graphs a message names. */
+const graphLabel = (g) => `${JSON.stringify(g.title || g.name || `graph ${g.id}`)} (id ${g.id})`;
+
+/**
+ * `rng` draws generated data; without one, each dataset's numbers come from its own arguments (name, type,
+ * count), so the same call makes the same data again: a replayed trace re-creates what the session saw.
+ * `raster` decodes and encodes pictures (imaging.js: a canvas in the browser); `sleep` and `now` pace the wait
+ * for a new graph's picture.
+ */
+export function createTools({
+  call,
+  rng = null,
+  pluginVersion = "1.0.0",
+  raster = null,
+  sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  now = () => Date.now(),
+}) {
   /** One message holding every request; resolves with CODAP's replies in order. */
   async function send(requests) {
     if (requests.length === 0) return [];
@@ -180,6 +232,157 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
     );
   }
 
+  // --- graphs and their pictures --------------------------------------------------------------------
+
+  /**
+   * Every component with the title CODAP shows, and the graphs among them: two messages however many components
+   * there are. The component list holds only titles set explicitly; an untitled graph or table shows its
+   * dataset's name.
+   */
+  async function listGraphs() {
+    const list = get("componentList");
+    const [listed] = await send([list]);
+    const listing = must(list, listed).values ?? [];
+    const details = await send(listing.map((c) => get(`component[${c.id}]`)));
+    const components = listing.map((c, i) => {
+      const detail = details[i]?.success === true ? details[i].values ?? {} : {};
+      return { ...c, title: detail.title || c.title || detail.dataContext || "", detail };
+    });
+    return { components, graphs: components.filter((c) => c.type === "graph") };
+  }
+
+  /** The graph `wanted` names (id, name or title), or a ToolError that names the graphs CODAP has. */
+  function pickGraph({ components, graphs }, wanted) {
+    const available = graphs.map(graphLabel);
+    const listing = graphs.length ? `Graphs in CODAP: ${available.join(", ")}.` : "CODAP has no graphs; make one with create_codap_graph.";
+    if (wanted === undefined || wanted === null || String(wanted).trim() === "") {
+      if (graphs.length === 1) return graphs[0];
+      throw new ToolError(`Say which graph: give its name, title or id. ${listing}`, "invalid_arguments", { available });
+    }
+    const key = String(wanted).trim();
+    const lower = key.toLowerCase();
+    const tests = [
+      (c) => String(c.id) === key,
+      (c) => c.name === key,
+      (c) => c.title === key,
+      (c) => String(c.name ?? "").toLowerCase() === lower || String(c.title ?? "").toLowerCase() === lower,
+    ];
+    for (const matches of tests) {
+      const graphMatches = graphs.filter(matches);
+      if (graphMatches.length === 1) return graphMatches[0];
+      if (graphMatches.length > 1) {
+        throw new ToolError(
+          `${graphMatches.length} graphs are called ${JSON.stringify(key)}: ${graphMatches.map(graphLabel).join(", ")}. ` +
+            "Give the id of the one you mean.",
+          "invalid_arguments",
+          { available },
+        );
+      }
+      const other = components.find((c) => c.type !== "graph" && matches(c));
+      if (other) {
+        const which = String(other.id) === key ? `Component ${other.id}` : `${JSON.stringify(key)} (id ${other.id})`;
+        throw new ToolError(
+          `${which} is ${COMPONENT_NAMES[other.type] ?? `a ${other.type}`} in CODAP, not a graph; only graphs ` +
+            `have pictures here. ${listing}`,
+          "not_a_graph",
+          { component: { id: other.id, type: other.type }, available },
+        );
+      }
+    }
+    throw new ToolError(`CODAP has no graph called ${JSON.stringify(key)}. ${listing}`, "graph_not_found", {
+      graph: key,
+      available,
+    });
+  }
+
+  /**
+   * CODAP's picture of a graph once its drawing has settled: {uri, settled}. Waits (bounded) for a new graph's
+   * first drawing and for its points to finish moving; after PICTURE_WAIT_MS it gives the last picture it got
+   * (settled false), or fails if there was none.
+   */
+  async function graphSnapshot(graph) {
+    const component = get(`component[${graph.id}]`);
+    const display = get(`dataDisplay[${graph.id}]`);
+    const started = now();
+    let pause = FIRST_PAUSE_MS;
+    let previous = null;
+    let emptySince = null;
+    for (;;) {
+      // The component is read in the same message, so a graph closed meanwhile ends the wait at once.
+      const [shown, pictured] = await send([component, display]);
+      must(component, shown, `reading graph ${graphLabel(graph)}`);
+      const uri = pictured?.success === true ? pictured.values?.exportDataUri : undefined;
+      const drawn = typeof uri === "string" && uri.startsWith("data:image/");
+      if (drawn && uri === previous) return { uri, settled: true };
+      if (drawn) previous = uri;
+      const empty = pictured?.success === true && !drawn;
+      emptySince = empty ? emptySince ?? now() : null;
+      if (empty && now() - emptySince >= EMPTY_GIVE_UP_MS) {
+        throw new ToolError(
+          `CODAP gave only an empty picture of graph ${graphLabel(graph)}: it is not drawn on screen (minimized, ` +
+            "or too small). Restore it to its full size in CODAP, then ask again.",
+          "graph_image_unavailable",
+          { graphId: graph.id },
+        );
+      }
+      const waited = now() - started;
+      if (waited >= PICTURE_WAIT_MS) {
+        if (previous) return { uri: previous, settled: false };
+        const said = codapError(pictured);
+        throw new ToolError(
+          `CODAP gave no picture of graph ${graphLabel(graph)} within ${Math.round(waited / 1000)} s (it answered ` +
+            `${JSON.stringify(said)}). CODAP draws a graph's picture once the graph is on screen: if it is ` +
+            "minimized or hidden, show it, then ask again.",
+          "graph_image_unavailable",
+          { graphId: graph.id, codapError: said },
+        );
+      }
+      await sleep(Math.min(drawn ? SETTLE_PAUSE_MS : pause, PICTURE_WAIT_MS - waited));
+      if (!drawn) pause = Math.min(LONGEST_PAUSE_MS, pause * 2);
+    }
+  }
+
+  /** The picture fitted for the model: the image content item, its facts, and a sentence about it. */
+  async function graphPicture(graph, maxSize = DEFAULT_MAX_SIZE) {
+    if (!raster) throw new ToolError("This plugin cannot make pictures here (no canvas).", "graph_image_unavailable");
+    if (graph.hidden) {
+      throw new ToolError(
+        `Graph ${graphLabel(graph)} is hidden in CODAP, so it is not drawn and has no picture. Show it again ` +
+          '(codap_api: update the component with {"isVisible": true}), then ask again.',
+        "graph_image_unavailable",
+        { graphId: graph.id },
+      );
+    }
+    const snapshot = await graphSnapshot(graph);
+    const picture = await fitPicture(snapshot.uri, { maxSize, raster });
+    const kind = picture.mimeType === "image/jpeg" ? "JPEG" : "PNG";
+    let sentence = `${kind}, ${picture.width} × ${picture.height} px, ${Math.ceil(picture.bytes / 1024)} KB.`;
+    if (!snapshot.settled) {
+      sentence += ` CODAP was still changing the graph after ${PICTURE_WAIT_MS / 1000} s: this is the last picture ` +
+        "it gave, and points may be caught moving.";
+    }
+    if (picture.scaled) {
+      sentence += ` CODAP drew it at ${picture.original.width} × ${picture.original.height} px; it was scaled down ` +
+        `to at most ${maxSize} px on its longer side.`;
+    }
+    if (picture.reencoded) sentence += ` It was re-encoded as ${kind} to stay small.`;
+    return {
+      item: { type: "image", data: picture.base64, mimeType: picture.mimeType },
+      facts: {
+        mimeType: picture.mimeType,
+        width: picture.width,
+        height: picture.height,
+        bytes: picture.bytes,
+        codapWidth: picture.original.width,
+        codapHeight: picture.original.height,
+        scaled: picture.scaled,
+        reencoded: picture.reencoded,
+        settled: snapshot.settled,
+      },
+      sentence,
+    };
+  }
+
   // --- the tools -------------------------------------------------------------------------------------
 
   async function create_codap_dataset(args) {
@@ -209,7 +412,8 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
       }
       if (recordCount !== customData.length) note = ` (all ${customData.length} customData records were used)`;
     } else {
-      ({ rows, attrs } = generateRecords(dataType, recordCount, rng));
+      const draw = rng ?? makeRng(hashText(JSON.stringify([datasetName, dataType, recordCount])));
+      ({ rows, attrs } = generateRecords(dataType, recordCount, draw));
     }
     const list = get("dataContextList");
     const [listed] = await send([list]);
@@ -372,9 +576,19 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
     }
     const made = plotName(graph.plotType) + (graph.showConnectingLines ? " with connecting lines" : "");
     const axes = `x = ${graph.xAttributeName ?? "(none)"}${graph.yAttributeName ? `, y = ${graph.yAttributeName}` : ""}`;
-    return toolResult(
+    let picture = null;
+    if (args.includeImage) {
+      try {
+        picture = await graphPicture({ id: graphId, title: graph.title ?? "" });
+      } catch (err) {
+        if (!(err instanceof ToolError)) throw err;
+        notes.push(`No picture: ${err.message}`); // the graph was made; only its picture is missing
+      }
+    }
+    const result = toolResult(
       `Created a graph in CODAP from ${JSON.stringify(dataset.name)}: ${made}; ${axes}` +
-        (graph.title ? `; title ${JSON.stringify(graph.title)}` : "") + "." + (notes.length ? ` ${notes.join(" ")}` : ""),
+        (graph.title ? `; title ${JSON.stringify(graph.title)}` : "") + "." +
+        (picture ? ` Its picture is attached: ${picture.sentence}` : "") + (notes.length ? ` ${notes.join(" ")}` : ""),
       {
         graphId,
         datasetName: dataset.name,
@@ -385,8 +599,39 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
         yAttribute: graph.yAttributeName ?? null,
         ...(graph.title ? { title: graph.title } : {}),
         notes,
+        ...(picture ? { image: picture.facts } : {}),
       },
     );
+    if (picture) result.content.push(picture.item);
+    return result;
+  }
+
+  async function get_codap_graph_image(args) {
+    const maxSize = args.maxSize ?? DEFAULT_MAX_SIZE;
+    if (!Number.isInteger(maxSize) || maxSize < 64 || maxSize > 1600) {
+      throw invalid("maxSize must be a whole number of pixels from 64 to 1600.");
+    }
+    const graph = pickGraph(await listGraphs(), args.graph);
+    const picture = await graphPicture(graph, maxSize);
+    const d = graph.detail;
+    const axes = [d.xAttributeName && `x = ${d.xAttributeName}`, d.yAttributeName && `y = ${d.yAttributeName}`]
+      .filter(Boolean);
+    const what = [plotName(d.plotType), d.dataContext && `of ${JSON.stringify(d.dataContext)}`].filter(Boolean).join(" ");
+    const result = toolResult(
+      `Picture of graph ${graphLabel(graph)}: ${what}${axes.length ? `, ${axes.join(", ")}` : ""}. ${picture.sentence}`,
+      {
+        graphId: graph.id,
+        title: graph.title,
+        ...(graph.name ? { name: graph.name } : {}),
+        dataset: d.dataContext ?? null,
+        plotType: d.plotType ?? null,
+        xAttribute: d.xAttributeName ?? null,
+        yAttribute: d.yAttributeName ?? null,
+        ...picture.facts,
+      },
+    );
+    result.content.push(picture.item);
+    return result;
   }
 
   /** Every dataset, described; `extra` requests ride along in the collection-list message. */
@@ -541,6 +786,7 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
     get_codap_datasets,
     get_codap_status,
     export_codap_data,
+    get_codap_graph_image,
     codap_api,
   };
 }
