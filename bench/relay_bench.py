@@ -2,10 +2,11 @@
 
 Sections (all by default; ``--only`` picks some): round trips over HTTP (``?wait`` and ``GET /response``) and MCP
 at several concurrencies on the default store (SQLite), store operations per call type, the other stores (memory,
-DynamoDB Local), throughput at saturation, idle SSE streams, cold start of the Lambda handlers, and the deployed
-shape (local-api on DynamoDB Local) with the cost model priced from it. Each figure comes with a baseline measured
-in the same run on the same server: a trivial endpoint (and the floor, two bare POSTs in a row), the same client,
-the same concurrency.
+DynamoDB Local), throughput at saturation, idle SSE streams, cold start of the Lambda handlers, the deployed shape
+(local-api on DynamoDB Local) with the cost model priced from it, and each tool's time inside the real CODAP build
+(codap). Each figure comes with a baseline measured in the same run on the same server: a trivial endpoint (and the
+floor, two bare POSTs in a row), the same client, the same concurrency (for codap: one Data Interactive message to
+CODAP).
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import coldstart, cost, deployed, load
+from bench import codap_bench, coldstart, cost, deployed, load
 from bench.dynamo import LocalTable, dynamodb_local
 from bench.idle import idle_streams
 from bench.report import render
 from bench.server import run_target
 from bench.stats import ratio, summary
 
-SECTIONS = ("roundtrip", "ops", "stores", "throughput", "idle", "coldstart", "deployed")
+SECTIONS = ("roundtrip", "ops", "stores", "throughput", "idle", "coldstart", "deployed", "codap")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -56,6 +57,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--resume-idle-seconds", type=float, default=120.0, help="idle time before each plugin's next call (resume)"
     )
+    p.add_argument(
+        "--no-codap-webgl",
+        action="store_true",
+        help="skip timing CODAP's WebGL graphs (software-rendered without a GPU: about a minute)",
+    )
     p.add_argument("--json", type=Path, help="write every figure (and the raw samples) to this file")
     p.add_argument("--plot", type=Path, help="draw the latency distributions to this PNG (needs the bench extra)")
     p.add_argument("--quick", action="store_true", help="tiny counts: checks that everything runs (seconds)")
@@ -67,6 +73,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.coldstart_repeat, args.deployed_calls, args.idle_plugins = 1, 3, 1
         args.idle_measure_seconds, args.resume_idle_seconds = 1.0, 3.0
         args.ops_calls = 3
+        args.no_codap_webgl = True
     args.sections = SECTIONS if not args.only else tuple(s.strip() for s in args.only.split(",") if s.strip())
     unknown = set(args.sections) - set(SECTIONS)
     if unknown:
@@ -343,6 +350,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print("cold start …", file=sys.stderr, flush=True)
         only = [f.strip() for f in args.functions.split(",")] if args.functions else None
         results["coldstart"] = coldstart.run(repeat=args.coldstart_repeat, only=only)
+    if "codap" in args.sections:
+        print("tool time in the real CODAP …", file=sys.stderr, flush=True)
+        results["codap"] = codap_bench.run(
+            quick=args.quick, webgl=not args.no_codap_webgl, log=lambda m: print(f"  {m}", file=sys.stderr, flush=True)
+        )
     results["wall_seconds"] = round(time.perf_counter() - started, 1)
     results["samples_ms"] = {k: [round(s * 1000, 3) for s in v] for k, v in samples.items()}
     return results

@@ -180,6 +180,8 @@ def render(results: dict[str, Any]) -> str:
             out.append("- no Lambda handler modules under functions/ yet")
     if "deployed" in results:
         out += deployed_section(results["deployed"])
+    if "codap" in results:
+        out += codap_section(results["codap"])
     return "\n".join(out)
 
 
@@ -303,3 +305,69 @@ def cost_section(c: dict[str, Any]) -> list[str]:
     ]
     header = ["", "read units", "write units", "Lambda GB-s", "requests", "DynamoDB", "Lambda", "API GW", "total"]
     return out + table(header, rows)
+
+
+def codap_section(c: dict[str, Any]) -> list[str]:
+    out = ["", "## Tool time in the real CODAP (plugin side: from the tool-request event to POST /response)", ""]
+    if "skipped" in c:
+        return [*out, f"- not measured: {c['skipped']}"]
+    base = c["baseline_one_message_ms"]
+    out += [
+        f"CODAP {c['codap']}; document: {c['document']}. Baseline: one Data Interactive message from the plugin's "
+        f'frame to CODAP and back, {base:.2f} ms (p50 of 20). "messages": messages to CODAP per call; "waiting '
+        "for CODAP\": the share of the plugin's time spent waiting for CODAP's answers (the rest is the plugin's "
+        'own work); "LLM round trip": POST /request?wait to the answer, relay included.',
+        "",
+    ]
+    rows = [
+        [
+            r["label"],
+            str(r["calls"]),
+            f"{ms(r['first_ms'])} ({x(r['first_ratio'])})",
+            f"{ms(r['later_p50_ms'])} ({x(r['later_ratio'])})",
+            ms(r["later_max_ms"]),
+            str(r["messages"]),
+            "-" if r["codap_share"] is None else f"{r['codap_share']:.0%}",
+            ms(r["llm_p50_ms"]),
+        ]
+        for r in c["rows"]
+    ]
+    out += table(
+        [
+            "tool",
+            "calls",
+            "first call ms (xbaseline)",
+            "later p50 ms",
+            "later max ms",
+            "messages",
+            "waiting for CODAP",
+            "LLM round trip p50",
+        ],
+        rows,
+    )
+    if "webgl" in c:
+        w = c["webgl"]
+        out += ["", "The first get_codap_status after a new graph (the issue's 15 s), by how CODAP draws points:", ""]
+        out += table(
+            [
+                "CODAP graphs drawn with",
+                "create_codap_graph ms",
+                "first get_codap_status ms",
+                "next ms",
+                "picture p50 ms",
+            ],
+            [
+                [
+                    label,
+                    ms(w[k]["graph_ms"]),
+                    ms(w[k]["first_status_ms"]),
+                    ms(w[k]["next_status_ms"]),
+                    ms(w[k].get("picture_ms")),
+                ]
+                for k, label in (
+                    ("webgl", "WebGL (CODAP's default; software here, no GPU)"),
+                    ("canvas", "canvas (Settings > Disable graphics acceleration)"),
+                )
+            ],
+        )
+    return out

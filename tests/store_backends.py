@@ -85,3 +85,23 @@ BACKENDS: dict[str, Callable[[], ContextManager[Store]]] = {
     "moto": moto_store,
     "dynamodb_local": dynamodb_local_store,
 }
+
+
+def sweep_expired(store: Store, now: float) -> None:
+    """Each backend's own housekeeping as if it ran at ``now``: the SQLite purge, or what DynamoDB's TTL does (it
+    deletes items whose TTL attribute is in the past; moto and DynamoDB Local never do, so the test does it). The
+    memory store keeps everything for the life of its process."""
+    from codap_relay.store.dynamodb import TTL_ATTRIBUTE, DynamoStore
+
+    if isinstance(store, SqliteStore):
+        store.purge(now)
+    elif isinstance(store, DynamoStore):
+        client, start = store._client, None
+        while True:
+            page = client.scan(TableName=store.table, **({"ExclusiveStartKey": start} if start else {}))
+            for item in page.get("Items", []):
+                if TTL_ATTRIBUTE in item and float(item[TTL_ATTRIBUTE]["N"]) < now:
+                    client.delete_item(TableName=store.table, Key={"pk": item["pk"], "sk": item["sk"]})
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return

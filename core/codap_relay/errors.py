@@ -58,6 +58,12 @@ class InvalidManifest(BadInput):
     error = "invalid_manifest"
 
 
+class InvalidResult(BadInput):
+    """A plugin's result breaks the rules for what the relay hands on to LLMs (an image item, for one)."""
+
+    error = "invalid_result"
+
+
 class PayloadTooLarge(BadInput):
     error = "payload_too_large"
 

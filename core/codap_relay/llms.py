@@ -51,6 +51,17 @@ GET {base}/response?code={code}&id=REQUEST_ID&wait={wait}
 200 when done (as above), 202 while CODAP is still working. Creating datasets and adding cases are not
 idempotent: read the response (or list the datasets) before you send a create or add again.
 
+## Results, and pictures of graphs
+
+A completed result is {{"content": [...], "structuredContent": {{...}}}}: "content" starts with a text item,
+{{"type": "text", "text": "..."}}, a summary to read; "structuredContent" holds the same as data.
+
+To see a graph, call get_codap_graph_image with {{"graph": "<its name, title or id>"}} (get_codap_status lists
+the graphs), or create_codap_graph with "includeImage": true. The picture comes as a second content item:
+{{"type": "image", "mimeType": "image/png", "data": "<base64>"}}. Decode "data" from base64 to get the PNG (or
+JPEG) file. Large pictures are scaled down (at most "maxSize" pixels on the longer side) or re-encoded to stay
+small; the text says when that happened.
+
 ## Session status
 
 GET {base}/api/sessions/{code}

@@ -155,6 +155,7 @@ def check_manifest(tools: Any) -> list[dict[str, Any]]:
             raise InvalidManifest(
                 f'{where}.inputSchema must be a JSON Schema with "type": "object".', path=f"{where}.inputSchema"
             )
+        _check_annotations(tool.get("annotations"), f"{where}.annotations")
         from jsonschema import Draft202012Validator
         from jsonschema.exceptions import SchemaError
 
@@ -165,6 +166,21 @@ def check_manifest(tools: Any) -> list[dict[str, Any]]:
                 f"{where}.inputSchema is not a valid JSON Schema: {exc.message}", path=f"{where}.inputSchema"
             ) from exc
     return tools
+
+
+ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def _check_annotations(annotations: Any, where: str) -> None:
+    """MCP's tool annotations, when a tool declares them: the hints are booleans (MCP clients and the plugin's
+    replay act on them)."""
+    if annotations is None:
+        return
+    if not isinstance(annotations, dict):
+        raise InvalidManifest(f"{where} must be an object of MCP tool annotations.", path=where)
+    for hint in ANNOTATION_HINTS:
+        if hint in annotations and not isinstance(annotations[hint], bool):
+            raise InvalidManifest(f"{where}.{hint} must be true or false.", path=f"{where}.{hint}")
 
 
 @lru_cache(maxsize=1024)

@@ -17,7 +17,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from . import errors as e
-from .manifest import find_tool, validate_args
+from .manifest import ANNOTATION_HINTS, find_tool, validate_args
 from .records import SessionRecord
 from .relay import Relay
 
@@ -57,8 +57,13 @@ def tool_title(spec: dict[str, Any]) -> str:
     return (words[:1].upper() + words[1:]).replace("codap", "CODAP") or name
 
 
-def tool_annotations(name: str, title: str) -> types.ToolAnnotations:
-    """Hints for the client's confirmation UI. Every tool acts on the user's own CODAP document only."""
+def tool_annotations(name: str, title: str, declared: Any = None) -> types.ToolAnnotations:
+    """Hints for the client's confirmation UI. The plugin's manifest declares them for its own tools (the one
+    source of truth, which its trace replay reads too); for a manifest without them, what is known of the default
+    tools. Every tool acts on the user's own CODAP document only."""
+    if isinstance(declared, dict):
+        hints = {hint: declared[hint] for hint in ANNOTATION_HINTS if isinstance(declared.get(hint), bool)}
+        return types.ToolAnnotations.model_validate({**hints, "title": title})
     if name in READ_ONLY_TOOLS:
         return types.ToolAnnotations(title=title, read_only_hint=True, idempotent_hint=True, open_world_hint=False)
     return types.ToolAnnotations(
@@ -81,7 +86,7 @@ def mcp_tools(manifest: list[dict[str, Any]]) -> list[types.Tool]:
                 title=title,
                 description=spec.get("description") or title,
                 input_schema=spec["inputSchema"],
-                annotations=tool_annotations(spec["name"], title),
+                annotations=tool_annotations(spec["name"], title, spec.get("annotations")),
             )
         )
     return tools
@@ -187,19 +192,29 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
 
 
 def tool_result(result: Any) -> types.CallToolResult:
-    """The plugin's answer as an MCP result: its own text and structured parts when it sends them
-    (``{"content": [{"type": "text", ...}], "structuredContent": {...}}``), else the JSON as text."""
+    """The plugin's answer as an MCP result: its own text, image and structured parts when it sends them
+    (``{"content": [{"type": "text", ...}, {"type": "image", ...}], "structuredContent": {...}}``; the relay
+    checked every image when the plugin posted it), else the JSON as text."""
     if isinstance(result, dict) and isinstance(result.get("content"), list):
-        parts = [c for c in result["content"] if isinstance(c, dict) and c.get("type") == "text"]
-        texts = [p["text"] for p in parts if isinstance(p.get("text"), str)]
-        if texts and len(texts) == len(result["content"]):
+        parts = [_content_item(c) for c in result["content"]]
+        kept = [p for p in parts if p is not None]
+        if kept and len(kept) == len(parts) and isinstance(kept[0], types.TextContent):
             structured = result.get("structuredContent")
             return types.CallToolResult(
-                content=[types.TextContent(text=t) for t in texts],
-                structured_content=structured if isinstance(structured, dict) else None,
+                content=kept, structured_content=structured if isinstance(structured, dict) else None
             )
     text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
     return text_result(text, structured=result if isinstance(result, dict) else None)
+
+
+def _content_item(item: Any) -> types.TextContent | types.ImageContent | None:
+    if not isinstance(item, dict):
+        return None
+    if item.get("type") == "text" and isinstance(item.get("text"), str):
+        return types.TextContent(text=item["text"])
+    if item.get("type") == "image" and isinstance(item.get("data"), str) and isinstance(item.get("mimeType"), str):
+        return types.ImageContent(data=item["data"], mime_type=item["mimeType"])
+    return None
 
 
 def _not_connected_text(relay: Relay, session: SessionRecord) -> str:

@@ -35,15 +35,19 @@ from .errors import (
 from .manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest, find_tool, validate_args
 from .notify import Listener, Notifier
 from .observe import NullObserver, Observer
-from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, fingerprint
+from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, canonical_json, fingerprint
 from .settings import Settings
 from .store.base import Store
+from .tool_content import check_result, summary
 
 T = TypeVar("T")
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 CODE_ATTEMPTS = 8
 RATE_WINDOW_SECONDS = 60
 __all__ = ["Answer", "Relay", "RequestExpired", "StreamEvent"]
+# A page of the trace stops growing past this many bytes of JSON, so a long session's trace is read in several
+# answers that each fit Lambda's 6 MB response (one entry's arguments are at most MAX_REQUEST_BYTES).
+TRACE_PAGE_BYTES = 1_000_000
 
 
 def stream_key(code: str) -> str:
@@ -229,23 +233,25 @@ class Relay:
             return session, token
         raise StoreUnavailable("Could not find a free pairing code; try again.", retry_after=1)
 
-    async def _load(self, code: str, *, allow_closed: bool = False) -> SessionRecord:
-        return self._live(await self._read(self.store.get_session, code), allow_closed=allow_closed)
+    async def _load(self, code: str, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
+        return self._live(await self._read(self.store.get_session, code), allow_closed=allow_closed, grace=grace)
 
-    def _live(self, session: SessionRecord | None, *, allow_closed: bool = False) -> SessionRecord:
-        """The session if it can be used now; else SessionNotFound with the reason and what to do."""
+    def _live(self, session: SessionRecord | None, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
+        """The session if it can be used now; else SessionNotFound with the reason and what to do.
+        ``grace``: one that ended (closed or expired) less than this many seconds ago is still returned."""
         if session is None:
             raise SessionNotFound(
                 "No CODAP session has this pairing code. Check the code, or open the codap-relay plugin "
                 "in CODAP and use the code it shows.",
                 reason="unknown",
             )
-        if session.closed_at is not None and not allow_closed:
+        now = self.now()
+        if session.closed_at is not None and not allow_closed and session.closed_at + grace <= now:
             raise SessionNotFound(
                 "This CODAP session was ended in the plugin. Ask the user for the new code the plugin shows.",
                 reason="closed",
             )
-        if session.expires_at <= self.now():
+        if session.expires_at + grace <= now:
             raise SessionNotFound(
                 "This pairing code has expired (the plugin was closed or lost its connection). Ask the user "
                 "to open the codap-relay plugin in CODAP and share the new code.",
@@ -264,7 +270,13 @@ class Relay:
             raise
 
     async def session_for_plugin(
-        self, code: str, token: str | None, *, client: str | None = None, allow_closed: bool = False
+        self,
+        code: str,
+        token: str | None,
+        *,
+        client: str | None = None,
+        allow_closed: bool = False,
+        grace: float = 0,
     ) -> SessionRecord:
         """The plugin role: code plus browser token (unless REQUIRE_BROWSER_TOKEN=false).
 
@@ -272,7 +284,7 @@ class Relay:
         (known, wrong token) would tell a guesser which codes are live, with no limit."""
         self._check_blocked(client)
         try:
-            session = await self._load(code, allow_closed=allow_closed)
+            session = await self._load(code, allow_closed=allow_closed, grace=grace)
         except SessionNotFound as exc:
             if exc.reason == "unknown":
                 await self._count_unknown_code(client)
@@ -517,6 +529,8 @@ class Relay:
         session = await self.session_for_plugin(code, token, client=client)
         if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
             raise BadInput("`id` must be the id of the tool-request event being answered.", field="id")
+        if error is None:
+            check_result(result)
         response = self._response(session, request_id, result=result, error=error)
         try:
             done = await self._io(self.store.complete_request, response, now=response.timestamp)
@@ -545,23 +559,27 @@ class Relay:
                 await self.touch(session)
         return stored
 
+    def _log_entry(self, r: RequestRecord) -> dict[str, Any]:
+        return {
+            "seq": r.seq,
+            "id": r.id,
+            "tool": r.tool,
+            "status": "expired" if r.pending and r.expires_at <= self.now() else r.status,
+            "queuedAt": iso(r.created_at),
+            "deliveredAt": None if r.delivered_at is None else iso(r.delivered_at),
+            "completedAt": None if r.completed_at is None else iso(r.completed_at),
+            "latencyMs": None if r.completed_at is None else round((r.completed_at - r.created_at) * 1000, 1),
+            "error": r.error_code,
+        }
+
     async def activity_log(
         self, code: str, token: str | None, *, full: bool = False, client: str | None = None
     ) -> list[dict[str, Any]]:
-        await self.session_for_plugin(code, token, client=client)
+        """Readable by the plugin until LOG_GRACE_SECONDS after the session ended, so its trace can be saved."""
+        await self.session_for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
         entries: list[dict[str, Any]] = []
         for r in await self._read(self.store.list_requests, code):
-            entry: dict[str, Any] = {
-                "seq": r.seq,
-                "id": r.id,
-                "tool": r.tool,
-                "status": "expired" if r.pending and r.expires_at <= self.now() else r.status,
-                "queuedAt": iso(r.created_at),
-                "deliveredAt": None if r.delivered_at is None else iso(r.delivered_at),
-                "completedAt": None if r.completed_at is None else iso(r.completed_at),
-                "latencyMs": None if r.completed_at is None else round((r.completed_at - r.created_at) * 1000, 1),
-                "error": r.error_code,
-            }
+            entry = self._log_entry(r)
             if full:
                 entry["args"] = r.args
                 response = await self._read(self.store.get_response, code, r.id)
@@ -569,6 +587,26 @@ class Relay:
                     entry.update(response.body)
             entries.append(entry)
         return entries
+
+    async def trace_page(
+        self, code: str, token: str | None, *, after: int = 0, client: str | None = None
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """The trace from seq ``after`` on: each request with its arguments and a one-line summary of its answer.
+        Returns (entries, the ``after`` of the next page or None at the end); a page holds about TRACE_PAGE_BYTES."""
+        await self.session_for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
+        entries: list[dict[str, Any]] = []
+        size = 0
+        for r in await self._read(self.store.list_requests, code):
+            if r.seq <= after:
+                continue
+            if entries and size >= TRACE_PAGE_BYTES:
+                return entries, entries[-1]["seq"]
+            response = await self._read(self.store.get_response, code, r.id)
+            answered = None if response is None else response.body
+            entry = {**self._log_entry(r), "args": r.args, "summary": summary(answered)}
+            size += len(canonical_json(entry))
+            entries.append(entry)
+        return entries, None
 
     # --- the stream (plugin) ----------------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .store.base import PURGE_GRACE_SECONDS
+
 DEFAULT_CORS = "https://codap.concord.org,https://codap3.concord.org"
 BASE_PATH_RE = re.compile(r"^[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*$")
 
@@ -33,6 +35,9 @@ class Settings(BaseModel):
     session_ttl_seconds: int = Field(600, ge=30, le=86_400)
     request_ttl_seconds: int = Field(3600, ge=30, le=7 * 86_400)
     response_ttl_seconds: int = Field(3600, ge=30, le=7 * 86_400)
+    # How long the plugin may still read a session's activity log after the session ended (closed or expired),
+    # to save its trace. The stores keep an ended session's records PURGE_GRACE_SECONDS, so no longer than that.
+    log_grace_seconds: int = Field(3600, ge=0, le=PURGE_GRACE_SECONDS)
     heartbeat_seconds: float = Field(15, gt=0, le=60)
     rate_limit_session_per_ip: int = Field(30, ge=1)
     rate_limit_request_per_code: int = Field(60, ge=1)

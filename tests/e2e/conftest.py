@@ -6,14 +6,14 @@ shape on DynamoDB Local), the plugin loaded from /<stage>/plugin/; tests marked 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from plugin_page import PluginPage
-from real_codap import HOW_TO_GET, CodapPage, codap_dist, codap_required, self_signed_certificate
+from chromium import CHROMIUM_ARGS, chromium_path
+from plugin_page import PluginPage, new_page
+from real_codap import HOW_TO_GET, codap_dist, codap_pages, codap_required, self_signed_certificate
 from servers import e2e_settings
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -25,18 +25,6 @@ from codap_relay.store.memory import MemoryStore
 from support import also_through_local_api, serve_app
 
 HOST_DIR = Path(__file__).resolve().parent / "codap_host"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-    "--disable-gpu",
-]
-
 pytestmark = pytest.mark.browser
 
 
@@ -51,12 +39,13 @@ def browser_args() -> list[str]:
 def browser(browser_args: list[str]) -> Iterator[Any]:
     """One chromium per test module. Not per session: Playwright's sync API keeps an event loop running in this
     thread while it is open, and pytest-asyncio cannot start its own loop for the async tests collected after."""
-    if not Path(CHROMIUM).exists() and shutil.which("chromium") is None:
+    executable = chromium_path()
+    if executable is None:
         pytest.skip("Debian chromium is not installed (run scripts/install-test-deps)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[*CHROMIUM_ARGS, *browser_args])
+        b = pw.chromium.launch(executable_path=executable, headless=True, args=[*CHROMIUM_ARGS, *browser_args])
         yield b
         b.close()
 
@@ -92,10 +81,7 @@ def open_plugin(browser: Any, host_url: str) -> Iterator[Any]:
         contexts.append(context)
         if init_script:
             context.add_init_script(init_script)
-        page = context.new_page()
-        messages: list[str] = []
-        page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+        page, messages = new_page(context)
         plugin = PluginPage(page, relay, host_url, query=query, console=messages)
         plugin.open()
         return plugin
@@ -138,26 +124,5 @@ def codap_https_url(codap_build: Path, tmp_path_factory: pytest.TempPathFactory)
 def open_codap(browser: Any, codap_url: str) -> Iterator[Any]:
     """Factory: open the real CODAP with the plugin at ``plugin_url`` (``?di=``); returns a paired CodapPage.
     ``codap`` serves CODAP from another base URL (https, another site); ``context_options`` go to new_context."""
-    contexts: list[Any] = []
-
-    def factory(
-        plugin_url: str,
-        *,
-        wait: bool = True,
-        context_options: dict[str, Any] | None = None,
-        codap: str | None = None,
-    ) -> CodapPage:
-        context = browser.new_context(**{"viewport": {"width": 1400, "height": 900}, **(context_options or {})})
-        contexts.append(context)
-        page = context.new_page()
-        messages: list[str] = []
-        page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
-        page.on("requestfailed", lambda r: messages.append(f"requestfailed: {r.url} {r.failure}"))
-        page_of_codap = CodapPage(page, codap or codap_url, plugin_url, console=messages)
-        page_of_codap.open(wait=wait)
-        return page_of_codap
-
-    yield factory
-    for context in contexts:
-        context.close()
+    with codap_pages(browser, codap_url) as factory:
+        yield factory

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import json
+import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -22,6 +26,74 @@ def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLIN
         if time.monotonic() > end:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+# --- test data and pages ----------------------------------------------------------------------------------
+
+# A two-level dataset (classes > pupils), made through codap_api: two classes, three pupils.
+CLASSES = {
+    "action": "create",
+    "resource": "dataContext",
+    "values": {
+        "name": "classes",
+        "collections": [
+            {"name": "class", "attrs": [{"name": "room"}]},
+            {"name": "pupil", "attrs": [{"name": "who"}, {"name": "mark", "type": "numeric"}]},
+        ],
+    },
+}
+CLASS_ROWS = [{"room": "A1", "who": "Ann", "mark": 3}, {"room": "A1", "who": "Ben", "mark": 4}]
+MORE_CLASS_ROWS = [{"room": "B2", "who": "Cy", "mark": 5}]
+
+
+def new_page(context: Any) -> tuple[Any, list[str]]:
+    """A page of ``context`` and the list its console messages and page errors are collected into."""
+    page = context.new_page()
+    messages: list[str] = []
+    page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
+    page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+    return page, messages
+
+
+# --- the plugin's frame, in the test host or in real CODAP ------------------------------------------------
+
+
+def plugin_storage(frame: Any) -> dict[str, str]:
+    """The plugin's sessionStorage (its session, browser token and request ledger)."""
+    result: dict[str, str] = frame.evaluate("() => ({...sessionStorage})")
+    return result
+
+
+def plugin_ledger(frame: Any) -> dict[str, Any]:
+    """The plugin's ledger of requests by id: ``{state: started|done, posted, …}``."""
+    raw = next((v for k, v in plugin_storage(frame).items() if k.endswith(":ledger")), "{}")
+    entries: dict[str, Any] = json.loads(raw)
+    return entries
+
+
+def session_copy_script(frame: Any, relay: str) -> str:
+    """An init script that gives a new tab the plugin's session, as a duplicated browser tab carries the
+    sessionStorage (session and browser token) of the tab it was duplicated from."""
+    key, value = next((k, v) for k, v in plugin_storage(frame).items() if k.endswith(":session"))
+    # The relay's URL may carry a path (a stage, under local-api): compare origins only.
+    return (
+        f"if (location.origin === new URL({json.dumps(relay)}).origin) "
+        f"sessionStorage.setItem({json.dumps(key)}, {json.dumps(value)});"
+    )
+
+
+def reload_frame(frame: Callable[[], Any]) -> None:
+    """Reload the plugin's frame alone (the page around it stays), as a person's reload of the frame does;
+    ``frame`` finds the frame (it is a new one once reloaded)."""
+
+    def reloaded() -> Any:
+        try:
+            return frame().evaluate("() => !window.__beforeReload")
+        except Exception:  # the frame is navigating
+            return None
+
+    frame().evaluate("() => { window.__beforeReload = true; location.reload(); }")
+    wait_until(reloaded, "the plugin frame to reload")
 
 
 class PluginPage:
@@ -62,7 +134,7 @@ class PluginPage:
         wait_until(
             lambda: self._safe(lambda: self.status() == "Connected" and len(self.code()) == 8), "the plugin to connect"
         )
-        wait_until(lambda: self.host("state.connected"), "the CODAP handshake")
+        wait_until(lambda: self.host("host.connected"), "the CODAP handshake")
         return self.code()
 
     def _safe(self, fn: Callable[[], Any]) -> Any:
@@ -75,16 +147,8 @@ class PluginPage:
         """Evaluate ``window.codapHost.<expression>`` in the host page (CODAP's side)."""
         return self.page.evaluate(f"() => window.codapHost.{expression}")
 
-    def session_storage(self) -> dict[str, str]:
-        result: dict[str, str] = self.frame.evaluate("() => ({...sessionStorage})")
-        return result
-
     def reload_plugin(self) -> None:
-        self.frame.evaluate("() => { window.__beforeReload = true; location.reload(); }")
-        wait_until(
-            lambda: self._safe(lambda: self.frame.evaluate("() => !window.__beforeReload")),
-            "the plugin frame to reload",
-        )
+        reload_frame(lambda: self.frame)
 
     def log_entries(self) -> list[dict[str, str]]:
         entries: list[dict[str, str]] = self.frame.evaluate(
@@ -138,3 +202,65 @@ def ok_result(body: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = body["result"]
     assert result["content"][0]["type"] == "text" and result["content"][0]["text"]
     return result
+
+
+# --- the LLM side (MCP) ----------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class McpClient:
+    """An LLM's MCP client: the official MCP SDK over Streamable HTTP at ``{relay}/mcp/{code}``, one MCP session
+    held open for all calls, as a client application holds it. The SDK is async and the browser tests drive
+    Playwright synchronously in this thread, so the session lives in an event loop on a worker thread."""
+
+    def __init__(self, url: str, timeout: float = 40) -> None:
+        self.url = url
+        self.timeout = timeout
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._client: Any = None
+        self._closing: asyncio.Event | None = None
+        self._held: Any = None
+
+    def __enter__(self) -> McpClient:
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        self._thread.start()
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        async def hold() -> None:
+            # The SDK's task group must be entered and left by the same task: this one, until __exit__.
+            self._closing = asyncio.Event()
+            async with httpx2.AsyncClient(timeout=self.timeout) as http:
+                async with Client(streamable_http_client(self.url, http_client=http)) as client:
+                    self._client = client
+                    ready.set_result(None)
+                    await self._closing.wait()
+
+        self._held = asyncio.run_coroutine_threadsafe(hold(), self._loop)
+        ready.result(self.timeout)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._closing is not None:
+            self._loop.call_soon_threadsafe(self._closing.set)
+            self._held.result(self.timeout)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    def _run(self, work: Awaitable[T]) -> T:
+        async def wrapped() -> T:
+            return await work
+
+        return asyncio.run_coroutine_threadsafe(wrapped(), self._loop).result(self.timeout + 10)
+
+    def tools(self) -> list[Any]:
+        return list(self._run(self._client.list_tools()).tools)
+
+    def call(self, name: str, args: dict[str, Any]) -> Any:
+        """``tools/call``; the SDK's result (``is_error``, ``content``, ``structured_content``)."""
+        return self._run(self._client.call_tool(name, args))

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from plugin_page import PluginPage, answer, call_tool, ok_result, submit, wait_until
+from plugin_page import (
+    McpClient,
+    PluginPage,
+    answer,
+    call_tool,
+    ok_result,
+    plugin_ledger,
+    session_copy_script,
+    submit,
+    wait_until,
+)
 from servers import RestartableRelay
 
 pytestmark = pytest.mark.browser
@@ -24,14 +33,9 @@ def restartable() -> Iterator[RestartableRelay]:
         relay.kill()
 
 
-def executed(plugin: PluginPage, action: str, resource: str) -> int:
-    return int(plugin.host(f"count({json.dumps(action)}, {json.dumps(resource)})"))
-
-
-def ledger(plugin: PluginPage) -> dict[str, Any]:
-    raw = next((v for k, v in plugin.session_storage().items() if k.endswith(":ledger")), "{}")
-    entries: dict[str, Any] = json.loads(raw)
-    return entries
+def executed(plugin: PluginPage, action: str, resource_type: str) -> int:
+    """How many requests of ``action`` on resources of this type (``item``, ``component``…) CODAP processed."""
+    return int(plugin.host(f"count({json.dumps(action)}, {json.dumps(resource_type)})"))
 
 
 def test_stream_dropped_mid_queue_loses_nothing_and_runs_nothing_twice(
@@ -70,7 +74,7 @@ def test_stream_dropped_mid_queue_loses_nothing_and_runs_nothing_twice(
     later = ok_result(call_tool(relay, code, "get_codap_datasets", {}))
     assert later["structuredContent"]["datasets"][0]["caseCount"] == 5
     assert executed(plugin, "create", "dataContext") == 1
-    assert executed(plugin, "create", "dataContext[drop].item") == 2  # the dataset's rows, then the added case
+    assert executed(plugin, "create", "item") == 2  # the dataset's rows, then the added case
     assert executed(plugin, "create", "component") == 2
 
 
@@ -90,15 +94,20 @@ def test_reload_mid_queue_reposts_stored_results_and_never_reruns(open_plugin: A
         lambda: len(plugin.host('dataset("rl")')["items"]) == 7 if plugin.host('dataset("rl")') else False,
         "both requests executed in CODAP",
     )
-    wait_until(lambda: all(ledger(plugin).get(i, {}).get("state") == "done" for i in first), "both outcomes stored")
+    wait_until(
+        lambda: all(plugin_ledger(plugin.frame).get(i, {}).get("state") == "done" for i in first),
+        "both outcomes stored",
+    )
     plugin.host("pause()")  # the next request reaches CODAP but gets no answer before the reload
     in_flight = submit(
         relay, code, "create_codap_graph", {"datasetName": "rl", "graphType": "histogram", "xAttribute": "age"}
     )
     queued = submit(relay, code, "export_codap_data", {"datasetName": "rl", "format": "csv"})
     wait_until(lambda: len(plugin.log_entries()) == 4, "four requests in the plugin")
-    wait_until(lambda: ledger(plugin).get(in_flight, {}).get("state") == "started", "the graph request in flight")
-    stored = ledger(plugin)
+    wait_until(
+        lambda: plugin_ledger(plugin.frame).get(in_flight, {}).get("state") == "started", "the graph request in flight"
+    )
+    stored = plugin_ledger(plugin.frame)
     assert all(stored[i]["state"] == "done" and not stored[i]["posted"] for i in first)
     assert queued not in stored
 
@@ -114,8 +123,8 @@ def test_reload_mid_queue_reposts_stored_results_and_never_reruns(open_plugin: A
     assert exported["status"] == "completed"
     assert exported["result"]["structuredContent"]["rowCount"] == 7
     assert executed(plugin, "create", "dataContext") == 1
-    assert executed(plugin, "create", "dataContext[rl].item") == 2
-    assert executed(plugin, "get", "dataContext[rl].itemSearch[*]") == 1
+    assert executed(plugin, "create", "item") == 2
+    assert executed(plugin, "get", "itemSearch") == 1
     replayed = [e for e in plugin.log_entries() if e["id"] in first]
     assert len(replayed) == 2 and all(e["cls"] == "state-done" for e in replayed)
 
@@ -123,13 +132,7 @@ def test_reload_mid_queue_reposts_stored_results_and_never_reruns(open_plugin: A
 def test_superseded_tab_can_take_the_session_back(open_plugin: Any, relay_url: str) -> None:
     tab1 = open_plugin(relay_url)
     code = tab1.code()
-    session_key, session_value = next((k, v) for k, v in tab1.session_storage().items() if k.endswith(":session"))
-    # a second CODAP tab holding the same session (as a duplicated tab would)
-    inject = (
-        f"if (location.origin === new URL({json.dumps(relay_url)}).origin) "
-        f"sessionStorage.setItem({json.dumps(session_key)}, {json.dumps(session_value)});"
-    )
-    tab2 = open_plugin(relay_url, init_script=inject)
+    tab2 = open_plugin(relay_url, init_script=session_copy_script(tab1.frame, relay_url))  # a duplicated tab
     assert tab2.code() == code
     wait_until(lambda: tab1.frame.locator("#superseded").is_visible(), "tab 1 to show it moved")
     assert "moved to another tab" in tab1.text("#superseded")
@@ -174,56 +177,27 @@ def test_keyboard_reaches_every_control(open_plugin: Any, relay_url: str) -> Non
     plugin = open_plugin(relay_url)
     plugin.frame.locator("#copy-code").focus()
     seen = []
-    for _ in range(6):
+    for _ in range(8):
         seen.append(plugin.frame.evaluate("() => document.activeElement.id || document.activeElement.dataset.copy"))
         plugin.page.keyboard.press("Tab")
-    assert seen[:5] == ["copy-code", "mcp", "claude", "prompt", "new-code"]
+    assert seen[:7] == ["copy-code", "mcp", "claude", "prompt", "download-trace", "replay-trace", "new-code"]
     plugin.frame.locator("#copy-code").focus()
     plugin.page.keyboard.press("Enter")
     wait_until(lambda: plugin.frame.locator("#copied").input_value() == plugin.code(), "the code to be copied")
+    plugin.frame.locator("#download-trace").focus()
+    plugin.page.keyboard.press("Enter")
+    wait_until(lambda: "nothing to save yet" in plugin.text("#notice"), "the trace button to answer")
 
 
 def test_mcp_client_drives_the_plugin(open_plugin: Any, relay_url: str) -> None:
-    pytest.importorskip("codap_relay.mcp_http")
     plugin = open_plugin(relay_url)
-    url = f"{relay_url}/mcp/{plugin.code()}"
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-
-    def rpc(method: str, params: dict[str, Any], rid: int | None) -> Any:
-        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
-        if rid is not None:
-            body["id"] = rid
-        r = httpx.post(url, json=body, headers=headers, timeout=40)
-        assert r.status_code in (200, 202), r.text
-        if rid is None:
-            return None
-        text = r.text
-        if r.headers.get("content-type", "").startswith("text/event-stream"):
-            text = next(line[5:].strip() for line in text.splitlines() if line.startswith("data:"))
-        return json.loads(text)
-
-    init = rpc(
-        "initialize",
-        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}},
-        1,
-    )
-    headers["Mcp-Protocol-Version"] = init["result"]["protocolVersion"]
-    rpc("notifications/initialized", {}, None)
-    listed = rpc("tools/list", {}, 2)["result"]["tools"]
-    assert "codap_api" in [t["name"] for t in listed]
-    started = time.monotonic()
-    called = rpc(
-        "tools/call",
-        {
-            "name": "create_codap_dataset",
-            "arguments": {"datasetName": "via mcp", "dataType": "time_series", "recordCount": 10},
-        },
-        3,
-    )
-    assert time.monotonic() - started < 40
-    result = called["result"]
-    assert not result.get("isError"), result
-    assert "Created dataset" in json.dumps(result)
-    assert len(plugin.host('dataset("via mcp")')["items"]) == 10
-    failed = rpc("tools/call", {"name": "export_codap_data", "arguments": {"datasetName": "absent"}}, 4)["result"]
-    assert failed["isError"] is True and "DataContext not found" in json.dumps(failed)
+    with McpClient(f"{relay_url}/mcp/{plugin.code()}") as mcp:
+        assert "codap_api" in [t.name for t in mcp.tools()]
+        result = mcp.call(
+            "create_codap_dataset", {"datasetName": "via mcp", "dataType": "time_series", "recordCount": 10}
+        )
+        assert result.is_error is False, result
+        assert "Created dataset" in result.content[0].text and result.structured_content["recordCount"] == 10
+        assert len(plugin.host('dataset("via mcp")')["items"]) == 10
+        failed = mcp.call("export_codap_data", {"datasetName": "absent"})
+        assert failed.is_error is True and 'no dataset named "absent"' in failed.content[0].text

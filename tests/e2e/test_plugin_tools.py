@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from plugin_page import PluginPage, call_tool, ok_result, wait_until
+from plugin_page import CLASS_ROWS, CLASSES, MORE_CLASS_ROWS, PluginPage, call_tool, ok_result, wait_until
 
 from codap_relay.manifest import DEFAULT_TOOLS
 
@@ -30,10 +30,10 @@ def tool(plugin: PluginPage, name: str, args: dict[str, Any]) -> dict[str, Any]:
 def test_pairing_registers_the_manifest_and_sets_up_the_frame(plugin: PluginPage) -> None:
     meta = httpx.get(f"{plugin.relay}/metadata", params={"code": plugin.code()}).json()
     names = [t["name"] for t in meta["tools"]]
-    assert names == [t["name"] for t in DEFAULT_TOOLS] + ["codap_api"]
+    assert names == [t["name"] for t in DEFAULT_TOOLS] + ["get_codap_graph_image", "codap_api"]
     frame = plugin.host("state.frame")
     assert frame["title"] == "CODAP Relay" and frame["dimensions"] == {"width": 380, "height": 600}
-    assert {"success": True} in plugin.host("state.pluginReplies")  # it answered CODAP's own call
+    assert {"success": True} in plugin.host("host.pluginReplies")  # it answered CODAP's own call
     status = httpx.get(f"{plugin.relay}/api/sessions/{plugin.code()}").json()
     assert status["connected"] is True
     assert "Expires in" in plugin.text("#time-left")
@@ -70,6 +70,7 @@ def test_create_custom_dataset_infers_types_and_refuses_duplicates(plugin: Plugi
     again = tool(plugin, "create_codap_dataset", args)
     assert again["status"] == "failed" and again["error"]["code"] == "dataset_exists"
     assert plugin.host('count("create", "dataContext")') == 1
+    assert ds["items"][1]["values"]["temp"] == 21 and ds["items"][0]["values"]["temp"] == 4.5  # CODAP reads numbers
 
 
 def test_add_cases_reports_the_new_total_and_ignored_fields(plugin: PluginPage) -> None:
@@ -143,7 +144,7 @@ def test_graphs_map_to_what_codap_draws(plugin: PluginPage) -> None:
     assert graphs[scatter["graphId"]]["yAttributeName"] == "math_score"
     assert graphs[scatter["graphId"]]["title"] == "Hours vs score"
     assert graphs[line["graphId"]]["showConnectingLines"] is True
-    assert graphs[bars["graphId"]]["pointsFusedIntoBars"] is True
+    assert graphs[bars["graphId"]]["fused"] is True
     assert graphs[hist["graphId"]].get("yAttributeName") is None
     # CODAP itself would draw an empty graph for a wrong attribute; the tool refuses and lists the real ones
     bad = tool(
@@ -161,9 +162,9 @@ def test_status_lists_datasets_components_and_version(plugin: PluginPage) -> Non
         tool(plugin, "create_codap_dataset", {"datasetName": "st", "dataType": "random_numbers", "recordCount": 3})
     )
     data = ok_result(tool(plugin, "get_codap_status", {}))["structuredContent"]
-    assert data["codapVersion"] == "3.0.0-test-host"
+    assert data["codapVersion"] == "3.1.0-test-host"
     assert [d["name"] for d in data["datasets"]] == ["st"]
-    assert [c["type"] for c in data["components"]] == ["caseTable"]
+    assert [(c["type"], c.get("thisPlugin")) for c in data["components"]] == [("game", True), ("caseTable", None)]
     slim = ok_result(tool(plugin, "get_codap_status", {"includeDatasets": False, "includeComponents": False}))
     assert "datasets" not in slim["structuredContent"] and "components" not in slim["structuredContent"]
 
@@ -192,38 +193,9 @@ def test_export_json_csv_tsv_with_quoting_and_hierarchy(plugin: PluginPage) -> N
     }
 
     # a two-level dataset made through codap_api: rows are leaf cases carrying their parent's values
-    ok_result(
-        tool(
-            plugin,
-            "codap_api",
-            {
-                "action": "create",
-                "resource": "dataContext",
-                "values": {
-                    "name": "classes",
-                    "collections": [
-                        {"name": "class", "attrs": [{"name": "room"}]},
-                        {"name": "pupil", "attrs": [{"name": "who"}, {"name": "mark", "type": "numeric"}]},
-                    ],
-                },
-            },
-        )
-    )
-    ok_result(
-        tool(
-            plugin,
-            "codap_api",
-            {
-                "action": "create",
-                "resource": "dataContext[classes].item",
-                "values": [
-                    {"room": "A1", "who": "Ann", "mark": 3},
-                    {"room": "A1", "who": "Ben", "mark": 4},
-                    {"room": "B2", "who": "Cy", "mark": 5},
-                ],
-            },
-        )
-    )
+    ok_result(tool(plugin, "codap_api", CLASSES))
+    rows = CLASS_ROWS + MORE_CLASS_ROWS
+    ok_result(tool(plugin, "codap_api", {"action": "create", "resource": "dataContext[classes].item", "values": rows}))
     out = ok_result(
         tool(plugin, "export_codap_data", {"datasetName": "classes", "format": "csv", "includeMetadata": True})
     )
@@ -255,16 +227,14 @@ def test_codap_api_updates_and_deletes_items(plugin: PluginPage) -> None:
 def test_codap_errors_reach_the_llm_with_codaps_message(plugin: PluginPage) -> None:
     missing = tool(plugin, "add_codap_cases", {"datasetName": "nowhere", "cases": [{"a": 1}]})
     assert missing["status"] == "failed" and missing["error"]["code"] == "dataset_not_found"
-    assert "DataContext not found" in missing["error"]["message"]
+    assert 'CODAP has no dataset named "nowhere"' in missing["error"]["message"]
     raw = tool(plugin, "codap_api", {"action": "get", "resource": "dataContext[nowhere].collectionList"})
     assert raw["status"] == "failed" and raw["error"]["code"] == "codap_error"
     assert raw["error"]["message"].endswith("DataContext not found")
     unsupported = tool(plugin, "codap_api", {"action": "notify", "resource": "dataContextList"})
     assert "Unsupported action: notify/dataContextList" in unsupported["error"]["message"]
-    bracket = tool(
-        plugin, "create_codap_dataset", {"datasetName": "a]b", "dataType": "random_numbers", "recordCount": 1}
-    )
-    assert bracket["error"]["code"] == "invalid_arguments"
+    blank = tool(plugin, "create_codap_dataset", {"datasetName": " ", "dataType": "random_numbers", "recordCount": 1})
+    assert blank["error"]["code"] == "invalid_arguments"
     # the activity log shows each request with its summary and its error
     entries = wait_until(
         lambda: [e for e in plugin.log_entries() if e["state"].startswith("error")], "errors in the log"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from codap_relay.manifest import DEFAULT_TOOLS
 from support import ROOT
 
 pytestmark = pytest.mark.slow
@@ -73,6 +74,32 @@ def test_quick_run_reports_every_section(tmp_path: Path) -> None:
     assert figures["coldstart"]["baseline"]["init_ms"] > 0
 
     assert "--no-dynamodb" in figures["deployed"]["skipped"]  # the deployed shape needs DynamoDB Local
+
+
+@pytest.mark.browser
+def test_quick_run_times_every_tool_inside_real_codap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The codap section at a tiny size (3 datasets of 50 cases, no WebGL timing): every tool is timed in the
+    plugin, and the message counts are the tools' fixed handful."""
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "e2e"))
+    from real_codap import HOW_TO_GET, codap_dist, codap_required
+
+    if codap_dist() is None:
+        if codap_required():
+            pytest.fail(f"CODAP_REQUIRED is set but {HOW_TO_GET}")
+        pytest.skip(HOW_TO_GET)
+    stdout, figures = run_bench(tmp_path, "--only", "codap")
+    assert "## Tool time in the real CODAP" in stdout
+    codap = figures["codap"]
+    assert "skipped" not in codap, codap
+    rows = {r["label"].split(" (")[0]: r for r in codap["rows"]}
+    assert set(rows) == {t["name"] for t in DEFAULT_TOOLS} | {"get_codap_graph_image", "codap_api"}
+    messages = {r["label"]: r["messages"] for r in codap["rows"]}
+    assert messages["get_codap_status"] == messages["get_codap_datasets"] == 3
+    assert messages["create_codap_dataset"] == 3 and messages["create_codap_graph"] == 5
+    assert messages["codap_api (get dataContextList)"] == 1
+    for row in codap["rows"]:
+        assert row["first_ms"] > 0 and row["llm_p50_ms"] > 0 and 0 < row["codap_share"] <= 1, row
+    assert codap["baseline_one_message_ms"] > 0
 
 
 def test_unknown_section_is_refused(tmp_path: Path) -> None:

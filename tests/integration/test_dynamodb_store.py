@@ -24,7 +24,8 @@ from codap_relay.http.app import build_app
 from codap_relay.records import NewRequest, ResponseRecord, SessionRecord, fingerprint
 from codap_relay.relay import Relay
 from codap_relay.store import StoreUrlError, open_store
-from codap_relay.store.dynamodb import INLINE_LIMIT, PURGE_GRACE_SECONDS, DynamoStore
+from codap_relay.store.base import PURGE_GRACE_SECONDS
+from codap_relay.store.dynamodb import INLINE_LIMIT, DynamoStore
 from dynamodb_local import CREDENTIALS, env_for, fresh_table, new_table, shared, store_url
 from store_backends import SerializedClient
 from support import ROOT, bearer, make_settings, serve_process

@@ -5,8 +5,10 @@ process per Lambda function, DynamoDB Local): the shape that ships."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
+import os
 from typing import Any
 
 import httpx
@@ -17,6 +19,7 @@ from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
+from codap_relay.tool_content import MAX_IMAGE_BYTES
 from support import also_through_local_api, make_settings, serve_app
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
@@ -250,6 +253,55 @@ async def test_session_status_and_delete(client: httpx.AsyncClient, session: dic
     assert body["reason"] == "closed"
     r = await client.get("/response", params={"code": code, "id": "p"})
     assert r.status_code == 200 and r.json()["error"]["code"] == "session_closed"
+
+
+async def test_an_ended_sessions_trace_can_still_be_read_page_by_page(
+    client: httpx.AsyncClient, session: dict[str, Any]
+) -> None:
+    code = session["code"]
+    for n in range(3):
+        await client.post("/request", json={"code": code, "id": f"t{n}", "tool": "get_codap_status", "args": {}})
+    text = {"content": [{"type": "text", "text": "CODAP is connected.\nMore."}]}
+    await client.post("/response", json={"code": code, "id": "t0", "result": text}, headers=auth(session))
+    await client.delete(f"/api/sessions/{code}", headers=auth(session))
+    assert_error(await client.get(f"/api/sessions/{code}"), 404, "session_not_found")  # ended for the LLM
+    page = await client.get(f"/api/sessions/{code}/log", params={"view": "trace"}, headers=auth(session))
+    assert page.status_code == 200, page.text
+    body = page.json()
+    assert body["next"] is None and [e["id"] for e in body["entries"]] == ["t0", "t1", "t2"]
+    assert [(e["args"], e["summary"]) for e in body["entries"]] == [
+        ({}, "CODAP is connected."),
+        ({}, "The CODAP session was ended before this request ran."),
+        ({}, "The CODAP session was ended before this request ran."),
+    ]
+    later = await client.get(f"/api/sessions/{code}/log", params={"view": "trace", "after": 2}, headers=auth(session))
+    assert [e["id"] for e in later.json()["entries"]] == ["t2"]
+    activity = await client.get(f"/api/sessions/{code}/log", headers=auth(session))
+    assert activity.status_code == 200 and "next" not in activity.json()
+    for bad in ({"view": "everything"}, {"view": "trace", "after": "-1"}, {"view": "trace", "after": "²"}):
+        r = await client.get(f"/api/sessions/{code}/log", params=bad, headers=auth(session))
+        assert assert_error(r, 400, "invalid_request")["field"] in ("view", "after")
+
+
+async def test_a_picture_in_a_result_is_checked_then_passed_on_byte_for_byte(
+    client: httpx.AsyncClient, session: dict[str, Any]
+) -> None:
+    """An image item near the size limit goes through the deployed path (Lambda events, DynamoDB chunks) intact;
+    one that is not the picture it claims is refused and nothing is stored."""
+    code = session["code"]
+    await client.post("/request", json={"code": code, "id": "img", "tool": "get_codap_status", "args": {}})
+    picture = b"\x89PNG\r\n\x1a\n" + os.urandom(MAX_IMAGE_BYTES - 8)  # incompressible
+    data = base64.b64encode(picture).decode()
+    lie = {"type": "image", "mimeType": "image/png", "data": base64.b64encode(b"GIF89a" + bytes(50)).decode()}
+    bad = {"content": [{"type": "text", "text": "A graph."}, lie]}
+    r = await client.post("/response", json={"code": code, "id": "img", "result": bad}, headers=auth(session))
+    assert assert_error(r, 400, "invalid_result")["field"] == "result.content[1].data"
+    assert (await client.get("/response", params={"code": code, "id": "img"})).status_code == 202
+    good = {"content": [{"type": "text", "text": "A graph."}, {"type": "image", "mimeType": "image/png", "data": data}]}
+    r = await client.post("/response", json={"code": code, "id": "img", "result": good}, headers=auth(session))
+    assert r.status_code == 202, r.text
+    back = await client.get("/response", params={"code": code, "id": "img"})
+    assert back.status_code == 200 and base64.b64decode(back.json()["result"]["content"][1]["data"]) == picture
 
 
 @pytest.mark.in_process

@@ -10,8 +10,10 @@ import pytest
 
 from codap_relay.errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
 from codap_relay.records import Lookup, NewRequest, ResponseRecord, SessionRecord, fingerprint
-from codap_relay.store.base import Store
-from store_backends import BACKENDS
+from codap_relay.settings import Settings
+from codap_relay.store.base import PURGE_GRACE_SECONDS, Store
+from codap_relay.store.memory import MemoryStore
+from store_backends import BACKENDS, sweep_expired
 
 T0 = 1_800_000_000.0
 
@@ -345,3 +347,27 @@ def test_sqlite_reads_do_not_wait_for_a_writer(tmp_path: Any) -> None:
         writer.join(10)
         store.close()
     assert store.blocking_reads is False
+
+
+@pytest.mark.parametrize("ended", ["closed", "expired"])
+def test_an_ended_session_is_kept_through_the_longest_log_grace(store: Store, ended: str) -> None:
+    """LOG_GRACE_SECONDS may be as long as PURGE_GRACE_SECONDS: whatever ends a session (closing it, or its expiry),
+    each backend's housekeeping keeps the session that long, so the plugin can still save its trace, and with it
+    the requests and answers still within their own retention (REQUEST_TTL_SECONDS + PURGE_GRACE_SECONDS from
+    when each was made: all of them, unless the session lasted longer than that less the grace); then lets go."""
+    longest = max(m.le for m in Settings.model_fields["log_grace_seconds"].metadata if hasattr(m, "le"))
+    assert longest == PURGE_GRACE_SECONDS
+    store.create_session(session())
+    store.add_request("ABCDEFGH", new("asked"))  # made at T0, the session's start
+    store.complete_request(response("asked"))
+    store.update_session("ABCDEFGH", expires_at=T0 + 900)  # the plugin was seen: the code slides
+    end = T0 + 300 if ended == "closed" else T0 + 900
+    if ended == "closed":
+        store.update_session("ABCDEFGH", closed_at=end)
+    sweep_expired(store, end + longest - 1)
+    assert store.get_session("ABCDEFGH") is not None
+    assert [r.id for r in store.list_requests("ABCDEFGH")] == ["asked"]
+    assert store.get_response("ABCDEFGH", "asked") is not None
+    sweep_expired(store, T0 + 3600 + PURGE_GRACE_SECONDS + 1)  # long after everything expired
+    if not isinstance(store, MemoryStore):  # the memory store keeps all for the life of its process
+        assert store.get_session("ABCDEFGH") is None and store.list_requests("ABCDEFGH") == []

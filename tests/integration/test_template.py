@@ -290,3 +290,14 @@ def test_settings_refuse_waits_beyond_the_cap() -> None:
         bound = settings_bound(field)
         with pytest.raises(ValueError, match=field.upper()):
             Settings.from_env({field.upper(): f"{bound + 1:g}"})
+
+
+def test_the_log_grace_parameter_agrees_with_the_setting_and_the_tables_ttl(deployed: dict[str, Deployed]) -> None:
+    from codap_relay.store.base import PURGE_GRACE_SECONDS
+
+    spec = deployed["defaults"].template["Parameters"]["LogGraceSeconds"]
+    assert int(spec["MaxValue"]) == settings_bound("log_grace_seconds") == PURGE_GRACE_SECONDS
+    assert int(spec["Default"]) == Settings.model_fields["log_grace_seconds"].default
+    configured = [f["Environment"]["Variables"] for f in functions(deployed["defaults"]).values() if "Environment" in f]
+    relays = [v for v in configured if "SESSION_TTL_SECONDS" in v]
+    assert relays and all(str(v.get("LOG_GRACE_SECONDS")) == str(spec["Default"]) for v in relays)

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { displayCode, formatDuration, formatTimeLeft, summarizeArgs } from "../../core/codap_relay/plugin/js/format.js";
+import { displayCode, firstLine, formatDuration, formatTimeLeft, summarizeArgs } from "../../core/codap_relay/plugin/js/format.js";
 import { nameProblem } from "../../core/codap_relay/plugin/js/names.js";
 import { claudeDesktopConfig, httpPrompt, mcpUrl } from "../../core/codap_relay/plugin/js/snippets.js";
 
@@ -19,6 +19,16 @@ test("summarizeArgs says what each tool was asked", () => {
     summarizeArgs("create_codap_graph", { datasetName: "s", graphType: "scatterplot", xAttribute: "a", yAttribute: "b" }),
     "scatterplot of s: x=a, y=b",
   );
+  assert.equal(
+    summarizeArgs("create_codap_graph", { datasetName: "s", graphType: "bar_chart", xAttribute: "a", includeImage: true }),
+    "bar_chart of s: x=a + picture",
+  );
+  assert.equal(summarizeArgs("get_codap_graph_image", { graph: "Scores", maxSize: 400 }), "graph Scores · at most 400 px");
+  assert.equal(summarizeArgs("get_codap_graph_image", {}), "the only graph");
+  assert.equal(firstLine({ result: { content: [{ type: "text", text: "Made it.\nDetails" }] } }), "Made it.");
+  assert.equal(firstLine({ error: { message: "CODAP refused" } }), "CODAP refused");
+  assert.equal(firstLine({ result: { n: 1 } }), '{"n":1}');
+  assert.equal(firstLine(null), null);
   assert.equal(summarizeArgs("get_codap_status", { includeDatasets: false }), "components");
   assert.equal(summarizeArgs("export_codap_data", { datasetName: "s", format: "csv", includeMetadata: true }), "s as csv + metadata");
   assert.equal(summarizeArgs("codap_api", { action: "get", resource: "componentList" }), "get componentList");
@@ -42,10 +52,11 @@ test("displayCode groups an 8-character code", () => {
   assert.equal(displayCode("ABC"), "ABC");
 });
 
-test("names CODAP cannot address are refused with a reason", () => {
+test("any non-empty name is accepted (the tools address datasets by id); blank or overlong ones are not", () => {
   assert.equal(nameProblem("Dataset", "my data.v2 (2024)"), null);
-  assert.match(nameProblem("Dataset", "a]b"), /contains "\]"/);
+  assert.equal(nameProblem("Dataset", "a]b [c]"), null);
   assert.match(nameProblem("Dataset", "  "), /non-empty/);
+  assert.match(nameProblem("Attribute", "x".repeat(201)), /longer than 200/);
 });
 
 test("snippets carry the code and the relay URL", () => {

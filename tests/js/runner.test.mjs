@@ -17,7 +17,25 @@ function until(predicate) {
   });
 }
 
-function harness({ failPosts = 0, storage = new MemoryStorage() } = {}) {
+/** A timeline like performance's, with a clock the test moves. */
+class FakeTimeline {
+  constructor() {
+    this.t = 0;
+    this.entries = [];
+  }
+  now() {
+    this.t += 5;
+    return this.t;
+  }
+  measure(name, { start, end, detail }) {
+    this.entries.push({ name, startTime: start, duration: end - start, detail });
+  }
+  clearMeasures(name) {
+    this.entries = this.entries.filter((e) => e.name !== name);
+  }
+}
+
+function harness({ failPosts = 0, storage = new MemoryStorage(), timeline = new FakeTimeline() } = {}) {
   const ran = [];
   const posted = [];
   let failures = failPosts;
@@ -43,8 +61,9 @@ function harness({ failPosts = 0, storage = new MemoryStorage() } = {}) {
       posted.push({ id, body });
     },
     sleep: () => new Promise((r) => setTimeout(r, 0)),
+    timeline,
   });
-  return { runner, ran, posted, store, storage };
+  return { runner, ran, posted, store, storage, timeline };
 }
 
 test("runs in seq order, one at a time, each id once", async () => {
@@ -115,4 +134,47 @@ test("404 and 409 from the relay end delivery without retrying forever", async (
   runner.enqueue({ id: "d", tool: "echo", args: {}, seq: 1 });
   await until(() => store.entry("d")?.posted === true);
   assert.equal(calls, 1);
+});
+
+test("a result the relay refuses (400) is answered with an error saying so, not retried forever", async () => {
+  const store = new PluginStore(new MemoryStorage(), "http://relay");
+  const sent = [];
+  const runner = new Runner({
+    tools: { picture: async () => ({ content: [{ type: "image", data: "eA==", mimeType: "image/png" }] }) },
+    store,
+    post: async (id, body) => {
+      sent.push(body);
+      if (body.result) throw new RelayHttpError(400, { error: "invalid_result", message: "result.content[0].data is not a image/png image." });
+    },
+    sleep: () => new Promise((r) => setTimeout(r, 0)),
+  });
+  runner.enqueue({ id: "p", tool: "picture", args: {}, seq: 1 });
+  await until(() => store.entry("p")?.posted === true);
+  assert.equal(sent.length, 2);
+  assert.deepEqual(sent[1].error, {
+    message: "The relay refused this tool's result: result.content[0].data is not a image/png image.",
+    code: "result_refused",
+  });
+});
+
+test("each request's time from its event to its answer's first POST is a User Timing measure", async () => {
+  const { runner, posted, timeline } = harness({ failPosts: 2 });
+  runner.enqueue({ id: "m1", tool: "echo", args: { n: 1 }, seq: 1 });
+  runner.enqueue({ id: "m2", tool: "boom", args: {}, seq: 2 });
+  await until(() => posted.length === 2);
+  assert.deepEqual(timeline.entries.map((e) => e.name), ["codap-relay echo m1", "codap-relay boom m2"]); // retries add none
+  const [first, second] = timeline.entries;
+  assert.equal(first.detail.tool, "echo");
+  assert.equal(first.detail.ok, true);
+  assert.equal(second.detail.ok, false);
+  assert.ok(first.detail.runMs > 0 && first.duration >= first.detail.queuedMs + first.detail.runMs);
+  assert.ok(second.detail.queuedMs > 0); // it waited for the first
+});
+
+test("the timeline keeps only the newest 200 measures", async () => {
+  const { runner, posted, timeline } = harness();
+  for (let i = 1; i <= 205; i++) runner.enqueue({ id: `q${i}`, tool: "boom", args: {}, seq: i });
+  await until(() => posted.length === 205);
+  assert.equal(timeline.entries.length, 200);
+  assert.equal(timeline.entries[0].name, "codap-relay boom q6");
 });

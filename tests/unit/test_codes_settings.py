@@ -62,3 +62,13 @@ def test_an_idle_session_is_never_polled_more_often_than_a_busy_one() -> None:
         Settings.from_env({"POLL_INTERVAL_SECONDS": "0.5", "IDLE_POLL_INTERVAL_SECONDS": "0.1"})
     s = Settings.from_env({"POLL_INTERVAL_SECONDS": "0.05", "IDLE_POLL_INTERVAL_SECONDS": "0.05"})
     assert s.idle_poll_interval_seconds == s.poll_interval_seconds == 0.05
+
+
+def test_the_log_grace_cannot_outlast_what_the_stores_keep() -> None:
+    from codap_relay.store.base import PURGE_GRACE_SECONDS
+
+    assert Settings.from_env({}).log_grace_seconds == 3600
+    assert Settings.from_env({"LOG_GRACE_SECONDS": str(PURGE_GRACE_SECONDS)}).log_grace_seconds == PURGE_GRACE_SECONDS
+    for bad in (str(PURGE_GRACE_SECONDS + 1), "-1", "an hour"):
+        with pytest.raises(SettingsError, match="LOG_GRACE_SECONDS"):
+            Settings.from_env({"LOG_GRACE_SECONDS": bad})

@@ -131,3 +131,44 @@ def test_plugin_results_in_mcp_shape_pass_through() -> None:
     assert texts(plain) == ['{"datasets": []}'] and plain.structured_content == {"datasets": []}
     odd = tool_result({"content": [{"type": "image", "data": "x"}]})  # not text: keep the JSON
     assert texts(odd)[0].startswith('{"content"')
+
+
+def test_a_picture_in_a_plugin_result_becomes_mcp_image_content() -> None:
+    from codap_relay.mcp_tools import tool_result
+
+    png = "iVBORw0KGgo="
+    shaped = {
+        "content": [{"type": "text", "text": "Graph 12"}, {"type": "image", "data": png, "mimeType": "image/png"}],
+        "structuredContent": {"graphId": 12},
+    }
+    r = tool_result(shaped)
+    assert [type(c) for c in r.content] == [types.TextContent, types.ImageContent]
+    picture = r.content[1]
+    assert isinstance(picture, types.ImageContent) and (picture.data, picture.mime_type) == (png, "image/png")
+    wire = r.model_dump(by_alias=True, exclude_none=True)
+    assert wire["content"][1] == {"type": "image", "data": png, "mimeType": "image/png"}
+    assert r.structured_content == {"graphId": 12}
+
+
+def test_annotations_a_manifest_declares_win_over_the_name_table() -> None:
+    declared = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+    spec = {"name": "get_codap_graph_image", "inputSchema": {"type": "object"}, "annotations": declared}
+    (tool,) = mcp_tools([spec])
+    hints = tool.annotations
+    assert hints is not None and hints.title == tool.title
+    assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == (True, False, True)
+    # codap_api's name says destructive; a manifest that says otherwise is the plugin's own word
+    says_read_only = {"name": "codap_api", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}}
+    (raw,) = mcp_tools([says_read_only])
+    assert raw.annotations is not None and raw.annotations.read_only_hint is True
+    assert raw.annotations.destructive_hint is None
+
+
+def test_a_manifest_with_malformed_annotations_is_refused() -> None:
+    from codap_relay.manifest import check_manifest
+
+    tool = {"name": "t", "inputSchema": {"type": "object"}}
+    check_manifest([{**tool, "annotations": {"readOnlyHint": True, "somethingNew": 1}}])
+    for bad in ("read-only", {"readOnlyHint": "yes"}):
+        with pytest.raises(e.InvalidManifest, match="annotations"):
+            check_manifest([{**tool, "annotations": bad}])

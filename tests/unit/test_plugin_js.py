@@ -35,20 +35,36 @@ def plugin_manifest() -> list[dict[str, object]]:
     return tools
 
 
-def test_plugin_manifest_keeps_the_default_tools_exactly() -> None:
+# Optional properties the plugin adds to a default tool; everything else of the defaults is kept as it is.
+ADDED_PROPERTIES = {"create_codap_graph": {"includeImage"}}
+
+
+def test_plugin_manifest_keeps_the_default_tools() -> None:
     tools = {t["name"]: t for t in plugin_manifest()}
     for default in DEFAULT_TOOLS:
         mine = tools[default["name"]]
         assert mine["description"] == default["description"]
-        assert mine["inputSchema"] == default["inputSchema"]
+        schema = json.loads(json.dumps(mine["inputSchema"]))
+        added = ADDED_PROPERTIES.get(default["name"], set())
+        assert added <= set(schema["properties"]) and not added & set(schema.get("required", []))
+        for name in added:
+            del schema["properties"][name]
+        assert schema == default["inputSchema"]
         assert mine["title"] and isinstance(mine["annotations"], dict)
 
 
-def test_plugin_manifest_adds_codap_api_and_passes_the_relay_checks() -> None:
+def test_plugin_manifest_adds_the_graph_picture_and_codap_api_and_passes_the_relay_checks() -> None:
     tools = plugin_manifest()
-    assert [t["name"] for t in tools][-1] == "codap_api"
-    assert len(tools) == len(DEFAULT_TOOLS) + 1
+    names = [t["name"] for t in tools]
+    assert names == [*(t["name"] for t in DEFAULT_TOOLS), "get_codap_graph_image", "codap_api"]
     check_manifest(tools)
     schema = tools[-1]["inputSchema"]
     assert isinstance(schema, dict)
     assert schema["required"] == ["action", "resource"]
+    (picture,) = [t for t in tools if t["name"] == "get_codap_graph_image"]
+    assert picture["annotations"] == {
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }

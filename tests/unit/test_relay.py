@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 from collections.abc import AsyncIterator
@@ -326,6 +327,79 @@ async def test_activity_log_hides_arguments_unless_asked(relay: Relay) -> None:
     assert "args" not in entry and entry["status"] == "completed" and entry["latencyMs"] == 0
     [full] = await relay.activity_log(s.code, token, full=True)
     assert full["args"] == DATASET and full["result"] == {"made": True}
+
+
+async def test_an_ended_sessions_log_stays_readable_for_the_grace_and_no_longer(clock: FakeClock) -> None:
+    relay = make_relay(clock, log_grace_seconds=300)
+    closed, closed_token = await relay.create_session()
+    await relay.submit(closed.code, "get_codap_datasets", {}, "kept")
+    await relay.close_session(closed.code, closed_token)
+    expired, expired_token = await relay.create_session()  # its code expires 600 s from now, unseen
+    clock.advance(299)
+    assert [x["id"] for x in await relay.activity_log(closed.code, closed_token)] == ["kept"]
+    assert [x["id"] for x in (await relay.trace_page(closed.code, closed_token))[0]] == ["kept"]
+    with pytest.raises(e.TokenInvalid):  # the grace is the plugin's: its token is still needed
+        await relay.activity_log(closed.code, expired_token)
+    with pytest.raises(e.SessionNotFound):  # the session itself stays ended
+        await relay.submit(closed.code, "get_codap_datasets", {})
+    clock.advance(2)
+    with pytest.raises(e.SessionNotFound):
+        await relay.activity_log(closed.code, closed_token)
+    clock.advance(300)  # 601 s: the other code expired 1 s ago
+    assert await relay.activity_log(expired.code, expired_token) == []
+    with pytest.raises(e.SessionNotFound) as info:
+        await relay.metadata(expired.code)
+    assert info.value.reason == "expired"
+    clock.advance(300)
+    with pytest.raises(e.SessionNotFound):
+        await relay.trace_page(expired.code, expired_token)
+
+
+async def test_without_a_grace_an_ended_sessions_log_is_gone(clock: FakeClock) -> None:
+    relay = make_relay(clock, log_grace_seconds=0)
+    s, token = await relay.create_session()
+    await relay.close_session(s.code, token)
+    with pytest.raises(e.SessionNotFound) as info:
+        await relay.activity_log(s.code, token)
+    assert info.value.reason == "closed"
+
+
+async def test_trace_pages_carry_arguments_and_summaries_in_seq_order(
+    relay: Relay, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s, token = await relay.create_session()
+    for n in range(5):
+        args = {"datasetName": "d", "cases": [{"n": n, "pad": "x" * 400}]}
+        r, _ = await relay.submit(s.code, "add_codap_cases", args)
+        if n < 3:
+            text = f"Added case {n}.\nMore detail."
+            await relay.respond(s.code, token, r.id, result={"content": [{"type": "text", "text": text}]})
+    await relay.respond(s.code, token, "req-4", error={"message": "CODAP refused it", "code": "codap_error"})
+    monkeypatch.setattr("codap_relay.relay.TRACE_PAGE_BYTES", 1000)  # about two entries a page
+    pages: list[list[dict[str, Any]]] = []
+    after: int | None = 0
+    while after is not None:
+        entries, after = await relay.trace_page(s.code, token, after=after)
+        pages.append(entries)
+    assert [len(p) for p in pages] == [2, 2, 1]
+    entries = [x for p in pages for x in p]
+    assert [x["seq"] for x in entries] == [1, 2, 3, 4, 5]
+    assert [x["args"]["cases"][0]["n"] for x in entries] == [0, 1, 2, 3, 4]
+    summaries = [x["summary"] for x in entries]
+    assert summaries == ["Added case 0.", "Added case 1.", "Added case 2.", "CODAP refused it", None]
+    assert [x["status"] for x in entries] == ["completed"] * 3 + ["failed", "queued"]
+
+
+async def test_respond_refuses_a_result_with_a_bad_image_and_stores_nothing(relay: Relay) -> None:
+    s, token = await relay.create_session()
+    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    fake = {"type": "image", "mimeType": "image/png", "data": base64.b64encode(b"<svg onload=x>").decode()}
+    with pytest.raises(e.InvalidResult) as info:
+        await relay.respond(s.code, token, r.id, result={"content": [{"type": "text", "text": "x"}, fake]})
+    assert info.value.data["field"] == "result.content[1].data"
+    assert not (await relay.answer(s.code, r.id)).done
+    await relay.respond(s.code, token, r.id, error={"message": "the picture failed", "code": "result_invalid"})
+    assert (await relay.answer(s.code, r.id)).done
 
 
 class BrokenStore(MemoryStore):

@@ -25,6 +25,7 @@ MODELS: list[type[BaseModel]] = [
     s.SessionStatus,
     s.SessionClosed,
     s.ActivityLog,
+    s.TracePage,
     s.ErrorBody,
     s.Health,
 ]
@@ -114,10 +115,34 @@ def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -
         "/api/sessions/{code}/log": {
             "get": {
                 "operationId": "getActivityLog",
-                "summary": "The session's activity trace (plugin only)",
-                "parameters": [CODE_P, _param("full", "query", "1 to include arguments and results")],
+                "summary": "The session's activity trace (plugin only); readable for LOG_GRACE_SECONDS after it ended",
+                "parameters": [
+                    CODE_P,
+                    _param("full", "query", "1 to include arguments and results (activity view)"),
+                    _param(
+                        "view",
+                        "query",
+                        "activity (default): every request; trace: pages of requests with their arguments and a "
+                        "one-line summary of each answer, for saving and replaying a session",
+                        schema={"enum": ["activity", "trace"]},
+                    ),
+                    _param(
+                        "after",
+                        "query",
+                        "trace view: the previous page's `next` (0 for the first page)",
+                        schema={"type": "integer", "minimum": 0},
+                    ),
+                ],
                 "security": BEARER,
-                "responses": {"200": _json(s.ActivityLog, "Log"), **_errors(400, 401, 403, 404, 429, 503)},
+                "responses": {
+                    "200": {
+                        "description": "Log (ActivityLog), or with ?view=trace one page of the trace (TracePage)",
+                        "content": {
+                            "application/json": {"schema": {"anyOf": [_ref(s.ActivityLog), _ref(s.TracePage)]}}
+                        },
+                    },
+                    **_errors(400, 401, 403, 404, 429, 503),
+                },
             }
         },
         "/stream": {

@@ -115,6 +115,17 @@ async def delete_session(request: Request) -> Response:
 
 async def session_log(request: Request) -> Response:
     code = normalise_code(request.path_params["code"])
+    view = request.query_params.get("view", "activity")
+    if view not in ("activity", "trace"):
+        raise BadInput("`view` must be `activity` (default) or `trace`.", field="view")
+    if view == "trace":
+        after = whole_number(request.query_params.get("after", "0"))
+        if after is None:
+            raise BadInput("`after` must be the previous trace page's `next` (0 for the first page).", field="after")
+        entries, following = await relay_of(request).trace_page(
+            code, bearer_token(request), after=after, client=client_ip(request)
+        )
+        return JSONResponse({"code": code, "entries": entries, "next": following})
     full = request.query_params.get("full") in ("1", "true", "yes")
     entries = await relay_of(request).activity_log(code, bearer_token(request), full=full, client=client_ip(request))
     return JSONResponse({"code": code, "entries": entries})
@@ -123,14 +134,20 @@ async def session_log(request: Request) -> Response:
 # --- stream ----------------------------------------------------------------------------------------------
 
 
+def whole_number(raw: str) -> int | None:
+    """A count or seq written in ASCII digits, else None (isdigit() alone admits '²', which int() refuses)."""
+    raw = raw.strip()
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else None
+
+
 def cursor_param(request: Request) -> int | None:
     raw = request.headers.get("last-event-id") or request.query_params.get("lastEventId")
     if raw is None or raw.strip() == "":
         return None
-    raw = raw.strip()
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:  # isdigit() alone admits '²', which int() refuses
+    cursor = whole_number(raw)
+    if cursor is None:
         raise BadInput("Last-Event-ID must be the numeric id of the last tool-request event received.")
-    return int(raw)
+    return cursor
 
 
 async def stream(request: Request) -> Response:

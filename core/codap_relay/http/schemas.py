@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..tool_content import MAX_IMAGE_BYTES
+
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -70,10 +72,32 @@ class Answered(BaseModel):
     status: Literal["completed", "failed"]
 
 
+class TextItem(BaseModel):
+    type: Literal["text"]
+    text: str
+
+
+class ImageItem(BaseModel):
+    type: Literal["image"]
+    data: str = Field(description=f"The picture, base64-encoded (at most {MAX_IMAGE_BYTES:,} bytes decoded).")
+    mimeType: Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
+
+
+class ToolOutput(BaseModel):
+    """What this relay's CODAP plugin answers (MCP's tool result shape). Another plugin may answer any JSON."""
+
+    model_config = ConfigDict(extra="allow")
+    content: list[TextItem | ImageItem] = Field(
+        description="A readable summary as text; get_codap_graph_image (and create_codap_graph with includeImage) "
+        "add the graph as an image item."
+    )
+    structuredContent: Any = Field(None, description="The same information as data.")
+
+
 class Result(BaseModel):
     id: str
     status: Literal["completed", "failed"]
-    result: Any = None
+    result: ToolOutput | Any = None
     error: ErrorInfo | None = None
     timestamp: str
 
@@ -119,6 +143,17 @@ class LogEntry(BaseModel):
 class ActivityLog(BaseModel):
     code: str
     entries: list[LogEntry]
+
+
+class TraceEntry(LogEntry):
+    args: dict[str, Any]
+    summary: str | None = Field(description="The first line of the answer's text or of its error; null if none.")
+
+
+class TracePage(BaseModel):
+    code: str
+    entries: list[TraceEntry]
+    next: int | None = Field(description="Pass as ?after= to read the next page; null when this page is the last.")
 
 
 class ErrorBody(BaseModel):

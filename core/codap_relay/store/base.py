@@ -11,6 +11,11 @@ from typing import Protocol
 
 from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
 
+#: Every backend keeps a record at least this long past its expiry (the SQLite purge, DynamoDB's TTL attribute),
+#: so late readers get "expired" rather than "unknown" and an ended session's log stays readable for the
+#: LOG_GRACE_SECONDS setting, which may not exceed it.
+PURGE_GRACE_SECONDS = 86_400
+
 
 class Store(Protocol):
     #: True when every write happens in this process, so in-process notification is complete and

@@ -50,6 +50,7 @@ from ..errors import (
     StoreUnavailable,
 )
 from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from .base import PURGE_GRACE_SECONDS
 
 Item = dict[str, dict[str, Any]]
 
@@ -59,8 +60,8 @@ MAX_SEQ = 10**SEQ_DIGITS - 1
 # Compressed payloads up to this size stay inside their item; larger ones are split into chunks.
 INLINE_LIMIT = 300_000
 CHUNK_BYTES = 350_000
-# Items outlive their expiry by a day (as in the SQLite store) so late readers get "expired", not "unknown".
-PURGE_GRACE_SECONDS = 86_400
+# Items outlive their expiry by PURGE_GRACE_SECONDS (as in the SQLite store): late readers get "expired", not
+# "unknown", and an ended session's log stays readable for LOG_GRACE_SECONDS.
 TRANSACTION_ATTEMPTS = 60
 TABLE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 

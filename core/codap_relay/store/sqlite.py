@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound, StoreUnavailable
 from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from .base import PURGE_GRACE_SECONDS
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -32,8 +33,7 @@ CREATE TABLE IF NOT EXISTS responses (
 CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, count INTEGER NOT NULL, expires_at REAL NOT NULL);
 """
 
-# Rows are kept this long past their expiry (for the activity log and late readers), then purged.
-PURGE_GRACE_SECONDS = 86_400
+# Rows are kept PURGE_GRACE_SECONDS past their expiry (for the activity log and late readers), then purged.
 PURGE_EVERY_N_SESSIONS = 200
 
 

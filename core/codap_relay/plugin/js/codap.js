@@ -3,10 +3,19 @@
 //   calls are {type: "data-interactive", content: {messageType: "call", uuid, value}} and the answer
 //   comes back as messageType "returnValue" with the same uuid. CODAP may call us too (e.g.
 //   {message: "codap-present"} and notifications); we answer those with {success: true}.
+//
+// CODAP answers one message per browser task, after whatever it is drawing. On a machine that draws graphs in
+// software (no GPU), a new graph can keep it busy for many seconds. A read that waits too long fails harmlessly,
+// but a change that timed out may still be carried out afterwards, so changes get a much longer wait and their
+// timeout error says the outcome is unknown.
+// Each message's round trip is recorded as a User Timing measure "codap-relay message <n>" (detail: how many
+// requests it held), so the browser's performance tools and the benchmark see how long a tool waited for CODAP.
 
 import { ToolError } from "./errors.js";
 
 const NAMESPACE = "data-interactive";
+const MESSAGE_MEASURE = "codap-relay message";
+const MAX_MEASURES = 500; // the newest are kept
 
 let counter = 0;
 function newUuid() {
@@ -19,17 +28,23 @@ export class CodapPhone {
   constructor({
     win = globalThis.window,
     timeoutMs = 20_000,
+    changeTimeoutMs = 120_000,
     helloIntervalMs = 200,
     helloTimeoutMs = 60_000,
     onNotification = () => {},
+    timeline = globalThis.performance,
   } = {}) {
     this.win = win;
     this.parent = win?.parent;
     this.embedded = Boolean(win && this.parent && this.parent !== win);
     this.timeoutMs = timeoutMs;
+    this.changeTimeoutMs = changeTimeoutMs;
     this.helloIntervalMs = helloIntervalMs;
     this.helloTimeoutMs = helloTimeoutMs;
     this.onNotification = onNotification;
+    this.timeline = timeline;
+    this.measured = 0; // messages measured so far; each measure is named by its number
+
     this.connected = false;
     this.pending = new Map();
     this.queue = [];
@@ -64,23 +79,41 @@ export class CodapPhone {
       );
     }
     const uuid = newUuid();
+    const changes = (Array.isArray(request) ? request : [request]).some((r) => r?.action !== "get");
+    const timeoutMs = changes ? this.changeTimeoutMs : this.timeoutMs;
     return new Promise((resolve, reject) => {
       const timer = this.win.setTimeout(() => {
         this.pending.delete(uuid);
         const waiting = this.connected ? "did not answer" : "did not complete the plugin handshake";
+        const outcome = changes && this.connected
+          ? "It may still carry out the change: check CODAP's state (get_codap_status) before sending it again."
+          : "Check that CODAP is open and responsive, then try again.";
         reject(
-          new ToolError(
-            `CODAP ${waiting} within ${Math.round(this.timeoutMs / 1000)} s. Check that CODAP is open and responsive, ` +
-              "then try again.",
-            "codap_timeout",
-          ),
+          new ToolError(`CODAP ${waiting} within ${Math.round(timeoutMs / 1000)} s. ${outcome}`, "codap_timeout"),
         );
-      }, this.timeoutMs);
-      this.pending.set(uuid, { resolve, timer });
+      }, timeoutMs);
+      const requests = Array.isArray(request) ? request.length : 1;
+      this.pending.set(uuid, { resolve, timer, requests, sentAt: this.timeline?.now() });
       const message = { type: NAMESPACE, content: { messageType: "call", uuid, value: request } };
       if (this.connected) this._post(message);
       else this.queue.push(message);
     });
+  }
+
+  _measure(waiter, value) {
+    if (waiter.sentAt === undefined || typeof this.timeline?.measure !== "function") return;
+    try {
+      const ok = Array.isArray(value) ? value.every((v) => v?.success === true) : value?.success === true;
+      this.measured += 1;
+      this.timeline.measure(`${MESSAGE_MEASURE} ${this.measured}`, {
+        start: waiter.sentAt,
+        end: this.timeline.now(),
+        detail: { requests: waiter.requests, ok },
+      });
+      if (this.measured > MAX_MEASURES) this.timeline.clearMeasures?.(`${MESSAGE_MEASURE} ${this.measured - MAX_MEASURES}`);
+    } catch {
+      // a timeline that refuses the entry costs the call nothing
+    }
   }
 
   _post(message) {
@@ -119,6 +152,7 @@ export class CodapPhone {
       if (!waiter) return;
       this.pending.delete(uuid);
       this.win.clearTimeout(waiter.timer);
+      this._measure(waiter, value);
       waiter.resolve(value);
     } else if (messageType === "call") {
       try {

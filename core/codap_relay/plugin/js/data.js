@@ -4,6 +4,20 @@
 export const MAX_RECORDS = 1000;
 
 /** A small seeded PRNG (mulberry32) so generated data is reproducible in tests. */
+/** A 53-bit hash of a text (cyrb53): seeds for generated data, keys for replayed traces. */
+export function hashText(text) {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return 4294967296 * (2097151 & h2) + (h1 >>> 0);
+}
+
 export function makeRng(seed = Date.now()) {
   let a = seed >>> 0;
   return () => {
@@ -53,14 +67,17 @@ export function generateRecords(dataType, count, rng = makeRng()) {
     for (let i = 1; i <= n; i++) {
       const grade = 9 + Math.floor(rng() * 4);
       const hours = round(Math.max(0, normal(rng, 6, 3)), 1);
+      const math = Math.round(Math.min(100, Math.max(0, normal(rng, 60 + 3 * hours, 10))));
+      const reading = Math.round(Math.min(100, Math.max(0, normal(rng, 72, 12))));
       rows.push({
         name: `${pick(rng, FIRST_NAMES)} ${String.fromCharCode(65 + Math.floor(rng() * 26))}.`,
         grade,
         age: grade + 5 + (rng() < 0.4 ? 1 : 0),
         height_cm: round(normal(rng, 168, 9), 1),
         study_hours: hours,
-        math_score: Math.round(Math.min(100, Math.max(0, normal(rng, 60 + 3 * hours, 10)))),
-        reading_score: Math.round(Math.min(100, Math.max(0, normal(rng, 72, 12)))),
+        math_score: math,
+        reading_score: reading,
+        score: Math.round((math + reading) / 2), // the seed's example plots grade against score
         favorite_subject: pick(rng, ["Math", "Science", "English", "History", "Art"]),
       });
     }
@@ -74,6 +91,7 @@ export function generateRecords(dataType, count, rng = makeRng()) {
         { name: "study_hours", type: "numeric", precision: 1, unit: "hours/week" },
         { name: "math_score", type: "numeric", precision: 0 },
         { name: "reading_score", type: "numeric", precision: 0 },
+        { name: "score", type: "numeric", precision: 0 },
         { name: "favorite_subject", type: "categorical" },
       ],
     };

@@ -22,8 +22,11 @@ export function summarizeArgs(tool, args = {}) {
     }
     case "create_codap_graph":
       return clip(
-        `${a.graphType} of ${quote(a.datasetName)}: x=${a.xAttribute}${a.yAttribute ? `, y=${a.yAttribute}` : ""}`,
+        `${a.graphType} of ${quote(a.datasetName)}: x=${a.xAttribute}${a.yAttribute ? `, y=${a.yAttribute}` : ""}` +
+          (a.includeImage ? " + picture" : ""),
       );
+    case "get_codap_graph_image":
+      return clip(`${a.graph === undefined ? "the only graph" : `graph ${quote(a.graph)}`}${a.maxSize ? ` · at most ${a.maxSize} px` : ""}`);
     case "get_codap_datasets":
       return "all datasets";
     case "get_codap_status":
@@ -41,6 +44,18 @@ export function summarizeArgs(tool, args = {}) {
       return clip(text === "{}" ? "no arguments" : text);
     }
   }
+}
+
+/**
+ * One line about a tool's outcome ({result} or {error}): the error's message, or the first line of the result's
+ * text (of its JSON when it has no text), at most `max` characters; null when there is no outcome.
+ */
+export function firstLine(body, max = 300) {
+  if (!body) return null;
+  const text = body.error
+    ? body.error.message ?? "failed"
+    : body.result?.content?.find?.((c) => c?.type === "text")?.text ?? JSON.stringify(body.result) ?? "";
+  return clip(String(text).trim().split("\n")[0], max);
 }
 
 export function formatDuration(ms) {

@@ -1,12 +1,16 @@
 // Wiring: CODAP handshake, session (kept across reloads where the browser allows storage), stream, runner, UI.
 
 import { CodapPhone } from "./codap.js";
-import { TOOLS } from "./manifest.js";
+import { plural } from "./format.js";
+import { canvasRaster } from "./imaging.js";
+import { DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOLS } from "./manifest.js";
 import { RelayClient, RelayHttpError, StreamConnection, createSessionWhenAllowed, relayBaseFrom } from "./relay.js";
+import { Replayer } from "./replay.js";
 import { Runner } from "./runner.js";
 import { claudeDesktopConfig, httpPrompt, mcpUrl } from "./snippets.js";
 import { PluginStore, openStorage } from "./storage.js";
 import { createTools } from "./tools.js";
+import { MAX_TRACE_BYTES, buildTrace, traceFileName } from "./trace.js";
 import { createUI } from "./ui.js";
 
 const VERSION = "1.0.0";
@@ -22,12 +26,21 @@ const storage = openStorage(globalThis);
 const store = new PluginStore(storage.storage, relayBase);
 
 const phone = new CodapPhone({ win: window });
-const tools = createTools({ call: (request) => phone.call(request), pluginVersion: VERSION });
+const tools = createTools({ call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster() });
 
 let session = null;
 let stream = null;
 let runner = null;
 let obtaining = null; // the session being created, so clicks and events do not ask twice
+const replayer = new Replayer({
+  store,
+  runner: () => runner,
+  tools: TOOLS,
+  readOnly: READ_ONLY_TOOLS,
+  destructive: DESTRUCTIVE_TOOLS,
+  onProgress: (view) => ui.setReplay(view),
+  persistent: storage.persistent,
+});
 
 // CODAP v3 reloads a plugin's frame once, right after the handshake, to add its language (?lang=…&locale=…).
 // A session created before that reload is lost with the page and still counts against the relay's per-address
@@ -103,6 +116,7 @@ function newSession(reason) {
 
 async function createSession(reason) {
   const created = await createSessionWhenAllowed(client, TOOLS, { onWait: showWaiting });
+  const previous = session;
   session = {
     code: created.code,
     token: created.browserToken,
@@ -110,6 +124,7 @@ async function createSession(reason) {
     expiresAt: Date.parse(created.expiresAt) || Date.now() + created.ttl * 1000,
   };
   store.clearSession();
+  if (previous) store.addHistory(previous); // its trace can still be saved while the relay keeps its log
   store.saveSession(session);
   ui.notice(reason);
   return session;
@@ -132,6 +147,7 @@ async function restoreOrCreate() {
         session = { ...saved, expiresAt: Date.parse(status.expiresAt) || saved.expiresAt };
         return session;
       }
+      store.addHistory(saved);
       return newSession("The previous code expired, so this is a new one. Give it to your LLM again.");
     } catch {
       session = saved; // relay unreachable: the stream will keep trying with this session
@@ -211,6 +227,48 @@ async function copyText(text) {
   }
 }
 
+/** Save this tab's calls (every session it had, while the relay keeps their logs) as a trace file. */
+async function downloadTrace() {
+  const sessions = [...store.history(), ...(session ? [session] : [])];
+  const relayed = [];
+  let gone = 0;
+  for (const { code, token } of sessions) {
+    try {
+      relayed.push(...(await client.traceEntries(code, token)));
+    } catch (err) {
+      if (err instanceof RelayHttpError && err.status === 404) {
+        gone += 1; // ended longer ago than the relay keeps logs: not asked for again
+        store.forgetHistory(code);
+        continue;
+      }
+      ui.notice(`The trace could not be read from the relay (${err.message}). Try again in a moment.`);
+      return;
+    }
+  }
+  const trace = buildTrace({ relayed, replayed: store.replayed(), pluginVersion: VERSION });
+  const lost = gone ? ` The calls made under ${plural(gone, "earlier code")} are no longer kept by the relay.` : "";
+  if (trace.calls.length === 0) {
+    ui.notice(`There is nothing to save yet: no calls were made in this tab.${lost}`);
+    return;
+  }
+  const name = traceFileName();
+  ui.saveFile(name, JSON.stringify(trace, null, 1));
+  ui.notice(`Saved ${name} with ${plural(trace.calls.length, "call")}.${lost}`);
+}
+
+async function replayFile(file) {
+  if (file.size > MAX_TRACE_BYTES) {
+    const limit = `${MAX_TRACE_BYTES / 1024 / 1024} MB`;
+    ui.setReplay({ outcome: "refused", message: `${file.name} is larger than a trace can be (${limit}). Nothing was changed.` });
+    return;
+  }
+  if (!runner) {
+    ui.setReplay({ outcome: "refused", message: "The plugin is still starting; replay the file once it shows a code." });
+    return;
+  }
+  await replayer.start(file.name, await file.text());
+}
+
 function wireControls() {
   const texts = {
     code: () => session.code,
@@ -228,6 +286,12 @@ function wireControls() {
   };
   ui.on("copy-code", () => copy("code"));
   ui.onCopy((kind) => copy(kind));
+  ui.on("download-trace", () => downloadTrace());
+  ui.on("replay-trace", () => ui.chooseFile());
+  ui.on("stop-replay", () => replayer.stop());
+  ui.on("confirm-replay", () => replayer.answer(true));
+  ui.on("cancel-replay", () => replayer.answer(false));
+  ui.onFile((file) => replayFile(file));
   ui.on("connect-here", () => {
     ui.notice("Connected here again; the other tab stops serving this session.");
     connect();
@@ -262,6 +326,7 @@ async function start() {
   }
   setupFrame();
   wireControls();
+  replayer.recover();
   try {
     await restoreOrCreate();
   } catch (err) {

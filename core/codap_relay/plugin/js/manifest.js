@@ -1,6 +1,11 @@
-// The tool manifest this plugin registers when it creates a session. The six CODAP tools keep the exact
-// names, descriptions and input schemas of the relay's default manifest (a pytest checks that), and each
-// gains a title and MCP annotations; `codap_api` opens the rest of CODAP's Data Interactive API.
+// The tool manifest this plugin registers when it creates a session. The six CODAP tools keep the names,
+// descriptions and input schemas of the relay's default manifest (a pytest checks that; create_codap_graph adds
+// one optional property, includeImage), and each gains a title and MCP annotations; `get_codap_graph_image`
+// returns a picture of a graph, and `codap_api` opens the rest of CODAP's Data Interactive API.
+// The annotations are the one statement of what each tool may change: MCP clients get them through the relay,
+// and the trace replay skips the tools they call read-only.
+
+import { DEFAULT_MAX_SIZE } from "./imaging.js";
 
 const readOnly = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 const additive = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false };
@@ -47,6 +52,11 @@ export const TOOLS = [
         xAttribute: { type: "string", description: "Attribute for X-axis" },
         yAttribute: { type: "string", description: "Attribute for Y-axis (optional for some graph types)" },
         title: { type: "string", description: "Title for the graph" },
+        includeImage: {
+          type: "boolean",
+          description: "Also return a picture (PNG) of the graph as CODAP draws it, to check it",
+          default: false,
+        },
       },
       required: ["datasetName", "graphType", "xAttribute"],
     },
@@ -106,6 +116,32 @@ export const TOOLS = [
     },
   },
   {
+    name: "get_codap_graph_image",
+    title: "Picture of a CODAP graph",
+    description:
+      "Get a picture (PNG) of a graph as CODAP draws it, to check it: its axes, points, outliers, an empty or " +
+      "wrong plot. Name the graph by its name, title or id (get_codap_status lists the graphs); with one graph " +
+      "in CODAP, it may be left out. A large picture is scaled down to maxSize pixels on its longer side.",
+    annotations: readOnly,
+    inputSchema: {
+      type: "object",
+      properties: {
+        graph: {
+          type: ["string", "integer"],
+          description: "The graph's name, title or id; may be left out when CODAP has one graph",
+        },
+        maxSize: {
+          type: "integer",
+          minimum: 64,
+          maximum: 1600,
+          default: DEFAULT_MAX_SIZE,
+          description: "Longest side of the picture in pixels; a larger picture is scaled down",
+        },
+      },
+      additionalProperties: false,
+    },
+  },
+  {
     name: "codap_api",
     title: "Raw CODAP Data Interactive request",
     description:
@@ -143,3 +179,9 @@ export const TOOLS = [
 ];
 
 export const TOOL_NAMES = TOOLS.map((t) => t.name);
+
+/** The tools whose annotations say they change nothing in CODAP. */
+export const READ_ONLY_TOOLS = new Set(TOOLS.filter((t) => t.annotations.readOnlyHint === true).map((t) => t.name));
+
+/** The tools whose annotations say they may delete or overwrite what is in CODAP. */
+export const DESTRUCTIVE_TOOLS = new Set(TOOLS.filter((t) => t.annotations.destructiveHint === true).map((t) => t.name));

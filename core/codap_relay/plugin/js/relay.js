@@ -72,6 +72,21 @@ export class RelayClient {
     });
   }
 
+  /** Every entry of a session's trace (GET …/log?view=trace, page by page); the relay answers for a while
+   * after the session ended. */
+  async traceEntries(code, token) {
+    const entries = [];
+    let after = 0;
+    while (after !== null && after !== undefined) {
+      const page = await this._json(`/api/sessions/${encodeURIComponent(code)}/log?view=trace&after=${after}`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      entries.push(...page.entries);
+      after = page.next;
+    }
+    return entries;
+  }
+
   postResponse(code, token, id, body) {
     return this._json("/response", {
       method: "POST",

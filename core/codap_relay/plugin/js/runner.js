@@ -1,15 +1,27 @@
 // Runs tool requests one at a time in seq order, each id at most once, and delivers every outcome to
 // the relay, retrying failed POSTs. The ledger in storage makes this hold across reloads of the frame.
+// Calls that do not come from the relay (a replayed trace) run through the same queue and the same tool call,
+// after the relayed requests waiting before them; their outcome goes back to the caller, not to the relay.
+// Each request's time in the plugin (from its event to the first POST of its answer) is recorded as a User
+// Timing measure "codap-relay <tool> <id>", which the browser's performance tools and the benchmark read.
 
 import { ToolError, errorBody } from "./errors.js";
 import { RelayHttpError, backoffMs } from "./relay.js";
+
+const MEASURE_PREFIX = "codap-relay ";
+const MAX_MEASURES = 200; // the newest ones are kept; a long session must not grow the timeline forever
+
+const STOPPED = {
+  message: "The plugin started a new session before this call ran, so it did not run.",
+  code: "plugin_stopped",
+};
 
 const INDETERMINATE =
   "The plugin was reloaded while this request was running in CODAP, so it cannot tell whether it took effect. " +
   "Check CODAP's state (get_codap_datasets or get_codap_status) before sending it again.";
 
 export class Runner {
-  constructor({ tools, store, post, onActivity = () => {}, now = () => Date.now(), sleep }) {
+  constructor({ tools, store, post, onActivity = () => {}, now = () => Date.now(), sleep, timeline = globalThis.performance }) {
     this.tools = tools;
     this.store = store;
     this.post = post; // (id, body) => Promise; throws RelayHttpError or a network error
@@ -21,6 +33,9 @@ export class Runner {
     this.delivering = new Set();
     this.busy = false;
     this.stopped = false;
+    this.timeline = timeline;
+    this.timings = new Map(); // id -> {tool, received, started, finished} until its answer is first posted
+    this.measures = [];
   }
 
   /** Re-post outcomes that a previous page stored but could not deliver. */
@@ -50,10 +65,25 @@ export class Runner {
       this._deliver(id, body);
       return;
     }
+    if (this.timeline) this.timings.set(id, { tool: request.tool, received: this.timeline.now() });
     this.queue.push(request);
     this.queue.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
     this.onActivity({ id, tool: request.tool, args: request.args, status: "queued" });
     this._pump();
+  }
+
+  /**
+   * Run a call that did not come from the relay, in turn after the relayed requests queued before it; resolves
+   * with its outcome body ({result} or {error}). `started` runs just before the tool does (the caller's ledger
+   * mark, as markStarted is the relay requests'). Its `label` shows in the activity panel.
+   */
+  runLocal({ id, tool, args, label }, { started = () => {} } = {}) {
+    if (this.stopped) return Promise.resolve({ error: STOPPED });
+    return new Promise((resolve) => {
+      this.queue.push({ id, tool, args, label, seq: Infinity, local: { resolve, started } });
+      this.onActivity({ id, tool, args, label, status: "queued" });
+      this._pump();
+    });
   }
 
   async _pump() {
@@ -62,29 +92,46 @@ export class Runner {
     try {
       while (this.queue.length && !this.stopped) {
         const request = this.queue.shift();
-        await this._run(request);
+        if (request.local) await this._runLocal(request);
+        else await this._run(request);
       }
     } finally {
       this.busy = false;
     }
   }
 
-  async _run({ id, tool, args, seq }) {
-    this.store.markStarted(id, { tool, seq, args: smallArgs(args) });
-    const started = this.now();
-    this.onActivity({ id, tool, args, status: "running", startedAt: started });
-    let body;
+  /** The tool itself, for relayed and local calls alike: its outcome as the body posted ({result} or {error}). */
+  async _call(tool, args) {
     try {
       const fn = this.tools[tool];
       if (!fn) throw new ToolError(`This plugin has no tool named ${JSON.stringify(tool)}.`, "unknown_tool");
-      body = { result: await fn(args ?? {}) };
+      return { result: await fn(args ?? {}) };
     } catch (err) {
-      body = { error: errorBody(err) };
+      return { error: errorBody(err) };
     }
+  }
+
+  async _run({ id, tool, args, seq }) {
+    this.store.markStarted(id, { tool, seq, args: smallArgs(args) });
+    const timing = this.timings.get(id);
+    if (timing) timing.started = this.timeline.now();
+    const started = this.now();
+    this.onActivity({ id, tool, args, status: "running", startedAt: started });
+    const body = await this._call(tool, args);
+    if (timing) timing.finished = this.timeline.now();
     this.store.saveOutcome(id, body);
     const ms = this.now() - started;
     this.onActivity({ id, tool, args, status: body.error ? "failed" : "done", body, ms });
     this._deliver(id, body);
+  }
+
+  async _runLocal({ id, tool, args, label, local }) {
+    local.started();
+    const started = this.now();
+    this.onActivity({ id, tool, args, label, status: "running", startedAt: started });
+    const body = await this._call(tool, args);
+    this.onActivity({ id, tool, args, label, status: body.error ? "failed" : "done", body, ms: this.now() - started });
+    local.resolve(body);
   }
 
   async _deliver(id, body) {
@@ -92,6 +139,7 @@ export class Runner {
     this.delivering.add(id);
     try {
       for (let attempt = 0; !this.stopped; attempt++) {
+        if (attempt === 0) this._measure(id, body);
         try {
           await this.post(id, body);
           break;
@@ -104,6 +152,16 @@ export class Runner {
                 error: {
                   message: "The result was too large for the relay to accept. Ask for less data (e.g. export fewer rows).",
                   code: "result_too_large",
+                },
+              };
+              continue;
+            }
+            if (err.status === 400 && !body.error) {
+              // the relay refused the result itself (an image it does not accept): say so instead of retrying
+              body = {
+                error: {
+                  message: `The relay refused this tool's result: ${err.message}`,
+                  code: "result_refused",
                 },
               };
               continue;
@@ -123,8 +181,38 @@ export class Runner {
     }
   }
 
+  /** The request's time in the plugin, from its event to now (its answer is about to be posted). */
+  _measure(id, body) {
+    const timing = this.timings.get(id);
+    this.timings.delete(id);
+    if (!timing || timing.started === undefined || typeof this.timeline?.measure !== "function") return;
+    const name = `${MEASURE_PREFIX}${timing.tool} ${id}`; // one entry per request, so the oldest can be dropped
+    try {
+      this.timeline.measure(name, {
+        start: timing.received,
+        end: this.timeline.now(),
+        detail: {
+          id,
+          tool: timing.tool,
+          queuedMs: timing.started - timing.received, // waiting behind earlier requests
+          runMs: timing.finished - timing.started, // the tool itself: CODAP's work and the plugin's
+          ok: !body.error,
+        },
+      });
+    } catch {
+      return; // a timeline that refuses the entry costs the tool nothing
+    }
+    this.measures.push(name);
+    if (this.measures.length > MAX_MEASURES) this._trim();
+  }
+
+  _trim() {
+    this.timeline.clearMeasures?.(this.measures.shift());
+  }
+
   stop() {
     this.stopped = true;
+    for (const request of this.queue) request.local?.resolve({ error: STOPPED }); // it never ran
     this.queue = [];
   }
 }

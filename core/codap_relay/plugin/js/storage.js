@@ -1,11 +1,17 @@
 // What survives a reload of the plugin frame, in sessionStorage (per tab, per relay):
 //   - the session (code, browser token, ttl, expiry), so a reload keeps the same pairing code;
-//   - a ledger of request ids: "started" before a tool runs, then its outcome until the relay took it.
-// A reload therefore re-posts a stored outcome instead of running the same request twice.
+//   - a ledger of request ids: "started" before a tool runs, then its outcome until the relay took it;
+//   - the sessions this tab had before (code and token), so their calls can still go into a saved trace while
+//     the relay keeps their logs;
+//   - the progress of a trace replay: which of its calls started and which finished.
+// A reload therefore re-posts a stored outcome instead of running the same request twice, and a replay
+// resumed after a reload skips the calls that already ran.
 // The plugin is a third-party frame inside CODAP; where the browser blocks third-party storage, reading
 // sessionStorage throws, and the same records live in memory for the life of the page instead.
 
 const MAX_LEDGER = 500;
+const MAX_HISTORY = 5; // earlier sessions remembered for the trace
+const MAX_REPLAYS = 5; // replays whose progress is kept, newest first
 
 /** The Storage interface over a Map: what the plugin keeps when the browser lets it keep nothing. */
 export class MemoryStorage {
@@ -82,6 +88,56 @@ export class PluginStore {
     } catch {
       // storage withdrawn since start-up: nothing of ours is left to clear
     }
+  }
+
+  /** Earlier sessions of this tab, oldest first: [{code, token, endedAt}]. */
+  history() {
+    const list = this._read("history", []);
+    return Array.isArray(list) ? list.filter((s) => typeof s?.code === "string" && typeof s?.token === "string") : [];
+  }
+
+  /** Remember a session this tab no longer uses (its log stays readable for the relay's grace period). */
+  addHistory({ code, token }, endedAt = Date.now()) {
+    const list = this.history().filter((s) => s.code !== code);
+    list.push({ code, token, endedAt });
+    this._write("history", list.slice(-MAX_HISTORY));
+  }
+
+  forgetHistory(code) {
+    this._write("history", this.history().filter((s) => s.code !== code));
+  }
+
+  /**
+   * A replay's progress ({key, name, tools, states: {index: state}, outcome, reason, at}): the one of the trace
+   * with `key`, or without a key the latest; null if none is kept.
+   */
+  loadReplay(key = null) {
+    const replays = Object.values(this._read("replays", {})).filter(
+      (r) => typeof r?.key === "string" && r.states && typeof r.states === "object" && Array.isArray(r.tools),
+    );
+    if (key !== null) return replays.find((r) => r.key === key) ?? null;
+    return replays.sort((a, b) => (b.at ?? 0) - (a.at ?? 0))[0] ?? null;
+  }
+
+  /** True when it was written to storage (false: it lives in the caller's memory only). */
+  saveReplay(replay) {
+    const replays = this._read("replays", {});
+    replays[replay.key] = replay;
+    const keys = Object.keys(replays).sort((a, b) => (replays[b].at ?? 0) - (replays[a].at ?? 0));
+    for (const old of keys.slice(MAX_REPLAYS)) delete replays[old];
+    return this._write("replays", replays);
+  }
+
+  /** Calls this tab ran from replayed traces, for the next saved trace (the relay never saw them). */
+  replayed() {
+    if (this._replayed) return this._replayed; // this page's list, which storage may have refused
+    const list = this._read("replayed", []);
+    return Array.isArray(list) ? list : [];
+  }
+
+  addReplayed(call) {
+    this._replayed = [...this.replayed(), call].slice(-MAX_LEDGER);
+    this._write("replayed", this._replayed);
   }
 
   ledger() {

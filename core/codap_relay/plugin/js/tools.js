@@ -1,22 +1,43 @@
 // The tools: each turns validated arguments into CODAP Data Interactive requests and answers with a
 // readable summary for the model plus the structured data (MCP's content + structuredContent).
 // `call` is the transport (CodapPhone.call); nothing here touches the DOM or the relay.
+//
+// How the tools talk to CODAP (v3 handles one plugin message per browser task, so every message waits its turn):
+// - requests that do not depend on each other go out as one array in one message, answered by one array;
+// - a tool sends a fixed handful of messages whatever the size of the document, never one per case or attribute;
+// - datasets and collections are addressed by id once found, because CODAP resolves `dataContext[x]` by title
+//   before name (a name could reach another dataset whose title it is) and cannot parse a name holding "]";
+// - `get dataContext[x]` is never used: CODAP rebuilds every case of the dataset to answer it, and graphs of
+//   that dataset redraw (hundreds of ms at 1,000 cases). Collection lists, collections and counts are cheap;
+// - every number reported is one CODAP gave back in the same message as the change it counts.
 
 import { ToolError } from "./errors.js";
 import {
   MAX_RECORDS,
   flattenItems,
   generateRecords,
+  hashText,
   inferAttributes,
   makeRng,
   normaliseRecord,
   toDelimited,
 } from "./data.js";
 import { plural } from "./format.js";
-import { collection as collectionRes, dataContext as dcRes, nameProblem } from "./names.js";
+import { DEFAULT_MAX_SIZE, fitPicture } from "./imaging.js";
+import { nameProblem } from "./names.js";
 
-const CHUNK = 500; // items per create request: large enough to be quick, small enough for postMessage
 const MAX_TEXT = 60_000; // longest data text put in the model-facing summary
+// CODAP makes a graph's picture on request from what is on screen (v3 DataDisplayRenderState.updateSnapshot).
+// A graph has none until it is mounted (CODAP answers "DataDisplay not found"): ask again after growing pauses.
+// A new or changed graph then animates its points for about a second (transitions of 1 s, an animation timer of
+// 2 s), and a picture taken meanwhile shows them half drawn or not at all: the picture counts once two taken a
+// moment apart are the same, byte for byte. All of it for at most PICTURE_WAIT_MS.
+const PICTURE_WAIT_MS = 20_000;
+const FIRST_PAUSE_MS = 50;
+const LONGEST_PAUSE_MS = 1000;
+const SETTLE_PAUSE_MS = 100; // a few animation frames between two pictures compared
+// A graph with no size on screen (minimized) gives an empty picture, "data:,": after this long of only that, stop.
+const EMPTY_GIVE_UP_MS = 2000;
 
 export function toolResult(text, structured) {
   return { content: [{ type: "text", text }], structuredContent: structured };
@@ -26,46 +47,183 @@ function invalid(message) {
   return new ToolError(message, "invalid_arguments");
 }
 
-export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) {
-  /** One request; a CODAP failure becomes a ToolError carrying CODAP's own message. */
-  async function ask(request, what) {
-    const reply = await call(request);
-    if (!reply || reply.success !== true) {
-      const codapMessage = reply?.values?.error ?? "CODAP reported a failure without a message";
+const get = (resource) => ({ action: "get", resource });
+const dataContext = (id) => `dataContext[${id}]`;
+const collection = (datasetId, collectionId) => `dataContext[${datasetId}].collection[${collectionId}]`;
+
+/** What CODAP's plot types are called in a sentence. */
+const PLOT_NAMES = {
+  scatterPlot: "scatter plot",
+  dotPlot: "dot plot",
+  dotChart: "dot chart",
+  barChart: "bar chart",
+  binnedDotPlot: "binned dot plot",
+  histogram: "histogram",
+  linePlot: "line plot",
+  casePlot: "case plot (no attribute on an axis)",
+};
+
+export function plotName(plotType) {
+  return PLOT_NAMES[plotType] ?? plotType ?? "graph";
+}
+
+/**
+ * CODAP's own words for a failed reply. Some handlers nest a whole failed result as the error
+ * (`{success: null, values: {error: {success: false, values: {error: "DataDisplay not found"}}}}`): unwrap it.
+ */
+export function codapError(reply) {
+  let error = reply?.values?.error;
+  for (let depth = 0; error && typeof error === "object" && depth < 4; depth++) error = error.values?.error;
+  return typeof error === "string" && error ? error : "CODAP reported a failure without a message";
+}
+
+/** The error for a request CODAP answered with success: false, quoting CODAP's own message. */
+export function refused(request, reply, what) {
+  const codapMessage = codapError(reply);
+  return new ToolError(
+    `CODAP refused ${what ?? `"${request.action} ${request.resource}"`}: ${codapMessage}`,
+    "codap_error",
+    { action: request.action, resource: request.resource, codapError: codapMessage },
+  );
+}
+
+/** What CODAP's component types are called in a sentence. */
+const COMPONENT_NAMES = {
+  caseTable: "a case table",
+  caseCard: "a case card",
+  text: "a text box",
+  slider: "a slider",
+  map: "a map",
+  calculator: "a calculator",
+  webView: "a web page or plugin",
+  guideView: "a guide",
+  image: "an image",
+};
+
+/** `"Title" (id 12)` for the graphs a message names. */
+const graphLabel = (g) => `${JSON.stringify(g.title || g.name || `graph ${g.id}`)} (id ${g.id})`;
+
+/**
+ * `rng` draws generated data; without one, each dataset's numbers come from its own arguments (name, type,
+ * count), so the same call makes the same data again: a replayed trace re-creates what the session saw.
+ * `raster` decodes and encodes pictures (imaging.js: a canvas in the browser); `sleep` and `now` pace the wait
+ * for a new graph's picture.
+ */
+export function createTools({
+  call,
+  rng = null,
+  pluginVersion = "1.0.0",
+  raster = null,
+  sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  now = () => Date.now(),
+}) {
+  /** One message holding every request; resolves with CODAP's replies in order. */
+  async function send(requests) {
+    if (requests.length === 0) return [];
+    const replies = await call(requests);
+    if (!Array.isArray(replies) || replies.length !== requests.length) {
       throw new ToolError(
-        `CODAP refused ${what ?? `"${request.action} ${request.resource}"`}: ${codapMessage}`,
+        `CODAP answered ${requests.length} requests with ${JSON.stringify(replies)?.slice(0, 200)}, not one reply each.`,
         "codap_error",
-        { action: request.action, resource: request.resource, codapError: codapMessage },
       );
     }
-    return reply;
+    return replies;
   }
 
-  async function datasetNames() {
-    const reply = await ask({ action: "get", resource: "dataContextList" });
-    return (reply.values ?? []).map((d) => d.name);
+  /** The reply if it succeeded, else a ToolError carrying CODAP's message. */
+  function must(request, reply, what) {
+    if (reply?.success === true) return reply;
+    throw refused(request, reply, what);
   }
 
-  async function loadDataset(name) {
+  function pickDataset(list, name) {
     const problem = nameProblem("Dataset", name);
     if (problem) throw invalid(problem);
-    const reply = await call({ action: "get", resource: dcRes(name) });
-    if (!reply?.success) {
-      const names = await datasetNames();
-      throw new ToolError(
-        `CODAP has no dataset named ${JSON.stringify(name)} (CODAP: ${reply?.values?.error ?? "not found"}). ` +
-          (names.length ? `Datasets in CODAP: ${names.join(", ")}.` : "CODAP has no datasets yet; create one first."),
-        "dataset_not_found",
-        { datasetName: name, available: names },
-      );
-    }
-    return reply.values;
+    // Names are unique in CODAP; a title is accepted too when it names exactly one dataset.
+    const byName = list.filter((d) => d.name === name);
+    if (byName.length === 1) return byName[0];
+    const byTitle = list.filter((d) => d.title === name);
+    if (byTitle.length === 1) return byTitle[0];
+    const names = list.map((d) => d.name);
+    throw new ToolError(
+      `CODAP has no dataset named ${JSON.stringify(name)}. ` +
+        (names.length ? `Datasets in CODAP: ${names.join(", ")}.` : "CODAP has no datasets yet; create one first."),
+      "dataset_not_found",
+      { datasetName: name, available: names },
+    );
   }
 
-  const attributesOf = (dataset) => (dataset.collections ?? []).flatMap((c) => c.attrs ?? []);
+  const datasetList = (reply) => (reply.values ?? []).map((d) => ({ id: d.id, name: d.name, title: d.title || d.name }));
+
+  async function findDataset(name) {
+    const request = get("dataContextList");
+    const [reply] = await send([request]);
+    return pickDataset(datasetList(must(request, reply)), name);
+  }
+
+  /**
+   * Collections, attributes and case counts of datasets, in two messages for any number of datasets:
+   * every collection list, then every collection with its case count. `types` false reads attribute names only
+   * (CODAP builds each attribute's category map to describe it fully, which costs time at many categories).
+   */
+  async function describeDatasets(datasets, { types = true, extra = [] } = {}) {
+    const listRequests = datasets.map((d) => get(`${dataContext(d.id)}.collectionList`));
+    const replies = await send([...listRequests, ...extra]);
+    const lists = datasets.map((d, i) => must(listRequests[i], replies[i]).values ?? []);
+    const pairs = datasets.flatMap((d, i) => lists[i].map((c) => ({ d, c })));
+    const requests = pairs.flatMap(({ d, c }) => [
+      get(types ? collection(d.id, c.id) : `${collection(d.id, c.id)}.attributeList`),
+      get(`${collection(d.id, c.id)}.caseCount`),
+    ]);
+    const answers = await send(requests);
+    const described = pairs.map(({ c }, i) => {
+      const attrs = must(requests[2 * i], answers[2 * i]).values;
+      const count = must(requests[2 * i + 1], answers[2 * i + 1]).values;
+      return {
+        name: c.name,
+        title: c.title || c.name,
+        id: c.id,
+        caseCount: count,
+        attributes: ((types ? attrs?.attrs : attrs) ?? []).map((a) => ({
+          name: a.name,
+          id: a.id,
+          type: a.type || "",
+          ...(a.unit ? { unit: a.unit } : {}),
+          ...(a.title && a.title !== a.name ? { title: a.title } : {}),
+          ...(a.formula ? { formula: a.formula } : {}),
+        })),
+      };
+    });
+    const out = datasets.map((d) => {
+      const colls = described.filter((_, i) => pairs[i].d === d);
+      return {
+        name: d.name,
+        title: d.title || d.name,
+        id: d.id,
+        caseCount: colls.length ? colls[colls.length - 1].caseCount : 0,
+        collections: colls,
+        attributes: colls.flatMap((c) => c.attributes.map((a) => a.name)),
+      };
+    });
+    return { datasets: out, extra: replies.slice(listRequests.length) };
+  }
+
+  const publicDataset = (d) => ({
+    ...d,
+    collections: d.collections.map(({ attributes, ...c }) => ({
+      ...c,
+      attributes: attributes.map(({ id: _id, ...a }) => a),
+    })),
+  });
+
+  const datasetLine = (d) =>
+    `• ${d.name}: ${plural(d.caseCount ?? 0, "case")}; attributes ${d.attributes.join(", ") || "(none)"}` +
+    (d.collections.length > 1
+      ? ` (collections: ${d.collections.map((c) => `${c.name} ${c.caseCount}`).join(" > ")})`
+      : "");
 
   function unknownAttribute(dataset, attr, role) {
-    const names = attributesOf(dataset).map((a) => a.name);
+    const names = dataset.attributes;
     return new ToolError(
       `Dataset ${JSON.stringify(dataset.name)} has no attribute ${JSON.stringify(attr)} for ${role}. ` +
         `Its attributes: ${names.join(", ") || "(none)"}.`,
@@ -74,62 +232,156 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
     );
   }
 
-  async function createItems(name, records) {
-    let itemCount = 0;
-    for (let i = 0; i < records.length; i += CHUNK) {
-      const reply = await ask(
-        { action: "create", resource: `${dcRes(name)}.item`, values: records.slice(i, i + CHUNK) },
-        `adding rows to ${JSON.stringify(name)}`,
-      );
-      itemCount += (reply.itemIDs ?? []).length;
+  // --- graphs and their pictures --------------------------------------------------------------------
+
+  /**
+   * Every component with the title CODAP shows, and the graphs among them: two messages however many components
+   * there are. The component list holds only titles set explicitly; an untitled graph or table shows its
+   * dataset's name.
+   */
+  async function listGraphs() {
+    const list = get("componentList");
+    const [listed] = await send([list]);
+    const listing = must(list, listed).values ?? [];
+    const details = await send(listing.map((c) => get(`component[${c.id}]`)));
+    const components = listing.map((c, i) => {
+      const detail = details[i]?.success === true ? details[i].values ?? {} : {};
+      return { ...c, title: detail.title || c.title || detail.dataContext || "", detail };
+    });
+    return { components, graphs: components.filter((c) => c.type === "graph") };
+  }
+
+  /** The graph `wanted` names (id, name or title), or a ToolError that names the graphs CODAP has. */
+  function pickGraph({ components, graphs }, wanted) {
+    const available = graphs.map(graphLabel);
+    const listing = graphs.length ? `Graphs in CODAP: ${available.join(", ")}.` : "CODAP has no graphs; make one with create_codap_graph.";
+    if (wanted === undefined || wanted === null || String(wanted).trim() === "") {
+      if (graphs.length === 1) return graphs[0];
+      throw new ToolError(`Say which graph: give its name, title or id. ${listing}`, "invalid_arguments", { available });
     }
-    return itemCount;
+    const key = String(wanted).trim();
+    const lower = key.toLowerCase();
+    const tests = [
+      (c) => String(c.id) === key,
+      (c) => c.name === key,
+      (c) => c.title === key,
+      (c) => String(c.name ?? "").toLowerCase() === lower || String(c.title ?? "").toLowerCase() === lower,
+    ];
+    for (const matches of tests) {
+      const graphMatches = graphs.filter(matches);
+      if (graphMatches.length === 1) return graphMatches[0];
+      if (graphMatches.length > 1) {
+        throw new ToolError(
+          `${graphMatches.length} graphs are called ${JSON.stringify(key)}: ${graphMatches.map(graphLabel).join(", ")}. ` +
+            "Give the id of the one you mean.",
+          "invalid_arguments",
+          { available },
+        );
+      }
+      const other = components.find((c) => c.type !== "graph" && matches(c));
+      if (other) {
+        const which = String(other.id) === key ? `Component ${other.id}` : `${JSON.stringify(key)} (id ${other.id})`;
+        throw new ToolError(
+          `${which} is ${COMPONENT_NAMES[other.type] ?? `a ${other.type}`} in CODAP, not a graph; only graphs ` +
+            `have pictures here. ${listing}`,
+          "not_a_graph",
+          { component: { id: other.id, type: other.type }, available },
+        );
+      }
+    }
+    throw new ToolError(`CODAP has no graph called ${JSON.stringify(key)}. ${listing}`, "graph_not_found", {
+      graph: key,
+      available,
+    });
   }
 
-  async function caseCounts(dataset) {
-    const colls = dataset.collections ?? [];
-    if (colls.length === 0) return [];
-    const replies = await call(
-      colls.map((c) => ({ action: "get", resource: `${collectionRes(dataset.name, c.name)}.caseCount` })),
-    );
-    return colls.map((_, i) => (Array.isArray(replies) && replies[i]?.success ? replies[i].values : null));
+  /**
+   * CODAP's picture of a graph once its drawing has settled: {uri, settled}. Waits (bounded) for a new graph's
+   * first drawing and for its points to finish moving; after PICTURE_WAIT_MS it gives the last picture it got
+   * (settled false), or fails if there was none.
+   */
+  async function graphSnapshot(graph) {
+    const component = get(`component[${graph.id}]`);
+    const display = get(`dataDisplay[${graph.id}]`);
+    const started = now();
+    let pause = FIRST_PAUSE_MS;
+    let previous = null;
+    let emptySince = null;
+    for (;;) {
+      // The component is read in the same message, so a graph closed meanwhile ends the wait at once.
+      const [shown, pictured] = await send([component, display]);
+      must(component, shown, `reading graph ${graphLabel(graph)}`);
+      const uri = pictured?.success === true ? pictured.values?.exportDataUri : undefined;
+      const drawn = typeof uri === "string" && uri.startsWith("data:image/");
+      if (drawn && uri === previous) return { uri, settled: true };
+      if (drawn) previous = uri;
+      const empty = pictured?.success === true && !drawn;
+      emptySince = empty ? emptySince ?? now() : null;
+      if (empty && now() - emptySince >= EMPTY_GIVE_UP_MS) {
+        throw new ToolError(
+          `CODAP gave only an empty picture of graph ${graphLabel(graph)}: it is not drawn on screen (minimized, ` +
+            "or too small). Restore it to its full size in CODAP, then ask again.",
+          "graph_image_unavailable",
+          { graphId: graph.id },
+        );
+      }
+      const waited = now() - started;
+      if (waited >= PICTURE_WAIT_MS) {
+        if (previous) return { uri: previous, settled: false };
+        const said = codapError(pictured);
+        throw new ToolError(
+          `CODAP gave no picture of graph ${graphLabel(graph)} within ${Math.round(waited / 1000)} s (it answered ` +
+            `${JSON.stringify(said)}). CODAP draws a graph's picture once the graph is on screen: if it is ` +
+            "minimized or hidden, show it, then ask again.",
+          "graph_image_unavailable",
+          { graphId: graph.id, codapError: said },
+        );
+      }
+      await sleep(Math.min(drawn ? SETTLE_PAUSE_MS : pause, PICTURE_WAIT_MS - waited));
+      if (!drawn) pause = Math.min(LONGEST_PAUSE_MS, pause * 2);
+    }
   }
 
-  async function describeDataset(name) {
-    const dataset = await loadDataset(name);
-    const counts = await caseCounts(dataset);
-    const collections = (dataset.collections ?? []).map((c, i) => ({
-      name: c.name,
-      title: c.title ?? c.name,
-      caseCount: counts[i],
-      attributes: (c.attrs ?? []).map((a) => ({
-        name: a.name,
-        type: a.type || "",
-        ...(a.unit ? { unit: a.unit } : {}),
-        ...(a.title && a.title !== a.name ? { title: a.title } : {}),
-        ...(a.formula ? { formula: a.formula } : {}),
-      })),
-    }));
+  /** The picture fitted for the model: the image content item, its facts, and a sentence about it. */
+  async function graphPicture(graph, maxSize = DEFAULT_MAX_SIZE) {
+    if (!raster) throw new ToolError("This plugin cannot make pictures here (no canvas).", "graph_image_unavailable");
+    if (graph.hidden) {
+      throw new ToolError(
+        `Graph ${graphLabel(graph)} is hidden in CODAP, so it is not drawn and has no picture. Show it again ` +
+          '(codap_api: update the component with {"isVisible": true}), then ask again.',
+        "graph_image_unavailable",
+        { graphId: graph.id },
+      );
+    }
+    const snapshot = await graphSnapshot(graph);
+    const picture = await fitPicture(snapshot.uri, { maxSize, raster });
+    const kind = picture.mimeType === "image/jpeg" ? "JPEG" : "PNG";
+    let sentence = `${kind}, ${picture.width} × ${picture.height} px, ${Math.ceil(picture.bytes / 1024)} KB.`;
+    if (!snapshot.settled) {
+      sentence += ` CODAP was still changing the graph after ${PICTURE_WAIT_MS / 1000} s: this is the last picture ` +
+        "it gave, and points may be caught moving.";
+    }
+    if (picture.scaled) {
+      sentence += ` CODAP drew it at ${picture.original.width} × ${picture.original.height} px; it was scaled down ` +
+        `to at most ${maxSize} px on its longer side.`;
+    }
+    if (picture.reencoded) sentence += ` It was re-encoded as ${kind} to stay small.`;
     return {
-      name: dataset.name,
-      title: dataset.title || dataset.name,
-      id: dataset.id,
-      caseCount: collections.length ? collections[collections.length - 1].caseCount : 0,
-      collections,
-      attributes: collections.flatMap((c) => c.attributes.map((a) => a.name)),
+      item: { type: "image", data: picture.base64, mimeType: picture.mimeType },
+      facts: {
+        mimeType: picture.mimeType,
+        width: picture.width,
+        height: picture.height,
+        bytes: picture.bytes,
+        codapWidth: picture.original.width,
+        codapHeight: picture.original.height,
+        scaled: picture.scaled,
+        reencoded: picture.reencoded,
+        settled: snapshot.settled,
+      },
+      sentence,
     };
   }
-
-  async function describeAll() {
-    const names = await datasetNames();
-    const out = [];
-    for (const name of names) out.push(await describeDataset(name));
-    return out;
-  }
-
-  const datasetLine = (d) =>
-    `• ${d.name}: ${plural(d.caseCount ?? 0, "case")}; attributes ${d.attributes.join(", ") || "(none)"}` +
-    (d.collections.length > 1 ? ` (collections: ${d.collections.map((c) => c.name).join(" > ")})` : "");
 
   // --- the tools -------------------------------------------------------------------------------------
 
@@ -148,6 +400,9 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
         throw invalid(`customData holds ${customData.length} records; the limit is ${MAX_RECORDS} per call. ` +
           "Create the dataset with the first 1000 and add the rest with add_codap_cases.");
       }
+      if (customData.some((r) => r === null || typeof r !== "object" || Array.isArray(r))) {
+        throw invalid("customData must hold objects, one per record, keyed by attribute name.");
+      }
       rows = customData.map(normaliseRecord);
       attrs = inferAttributes(rows);
       if (attrs.length === 0) throw invalid("customData records have no fields; give each record at least one.");
@@ -157,10 +412,12 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
       }
       if (recordCount !== customData.length) note = ` (all ${customData.length} customData records were used)`;
     } else {
-      ({ rows, attrs } = generateRecords(dataType, recordCount, rng));
+      const draw = rng ?? makeRng(hashText(JSON.stringify([datasetName, dataType, recordCount])));
+      ({ rows, attrs } = generateRecords(dataType, recordCount, draw));
     }
-    const existing = await datasetNames();
-    if (existing.includes(datasetName)) {
+    const list = get("dataContextList");
+    const [listed] = await send([list]);
+    if (datasetList(must(list, listed)).some((d) => d.name === datasetName)) {
       throw new ToolError(
         `CODAP already has a dataset named ${JSON.stringify(datasetName)}. Use add_codap_cases to add rows to it, ` +
           "or choose another name.",
@@ -168,30 +425,39 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
         { datasetName },
       );
     }
-    const created = await ask(
-      {
-        action: "create",
-        resource: "dataContext",
-        values: { name: datasetName, title: datasetName, collections: [{ name: datasetName, attrs }] },
-      },
-      `creating dataset ${JSON.stringify(datasetName)}`,
-    );
-    const itemCount = await createItems(datasetName, rows);
-    const table = await ask(
-      { action: "create", resource: "component", values: { type: "caseTable", dataContext: datasetName } },
-      `opening a case table for ${JSON.stringify(datasetName)}`,
-    );
+    // CODAP answers a create for an existing name with that dataset, so the check above comes first.
+    const create = {
+      action: "create",
+      resource: "dataContext",
+      values: { name: datasetName, title: datasetName, collections: [{ name: datasetName, attrs }] },
+    };
+    const [createdReply] = await send([create]);
+    const datasetId = must(create, createdReply, `creating dataset ${JSON.stringify(datasetName)}`).values?.id;
+    // Rows, table and count in one message: one change in CODAP, one redraw, and the count CODAP holds after it.
+    const addRows = { action: "create", resource: `${dataContext(datasetId)}.item`, values: rows };
+    const table = { action: "create", resource: "component", values: { type: "caseTable", dataContext: String(datasetId) } };
+    const count = get(`${dataContext(datasetId)}.itemCount`);
+    const [added, tabled, counted] = await send([addRows, table, count]);
+    if (added?.success !== true) {
+      const error = refused(addRows, added, `the rows of the new dataset ${JSON.stringify(datasetName)}`);
+      error.message += ` The dataset was created empty (id ${datasetId}); add rows with add_codap_cases.`;
+      throw error;
+    }
+    const itemCount = must(count, counted).values;
     const attrList = attrs.map((a) => `${a.name} (${a.type})`).join(", ");
+    const tableText = tabled?.success === true
+      ? " A case table shows it."
+      : ` CODAP did not open a case table: ${tabled?.values?.error ?? "no reply"}.`;
     return toolResult(
       `Created dataset ${JSON.stringify(datasetName)} in CODAP with ${plural(itemCount, "record")}${note} ` +
-        `and ${plural(attrs.length, "attribute")}: ${attrList}. A case table shows it.`,
+        `and ${plural(attrs.length, "attribute")}: ${attrList}.${tableText}`,
       {
         datasetName,
-        datasetId: created.values?.id,
+        datasetId,
         dataType,
         recordCount: itemCount,
         attributes: attrs.map((a) => ({ name: a.name, type: a.type })),
-        caseTableId: table.values?.id,
+        caseTableId: tabled?.success === true ? tabled.values?.id : null,
         sample: rows.slice(0, 3),
       },
     );
@@ -202,121 +468,249 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
     if (!Array.isArray(cases) || cases.length === 0) {
       throw invalid("cases must be a non-empty array of objects, one per case, keyed by attribute name.");
     }
-    const dataset = await loadDataset(datasetName);
-    const known = new Set(attributesOf(dataset).map((a) => a.name));
-    const fields = [...new Set(cases.flatMap((c) => Object.keys(c ?? {})))];
+    if (cases.some((c) => c === null || typeof c !== "object" || Array.isArray(c))) {
+      throw invalid("cases must hold objects, one per case, keyed by attribute name.");
+    }
+    const found = await findDataset(datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    const known = new Set(dataset.attributes);
+    const fields = [...new Set(cases.flatMap((c) => Object.keys(c)))];
     const ignored = fields.filter((k) => !known.has(k));
     if (fields.length > 0 && ignored.length === fields.length) {
       throw unknownAttribute(dataset, ignored[0], "the new cases (none of their fields match)");
     }
-    const rows = cases.map((c) => normaliseRecord(c ?? {}));
-    const added = await createItems(dataset.name, rows);
-    const counts = await caseCounts(dataset);
-    const total = counts.length ? counts[counts.length - 1] : null;
+    // All cases in one request (one change, one redraw in CODAP), the counts read in the same message.
+    const addRows = { action: "create", resource: `${dataContext(dataset.id)}.item`, values: cases.map(normaliseRecord) };
+    const counts = dataset.collections.map((c) => get(`${collection(dataset.id, c.id)}.caseCount`));
+    const [added, ...counted] = await send([addRows, ...counts]);
+    const n = must(addRows, added, `adding cases to ${JSON.stringify(dataset.name)}`).itemIDs?.length ?? 0;
+    const totals = dataset.collections.map((c, i) => ({
+      name: c.name,
+      caseCount: must(counts[i], counted[i]).values,
+    }));
+    const total = totals[totals.length - 1].caseCount;
+    const parents = totals.length > 1
+      ? ` (${totals.map((t) => `${t.name}: ${t.caseCount}`).join(" > ")})`
+      : "";
     const warn = ignored.length
       ? ` Fields not in the dataset were ignored: ${ignored.join(", ")} (add attributes with codap_api first).`
       : "";
     return toolResult(
-      `Added ${plural(added, "case")} to ${JSON.stringify(dataset.name)}` +
-        (total !== null ? `; it now has ${plural(total, "case")}.` : ".") + warn,
-      { datasetName: dataset.name, added, totalCases: total, ignoredFields: ignored },
+      `Added ${plural(n, "case")} to ${JSON.stringify(dataset.name)}; it now has ${plural(total, "case")}${parents}.` +
+        warn,
+      {
+        datasetName: dataset.name,
+        added: n,
+        totalCases: total,
+        ...(totals.length > 1 ? { collections: totals } : {}),
+        ignoredFields: ignored,
+      },
     );
   }
 
   async function create_codap_graph(args) {
     const { datasetName, graphType, xAttribute, yAttribute, title } = args;
-    const dataset = await loadDataset(datasetName);
-    const attrs = new Map(attributesOf(dataset).map((a) => [a.name, a]));
-    if (!attrs.has(xAttribute)) throw unknownAttribute(dataset, xAttribute, "the x axis");
+    const found = await findDataset(datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found]);
+    const attrs = new Map(dataset.collections.flatMap((c) => c.attributes).map((a) => [a.name, a]));
+    const x = attrs.get(xAttribute);
+    if (!x) throw unknownAttribute(dataset, xAttribute, "the x axis");
     const wantsY = graphType === "scatterplot" || graphType === "line_graph";
-    if (wantsY && !yAttribute) {
-      throw invalid(`A ${graphType} needs yAttribute as well as xAttribute.`);
-    }
-    if (yAttribute && wantsY && !attrs.has(yAttribute)) throw unknownAttribute(dataset, yAttribute, "the y axis");
-    const xNumeric = attrs.get(xAttribute).type === "numeric";
-    const yNumeric = wantsY && attrs.get(yAttribute).type === "numeric";
-    const values = { type: "graph", dataContext: dataset.name, xAttributeName: xAttribute };
-    if (wantsY) values.yAttributeName = yAttribute;
-    if (title) Object.assign(values, { name: title, title });
-    const reply = await ask({ action: "create", resource: "component", values }, "creating the graph");
-    const graphId = reply.values?.id;
+    if (wantsY && !yAttribute) throw invalid(`A ${graphType} needs yAttribute as well as xAttribute.`);
+    const y = wantsY ? attrs.get(yAttribute) : undefined;
+    if (wantsY && !y) throw unknownAttribute(dataset, yAttribute, "the y axis");
     const notes = [];
     if (yAttribute && !wantsY) notes.push(`yAttribute ${JSON.stringify(yAttribute)} was not used for a ${graphType}.`);
-    let made;
-    if (graphType === "scatterplot") {
-      made = xNumeric && yNumeric
-        ? "scatter plot"
-        : `dot plot of ${xAttribute} against ${yAttribute} (at least one is not numeric, so CODAP groups by category)`;
-    } else if (graphType === "line_graph") {
-      const lines = await call({ action: "update", resource: `component[${graphId}]`, values: { showConnectingLines: true } });
-      made = lines?.success
-        ? "scatter plot with connecting lines (CODAP's line graph)"
-        : `scatter plot without connecting lines (CODAP: ${lines?.values?.error ?? "no reply"})`;
-    } else if (graphType === "bar_chart" && !xNumeric) {
-      const fuse = await call({ action: "update", resource: `component[${graphId}]`, values: { pointsFusedIntoBars: true } });
-      made = fuse?.success
-        ? `bar chart of ${xAttribute} (dots fused into bars)`
-        : `dot chart of ${xAttribute}, one column of dots per category (CODAP: ${fuse?.values?.error ?? "no reply"})`;
-    } else if (xNumeric) {
-      made = `dot plot of ${xAttribute}; for a histogram choose "Group into Bins" and "Fuse Dots into Bars" ` +
-        "in the graph's configuration menu";
-      if (graphType === "bar_chart") notes.push(`${xAttribute} is numeric; a bar chart needs a categorical attribute.`);
-    } else {
-      made = `dot chart of ${xAttribute}, one column of dots per category`;
-      if (graphType === "histogram") notes.push(`${xAttribute} is categorical; a histogram needs a numeric attribute.`);
+
+    const numericX = x.type === "numeric";
+    // A bar chart counts the cases at each value: a numeric x is treated as categorical for it, as CODAP's
+    // own "treat as categorical" does. A histogram of a category is a bar chart of its counts.
+    const bars = graphType === "bar_chart" || (graphType === "histogram" && !numericX);
+    const values = { type: "graph", dataContext: dataset.name, xAttributeName: x.name };
+    if (y) values.yAttributeName = y.name;
+    if (bars && numericX) values.xAttributeType = "categorical";
+    if (title) Object.assign(values, { name: title, title });
+    const create = { action: "create", resource: "component", values };
+    const [created] = await send([create]);
+    const graphId = must(create, created, "creating the graph").values?.id;
+    const component = `component[${graphId}]`;
+
+    const update = {};
+    if (graphType === "line_graph") update.showConnectingLines = true;
+    if (bars) update.pointsAreFusedIntoBars = true;
+    const read = get(component);
+    const changes = Object.keys(update).length ? [{ action: "update", resource: component, values: update }] : [];
+    let replies = await send([...changes, read]);
+    let graph = must(read, replies[replies.length - 1]).values ?? {};
+    if (changes.length && replies[0]?.success !== true) {
+      notes.push(`CODAP did not apply ${JSON.stringify(update)}: ${replies[0]?.values?.error ?? "no reply"}.`);
     }
-    const axes = `x = ${xAttribute}${wantsY ? `, y = ${yAttribute}` : ""}`;
-    return toolResult(
+    // CODAP finds the graph's dataset by title before name; if another dataset's title is this name, the new
+    // graph shows the wrong data. Point it at this dataset by id and read it again.
+    const bound = (g) => g.dataContext === dataset.name && g.xAttributeName === x.name && (!y || g.yAttributeName === y.name);
+    if (!bound(graph)) {
+      const repair = {
+        action: "update",
+        resource: component,
+        values: { dataContext: String(dataset.id), xAttributeID: x.id, ...(y ? { yAttributeID: y.id } : {}) },
+      };
+      replies = await send([repair, ...changes, read]);
+      graph = must(read, replies[replies.length - 1]).values ?? {};
+    }
+    if (!bound(graph)) {
+      notes.push(
+        `CODAP shows ${JSON.stringify(graph.dataContext)} with x = ${graph.xAttributeName ?? "(none)"}` +
+          `${y ? `, y = ${graph.yAttributeName ?? "(none)"}` : ""} on this graph, not what was asked.`,
+      );
+    }
+    if (bars && numericX) notes.push(`${x.name} is numeric; it is shown as categories, one bar per distinct value.`);
+    if (graphType === "histogram" && !numericX) notes.push(`${x.name} is categorical, so its counts are shown as bars.`);
+    if (graphType === "histogram" && numericX && graph.plotType === "dotPlot") {
+      notes.push(
+        'CODAP\'s plugin API cannot bin a plot: choose "Group into Bins" and "Fuse Dots into Bars" in the ' +
+          "graph's configuration menu to make it a histogram.",
+      );
+    }
+    if (graphType === "scatterplot" && graph.plotType !== "scatterPlot") {
+      notes.push("A scatter plot needs two numeric attributes; CODAP plots a category against a number this way.");
+    }
+    const made = plotName(graph.plotType) + (graph.showConnectingLines ? " with connecting lines" : "");
+    const axes = `x = ${graph.xAttributeName ?? "(none)"}${graph.yAttributeName ? `, y = ${graph.yAttributeName}` : ""}`;
+    let picture = null;
+    if (args.includeImage) {
+      try {
+        picture = await graphPicture({ id: graphId, title: graph.title ?? "" });
+      } catch (err) {
+        if (!(err instanceof ToolError)) throw err;
+        notes.push(`No picture: ${err.message}`); // the graph was made; only its picture is missing
+      }
+    }
+    const result = toolResult(
       `Created a graph in CODAP from ${JSON.stringify(dataset.name)}: ${made}; ${axes}` +
-        (title ? `; title ${JSON.stringify(title)}` : "") + "." + (notes.length ? ` ${notes.join(" ")}` : ""),
+        (graph.title ? `; title ${JSON.stringify(graph.title)}` : "") + "." +
+        (picture ? ` Its picture is attached: ${picture.sentence}` : "") + (notes.length ? ` ${notes.join(" ")}` : ""),
       {
         graphId,
         datasetName: dataset.name,
         requested: graphType,
         made,
-        xAttribute,
-        ...(wantsY ? { yAttribute } : {}),
-        ...(title ? { title } : {}),
+        plotType: graph.plotType ?? null,
+        xAttribute: graph.xAttributeName ?? null,
+        yAttribute: graph.yAttributeName ?? null,
+        ...(graph.title ? { title: graph.title } : {}),
         notes,
+        ...(picture ? { image: picture.facts } : {}),
       },
     );
+    if (picture) result.content.push(picture.item);
+    return result;
+  }
+
+  async function get_codap_graph_image(args) {
+    const maxSize = args.maxSize ?? DEFAULT_MAX_SIZE;
+    if (!Number.isInteger(maxSize) || maxSize < 64 || maxSize > 1600) {
+      throw invalid("maxSize must be a whole number of pixels from 64 to 1600.");
+    }
+    const graph = pickGraph(await listGraphs(), args.graph);
+    const picture = await graphPicture(graph, maxSize);
+    const d = graph.detail;
+    const axes = [d.xAttributeName && `x = ${d.xAttributeName}`, d.yAttributeName && `y = ${d.yAttributeName}`]
+      .filter(Boolean);
+    const what = [plotName(d.plotType), d.dataContext && `of ${JSON.stringify(d.dataContext)}`].filter(Boolean).join(" ");
+    const result = toolResult(
+      `Picture of graph ${graphLabel(graph)}: ${what}${axes.length ? `, ${axes.join(", ")}` : ""}. ${picture.sentence}`,
+      {
+        graphId: graph.id,
+        title: graph.title,
+        ...(graph.name ? { name: graph.name } : {}),
+        dataset: d.dataContext ?? null,
+        plotType: d.plotType ?? null,
+        xAttribute: d.xAttributeName ?? null,
+        yAttribute: d.yAttributeName ?? null,
+        ...picture.facts,
+      },
+    );
+    result.content.push(picture.item);
+    return result;
+  }
+
+  /** Every dataset, described; `extra` requests ride along in the collection-list message. */
+  async function describeAll(listReply, extra = []) {
+    const found = datasetList(listReply);
+    return describeDatasets(found, { extra });
   }
 
   async function get_codap_datasets() {
-    const datasets = await describeAll();
+    const list = get("dataContextList");
+    const [listed] = await send([list]);
+    const { datasets } = await describeAll(must(list, listed));
     const text = datasets.length
       ? `CODAP has ${plural(datasets.length, "dataset")}:\n${datasets.map(datasetLine).join("\n")}`
       : "CODAP has no datasets yet. Create one with create_codap_dataset.";
-    return toolResult(text, { datasets });
+    return toolResult(text, { datasets: datasets.map(publicDataset) });
+  }
+
+  function componentInfo(c, detail, frameId) {
+    const v = detail?.success === true ? detail.values ?? {} : {};
+    return {
+      id: c.id,
+      type: c.type,
+      title: c.title ?? v.title ?? "",
+      ...(c.name ? { name: c.name } : {}),
+      ...(v.dataContext ? { dataset: v.dataContext } : {}),
+      ...(v.plotType ? { plotType: v.plotType } : {}),
+      ...(v.xAttributeName ? { xAttribute: v.xAttributeName } : {}),
+      ...(v.yAttributeName ? { yAttribute: v.yAttributeName } : {}),
+      ...(c.hidden ? { hidden: true } : {}),
+      ...(c.id === frameId ? { thisPlugin: true } : {}),
+    };
+  }
+
+  function componentLine(c) {
+    const named = c.title ? ` "${c.title}"` : "";
+    if (c.thisPlugin) return `• plugin${named} (this relay plugin)`;
+    if (c.type === "graph") {
+      const axes = [c.xAttribute && `x = ${c.xAttribute}`, c.yAttribute && `y = ${c.yAttribute}`].filter(Boolean);
+      return `• graph${named}${c.dataset ? ` of ${c.dataset}` : ""}: ${plotName(c.plotType)}` +
+        (axes.length ? `, ${axes.join(", ")}` : "");
+    }
+    return `• ${c.type}${named}${c.dataset ? ` of ${c.dataset}` : ""}${c.hidden ? " (hidden)" : ""}`;
   }
 
   async function get_codap_status(args) {
     const includeDatasets = args.includeDatasets !== false;
     const includeComponents = args.includeComponents !== false;
-    const frame = await call({ action: "get", resource: "interactiveFrame" });
-    const codapVersion = frame?.values?.codapVersion ?? "unknown";
+    const frame = get("interactiveFrame");
+    const list = get("dataContextList");
+    const comps = get("componentList");
+    const first = [frame, ...(includeDatasets ? [list] : []), ...(includeComponents ? [comps] : [])];
+    const replies = await send(first);
+    const frameInfo = replies[0]?.success === true ? replies[0].values ?? {} : {};
+    const codapVersion = frameInfo.codapVersion ?? "unknown";
     const structured = { codapVersion, plugin: { name: "codap-relay", version: pluginVersion } };
     const lines = [`CODAP is connected (version ${codapVersion}).`];
+    const listed = includeDatasets ? must(list, replies[1]) : null;
+    const components = includeComponents ? must(comps, replies[replies.length - 1]).values ?? [] : [];
+    // The components' details ride in the same message as the collection lists.
+    const details = components.map((c) => get(`component[${c.id}]`));
+    let detailReplies = [];
     if (includeDatasets) {
-      structured.datasets = await describeAll();
+      const described = await describeAll(listed, details);
+      structured.datasets = described.datasets.map(publicDataset);
+      detailReplies = described.extra;
       lines.push(
         structured.datasets.length
-          ? `${plural(structured.datasets.length, "dataset")}:\n${structured.datasets.map(datasetLine).join("\n")}`
+          ? `${plural(structured.datasets.length, "dataset")}:\n${described.datasets.map(datasetLine).join("\n")}`
           : "No datasets yet.",
       );
+    } else {
+      detailReplies = await send(details);
     }
     if (includeComponents) {
-      const reply = await ask({ action: "get", resource: "componentList" });
-      structured.components = (reply.values ?? []).map((c) => ({
-        id: c.id,
-        type: c.type,
-        title: c.title ?? "",
-        ...(c.name ? { name: c.name } : {}),
-      }));
+      structured.components = components.map((c, i) => componentInfo(c, detailReplies[i], frameInfo.id));
       lines.push(
         structured.components.length
-          ? `${plural(structured.components.length, "component")}: ` +
-              structured.components.map((c) => `${c.type}${c.title ? ` "${c.title}"` : ""}`).join(", ")
+          ? `${plural(structured.components.length, "component")}:\n${structured.components.map(componentLine).join("\n")}`
           : "No components.",
       );
     }
@@ -325,41 +719,51 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
 
   async function export_codap_data(args) {
     const format = args.format ?? "json";
-    const dataset = await loadDataset(args.datasetName);
-    const reply = await ask(
-      { action: "get", resource: `${dcRes(dataset.name)}.itemSearch[*]` },
-      `reading the rows of ${JSON.stringify(dataset.name)}`,
-    );
-    const { columns, rows } = flattenItems(dataset.collections ?? [], reply.values ?? []);
+    const found = await findDataset(args.datasetName);
+    // The attributes and every item in one message, so the columns match the rows they describe.
+    const colls = get(`${dataContext(found.id)}.collectionList`);
+    const [listReply] = await send([colls]);
+    const collections = must(colls, listReply).values ?? [];
+    const attrRequests = collections.map((c) =>
+      get(args.includeMetadata ? collection(found.id, c.id) : `${collection(found.id, c.id)}.attributeList`));
+    const itemsRequest = get(`${dataContext(found.id)}.itemSearch[*]`);
+    const replies = await send([...attrRequests, itemsRequest]);
+    const described = collections.map((c, i) => {
+      const v = must(attrRequests[i], replies[i]).values;
+      return { name: c.name, attrs: (args.includeMetadata ? v?.attrs : v) ?? [] };
+    });
+    const items = must(itemsRequest, replies[replies.length - 1], `reading the rows of ${JSON.stringify(found.name)}`)
+      .values ?? [];
+    const { columns, rows } = flattenItems(described, items);
     const names = columns.map((c) => c.name);
     const metadata = {
-      name: dataset.name,
-      title: dataset.title || dataset.name,
-      ...(dataset.description ? { description: dataset.description } : {}),
-      collections: (dataset.collections ?? []).map((c) => ({ name: c.name, attributes: (c.attrs ?? []).map((a) => a.name) })),
+      name: found.name,
+      title: found.title || found.name,
+      collections: described.map((c) => ({ name: c.name, attributes: c.attrs.map((a) => a.name) })),
       attributes: columns,
       rowCount: rows.length,
     };
-    const structured = { datasetName: dataset.name, format, rowCount: rows.length, columns: names };
+    const structured = { datasetName: found.name, format, rowCount: rows.length, columns: names };
     if (args.includeMetadata) structured.metadata = metadata;
-    let body;
+    let shown;
     if (format === "json") {
       structured.rows = rows;
-      body = JSON.stringify(args.includeMetadata ? { metadata, rows } : rows, null, 1);
+      shown = jsonPreview(args.includeMetadata ? { metadata, rows } : rows);
     } else {
-      body = toDelimited(names, rows, format === "tsv" ? "\t" : ",");
-      structured.data = body;
+      structured.data = toDelimited(names, rows, format === "tsv" ? "\t" : ",");
+      shown = structured.data.length > MAX_TEXT
+        ? `${structured.data.slice(0, MAX_TEXT)}\n… (truncated here; structuredContent has all)`
+        : structured.data;
     }
     const hierarchy = metadata.collections.length > 1
       ? ` The dataset is hierarchical (${metadata.collections.map((c) => c.name).join(" > ")}); each row is one ` +
         "leaf case carrying its parents' values."
       : "";
-    const shown = body.length > MAX_TEXT ? `${body.slice(0, MAX_TEXT)}\n… (truncated here; structuredContent has all)` : body;
     const meta = args.includeMetadata
       ? `\nAttributes: ${columns.map((c) => `${c.name} (${c.type || "?"}${c.unit ? `, ${c.unit}` : ""}; ${c.collection})`).join(", ")}`
       : "";
     return toolResult(
-      `Exported ${plural(rows.length, "row")} of ${JSON.stringify(dataset.name)} as ${format.toUpperCase()}.${hierarchy}${meta}\n\n${shown}`,
+      `Exported ${plural(rows.length, "row")} of ${JSON.stringify(found.name)} as ${format.toUpperCase()}.${hierarchy}${meta}\n\n${shown}`,
       structured,
     );
   }
@@ -367,15 +771,7 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
   async function codap_api(args) {
     const { action, resource, values } = args;
     const request = { action, resource, ...(values !== undefined ? { values } : {}) };
-    const reply = await call(request);
-    if (!reply || reply.success !== true) {
-      const codapMessage = reply?.values?.error ?? "CODAP reported a failure without a message";
-      throw new ToolError(`CODAP refused "${action} ${resource}": ${codapMessage}`, "codap_error", {
-        action,
-        resource,
-        codapError: codapMessage,
-      });
-    }
+    const reply = must(request, await call(request));
     const text = JSON.stringify(reply);
     return toolResult(
       `CODAP answered "${action} ${resource}" with success.\n${text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text}`,
@@ -390,6 +786,27 @@ export function createTools({ call, rng = makeRng(), pluginVersion = "1.0.0" }) 
     get_codap_datasets,
     get_codap_status,
     export_codap_data,
+    get_codap_graph_image,
     codap_api,
   };
+}
+
+/**
+ * The JSON text shown to the model: indented like JSON.stringify(value, null, 1), cut at MAX_TEXT. Rows are
+ * written one at a time so a 10,000-row export does not build megabytes of text to show 60 kB of it.
+ */
+export function jsonPreview(value) {
+  const rows = Array.isArray(value) ? value : value.rows;
+  const head = Array.isArray(value) ? "[" : `{\n "metadata": ${JSON.stringify(value.metadata, null, 1).replaceAll("\n", "\n ")},\n "rows": [`;
+  const indent = Array.isArray(value) ? " " : "  ";
+  const tail = Array.isArray(value) ? "\n]" : "\n ]\n}";
+  if (rows.length === 0) return Array.isArray(value) ? "[]" : `${head}]\n}`;
+  let text = head;
+  for (let i = 0; i < rows.length; i++) {
+    text += `${i ? "," : ""}\n${indent}${JSON.stringify(rows[i], null, 1).replaceAll("\n", `\n${indent}`)}`;
+    if (text.length > MAX_TEXT) {
+      return `${text.slice(0, MAX_TEXT)}\n… (truncated here; structuredContent has all ${rows.length} rows)`;
+    }
+  }
+  return text + tail;
 }

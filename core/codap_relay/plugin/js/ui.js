@@ -1,6 +1,7 @@
-// The DOM: pairing code, status, copy buttons, superseded banner, activity log. No logic beyond display.
+// The DOM: pairing code, status, copy buttons, superseded banner, activity log, trace buttons and replay
+// progress. No logic beyond display.
 
-import { displayCode, formatDuration, formatTimeLeft, summarizeArgs } from "./format.js";
+import { displayCode, firstLine, formatDuration, formatTimeLeft, summarizeArgs } from "./format.js";
 
 const STATUS_TEXT = {
   starting: "Starting…",
@@ -43,10 +44,19 @@ export function createUI(doc = document) {
 
   function resultLine(body) {
     if (!body) return "";
-    if (body.error) return `Error: ${body.error.message}`;
-    const text = body.result?.content?.[0]?.text ?? JSON.stringify(body.result);
-    const first = String(text).split("\n")[0];
-    return first.length > 160 ? `${first.slice(0, 159)}…` : first;
+    return body.error ? `Error: ${firstLine(body, 1000)}` : firstLine(body, 160);
+  }
+
+  /** The picture a tool sent to the LLM, shown small under its line, so the person sees what the model saw. */
+  function showPicture(li, body) {
+    const item = body.result?.content?.find?.((c) => c?.type === "image");
+    li.querySelector(".entry-image")?.remove();
+    if (!item || typeof item.data !== "string" || !/^image\/(png|jpeg|gif|webp)$/.test(item.mimeType)) return;
+    const img = doc.createElement("img");
+    img.className = "entry-image";
+    img.alt = "The picture sent to the LLM";
+    img.src = `data:${item.mimeType};base64,${item.data}`;
+    li.append(img);
   }
 
   return {
@@ -111,6 +121,12 @@ export function createUI(doc = document) {
         entry = { li, tool: update.tool };
         entries.set(update.id, entry);
         li.querySelector(".entry-tool").textContent = update.tool;
+        if (update.label) {
+          const label = doc.createElement("span");
+          label.className = "entry-label";
+          label.textContent = ` · ${update.label}`;
+          li.querySelector(".entry-tool").append(label);
+        }
         li.querySelector(".entry-args").textContent = summarizeArgs(update.tool, update.args);
       }
       const label = STATE_TEXT[update.status];
@@ -125,7 +141,51 @@ export function createUI(doc = document) {
       } else if (update.status === "delivered" && entry.final) {
         state.textContent = entry.final;
       }
-      if (update.body) entry.li.querySelector(".entry-result").textContent = resultLine(update.body);
+      if (update.body) {
+        entry.li.querySelector(".entry-result").textContent = resultLine(update.body);
+        showPicture(entry.li, update.body);
+      }
+    },
+    /**
+     * The replay's progress: {outcome: running|finished|stopped|refused|confirm, done, total, message, running,
+     * asking (a question with "Replay anyway" and "Cancel")}.
+     */
+    setReplay({ outcome, done = 0, total = 0, message = "", running = false, asking = false }) {
+      const box = $("replay");
+      box.hidden = false;
+      box.className = `replay replay-${outcome}`;
+      const bar = $("replay-progress");
+      bar.hidden = total === 0;
+      bar.max = Math.max(1, total);
+      bar.value = done;
+      $("replay-text").textContent = message;
+      $("stop-replay").hidden = !running;
+      $("replay-trace").disabled = running || asking;
+      $("replay-question").hidden = !asking;
+      if (asking) $("confirm-replay").focus();
+    },
+    /** Offer `text` as a file download named `name`. */
+    saveFile(name, text, type = "application/json") {
+      const url = URL.createObjectURL(new Blob([text], { type }));
+      const link = doc.createElement("a");
+      link.href = url;
+      link.download = name;
+      link.hidden = true;
+      doc.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    },
+    /** Let the person pick a trace file; `handler(file)` gets it. */
+    chooseFile() {
+      $("trace-file").value = "";
+      $("trace-file").click();
+    },
+    onFile(handler) {
+      $("trace-file").addEventListener("change", () => {
+        const [file] = $("trace-file").files;
+        if (file) handler(file);
+      });
     },
     on(id, handler) {
       $(id).addEventListener("click", handler);

@@ -1,0 +1,310 @@
+"""Tool time inside the real CODAP: what each tool costs in the plugin, from its event to the POST of its answer.
+
+Headless chromium opens the real CODAP build (v3.1.0) with the plugin, the relay runs as in the other sections,
+and an LLM-side client calls the tools over HTTP. The plugin records each request as a User Timing measure
+(runner.js) and each message to CODAP as another (codap.js): so each tool's time, its messages and how much of its
+time it waited for CODAP's answers. The document
+is the issue's realistic size: 3 datasets of 1,000 cases, 5 components (3 case tables, 2 graphs); the first call
+of each tool is reported apart from the later ones. Then a 10,000-case dataset is exported. Last, with CODAP's
+default WebGL graphs (software-rendered here: this machine has no GPU), the first get_codap_status after a new
+graph is timed against CODAP's "disable graphics acceleration" setting, which the rest of the section uses.
+
+The baseline is one Data Interactive message (``get interactiveFrame``) from the plugin's frame to CODAP and back,
+measured in the same page: the least any tool can cost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.server import ROOT, run_target
+from bench.stats import ratio
+
+# The browser harness of the test suite (tests/e2e): the same CODAP build, pages and LLM-side calls.
+for _folder in (ROOT / "tests", ROOT / "tests" / "e2e"):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
+
+# The plugin's own User Timing: one measure per request (runner.js) and one per message to CODAP (codap.js).
+TIMELINE = """
+() => performance.getEntriesByType("measure")
+  .filter((m) => m.name.startsWith("codap-relay "))
+  .map((m) => ({ name: m.name, start: m.startTime, duration: m.duration, detail: m.detail }))
+"""
+
+ONE_MESSAGE = """
+async (n) => {
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const uuid = "bench-" + i + "-" + Math.random();
+    const t0 = performance.now();
+    await new Promise((resolve) => {
+      function on(e) {
+        const d = e.data;
+        if (d && d.content && d.content.uuid === uuid) { removeEventListener("message", on); resolve(); }
+      }
+      addEventListener("message", on);
+      parent.postMessage({ type: "data-interactive",
+        content: { messageType: "call", uuid, value: { action: "get", resource: "interactiveFrame" } } }, "*");
+    });
+    times.push(performance.now() - t0);
+  }
+  return times;
+}
+"""
+
+
+@dataclass
+class Timings:
+    """One tool (or one variant of it): the plugin's time per call, first call apart."""
+
+    label: str
+    plugin_ms: list[float] = field(default_factory=list)
+    llm_ms: list[float] = field(default_factory=list)
+    messages: list[int] = field(default_factory=list)
+    codap_ms: list[float] = field(default_factory=list)
+
+    def report(self, baseline_ms: float | None) -> dict[str, Any]:
+        later = self.plugin_ms[1:]
+        out: dict[str, Any] = {
+            "label": self.label,
+            "calls": len(self.plugin_ms),
+            "first_ms": round(self.plugin_ms[0], 1) if self.plugin_ms else None,
+            "later_p50_ms": round(statistics.median(later), 1) if later else None,
+            "later_max_ms": round(max(later), 1) if later else None,
+            "messages": max(self.messages) if self.messages else None,
+            "codap_share": round(sum(self.codap_ms) / sum(self.plugin_ms), 2) if sum(self.plugin_ms) else None,
+            "llm_p50_ms": round(statistics.median(self.llm_ms), 1) if self.llm_ms else None,
+        }
+        out["first_ratio"] = coarse(ratio(out["first_ms"], baseline_ms))
+        out["later_ratio"] = coarse(ratio(out["later_p50_ms"], baseline_ms))
+        return out
+
+
+def coarse(value: float | None) -> float | None:
+    """Ratios in the hundreds are shown whole: their decimals are noise."""
+    return None if value is None else float(round(value)) if value >= 100 else value
+
+
+class Session:
+    """The LLM side of one paired CODAP page, reading the plugin's own timings after each call."""
+
+    def __init__(self, codap: Any) -> None:
+        self.codap = codap
+        self.timings: dict[str, Timings] = {}
+
+    def call(self, label: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        from plugin_page import call_tool, ok_result
+
+        started = time.perf_counter()
+        body = call_tool(self.codap.relay, self.codap.code(), tool, args)
+        llm_ms = (time.perf_counter() - started) * 1000
+        structured: dict[str, Any] = ok_result(body)["structuredContent"]
+        tool_measure, messages = self._measures(body["id"])
+        entry = self.timings.setdefault(label, Timings(label))
+        entry.plugin_ms.append(tool_measure["duration"])
+        entry.llm_ms.append(llm_ms)
+        entry.messages.append(len(messages))
+        entry.codap_ms.append(sum(m["duration"] for m in messages))
+        return structured
+
+    def _measures(self, request_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The request's measure and the measures of the messages to CODAP sent while it ran."""
+        from plugin_page import wait_until
+
+        def find() -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+            entries: list[dict[str, Any]] = self.codap.frame.evaluate(TIMELINE)
+            tool = next((m for m in entries if (m["detail"] or {}).get("id") == request_id), None)
+            if tool is None:
+                return None
+            end = tool["start"] + tool["duration"]
+            messages = [
+                m
+                for m in entries
+                if m["name"].startswith("codap-relay message ") and tool["start"] <= m["start"] <= end
+            ]
+            return tool, messages
+
+        found: tuple[dict[str, Any], list[dict[str, Any]]] = wait_until(find, f"the plugin's timing of {request_id}")
+        return found
+
+    def one_message_ms(self, n: int) -> float:
+        times: list[float] = self.codap.frame.evaluate(ONE_MESSAGE, n)
+        return float(statistics.median(times))
+
+    def delete_component(self, component_id: int) -> None:
+        self.codap.ok({"action": "delete", "resource": f"component[{component_id}]"})
+
+
+@contextlib.contextmanager
+def codap_session(browser: Any, codap_url: str, relay: str, *, webgl: bool = False) -> Iterator[Session]:
+    from real_codap import codap_pages
+
+    with codap_pages(browser, codap_url, webgl=webgl) as open_page:
+        yield Session(open_page(f"{relay}/plugin/"))
+
+
+@contextlib.contextmanager
+def environment() -> Iterator[tuple[Any, str] | str]:
+    """(browser, CODAP URL) or a string saying why the section cannot run here."""
+    from chromium import CHROMIUM_ARGS, chromium_path
+    from real_codap import HOW_TO_GET, codap_dist
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+    from starlette.staticfiles import StaticFiles
+
+    from support import serve_app
+
+    dist = codap_dist()
+    executable = chromium_path()
+    if dist is None or executable is None:
+        yield HOW_TO_GET if dist is None else "Debian chromium is not installed (scripts/install-test-deps)"
+        return
+    from playwright.sync_api import sync_playwright
+
+    app = Starlette(routes=[Mount("/", app=StaticFiles(directory=dist, html=True))])
+    with serve_app(app) as codap_url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser, codap_url
+        finally:
+            browser.close()
+
+
+def students(n: int, offset: int = 0) -> list[dict[str, Any]]:
+    return [{"name": f"student {offset + i}", "grade": 9 + i % 4, "score": 50 + i % 50} for i in range(n)]
+
+
+def measure_document(session: Session, *, cases: int, repeats: int, big_adds: int, big_add_size: int) -> None:
+    """The realistic document, every tool on it, then the large export."""
+    call = session.call
+    for i in range(3):
+        call(
+            "create_codap_dataset",
+            "create_codap_dataset",
+            {"datasetName": f"s{i}", "dataType": "sample_students", "recordCount": cases},
+        )
+    call(
+        "create_codap_graph",
+        "create_codap_graph",
+        {"datasetName": "s0", "graphType": "scatterplot", "xAttribute": "grade", "yAttribute": "score"},
+    )
+    call(
+        "create_codap_graph",
+        "create_codap_graph",
+        {"datasetName": "s1", "graphType": "bar_chart", "xAttribute": "favorite_subject"},
+    )
+    for _ in range(1 + repeats):
+        call("get_codap_status", "get_codap_status", {})
+    for _ in range(1 + repeats):
+        call("get_codap_datasets", "get_codap_datasets", {})
+    for fmt in ("json", "csv"):
+        for _ in range(1 + repeats):
+            call(
+                f"export_codap_data ({fmt}, {cases:,} rows)", "export_codap_data", {"datasetName": "s2", "format": fmt}
+            )
+    for r in range(1 + repeats):
+        call("add_codap_cases (100 cases)", "add_codap_cases", {"datasetName": "s2", "cases": students(100, 100 * r)})
+    for _ in range(1 + repeats):
+        call("codap_api (get dataContextList)", "codap_api", {"action": "get", "resource": "dataContextList"})
+    for _ in range(1 + repeats):  # a graph drawn long ago: the picture is taken twice to see that it settled
+        call("get_codap_graph_image (a drawn graph)", "get_codap_graph_image", {"graph": "s0"})
+    for _ in range(repeats):  # a new graph's picture waits for CODAP to finish animating its points
+        made = call(
+            "create_codap_graph (includeImage)",
+            "create_codap_graph",
+            {
+                "datasetName": "s2",
+                "graphType": "scatterplot",
+                "xAttribute": "age",
+                "yAttribute": "score",
+                "includeImage": True,
+            },
+        )
+        session.delete_component(made["graphId"])
+    for _ in range(repeats):  # more graphs, each removed again so the document keeps its 5 components
+        made = call(
+            "create_codap_graph",
+            "create_codap_graph",
+            {"datasetName": "s2", "graphType": "scatterplot", "xAttribute": "age", "yAttribute": "height_cm"},
+        )
+        session.delete_component(made["graphId"])
+
+    call(
+        "create_codap_dataset (big)",
+        "create_codap_dataset",
+        {"datasetName": "big", "dataType": "random_numbers", "recordCount": cases},
+    )
+    total = cases + big_adds * big_add_size
+    for r in range(big_adds):
+        cases_ = [
+            {"index": cases + r * big_add_size + i, "x": i % 97, "y": r, "group": "ABC"[i % 3]}
+            for i in range(big_add_size)
+        ]
+        label = f"add_codap_cases ({big_add_size:,} cases at a time, {cases:,} → {total:,})"
+        call(label, "add_codap_cases", {"datasetName": "big", "cases": cases_})
+    for fmt in ("csv", "json"):
+        for _ in range(1 + repeats):
+            call(
+                f"export_codap_data ({fmt}, {total:,} rows)", "export_codap_data", {"datasetName": "big", "format": fmt}
+            )
+
+
+def measure_webgl(browser: Any, codap_url: str, relay: str, *, cases: int) -> dict[str, Any]:
+    """The first get_codap_status after a new graph, with CODAP's WebGL graphs and with its canvas setting."""
+    out: dict[str, Any] = {}
+    for mode, webgl in (("webgl", True), ("canvas", False)):
+        with codap_session(browser, codap_url, relay, webgl=webgl) as session:
+            session.call(
+                "create",
+                "create_codap_dataset",
+                {"datasetName": "s", "dataType": "sample_students", "recordCount": cases},
+            )
+            session.call(
+                "graph",
+                "create_codap_graph",
+                {"datasetName": "s", "graphType": "scatterplot", "xAttribute": "grade", "yAttribute": "score"},
+            )
+            for _ in range(2):
+                session.call("status", "get_codap_status", {})
+            for _ in range(3):
+                session.call("picture", "get_codap_graph_image", {})
+            status = session.timings["status"]
+            out[mode] = {
+                "graph_ms": round(session.timings["graph"].plugin_ms[0], 1),
+                "first_status_ms": round(status.plugin_ms[0], 1),
+                "next_status_ms": round(status.plugin_ms[1], 1),
+                "picture_ms": round(statistics.median(session.timings["picture"].plugin_ms), 1),
+            }
+    return out
+
+
+def run(*, quick: bool, webgl: bool, log: Callable[[str], None]) -> dict[str, Any]:
+    cases, repeats = (50, 1) if quick else (1000, 5)
+    big_adds, big_add_size = (2, 100) if quick else (5, 1800)
+    with environment() as env:
+        if isinstance(env, str):
+            return {"skipped": env}
+        browser, codap_url = env
+        with run_target("memory:") as relay:
+            log("real CODAP: the document …")
+            with codap_session(browser, codap_url, relay.base) as session:
+                baseline = session.one_message_ms(20)
+                measure_document(session, cases=cases, repeats=repeats, big_adds=big_adds, big_add_size=big_add_size)
+                rows = [t.report(baseline) for t in session.timings.values()]
+            result: dict[str, Any] = {
+                "codap": "3.1.0 (static build, headless chromium, CODAP's 'disable graphics acceleration' on)",
+                "document": f"3 datasets of {cases:,} cases, 5 components (3 case tables, 2 graphs)",
+                "baseline_one_message_ms": round(baseline, 2),
+                "rows": rows,
+            }
+            if webgl:
+                log("real CODAP: WebGL graphs (software) against the canvas setting …")
+                result["webgl"] = measure_webgl(browser, codap_url, relay.base, cases=cases)
+    return result

@@ -1,0 +1,218 @@
+// Replaying a saved trace: its calls run again, in order, against the CODAP document open now, through the same
+// runner and tools as the LLM's calls. Read-only calls and calls that failed when recorded are skipped; the first
+// failure stops the replay with its reason. A trace may come from someone else: when calls of tools that can delete
+// or overwrite things (by their annotations) are about to run, the person is asked first.
+//
+// No call runs twice across a reload of the plugin frame. As with the runner's ledger, a call is marked
+// "started" in storage just before its tool runs and "done" or "failed" after. After a reload the replay is
+// stopped: a call caught running is marked "interrupted" (the plugin cannot tell whether it took effect), and
+// choosing the same file again continues after the calls that ran or were interrupted. Where the browser keeps
+// nothing (storage blocked), the progress lives in this page only, and the plugin says so.
+
+import { firstLine, plural } from "./format.js";
+import { TraceError, readTrace, replayPlan, traceKey } from "./trace.js";
+
+const RAN = new Set(["done", "interrupted"]); // never run again on a continued replay
+
+export class Replayer {
+  /**
+   * `runner()` is the current Runner (a new session brings a new one); `tools` the manifest; `readOnly` and
+   * `destructive` the names of the tools so annotated; `onProgress(view)` shows where the replay is;
+   * `persistent` whether the browser lets storage outlive a reload.
+   */
+  constructor({
+    store,
+    runner,
+    tools,
+    readOnly,
+    destructive = new Set(),
+    onProgress,
+    persistent = true,
+    now = () => new Date(),
+  }) {
+    Object.assign(this, { store, runner, tools, readOnly, destructive, onProgress, persistent, now });
+    this.state = null;
+    this.running = false;
+    this.stopAsked = false;
+    this._answer = null; // resolves the question asked before destructive calls run
+  }
+
+  /** The person's answer to "replay it?": true runs the replay, false leaves CODAP as it is. */
+  answer(yes) {
+    const resolve = this._answer;
+    this._answer = null;
+    resolve?.(yes);
+  }
+
+  /** At start-up: a replay the last page left running was cut short by the reload; say where it stopped. */
+  recover() {
+    const state = this.store.loadReplay();
+    if (!state) return;
+    this.state = state;
+    if (state.outcome === "running") {
+      const caught = Object.entries(state.states).find(([, s]) => s === "started");
+      if (caught) {
+        const [index] = caught;
+        state.states[index] = "interrupted";
+        state.reason =
+          `The plugin was reloaded while call ${Number(index) + 1} (${state.tools[index]}) was running in CODAP, so ` +
+          "it cannot tell whether that call took effect, and will not run it again. Check CODAP, then choose the " +
+          "same file again to continue after it.";
+      } else {
+        state.reason = "The plugin was reloaded during the replay. Choose the same file again to continue.";
+      }
+      state.outcome = "stopped";
+      this._save();
+    }
+    this._show();
+  }
+
+  /** Replay the trace in `text` (the file `name`); resolves when it finished, stopped or was refused. */
+  async start(name, text) {
+    if (this.running || this._answer) {
+      this.onProgress({ outcome: "refused", message: "A replay is running; stop it before starting another." });
+      return;
+    }
+    let plan;
+    try {
+      plan = replayPlan(readTrace(text, this.tools), this.readOnly);
+    } catch (err) {
+      if (!(err instanceof TraceError)) throw err;
+      this.onProgress({ outcome: "refused", message: `${name} was not replayed: ${err.message} Nothing was changed.` });
+      return;
+    }
+    if (!plan.some((p) => p.action === "run")) {
+      this.onProgress({
+        outcome: "refused",
+        message: `${name} has nothing to replay: its ${plan.length} calls are read-only or failed when recorded. ` +
+          "Nothing was changed.",
+      });
+      return;
+    }
+    const key = traceKey(plan.map((p) => p.call));
+    const earlier = this.state?.key === key ? this.state : this.store.loadReplay(key);
+    const continuing = earlier && earlier.outcome !== "finished";
+    const ahead = plan.filter((p, i) => p.action === "run" && !(continuing && RAN.has(earlier.states[i])));
+    const risky = ahead.filter((p) => this.destructive.has(p.call.tool)).map((p) => p.call.tool);
+    if (risky.length && !(await this._ask(name, risky))) {
+      this.onProgress({ outcome: "refused", message: `${name} was not replayed: you cancelled it. Nothing was changed.` });
+      return;
+    }
+    this.state = continuing
+      ? { ...earlier, name, outcome: "running", reason: null }
+      : { key, name, tools: plan.map((p) => p.call.tool), states: {}, outcome: "running", reason: null };
+    this.running = true;
+    this.stopAsked = false;
+    this._save();
+    try {
+      await this._run(plan, continuing);
+    } finally {
+      this.running = false;
+    }
+  }
+
+  _ask(name, tools) {
+    return new Promise((resolve) => {
+      this._answer = resolve;
+      this.onProgress({
+        outcome: "confirm",
+        asking: true,
+        message: `${name} holds ${plural(tools.length, "call")} of ${[...new Set(tools)].join(", ")}, which can ` +
+          "change or delete anything in this CODAP document. Replay it?",
+      });
+    });
+  }
+
+  /** Stop after the call that is running now. */
+  stop() {
+    if (this.running) this.stopAsked = true;
+  }
+
+  async _run(plan, continuing) {
+    const { state } = this;
+    const total = plan.length;
+    let ran = 0;
+    for (let i = 0; i < total; i++) {
+      const { call, action, why } = plan[i];
+      if (RAN.has(state.states[i]) || state.states[i] === "skipped") continue;
+      if (action === "skip") {
+        state.states[i] = "skipped";
+        this._save();
+        continue;
+      }
+      if (this.stopAsked) return this._end("stopped", `Stopped by you before call ${i + 1}. Choose the same file again to continue.`);
+      this._show({ current: { n: i + 1, tool: call.tool } });
+      const startedAt = this.now();
+      const body = await this.runner().runLocal(
+        { id: `replay-${state.key}-${i}`, tool: call.tool, args: call.args, label: `replay ${i + 1}/${total}` },
+        {
+          started: () => {
+            state.states[i] = "started";
+            this._save();
+          },
+        },
+      );
+      const completedAt = this.now();
+      state.states[i] = body.error ? "failed" : "done";
+      this._save();
+      this._record(call, body, startedAt, completedAt);
+      if (body.error) {
+        return this._end(
+          "stopped",
+          `Call ${i + 1} of ${total} (${call.tool}) failed: ${body.error.message} Nothing after it ran. Fix the ` +
+            "cause in CODAP, then choose the same file again to continue from that call.",
+        );
+      }
+      ran += 1;
+    }
+    const skipped = Object.values(state.states).filter((s) => s === "skipped").length;
+    const before = continuing ? " (continued: calls that ran before were not run again)" : "";
+    return this._end(
+      "finished",
+      `Replayed ${state.name}: ${ran} call${ran === 1 ? "" : "s"} run${before}, ${skipped} skipped (read-only, or ` +
+        "failed when recorded).",
+    );
+  }
+
+  /** A replayed call for the next saved trace (the relay never saw it). */
+  _record(call, body, startedAt, completedAt) {
+    this.store.addReplayed({
+      tool: call.tool,
+      args: call.args,
+      status: body.error ? "failed" : "completed",
+      summary: firstLine(body),
+      error: body.error ? body.error.code ?? "plugin_error" : null,
+      at: startedAt.toISOString(),
+      completedAt: completedAt.toISOString(),
+      latencyMs: completedAt - startedAt,
+    });
+  }
+
+  _end(outcome, reason) {
+    this.running = false;
+    this.state.outcome = outcome;
+    this.state.reason = reason;
+    this._save();
+    this._show();
+  }
+
+  _save() {
+    this.state.at = Date.now();
+    this.kept = this.store.saveReplay(this.state) && this.persistent;
+  }
+
+  _show({ current = null } = {}) {
+    const { state } = this;
+    if (!state) return;
+    const total = state.tools.length;
+    const settled = Object.values(state.states).filter((s) => s !== "started").length;
+    const note = this.kept === false
+      ? " This browser does not let the plugin keep the replay's progress: if the plugin reloads now, it cannot " +
+        "tell which calls already ran."
+      : "";
+    const message = current
+      ? `Replaying ${state.name}: call ${current.n} of ${total} (${current.tool})…${note}`
+      : state.reason ?? "";
+    this.onProgress({ outcome: state.outcome, done: settled, total, message, running: this.running });
+  }
+}
