@@ -27,6 +27,7 @@ class CountingStore:
         self._inner = inner
         self.pushes = inner.pushes if pushes is None else pushes
         self.blocking = inner.blocking
+        self.blocking_reads = getattr(inner, "blocking_reads", inner.blocking)  # stores before it had none
         self.calls: Counter[str] = Counter()
         self._lock = threading.Lock()
 

@@ -18,6 +18,12 @@ from bench.server import ROOT
 class LocalTable:
     store_url: str
     env: dict[str, str]
+    endpoint: str  # DynamoDB Local's URL
+    table: str
+
+    def store_url_via(self, endpoint: str) -> str:
+        """The store URL for the same table reached through another endpoint (the counting proxy)."""
+        return f"dynamodb://{self.table}?endpoint_url={endpoint}&region=us-east-1"
 
 
 @contextlib.contextmanager
@@ -43,6 +49,6 @@ def dynamodb_local() -> Iterator[LocalTable | str]:
         return
     try:
         table = helper.new_table(local.client())
-        yield LocalTable(helper.store_url(local, table), helper.env_for(local))
+        yield LocalTable(helper.store_url(local, table), helper.env_for(local), local.endpoint, table)
     finally:
         local.stop()

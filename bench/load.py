@@ -77,6 +77,20 @@ async def session_pairs(base: str, count: int) -> AsyncIterator[tuple[httpx.Asyn
             await asyncio.gather(*(p.plugin.stop() for p in pairs))
 
 
+async def http_wait_round_trip(llm: httpx.AsyncClient, pair: Pair, n: int, samples: Samples) -> None:
+    """One ``POST /request?wait=15``: it returns 200 with the plugin's answer."""
+    started = time.perf_counter()
+    r = await llm.post("/request", params={"wait": "15"}, json={"code": pair.code, "tool": TOOL, "args": tool_args(n)})
+    ended = time.perf_counter()
+    if r.status_code != 200 or r.json().get("status") != "completed":
+        samples.errors += 1
+        return
+    samples.round_trip.append(ended - started)
+    arrived = pair.plugin.arrivals.pop(r.json()["id"], None)
+    if arrived is not None:
+        samples.delivery.append(arrived - started)
+
+
 async def http_round_trip(llm: httpx.AsyncClient, pair: Pair, n: int, samples: Samples) -> None:
     """POST /request, then GET /response?wait until the plugin's answer is there."""
     started = time.perf_counter()
@@ -130,6 +144,46 @@ async def run_pairs(
     return samples
 
 
+async def _baseline_round_trip(client: httpx.AsyncClient, pair: Pair, n: int, samples: Samples) -> None:
+    await _baseline_call(client, samples)
+
+
+async def _floor_round_trip(client: httpx.AsyncClient, pair: Pair, n: int, samples: Samples) -> None:
+    await _floor_call(client, samples)
+
+
+BASELINE: RoundTrip = _baseline_round_trip
+FLOOR: RoundTrip = _floor_round_trip
+
+
+async def run_interleaved(
+    base: str, concurrency: int, per_pair: int, series: dict[str, RoundTrip], *, chunk: int = 5
+) -> dict[str, Samples]:
+    """Every series on the same ``concurrency`` session pairs, taking turns ``chunk`` calls at a time, so that a
+    burst of load on a shared machine falls on all of them alike and their ratios stay comparable. ``BASELINE``
+    and ``FLOOR`` run on a client of their own, with the same number of workers."""
+    out = {name: Samples() for name in series}
+    async with session_pairs(base, concurrency) as (llm, pairs), new_client(base) as bare:
+        for kind in series.values():  # first-call effects out of the samples
+            await asyncio.gather(*(kind(bare if kind in (BASELINE, FLOOR) else llm, p, -1, Samples()) for p in pairs))
+        for first in range(0, per_pair, chunk):
+            n = min(chunk, per_pair - first)
+            for name, kind in series.items():
+                client = bare if kind in (BASELINE, FLOOR) else llm
+                await _turn(kind, client, pairs, first, n, out[name])
+    return out
+
+
+async def _turn(
+    kind: RoundTrip, client: httpx.AsyncClient, pairs: list[Pair], first: int, n: int, into: Samples
+) -> None:
+    async def worker(pair: Pair) -> None:
+        for i in range(first, first + n):
+            await kind(client, pair, i, into)
+
+    await asyncio.gather(*(worker(p) for p in pairs))
+
+
 async def run_pairs_for(base: str, concurrency: int, seconds: float, kind: RoundTrip = http_round_trip) -> Samples:
     """Saturation: ``concurrency`` pairs making round trips back to back for ``seconds``."""
     samples = Samples()
@@ -157,6 +211,33 @@ async def _baseline_call(client: httpx.AsyncClient, samples: Samples) -> None:
         samples.round_trip.append(time.perf_counter() - started)
     else:
         samples.errors += 1
+
+
+async def _floor_call(client: httpx.AsyncClient, samples: Samples) -> None:
+    """The floor under a relayed call: two bare POSTs one after the other (a relayed call is the LLM's POST and
+    the plugin's POST, plus the event between them), with a tool request's body, to a trivial endpoint."""
+    body = {"code": "ABCD2345", "tool": TOOL, "args": tool_args(0)}
+    started = time.perf_counter()
+    for _ in range(2):
+        r = await client.post("/bench/baseline", json=body)
+        if r.status_code != 200:
+            samples.errors += 1
+            return
+    samples.round_trip.append(time.perf_counter() - started)
+
+
+async def run_floor(base: str, concurrency: int, per_worker: int) -> Samples:
+    """Two sequential bare POSTs per sample, ``concurrency`` workers at once, the same client as the relay's."""
+    samples = Samples()
+    async with new_client(base) as client:
+        await asyncio.gather(*(_floor_call(client, Samples()) for _ in range(concurrency)))
+
+        async def worker() -> None:
+            for _ in range(per_worker):
+                await _floor_call(client, samples)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return samples
 
 
 async def run_baseline(base: str, concurrency: int, per_worker: int, *, warmup: int = 1) -> Samples:

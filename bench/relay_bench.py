@@ -1,10 +1,12 @@
 """``python -m bench``: the relay's benchmark. Starts what it needs on loopback, runs, stops everything, prints a table.
 
-Sections (all by default; ``--only`` picks some): round trips over HTTP and MCP at several concurrencies on the
-default store (SQLite), the other stores (memory, DynamoDB Local), throughput at saturation, idle SSE streams,
-cold start of the Lambda handlers, the cost model, and each tool's time inside the real CODAP build (codap). Each
-figure comes with a baseline measured in the same run on the same server: a trivial endpoint, the same client, the
-same concurrency (for codap: one Data Interactive message to CODAP).
+Sections (all by default; ``--only`` picks some): round trips over HTTP (``?wait`` and ``GET /response``) and MCP
+at several concurrencies on the default store (SQLite), store operations per call type, the other stores (memory,
+DynamoDB Local), throughput at saturation, idle SSE streams, cold start of the Lambda handlers, the deployed shape
+(local-api on DynamoDB Local) with the cost model priced from it, and each tool's time inside the real CODAP build
+(codap). Each figure comes with a baseline measured in the same run on the same server: a trivial endpoint (and the
+floor, two bare POSTs in a row), the same client, the same concurrency (for codap: one Data Interactive message to
+CODAP).
 """
 
 from __future__ import annotations
@@ -18,18 +20,17 @@ import resource
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import codap_bench, coldstart, cost, load
+from bench import codap_bench, coldstart, cost, deployed, load
 from bench.dynamo import LocalTable, dynamodb_local
 from bench.idle import idle_streams
 from bench.report import render
 from bench.server import run_target
 from bench.stats import ratio, summary
 
-SECTIONS = ("roundtrip", "stores", "throughput", "idle", "coldstart", "cost", "codap")
+SECTIONS = ("roundtrip", "ops", "stores", "throughput", "idle", "coldstart", "deployed", "codap")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -38,6 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--concurrency", default="1,10,100", help="session pairs for the round-trip section")
     p.add_argument("--round-trips", type=int, default=300, help="round trips per concurrency level (spread over pairs)")
     p.add_argument("--no-mcp", action="store_true", help="skip the MCP tools/call measurements")
+    p.add_argument("--ops-calls", type=int, default=30, help="calls of each type for the store-operation counts")
     p.add_argument("--stores", default="memory,sqlite,dynamodb", help="stores for the stores section")
     p.add_argument("--store-concurrency", default="1,10", help="session pairs for the stores section")
     p.add_argument("--store-round-trips", type=int, default=60)
@@ -49,8 +51,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--functions", help="comma-separated Lambda functions for the cold-start section (default: all)")
     p.add_argument("--no-dynamodb", action="store_true", help="never start DynamoDB Local (stores and cost skip it)")
     p.add_argument("--coldstart-repeat", type=int, default=3, help="fresh interpreters per handler; best one counts")
-    p.add_argument("--cost-idle-seconds", type=float, default=10.0)
-    p.add_argument("--cost-calls", type=int, default=40)
+    p.add_argument("--deployed-calls", type=int, default=60, help="calls of each type through local-api")
+    p.add_argument("--idle-plugins", type=int, default=3, help="idle connected plugins through local-api")
+    p.add_argument("--idle-measure-seconds", type=float, default=30.0, help="how long their idling is counted")
+    p.add_argument(
+        "--resume-idle-seconds", type=float, default=120.0, help="idle time before each plugin's next call (resume)"
+    )
     p.add_argument(
         "--no-codap-webgl",
         action="store_true",
@@ -64,7 +70,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.concurrency, args.round_trips, args.store_concurrency, args.store_round_trips = "1,4", 8, "1", 4
         args.throughput_concurrency, args.throughput_seconds = 4, 0.5
         args.idle_connections, args.idle_heartbeat, args.idle_hold = 20, 0.5, 1.2
-        args.coldstart_repeat, args.cost_idle_seconds, args.cost_calls = 1, 1.0, 3
+        args.coldstart_repeat, args.deployed_calls, args.idle_plugins = 1, 3, 1
+        args.idle_measure_seconds, args.resume_idle_seconds = 1.0, 3.0
+        args.ops_calls = 3
         args.no_codap_webgl = True
     args.sections = SECTIONS if not args.only else tuple(s.strip() for s in args.only.split(",") if s.strip())
     unknown = set(args.sections) - set(SECTIONS)
@@ -110,32 +118,80 @@ def with_ratios(relay: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
 def roundtrip_levels(
     base: str, levels: list[int], total: int, *, mcp: bool, samples: dict[str, list[float]], group: str, label: str
 ) -> list[dict[str, Any]]:
-    """Baseline, HTTP round trips and (optionally) MCP tools/call at each concurrency, on one running server."""
+    """Baseline, floor, HTTP round trips (``?wait`` and ``GET /response``) and (optionally) MCP tools/call at each
+    concurrency, on one running server. Every series gets ratios to the single-GET baseline and p50 ÷ the floor
+    (two bare POSTs one after the other: what a relayed call costs at the least)."""
     out = []
     for c in levels:
         per_pair = max(1, total // c)
-        baseline = asyncio.run(load.run_baseline(base, c, per_pair * 3))
-        http = asyncio.run(load.run_pairs(base, c, per_pair))
+        series = {"baseline": load.BASELINE, "floor": load.FLOOR, "http_wait": load.http_wait_round_trip}
+        series["http"] = load.http_round_trip
+        if mcp:
+            series["mcp"] = load.mcp_round_trip
+        got = asyncio.run(load.run_interleaved(base, c, per_pair, series))
+        baseline, floor, wait, http = got["baseline"], got["floor"], got["http_wait"], got["http"]
         entry: dict[str, Any] = {
             "concurrency": c,
             "baseline": summary(baseline.round_trip),
+            "floor": summary(floor.round_trip),
+            "http_wait": summary(wait.round_trip),
             "http": summary(http.round_trip),
             "delivery": summary(http.delivery),
-            "errors": http.errors + baseline.errors,
+            "errors": sum(s.errors for s in got.values()),
         }
-        entry["http_ratio"] = with_ratios(entry["http"], entry["baseline"])
-        entry["delivery_ratio"] = with_ratios(entry["delivery"], entry["baseline"])
-        samples[f"{group}|{label} baseline|{c}"] = baseline.round_trip
-        samples[f"{group}|{label} HTTP|{c}"] = http.round_trip
         if mcp:
-            via_mcp = asyncio.run(load.run_pairs(base, c, per_pair, load.mcp_round_trip))
-            entry["mcp"] = summary(via_mcp.round_trip)
-            entry["mcp_ratio"] = with_ratios(entry["mcp"], entry["baseline"])
-            entry["errors"] += via_mcp.errors
-            samples[f"{group}|{label} MCP|{c}"] = via_mcp.round_trip
+            entry["mcp"] = summary(got["mcp"].round_trip)
+        for key in ("floor", "http_wait", "http", "delivery", "mcp"):
+            if key in entry:
+                entry[f"{key}_ratio"] = with_ratios(entry[key], entry["baseline"])
+                entry[f"{key}_floor"] = ratio(entry[key]["p50"], entry["floor"]["p50"])
+        samples[f"{group}|{label} baseline|{c}"] = baseline.round_trip
+        samples[f"{group}|{label} floor (2 POSTs)|{c}"] = floor.round_trip
+        samples[f"{group}|{label} HTTP ?wait|{c}"] = wait.round_trip
+        samples[f"{group}|{label} HTTP GET /response|{c}"] = http.round_trip
+        if mcp:
+            samples[f"{group}|{label} MCP|{c}"] = got["mcp"].round_trip
         out.append(entry)
         print(f"  round trips c={c}: done", file=sys.stderr, flush=True)
     return out
+
+
+CALL_KINDS: dict[str, load.RoundTrip] = {
+    "http_wait": load.http_wait_round_trip,
+    "http": load.http_round_trip,
+    "mcp": load.mcp_round_trip,
+}
+
+
+async def _ops_per_call(target: Any, calls: int) -> dict[str, Any]:
+    """Store operations per relayed call, by call type: all the calls of one type on one session pair (the
+    LLM's side, the plugin's stream and its answer), counted by the server's CountingStore, divided by calls."""
+    out: dict[str, Any] = {}
+    async with load.session_pairs(target.base, 1) as (llm, pairs):
+        pair = pairs[0]
+        for kind in CALL_KINDS.values():  # first-call effects (caches, the stream's first read) out of the counts
+            await kind(llm, pair, -1, load.Samples())
+        for name, kind in CALL_KINDS.items():
+            await asyncio.to_thread(target.reset)
+            samples = load.Samples()
+            for i in range(calls):
+                await kind(llm, pair, i, samples)
+            counts = await asyncio.to_thread(target.counts)
+            by_method = {m: round(n / calls, 2) for m, n in sorted(counts["store"].items())}
+            out[name] = {"total": round(sum(counts["store"].values()) / calls, 2), "by_method": by_method}
+            out[name]["errors"] = samples.errors
+    return out
+
+
+def run_ops(args: argparse.Namespace, results: dict[str, Any]) -> None:
+    """Store operations per relayed call on the local stores (in-process wake-ups: no polling reads at all)."""
+    print("store operations per call …", file=sys.stderr, flush=True)
+    stores: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, url in (("memory", "memory:"), ("sqlite", sqlite_url(tmp))):
+            with run_target(url) as target:
+                stores[name] = asyncio.run(_ops_per_call(target, args.ops_calls))
+    results["ops"] = {"calls": args.ops_calls, "stores": stores}
 
 
 def throughput(base: str, concurrency: int, seconds: float) -> dict[str, Any]:
@@ -188,7 +244,6 @@ def store_rows(
     samples: dict[str, list[float]],
     **kw: Any,
 ) -> list[dict[str, Any]]:
-    rows = []
     with run_target(url, env=env, **kw) as target:
         levels = roundtrip_levels(
             target.base,
@@ -199,19 +254,7 @@ def store_rows(
             group="stores",
             label=name,
         )
-    for level in levels:
-        rows.append(
-            {
-                "store": name,
-                "concurrency": level["concurrency"],
-                "http": level["http"],
-                "delivery": level["delivery"],
-                "baseline": level["baseline"],
-                "http_ratio": level["http_ratio"],
-                "errors": level["errors"],
-            }
-        )
-    return rows
+    return [{"store": name, **level} for level in levels]
 
 
 def run_stores(
@@ -231,11 +274,6 @@ def run_stores(
                 notes.append(f"DynamoDB Local not measured: {dynamo}")
                 continue
             rows += store_rows("dynamodb-local", dynamo.store_url, dynamo.env, args, samples)
-            # The deployed waiting: no in-process wake-ups, polling at the template's interval.
-            dep = cost.deployment_from_template()
-            env = {**dynamo.env, "POLL_INTERVAL_SECONDS": str(dep.poll_interval_seconds)}
-            label = f"dynamodb-local, polling {dep.poll_interval_seconds:g} s"
-            rows += store_rows(label, dynamo.store_url, env, args, samples, poll=True, wakeups=False)
         else:
             notes.append(f"unknown store {name!r} skipped")
     results["stores"] = {"rows": rows, "notes": notes}
@@ -259,54 +297,26 @@ def run_idle(args: argparse.Namespace, results: dict[str, Any]) -> None:
     }
 
 
-def run_cost(args: argparse.Namespace, results: dict[str, Any], dynamo: LocalTable | str | None) -> None:
-    """Count operations with the deployed waiting behaviour, then price them."""
-    print("cost model …", file=sys.stderr, flush=True)
+def run_deployed(args: argparse.Namespace, results: dict[str, Any], dynamo: LocalTable | str | None) -> None:
+    """The deployed shape through local-api on DynamoDB Local, and the cost model priced from it."""
+    if args.no_dynamodb:
+        results["deployed"] = {"skipped": "--no-dynamodb was given (the deployed shape runs on DynamoDB Local)"}
+        return
+    if not isinstance(dynamo, LocalTable):
+        results["deployed"] = {"skipped": f"DynamoDB Local not available: {dynamo}"}
+        return
+    print("deployed shape (local-api on DynamoDB Local) …", file=sys.stderr, flush=True)
     dep = cost.deployment_from_template()
-    if isinstance(dynamo, LocalTable):
-        url, env, source = dynamo.store_url, dict(dynamo.env), "DynamoDB requests and capacity units (DynamoDB Local)"
-    else:
-        url, env, source = "memory:", {}, f"store calls, 1 unit each (DynamoDB Local unavailable: {dynamo})"
-    env["POLL_INTERVAL_SECONDS"] = str(dep.poll_interval_seconds)
-    with run_target(url, env=env, poll=True, wakeups=False, heartbeat=dep.heartbeat_seconds) as target:
-        measured = asyncio.run(_cost_counts(target, args, mcp=not args.no_mcp))
-    results["cost"] = cost.model(dep=dep, prices=cost.Prices(), source=source, **measured)
-
-
-async def _cost_counts(target: Any, args: argparse.Namespace, *, mcp: bool) -> dict[str, Any]:
-    async with load.session_pairs(target.base, 1) as (llm, pairs):
-        pair = pairs[0]
-        await load.http_round_trip(llm, pair, 0, load.Samples())  # warm: first-call effects out of the counts
-
-        async def phase(body: Callable[[], Any]) -> tuple[dict[str, Any], float]:
-            await asyncio.to_thread(target.reset)
-            started = time.perf_counter()
-            await body()
-            elapsed = time.perf_counter() - started
-            return await asyncio.to_thread(target.counts), elapsed
-
-        idle, idle_s = await phase(lambda: asyncio.sleep(args.cost_idle_seconds))
-
-        async def calls(kind: load.RoundTrip) -> None:
-            samples = load.Samples()
-            for i in range(args.cost_calls):
-                await kind(llm, pair, i, samples)
-
-        http, http_s = await phase(lambda: calls(load.http_round_trip))
-        out: dict[str, Any] = {
-            "idle": idle,
-            "idle_seconds": idle_s,
-            "http": http,
-            "http_calls": args.cost_calls,
-            "http_seconds": http_s,
-            "mcp": None,
-            "mcp_calls": 0,
-            "mcp_seconds": 0.0,
-        }
-        if mcp:
-            out["mcp"], out["mcp_seconds"] = await phase(lambda: calls(load.mcp_round_trip))
-            out["mcp_calls"] = args.cost_calls
-        return out
+    measured = deployed.run(
+        dynamo,
+        dep,
+        calls=args.deployed_calls,
+        plugins=args.idle_plugins,
+        idle=args.idle_measure_seconds,
+        resume=args.resume_idle_seconds,
+        mcp=not args.no_mcp,
+    )
+    results["deployed"] = {**measured, "cost": cost.model(measured, dep, cost.Prices())}
 
 
 # --- main ------------------------------------------------------------------------------------------------------
@@ -323,15 +333,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     if "roundtrip" in args.sections or "throughput" in args.sections:
         run_main_store(args, results, samples)
-    need_dynamo = ("stores" in args.sections and "dynamodb" in args.stores) or "cost" in args.sections
+    need_dynamo = ("stores" in args.sections and "dynamodb" in args.stores) or "deployed" in args.sections
     need_dynamo = need_dynamo and not args.no_dynamodb
     if need_dynamo:
         print("starting DynamoDB Local …", file=sys.stderr, flush=True)
     with dynamodb_local() if need_dynamo else _skipped("--no-dynamodb was given") as dynamo:
         if "stores" in args.sections:
             run_stores(args, results, samples, dynamo)
-        if "cost" in args.sections:
-            run_cost(args, results, dynamo)
+        if "deployed" in args.sections:
+            run_deployed(args, results, dynamo)
+    if "ops" in args.sections:
+        run_ops(args, results)
     if "idle" in args.sections:
         run_idle(args, results)
     if "coldstart" in args.sections:

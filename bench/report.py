@@ -30,11 +30,34 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return lines
 
 
-def latency_rows(label: str, summary: dict[str, Any], ratios: dict[str, Any] | None) -> list[str]:
-    return [label, str(summary.get("n", 0))] + [cell(summary, ratios, k) for k in ("p50", "p95", "p99", "max")]
+def latency_rows(
+    label: str, summary: dict[str, Any], ratios: dict[str, Any] | None, floor: float | None = None
+) -> list[str]:
+    cells = [label, str(summary.get("n", 0))] + [cell(summary, ratios, k) for k in ("p50", "p95", "p99", "max")]
+    return [*cells, x(floor)]
 
 
-LATENCY_HEADER = ["what", "n", "p50 ms (xbaseline)", "p95 ms", "p99 ms", "max ms"]
+LATENCY_HEADER = ["what", "n", "p50 ms (xbaseline)", "p95 ms", "p99 ms", "max ms", "p50 ÷ floor"]
+SERIES = (
+    ("floor", "floor: 2 bare POSTs in a row"),
+    ("http_wait", "relayed call HTTP `POST /request?wait`"),
+    ("http", "round trip HTTP, `GET /response?wait`"),
+    ("delivery", "delivery (POST → SSE)"),
+    ("mcp", "round trip MCP tools/call"),
+)
+CALL_TYPES = (("http_wait", "HTTP `?wait`"), ("http", "HTTP `GET /response`"), ("mcp", "MCP `tools/call`"))
+
+
+def level_rows(level: dict[str, Any], prefix: str = "") -> list[list[str]]:
+    c = level["concurrency"]
+    rows = [latency_rows(f"{prefix}baseline GET, c={c}", level["baseline"], None)]
+    for key, label in SERIES:
+        if key in level:
+            ratios, floor = level.get(f"{key}_ratio"), level.get(f"{key}_floor")
+            rows.append(latency_rows(f"{prefix}{label}, c={c}", level[key], ratios, floor))
+    if level["errors"]:
+        rows.append([f"errors, c={c}", str(level["errors"]), "", "", "", "", ""])
+    return rows
 
 
 def render(results: dict[str, Any]) -> str:
@@ -45,29 +68,37 @@ def render(results: dict[str, Any]) -> str:
         f"{m['cpus']} CPUs, {m['memory_gib']} GiB, Python {m['python']}, {m['platform']}; "
         f"load average at start {m['load_average_at_start']}; run took {results.get('wall_seconds')} s.",
         "Baseline: a trivial JSON endpoint on the same uvicorn process and app, same client, same concurrency. "
-        "Ratios are relay ÷ baseline at the same percentile.",
+        "Ratios are relay ÷ baseline at the same percentile. Floor: two bare POSTs one after the other.",
     ]
     if "round_trip" in results:
         rt = results["round_trip"]
         rows = []
         for level in rt["levels"]:
-            c = level["concurrency"]
-            rows.append(latency_rows(f"baseline GET, c={c}", level["baseline"], None))
-            rows.append(latency_rows(f"round trip HTTP, c={c}", level["http"], level["http_ratio"]))
-            rows.append(latency_rows(f"delivery (POST → SSE), c={c}", level["delivery"], level["delivery_ratio"]))
-            if "mcp" in level:
-                rows.append(latency_rows(f"round trip MCP tools/call, c={c}", level["mcp"], level["mcp_ratio"]))
-            if level["errors"]:
-                rows.append([f"errors, c={c}", str(level["errors"]), "", "", "", ""])
+            rows += level_rows(level)
         out += ["", f"## Round trips (store: {rt['store']}; c = concurrent session pairs)", ""]
         out += table(LATENCY_HEADER, rows)
+    if "ops" in results:
+        ops = results["ops"]
+        rows = []
+        for store, kinds in ops["stores"].items():
+            for key, label in CALL_TYPES:
+                if key in kinds:
+                    k = kinds[key]
+                    detail = ", ".join(f"{m} {n:g}" for m, n in k["by_method"].items())
+                    rows.append([store, label, f"{k['total']:g}", detail])
+        out += [
+            "",
+            f"## Store operations per relayed call ({ops['calls']} calls of each type, one session pair; LLM side, "
+            "stream and answer together)",
+            "",
+        ]
+        out += table(["store", "call", "operations", "by method"], rows)
     if "stores" in results:
         st = results["stores"]
         rows = []
         for row in st["rows"]:
-            label = f"{row['store']}, c={row['concurrency']}"
-            rows.append(latency_rows(label, row["http"], row["http_ratio"]))
-        out += ["", "## Stores (HTTP round trip; each store on its own server, with its own baseline)", ""]
+            rows += level_rows(row, prefix=f"{row['store']}: ")
+        out += ["", "## Stores (each store on its own server, with its own baseline and floor)", ""]
         out += table(LATENCY_HEADER, rows)
         out += [f"- {note}" for note in st["notes"]]
     if "throughput" in results:
@@ -147,62 +178,133 @@ def render(results: dict[str, Any]) -> str:
         )
         if not cs["functions"]:
             out.append("- no Lambda handler modules under functions/ yet")
-    if "cost" in results:
-        c = results["cost"]
-        p, d = c["prices"], c["deployment"]
-        rows = []
-        for key, label in (
-            ("idle_plugin_hour", "1 idle connected plugin, per hour"),
-            ("per_1000_http_calls", "1,000 tool calls over HTTP"),
-            ("per_1000_mcp_calls", "1,000 tool calls over MCP"),
-        ):
-            if key not in c:
-                continue
-            f = c[key]
-            rows.append(
-                [
-                    label,
-                    num(f["read_units"]),
-                    num(f["write_units"]),
-                    num(f["lambda_ms"]),
-                    num(f["lambda_gb_seconds"]),
-                    num(f["requests"]),
-                    f"${f['dynamodb_usd']:.4f}",
-                    f"${f['lambda_usd']:.4f}",
-                    f"${f['api_gateway_usd']:.4f}",
-                    f"${f['total_usd']:.4f}",
-                ]
-            )
-        gb_second = f"{p['lambda_gb_second']:.10f}".rstrip("0")
-        out += [
-            "",
-            f"## Cost model (deployed stack; counts from: {c['source']})",
-            "",
-            f"Waiting as deployed: polling every {d['poll_interval_seconds']:g} s, no in-process wake-ups; "
-            f"stream ends every {d['stream_max_seconds']:g} s; heartbeat {d['heartbeat_seconds']:g} s. Prices (USD, "
-            f"us-east-1 on-demand): DynamoDB ${p['dynamodb_read_per_million']}/M read units, "
-            f"${p['dynamodb_write_per_million']}/M write units; Lambda ${gb_second}/GB-s + "
-            f"${p['lambda_per_million_requests']}/M requests; API Gateway REST ${p['api_gateway_rest_per_million']}/M.",
-            "",
-        ]
-        out += table(
-            [
-                "",
-                "read units",
-                "write units",
-                "Lambda ms",
-                "Lambda GB-s",
-                "requests",
-                "DynamoDB",
-                "Lambda",
-                "API GW",
-                "total",
-            ],
-            rows,
-        )
+    if "deployed" in results:
+        out += deployed_section(results["deployed"])
     if "codap" in results:
         out += codap_section(results["codap"])
     return "\n".join(out)
+
+
+def detail(mapping: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in mapping.items()) or "-"
+
+
+def deployed_section(d: dict[str, Any]) -> list[str]:
+    if "skipped" in d:
+        return ["", "## Deployed shape (local-api)", "", f"- not measured: {d['skipped']}"]
+    dep = d["cost"]["deployment"]
+    idle_poll = dep["idle_poll_interval_seconds"]
+    polling = f"polling every {dep['poll_interval_seconds']:g} s"
+    if idle_poll is not None:
+        polling += f" while active, every {idle_poll:g} s after {dep['poll_active_seconds']:g} s without a request"
+    out = [
+        "",
+        f"## Deployed shape: local-api on DynamoDB Local ({polling}; {d['calls']} calls of each type, one pair)",
+        "",
+    ]
+    rows = [latency_rows("floor: 2 `GET /healthz` in a row through the stage", d["floor"], None)]
+    for key, label in CALL_TYPES:
+        if key in d["kinds"]:
+            k = d["kinds"][key]
+            rows.append(latency_rows(label, k["latency"], None, k["latency_floor"]))
+            if "delivery" in k:
+                rows.append(latency_rows("… its delivery (POST → SSE)", k["delivery"], None))
+    if "resume" in d:
+        r = d["resume"]
+        rows.append(latency_rows(f"HTTP `?wait`, first call after {r['idle_seconds']:g} s idle", r["first"], None))
+        rows.append(latency_rows("… its delivery (POST → SSE)", r["first_delivery"], None))
+        rows.append(latency_rows("HTTP `?wait`, the call after it", r["second"], None))
+        rows.append(latency_rows("… its delivery (POST → SSE)", r["second_delivery"], None))
+    out += table(LATENCY_HEADER, rows)
+    out += ["", "Per call (DynamoDB units as AWS bills them; polling reads: reads that found nothing new):", ""]
+    rows = []
+    for key, label in CALL_TYPES:
+        if key not in d["kinds"]:
+            continue
+        k = d["kinds"][key]
+        rows.append(
+            [
+                label,
+                f"{k['dynamodb_requests']:g} ({k['polling_reads']:g})",
+                detail(k["dynamodb_by_operation"]),
+                f"{k['read_units']:g} ({k['polling_read_units']:g})",
+                f"{k['write_units']:g}",
+                f"{k['api_requests']:g}",
+                detail(k["lambda_billed_ms"]),
+                detail(k["cpu_ms"]),
+                detail(k.get("dynamodb_ms") or {}),
+            ]
+        )
+    out += table(
+        [
+            "call",
+            "DynamoDB requests (polling)",
+            "by operation",
+            "read units (polling)",
+            "write units",
+            "API requests",
+            "Lambda billed ms",
+            "CPU ms",
+            "DynamoDB Local ms per request",
+        ],
+        rows,
+    )
+    if "idle" in d:
+        i = d["idle"]
+        out += [
+            "",
+            f"Idle connected plugin, per hour (counted for {i['measured_seconds']:g} s, from {i['after_seconds']:g} s "
+            f"after its last call): {num(i['dynamodb_requests'])} DynamoDB requests ({num(i['polling_reads'])} "
+            f"polling reads; {detail(i['dynamodb_by_operation'])}), {num(i['read_units'])} read units, "
+            f"{num(i['write_units'])} write units; stream function CPU {i['stream_cpu_seconds']:g} s.",
+        ]
+    memory = d.get("max_memory_used_mb") or {}
+    if memory:
+        configured = dep["memory_mb"] or {}
+        used = ", ".join(f"{f} {mb} of {configured.get(f, dep['default_memory_mb'])}" for f, mb in memory.items())
+        out += ["", f"Max Memory Used (MB, of the configured size): {used}."]
+    out += cost_section(d["cost"])
+    return out
+
+
+def cost_section(c: dict[str, Any]) -> list[str]:
+    p, dep = c["prices"], c["deployment"]
+    rows = []
+    for key, label in (
+        ("idle_plugin_hour", "1 idle connected plugin, per hour"),
+        ("per_1000_http_wait", "1,000 calls, HTTP `?wait`"),
+        ("per_1000_http", "1,000 calls, HTTP `GET /response`"),
+        ("per_1000_mcp", "1,000 calls, MCP `tools/call`"),
+    ):
+        if key not in c:
+            continue
+        f = c[key]
+        rows.append(
+            [
+                label,
+                num(f["read_units"]),
+                num(f["write_units"]),
+                num(f["lambda_gb_seconds"]),
+                num(f["api_requests"]),
+                f"${f['dynamodb_usd']:.4f}",
+                f"${f['lambda_usd']:.4f}",
+                f"${f['api_gateway_usd']:.4f}",
+                f"${f['total_usd']:.4f}",
+            ]
+        )
+    arch = dep["architecture"]
+    gb_second = f"{(p['lambda_gb_second_arm64'] if arch == 'arm64' else p['lambda_gb_second_x86_64']):.10f}"
+    out = [
+        "",
+        f"### Cost model (Lambda {arch}; stream ends every {dep['stream_max_seconds']:g} s)",
+        "",
+        f"Prices (USD, us-east-1 on-demand): DynamoDB ${p['dynamodb_read_per_million']}/M read units, "
+        f"${p['dynamodb_write_per_million']}/M write units; Lambda ${gb_second.rstrip('0')}/GB-s + "
+        f"${p['lambda_per_million_requests']}/M requests; API Gateway REST ${p['api_gateway_rest_per_million']}/M.",
+        "",
+    ]
+    header = ["", "read units", "write units", "Lambda GB-s", "requests", "DynamoDB", "Lambda", "API GW", "total"]
+    return out + table(header, rows)
 
 
 def codap_section(c: dict[str, Any]) -> list[str]:

@@ -1,7 +1,8 @@
 """The server under test: the relay's full app plus a trivial baseline endpoint, on one uvicorn process.
 
 ``python -m bench.target --port N --store URL`` (the benchmark starts it). Extra routes, for the benchmark only:
-``GET /bench/baseline`` (the baseline: the same app, middleware and server, no relay work),
+``GET /bench/baseline`` (the baseline: the same app, middleware and server, no relay work; ``POST`` reads and
+parses its body, for the floor of two bare POSTs),
 ``GET /bench/baseline-stream`` (an SSE response carrying only heartbeats, the idle-stream baseline),
 ``GET /bench/counts`` (store calls, DynamoDB requests and capacity, wall time per route, process memory)
 and ``POST /bench/reset``.
@@ -85,6 +86,8 @@ def build(store_url: str, *, poll: bool, heartbeat: float, wakeups: bool = True)
     timer: RouteTimer
 
     async def baseline(request: Request) -> Response:
+        if request.method == "POST":
+            await request.json()  # the floor's POSTs carry a tool request's body: read and parse it, no more
         return JSONResponse({"ok": True})
 
     async def baseline_stream(request: Request) -> Response:
@@ -119,7 +122,7 @@ def build(store_url: str, *, poll: bool, heartbeat: float, wakeups: bool = True)
         return JSONResponse({"ok": True})
 
     extra = [
-        Route("/bench/baseline", baseline, methods=["GET"]),
+        Route("/bench/baseline", baseline, methods=["GET", "POST"]),
         Route("/bench/baseline-stream", baseline_stream, methods=["GET"]),
         Route("/bench/counts", counts, methods=["GET"]),
         Route("/bench/reset", reset, methods=["POST"]),

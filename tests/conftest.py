@@ -76,4 +76,3 @@ def local_api() -> Iterator[LocalApi]:
         env = {**env_for(dynamo), **LOCAL_API_ENV}
         with local_api_process("--store", store_url(dynamo, table), env=env) as (base, process):
             yield LocalApi(base, process)
-

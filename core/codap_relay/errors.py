@@ -104,6 +104,12 @@ class RequestNotFound(RelayError):
         self.request_id = request_id
 
 
+class RequestExpired(RequestNotFound):
+    """The request was never answered and its time ran out: it will never run."""
+
+    error = "request_expired"
+
+
 class DuplicateRequestId(RelayError):
     error = "duplicate_request_id"
 

@@ -85,7 +85,7 @@ async def _on_call_tool(
 ) -> types.CallToolResult:
     call = _call_of(ctx)
     assert call.session is not None
-    caller = Caller(code=call.session.code, client=call.client, base_url=call.base_url)
+    caller = Caller(code=call.session.code, client=call.client, base_url=call.base_url, session=call.session)
     return await call_tool(call.relay, caller, params.name, params.arguments)
 
 

@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from . import errors as e
 from .manifest import ANNOTATION_HINTS, find_tool, validate_args
 from .records import SessionRecord
-from .relay import Relay, RequestExpired
+from .relay import Relay
 
 INSTRUCTIONS = (
     "These tools act on the user's open CODAP document through the codap-relay plugin in their browser. "
@@ -114,7 +114,7 @@ MCP_ERRORS: list[tuple[type[e.RelayError], Surface]] = [
     (e.InvalidCode, Surface(types.INVALID_PARAMS, False)),
     (e.BadInput, Surface(types.INVALID_PARAMS, True)),
     (e.SessionNotFound, Surface(SESSION_NOT_FOUND, False)),
-    (RequestExpired, Surface(REQUEST_NOT_FOUND, True)),
+    (e.RequestExpired, Surface(REQUEST_NOT_FOUND, True)),
     (e.RequestNotFound, Surface(REQUEST_NOT_FOUND, True)),
     (e.DuplicateRequestId, Surface(types.INVALID_PARAMS, True)),
     (e.RateLimited, Surface(RATE_LIMITED, True)),
@@ -154,11 +154,12 @@ def text_result(text: str, *, is_error: bool = False, structured: Any = None) ->
 
 @dataclass(frozen=True)
 class Caller:
-    """Who is calling, as the HTTP layer saw it."""
+    """Who is calling, as the HTTP layer saw it, and the session as it was read for this call."""
 
     code: str
     client: str | None
     base_url: str  # where the relay's HTTP API lives, for the "check before retrying" hint
+    session: SessionRecord
 
 
 def list_tools(relay: Relay, session: SessionRecord) -> types.ListToolsResult:
@@ -176,13 +177,12 @@ async def call_tool(relay: Relay, caller: Caller, name: str, arguments: dict[str
 
 
 async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, Any]) -> types.CallToolResult:
-    session = await relay.session_for_llm(caller.code, client=caller.client)
+    session = caller.session
     validate_args(find_tool(relay.manifest(session), name), args)
     if not relay.is_connected(session):
         return text_result(_not_connected_text(relay, session), is_error=True)
-    record, _created = await relay.submit(caller.code, name, args, client=caller.client)
     timeout = relay.settings.mcp_tool_timeout_seconds
-    answer = await relay.wait_answer(caller.code, record.id, timeout, client=caller.client)
+    record, answer = await relay.call(caller.code, name, args, wait=timeout, client=caller.client, session=session)
     if answer.response is None:
         return text_result(_timeout_text(caller, name, record.id, timeout), is_error=True)
     body = answer.response.body

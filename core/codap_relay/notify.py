@@ -25,7 +25,8 @@ class Listener:
         """Wait up to ``timeout`` s for a notification since the last wait. True if one came."""
         if not self.event.is_set() and timeout > 0:
             try:
-                await asyncio.wait_for(self.event.wait(), timeout)
+                async with asyncio.timeout(timeout):  # no task of its own, unlike wait_for
+                    await self.event.wait()
             except TimeoutError:
                 return False
         fired = self.event.is_set()
@@ -52,7 +53,14 @@ class Notifier:
     def notify(self, key: str) -> None:
         with self._lock:
             listeners = list(self._listeners.get(key, ()))
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # called from a worker thread
+            here = None
         for listener in listeners:
+            if listener.loop is here:
+                listener.event.set()  # the same loop: no need to wake it through its self-pipe
+                continue
             with contextlib.suppress(RuntimeError):  # that loop is closed: its listener is gone
                 listener.loop.call_soon_threadsafe(listener.event.set)
 

@@ -11,7 +11,9 @@ from typing import Protocol
 class Observer(Protocol):
     def session_created(self) -> None: ...
     def request_queued(self, tool: str) -> None: ...
-    def response_completed(self, status: str, latency_ms: float) -> None: ...
+    def response_completed(self, status: str, latency_ms: float | None) -> None:
+        """``latency_ms``: from queued to answered; None where the store could not tell when it was queued."""
+
     def rate_limited(self, scope: str) -> None: ...
 
 
@@ -22,7 +24,7 @@ class NullObserver:
     def request_queued(self, tool: str) -> None:
         pass
 
-    def response_completed(self, status: str, latency_ms: float) -> None:
+    def response_completed(self, status: str, latency_ms: float | None) -> None:
         pass
 
     def rate_limited(self, scope: str) -> None:

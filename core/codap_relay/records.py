@@ -82,3 +82,23 @@ class NewRequest:
     created_at: float
     expires_at: float
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What storing an answer did: the answer that stands (this one if ``fresh``, else the first one) and when
+    the request was queued (None where a store cannot tell)."""
+
+    response: ResponseRecord
+    fresh: bool
+    queued_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One read of everything the LLM's view of a request needs: its session, its response if it has one, and
+    the request itself while it has none (an answered request is said all about by its response)."""
+
+    session: SessionRecord | None
+    request: RequestRecord | None
+    response: ResponseRecord | None

@@ -6,10 +6,11 @@ Plugin role (code + browser token): stream, answer, read the activity log, end t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -24,6 +25,7 @@ from .errors import (
     DuplicateRequestId,
     RateLimited,
     RelayError,
+    RequestExpired,
     RequestNotFound,
     SessionNotFound,
     StoreUnavailable,
@@ -31,9 +33,9 @@ from .errors import (
     TokenMissing,
 )
 from .manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest, find_tool, validate_args
-from .notify import Notifier
+from .notify import Listener, Notifier
 from .observe import NullObserver, Observer
-from .records import NewRequest, RequestRecord, ResponseRecord, SessionRecord, canonical_json, fingerprint
+from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, canonical_json, fingerprint
 from .settings import Settings
 from .store.base import Store
 from .tool_content import check_result, summary
@@ -42,13 +44,20 @@ T = TypeVar("T")
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 CODE_ATTEMPTS = 8
 RATE_WINDOW_SECONDS = 60
+__all__ = ["Answer", "Relay", "RequestExpired", "StreamEvent"]
 # A page of the trace stops growing past this many bytes of JSON, so a long session's trace is read in several
 # answers that each fit Lambda's 6 MB response (one entry's arguments are at most MAX_REQUEST_BYTES).
 TRACE_PAGE_BYTES = 1_000_000
 
 
-class RequestExpired(RequestNotFound):
-    error = "request_expired"
+def stream_key(code: str) -> str:
+    """Wake-ups for a session's stream: a new request, the session ended, another tab took over."""
+    return code
+
+
+def answers_key(code: str) -> str:
+    """Wake-ups for whoever waits for an answer in a session: a response stored, the session ended."""
+    return f"{code}/answers"
 
 
 @dataclass(frozen=True)
@@ -100,26 +109,58 @@ class Relay:
 
     async def _io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a store call off the event loop when it blocks; map unexpected store failures to 503."""
+        if self.store.blocking:
+            return await self._mapped(anyio.to_thread.run_sync, lambda: fn(*args, **kwargs))
+        return self._mapped_now(fn, *args, **kwargs)
+
+    async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """A store read: in a worker thread only where reads can wait (a network), else right here."""
+        if self.store.blocking_reads:
+            return await self._io(fn, *args, **kwargs)
+        return self._mapped_now(fn, *args, **kwargs)
+
+    async def _mapped(self, run: Callable[..., Awaitable[T]], *args: Any) -> T:
         try:
-            if self.store.blocking:
-                return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-            return fn(*args, **kwargs)
+            return await run(*args)
         except RelayError:
             raise
         except Exception as exc:  # a store bug or outage must not become a 500; nothing was acknowledged
-            raise StoreUnavailable(
-                "The relay's store is unavailable right now; nothing was changed. Retry in a moment.",
-                retry_after=1,
-            ) from exc
+            raise self._unavailable() from exc
+
+    def _mapped_now(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except RelayError:
+            raise
+        except Exception as exc:
+            raise self._unavailable() from exc
+
+    @staticmethod
+    def _unavailable() -> StoreUnavailable:
+        return StoreUnavailable(
+            "The relay's store is unavailable right now; nothing was changed. Retry in a moment.", retry_after=1
+        )
 
     def now(self) -> float:
         return self.clock.now()
 
-    def _wait_slice(self, remaining: float) -> float:
-        """How long to sleep before re-reading: the full time if writes are pushed here, else one poll."""
+    def _wait_slice(self, remaining: float, *, quiet_for: float = 0.0) -> float:
+        """How long to sleep before re-reading: the full time if writes are pushed here, else one poll. Polls
+        come every ``poll_interval_seconds`` while something happens, and every ``idle_poll_interval_seconds``
+        once nothing has for ``poll_active_seconds`` (``quiet_for`` says how long that is)."""
         if self.store.pushes:
             return remaining
-        return min(remaining, self.settings.poll_interval_seconds)
+        s = self.settings
+        interval = s.poll_interval_seconds if quiet_for < s.poll_active_seconds else s.idle_poll_interval_seconds
+        return min(remaining, interval)
+
+    def _touch_due(self, session: SessionRecord) -> bool:
+        """Whether a sign of life would change what anyone sees: the plugin shows as connected while it was seen
+        within ``connected_grace_seconds``, so a third of that (and at least every heartbeat) keeps it so."""
+        if session.last_seen is None:
+            return True
+        interval = min(self.settings.heartbeat_seconds, self.settings.connected_grace_seconds / 3)
+        return self.now() - session.last_seen >= interval
 
     # --- rate limits ------------------------------------------------------------------------------------
 
@@ -193,8 +234,11 @@ class Relay:
         raise StoreUnavailable("Could not find a free pairing code; try again.", retry_after=1)
 
     async def _load(self, code: str, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
-        """The live session; ``grace``: one that ended (closed or expired) less than this many seconds ago too."""
-        session = await self._io(self.store.get_session, code)
+        return self._live(await self._read(self.store.get_session, code), allow_closed=allow_closed, grace=grace)
+
+    def _live(self, session: SessionRecord | None, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
+        """The session if it can be used now; else SessionNotFound with the reason and what to do.
+        ``grace``: one that ended (closed or expired) less than this many seconds ago is still returned."""
         if session is None:
             raise SessionNotFound(
                 "No CODAP session has this pairing code. Check the code, or open the codap-relay plugin "
@@ -268,7 +312,7 @@ class Relay:
 
     async def status(self, code: str, *, client: str | None = None) -> dict[str, Any]:
         session = await self.session_for_llm(code, client=client)
-        pending = await self._io(self.store.pending_requests, code, 0, self.now())
+        pending = await self._read(self.store.pending_requests, code, 0, self.now())
         return {
             "session": session,
             "connected": self.is_connected(session),
@@ -295,11 +339,12 @@ class Relay:
         if session.closed_at is None:
             await self._io(self.store.update_session, code, closed_at=now)
         failed = 0
-        for request in await self._io(self.store.pending_requests, code, 0, now):
+        for request in await self._read(self.store.pending_requests, code, 0, now):
             error = {"code": "session_closed", "message": "The CODAP session was ended before this request ran."}
-            _, stored = await self._io(self.store.complete_request, self._response(session, request.id, error=error))
-            failed += int(stored)
-        self.notifier.notify(code)
+            done = await self._io(self.store.complete_request, self._response(session, request.id, error=error))
+            failed += int(done.fresh)
+        self.notifier.notify(stream_key(code))
+        self.notifier.notify(answers_key(code))
         return failed
 
     # --- requests (LLM) ---------------------------------------------------------------------------------
@@ -312,16 +357,34 @@ class Relay:
         request_id: str | None = None,
         *,
         client: str | None = None,
+        session: SessionRecord | None = None,
     ) -> tuple[RequestRecord, bool]:
-        """Validate and durably queue a tool request. Returns (record, created); a retry returns (existing, False)."""
+        """Validate and durably queue a tool request. Returns (record, created); a retry returns (existing, False).
+        ``session``: the session as the caller has just read it with ``session_for_llm`` (not read again)."""
         if request_id is not None and (not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id)):
             raise BadInput(
                 "`id` must be a UUID or 1-64 letters, digits, '-' or '_'; leave it out to have one generated.",
                 field="id",
             )
-        session = await self.session_for_llm(code, client=client)
-        if client is not None:
-            await self.admit("request", f"{client}:{code}", self.settings.rate_limit_request_per_code)
+        limit = self.settings.rate_limit_request_per_code
+        if session is None and client is not None and self.store.blocking_reads:
+            # Independent round trips to a networked store (DynamoDB), side by side: one round trip fewer per call.
+            # A store whose reads never wait gains nothing from it (two tasks cost more than they save).
+            found, admitted = await asyncio.gather(
+                self.session_for_llm(code, client=client),
+                self.admit("request", f"{client}:{code}", limit),
+                return_exceptions=True,
+            )
+            for outcome in (found, admitted):  # an unknown or ended session says more than a rate limit
+                if isinstance(outcome, BaseException):
+                    raise outcome
+            assert isinstance(found, SessionRecord)
+            session = found
+        else:
+            if session is None:
+                session = await self.session_for_llm(code, client=client)
+            if client is not None:
+                await self.admit("request", f"{client}:{code}", limit)
         spec = find_tool(self.manifest(session), tool)
         validate_args(spec, args)
         now = self.now()
@@ -335,7 +398,7 @@ class Relay:
             expires_at=now + self.settings.request_ttl_seconds,
         )
         try:
-            record, created = await self._io(self.store.add_request, code, new)
+            record, created = await self._io(self.store.add_request, code, new, last_seq=session.last_seq)
         except SessionNotFound:
             await self._load(code)  # ended or expired meanwhile: raise with the message that says what to do
             raise
@@ -346,25 +409,42 @@ class Relay:
                 request_id=rid,
             )
         if created:
-            self.notifier.notify(code)
+            self.notifier.notify(stream_key(code))
             self.observer.request_queued(tool)
         return record, created
 
-    async def answer(
-        self, code: str, request_id: str, *, client: str | None = None, check_session: bool = True
-    ) -> Answer:
+    async def call(
+        self,
+        code: str,
+        tool: str,
+        args: Any,
+        request_id: str | None = None,
+        *,
+        wait: float,
+        client: str | None = None,
+        session: SessionRecord | None = None,
+    ) -> tuple[RequestRecord, Answer]:
+        """Queue a tool request and wait up to ``wait`` s for its answer (``POST /request?wait``, MCP tools/call).
+        A request created here has no answer yet, so waiting starts without reading: the first read is the one
+        that can find the answer."""
+        with self.notifier.listen(answers_key(code)) as listener:  # before the request exists: no wake-up missed
+            record, created = await self.submit(code, tool, args, request_id, client=client, session=session)
+            known = Answer(record, None) if created else None
+            return record, await self._wait(code, record.id, wait, listener, client=client, known=known)
+
+    async def answer(self, code: str, request_id: str, *, client: str | None = None) -> Answer:
         """The LLM's view of one request. Results outlive the pairing code; a request still waiting does not:
         if its session expired or was ended it will never run, and the LLM is told so (404 with the reason)."""
         if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
             raise BadInput("`id` must be the request id that POST /request returned.", field="id")
         self._check_blocked(client)
-        response = await self._io(self.store.get_response, code, request_id)
+        found: Lookup = await self._read(self.store.lookup, code, request_id)
         now = self.now()
-        if response is not None and response.expires_at > now:
-            return Answer(None, response)
-        request = await self._io(self.store.get_request, code, request_id)
-        if request is None or response is not None:
-            if request is None and await self._io(self.store.get_session, code) is None:
+        if found.response is not None and found.response.expires_at > now:
+            return Answer(None, found.response)
+        request = found.request
+        if request is None:  # unknown, or answered long enough ago that the answer has expired
+            if found.session is None:
                 await self._count_unknown_code(client)
             raise RequestNotFound(
                 f"No request {request_id!r} in this session (wrong id or code, or its result has expired).",
@@ -376,25 +456,43 @@ class Relay:
                 "the CODAP plugin was not there to run it. Check GET /api/sessions/{code} and send it again.",
                 request_id=request_id,
             )
-        if check_session:
-            await self._load(code)
+        self._live(found.session)
         return Answer(request, None)
 
     async def wait_answer(self, code: str, request_id: str, wait: float, *, client: str | None = None) -> Answer:
         """Long-poll: return as soon as the answer lands, or the current state after ``wait`` seconds."""
-        wait = max(0.0, min(wait, self.settings.max_wait_seconds))
-        deadline = time.monotonic() + wait
-        first = True
-        with self.notifier.listen(code) as listener:
-            while True:
-                # Check the session on the first and the last read only: polling stores pay for every read.
-                remaining = deadline - time.monotonic()
-                current = await self.answer(code, request_id, client=client, check_session=first or remaining <= 0)
-                first = False
-                remaining = deadline - time.monotonic()
-                if current.done or remaining <= 0:
-                    return current
-                await listener.wait(self._wait_slice(remaining))
+        with self.notifier.listen(answers_key(code)) as listener:
+            return await self._wait(code, request_id, wait, listener, client=client)
+
+    async def _wait(
+        self,
+        code: str,
+        request_id: str,
+        wait: float,
+        listener: Listener,
+        *,
+        client: str | None,
+        known: Answer | None = None,
+    ) -> Answer:
+        """The whole view (``answer``) on the first read and the last; in between only the response is read,
+        which is all that can end the wait early. ``known``: the state just created, which spares the first read."""
+        deadline = time.monotonic() + max(0.0, min(wait, self.settings.max_wait_seconds))
+        current = known if known is not None else await self.answer(code, request_id, client=client)
+        while not current.done:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return await self.answer(code, request_id, client=client)
+            woken = await listener.wait(self._wait_slice(remaining))
+            if not woken and self.store.pushes:  # every write is pushed here: no wake-up means the time is up
+                continue
+            response = await self._read(self.store.get_response, code, request_id)
+            if response is not None:
+                current = (
+                    await self.answer(code, request_id, client=client)
+                    if response.expires_at <= self.now()
+                    else Answer(None, response)
+                )
+        return current
 
     # --- responses (plugin) -----------------------------------------------------------------------------
 
@@ -431,31 +529,34 @@ class Relay:
         session = await self.session_for_plugin(code, token, client=client)
         if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
             raise BadInput("`id` must be the id of the tool-request event being answered.", field="id")
-        request = await self._io(self.store.get_request, code, request_id)
-        if request is None:
-            raise RequestNotFound(
-                f"This session has no request {request_id!r}; answer only the ids the stream delivered.",
-                request_id=request_id,
-            )
-        if request.expires_at <= self.now() and request.pending:
-            raise RequestExpired(
-                f"Request {request_id!r} expired before it was answered; the LLM was told so.",
-                request_id=request_id,
-            )
         if error is None:
             check_result(result)
         response = self._response(session, request_id, result=result, error=error)
-        stored, fresh = await self._io(self.store.complete_request, response)
-        if not fresh and stored.fingerprint != response.fingerprint:
+        try:
+            done = await self._io(self.store.complete_request, response, now=response.timestamp)
+        except RequestExpired as exc:
+            raise RequestExpired(
+                f"Request {request_id!r} expired before it was answered; the LLM was told so.",
+                request_id=request_id,
+            ) from exc
+        except RequestNotFound as exc:
+            raise RequestNotFound(
+                f"This session has no request {request_id!r}; answer only the ids the stream delivered.",
+                request_id=request_id,
+            ) from exc
+        stored = done.response
+        if not done.fresh and stored.fingerprint != response.fingerprint:
             raise AlreadyAnswered(
                 f"Request {request_id!r} was already answered with a different result; the first answer stands.",
                 request_id=request_id,
             )
-        if fresh:
-            self.notifier.notify(code)
-            self.observer.response_completed(stored.status, (stored.timestamp - request.created_at) * 1000)
-        with contextlib.suppress(StoreUnavailable):  # the answer is durable; a missed sign of life is no failure
-            await self.touch(session)
+        if done.fresh:
+            self.notifier.notify(answers_key(code))
+            latency = None if done.queued_at is None else (stored.timestamp - done.queued_at) * 1000
+            self.observer.response_completed(stored.status, latency)
+        if self._touch_due(session):
+            with contextlib.suppress(StoreUnavailable):  # the answer is durable; a missed sign of life is no failure
+                await self.touch(session)
         return stored
 
     def _log_entry(self, r: RequestRecord) -> dict[str, Any]:
@@ -477,11 +578,11 @@ class Relay:
         """Readable by the plugin until LOG_GRACE_SECONDS after the session ended, so its trace can be saved."""
         await self.session_for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
         entries: list[dict[str, Any]] = []
-        for r in await self._io(self.store.list_requests, code):
+        for r in await self._read(self.store.list_requests, code):
             entry = self._log_entry(r)
             if full:
                 entry["args"] = r.args
-                response = await self._io(self.store.get_response, code, r.id)
+                response = await self._read(self.store.get_response, code, r.id)
                 if response is not None:
                     entry.update(response.body)
             entries.append(entry)
@@ -495,12 +596,12 @@ class Relay:
         await self.session_for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
         entries: list[dict[str, Any]] = []
         size = 0
-        for r in await self._io(self.store.list_requests, code):
+        for r in await self._read(self.store.list_requests, code):
             if r.seq <= after:
                 continue
             if entries and size >= TRACE_PAGE_BYTES:
                 return entries, entries[-1]["seq"]
-            response = await self._io(self.store.get_response, code, r.id)
+            response = await self._read(self.store.get_response, code, r.id)
             answered = None if response is None else response.body
             entry = {**self._log_entry(r), "args": r.args, "summary": summary(answered)}
             size += len(canonical_json(entry))
@@ -523,7 +624,7 @@ class Relay:
         session = await self.session_for_plugin(code, token, client=client)
         consumer = self.ids()
         await self.touch(session, consumer=consumer)
-        self.notifier.notify(code)  # an older stream of this session learns it is superseded
+        self.notifier.notify(stream_key(code))  # an older stream of this session learns it is superseded
         return self._events(session, consumer, cursor, poll=poll, max_seconds=max_seconds)
 
     async def _events(
@@ -559,7 +660,7 @@ class Relay:
         code = session.code
         heartbeat = self.settings.heartbeat_seconds
         limit = max_seconds if max_seconds is not None else self.settings.stream_max_seconds
-        started = last_beat = last_touch = time.monotonic()
+        started = last_beat = active = time.monotonic()
         yield StreamEvent(None, retry_ms=1000 if not poll else 2000)
         after = 0
         if cursor is not None:
@@ -569,31 +670,31 @@ class Relay:
                 yield StreamEvent("cursor-reset", {"lastEventId": cursor, "lastSeq": session.last_seq})
             else:
                 after = cursor
-        with self.notifier.listen(code) as listener:
+        with self.notifier.listen(stream_key(code)) as listener:
             while True:
+                current, pending = await self._io(self.store.deliver, code, consumer, after, self.now())
                 try:
-                    current = await self._load(code)
+                    current = self._live(current)
                 except SessionNotFound as exc:
                     yield StreamEvent("closed" if exc.reason == "closed" else "expired", {"reason": exc.reason})
                     return
                 if current.consumer != consumer:
                     yield StreamEvent("superseded", {"message": "This session is now served by another tab."})
                     return
-                pending = await self._io(self.store.pending_requests, code, after, self.now())
                 for request in pending:
                     yield StreamEvent(
                         "tool-request",
                         {"id": request.id, "tool": request.tool, "args": request.args},
                         id=str(request.seq),
                     )
-                    await self._io(self.store.mark_delivered, code, request.id, self.now())
                     after = request.seq
                 if poll and pending:
                     return
                 mono = time.monotonic()
-                if mono - last_touch >= min(heartbeat, 5.0):
+                if pending:
+                    active = mono
+                if self._touch_due(current):
                     await self.touch(current)
-                    last_touch = mono
                 if limit and mono - started >= limit:
                     yield StreamEvent("reconnect", {"message": "Stream ended to stay within the host's time limit."})
                     return
@@ -606,4 +707,4 @@ class Relay:
                     continue
                 if limit:
                     to_beat = min(to_beat, max(0.0, limit - (mono - started)))
-                await listener.wait(self._wait_slice(to_beat))
+                await listener.wait(self._wait_slice(to_beat, quiet_for=mono - active))

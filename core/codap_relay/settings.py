@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .store.base import PURGE_GRACE_SECONDS
 
@@ -57,8 +57,12 @@ class Settings(BaseModel):
     # Longest ?wait= a caller may ask for. API Gateway cuts a request at 29 s, the function's cold start and
     # DynamoDB retries included: docs/deploy.md gives the budget that leaves 15 s for waiting.
     max_wait_seconds: float = Field(15, gt=0, le=15)
-    # Polling interval for stores that cannot push (DynamoDB across Lambda instances).
-    poll_interval_seconds: float = Field(0.1, gt=0, le=5)
+    # Stores that cannot push (DynamoDB across Lambda instances) are polled: every poll_interval_seconds while a
+    # session is in use, every idle_poll_interval_seconds once its stream has had no request for
+    # poll_active_seconds. A waiting LLM always polls at the fast rate (someone is waiting).
+    poll_interval_seconds: float = Field(0.05, gt=0, le=5)
+    idle_poll_interval_seconds: float = Field(0.15, gt=0, le=5)
+    poll_active_seconds: float = Field(60, ge=0, le=3600)
     # End a stream after this long so Lambda (15 min limit) closes it cleanly; 0 = never.
     stream_max_seconds: float = Field(0, ge=0)
     mcp_tool_timeout_seconds: float = Field(15, gt=0, le=15)  # the same 29 s budget as max_wait_seconds
@@ -70,6 +74,15 @@ class Settings(BaseModel):
     # A CODAP build (a folder with index.html) served at /codap/: CODAP and the plugin then share one loopback
     # origin, so Chrome has no local-network access to ask about and the plugin's storage is first-party.
     codap_dir: Path | None = None
+
+    @model_validator(mode="after")
+    def _idle_polls_no_faster(self) -> Settings:
+        if self.idle_poll_interval_seconds < self.poll_interval_seconds:
+            raise ValueError(
+                f"IDLE_POLL_INTERVAL_SECONDS ({self.idle_poll_interval_seconds:g}) must be at least "
+                f"POLL_INTERVAL_SECONDS ({self.poll_interval_seconds:g}): an idle session is polled less often"
+            )
+        return self
 
     @field_validator("cors_origin", "allowed_hosts", mode="before")
     @classmethod

@@ -64,9 +64,10 @@ class MetricsObserver:
     def request_queued(self, tool: str) -> None:
         metrics.add_metric(name="RequestsQueued", unit=MetricUnit.Count, value=1)
 
-    def response_completed(self, status: str, latency_ms: float) -> None:
+    def response_completed(self, status: str, latency_ms: float | None) -> None:
         metrics.add_metric(name="ResponsesCompleted", unit=MetricUnit.Count, value=1)
-        metrics.add_metric(name="RelayLatency", unit=MetricUnit.Milliseconds, value=latency_ms)
+        if latency_ms is not None:
+            metrics.add_metric(name="RelayLatency", unit=MetricUnit.Milliseconds, value=latency_ms)
 
     def rate_limited(self, scope: str) -> None:
         metrics.add_metric(name="RateLimited", unit=MetricUnit.Count, value=1)

@@ -21,9 +21,10 @@ METHODS = (
     "update_session",
     "add_request",
     "get_request",
+    "lookup",
     "pending_requests",
+    "deliver",
     "list_requests",
-    "mark_delivered",
     "complete_request",
     "get_response",
     "incr_counter",
@@ -97,6 +98,10 @@ class FaultyStore(FaultInjector):
     @property
     def blocking(self) -> bool:
         return self.inner.blocking
+
+    @property
+    def blocking_reads(self) -> bool:
+        return self.inner.blocking_reads
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.inner, name)

@@ -206,7 +206,7 @@ class CountingObserver:
     def request_queued(self, tool: str) -> None: ...
     def rate_limited(self, scope: str) -> None: ...
 
-    def response_completed(self, status: str, latency_ms: float) -> None:
+    def response_completed(self, status: str, latency_ms: float | None) -> None:
         self.completed += 1
 
 

@@ -38,11 +38,12 @@ def test_quick_run_reports_every_section(tmp_path: Path) -> None:
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for heading in (
         "## Round trips",
+        "## Store operations per relayed call",
         "## Stores",
         "## Throughput",
         "## Idle streams",
         "## Cold start",
-        "## Cost model",
+        "## Deployed shape",
     ):
         assert heading in stdout
 
@@ -50,9 +51,15 @@ def test_quick_run_reports_every_section(tmp_path: Path) -> None:
     assert [lvl["concurrency"] for lvl in levels] == [1, 4]
     for level in levels:
         assert level["errors"] == 0
-        for key in ("baseline", "http", "delivery", "mcp"):
+        for key in ("baseline", "floor", "http_wait", "http", "delivery", "mcp"):
             assert set(level[key]) >= {"n", "p50", "p95", "p99", "max"} and level[key]["n"] > 0
-        assert set(level["http_ratio"]) == {"p50", "p95", "p99", "max"}
+        assert set(level["http_ratio"]) == {"p50", "p95", "p99", "max"} and level["http_wait_floor"] > 0
+
+    for store in ("memory", "sqlite"):
+        kinds = figures["ops"]["stores"][store]
+        assert set(kinds) == {"http_wait", "http", "mcp"}
+        for counted in kinds.values():  # every call type reaches the store, and nothing failed
+            assert counted["errors"] == 0 and counted["by_method"]["add_request"] == 1
 
     assert {row["store"] for row in figures["stores"]["rows"]} == {"memory", "sqlite"}
     assert figures["throughput"]["round_trips_per_second"] > 0 and figures["throughput"]["errors"] == 0
@@ -66,11 +73,7 @@ def test_quick_run_reports_every_section(tmp_path: Path) -> None:
     assert request["invocation"]["statuses"][0] is not None, request["invocation"]
     assert figures["coldstart"]["baseline"]["init_ms"] > 0
 
-    cost = figures["cost"]
-    assert "DynamoDB Local unavailable" in cost["source"]  # counted from store calls instead
-    for key in ("idle_plugin_hour", "per_1000_http_calls", "per_1000_mcp_calls"):
-        assert {"read_units", "write_units", "lambda_ms", "total_usd"} <= set(cost[key])
-    assert cost["prices"]["dynamodb_read_per_million"] > 0
+    assert "--no-dynamodb" in figures["deployed"]["skipped"]  # the deployed shape needs DynamoDB Local
 
 
 @pytest.mark.browser
@@ -112,10 +115,18 @@ def test_quick_run_on_dynamodb_local(tmp_path: Path) -> None:
 
     if find_jar() is None:
         pytest.skip("DynamoDB Local is not installed: run scripts/install-test-deps")
-    _, figures = run_bench(tmp_path, "--only", "stores,cost", "--stores", "dynamodb", "--no-mcp")
-    stores = {row["store"] for row in figures["stores"]["rows"]}
-    assert "dynamodb-local" in stores and any(s.startswith("dynamodb-local, polling") for s in stores)
+    stdout, figures = run_bench(tmp_path, "--only", "stores,deployed", "--stores", "dynamodb", "--no-mcp")
+    assert {row["store"] for row in figures["stores"]["rows"]} == {"dynamodb-local"}
     assert all(row["errors"] == 0 for row in figures["stores"]["rows"])
-    cost = figures["cost"]
-    assert cost["source"].startswith("DynamoDB requests")
-    assert cost["per_1000_http_calls"]["dynamodb_calls"]  # real DynamoDB operations were counted
+    deployed = figures["deployed"]
+    assert set(deployed["kinds"]) == {"http_wait", "http"}  # --no-mcp
+    for call in deployed["kinds"].values():
+        assert call["call_errors"] == 0 and call["latency"]["n"] == 3
+        assert call["dynamodb_by_operation"]["TransactWriteItems"] == 2  # a request queued, an answer stored
+        assert call["api_requests"] >= 2 and call["write_units"] > 0
+    assert deployed["idle"]["dynamodb_requests"] > 0 and deployed["resume"]["first"]["n"] == 1
+    assert deployed["max_memory_used_mb"]["StreamFunction"] > 0
+    cost = deployed["cost"]
+    for key in ("idle_plugin_hour", "per_1000_http_wait", "per_1000_http"):
+        assert {"read_units", "write_units", "lambda_gb_seconds", "total_usd"} <= set(cost[key])
+    assert "### Cost model" in stdout

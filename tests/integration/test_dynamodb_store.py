@@ -85,6 +85,64 @@ class Flaky:
         return fail
 
 
+# --- polling: what an idle stream's poll costs, and what a lagging read may not change -----------------------
+
+
+class Lagging:
+    """Wraps a client: eventually consistent GetItems answer from a snapshot taken by ``freeze()`` (a replica that
+    has not seen the writes since), strongly consistent ones from the table. Counts GetItems by consistency."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.exceptions = client.exceptions
+        self.snapshot: dict[str, Any] | None = None
+        self.reads = {"consistent": 0, "eventual": 0}
+
+    def freeze(self, store: DynamoStore) -> None:
+        self.snapshot = {item["sk"]["S"]: item for item in items(store)}
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._client, name)
+        if name != "get_item":
+            return target
+
+        def get_item(**kwargs: Any) -> Any:
+            eventual = not kwargs.get("ConsistentRead")
+            self.reads["eventual" if eventual else "consistent"] += 1
+            if eventual and self.snapshot is not None:
+                found = self.snapshot.get(kwargs["Key"]["sk"]["S"])
+                return {"Item": found} if found else {}
+            return target(**kwargs)
+
+        return get_item
+
+
+def test_an_idle_poll_is_one_eventually_consistent_read(store: DynamoStore) -> None:
+    store.update_session(CODE, consumer="tab-1")
+    store.add_request(CODE, new("a"))
+    assert [r.id for r in store.deliver(CODE, "tab-1", 0, T0)[1]] == ["a"]
+    lagging = Lagging(store._client)
+    store._client = lagging
+    for _ in range(3):
+        current, out = store.deliver(CODE, "tab-1", 1, T0)
+        assert current is not None and current.last_seq == 1 and out == []
+    assert lagging.reads == {"consistent": 0, "eventual": 3}
+
+
+def test_a_lagging_read_never_delivers_to_a_stream_that_was_taken_over(store: DynamoStore) -> None:
+    store.update_session(CODE, consumer="tab-1")
+    store.add_request(CODE, new("a"))
+    lagging = Lagging(store._client)
+    lagging.freeze(store)  # this replica still has tab-1 as the consumer
+    store._client = lagging
+    store.update_session(CODE, consumer="tab-2")  # another tab took over
+    current, out = store.deliver(CODE, "tab-1", 0, T0)
+    assert current is not None and current.consumer == "tab-2" and out == []
+    a = store.get_request(CODE, "a")
+    assert a is not None and a.status == "queued"
+    assert [r.id for r in store.deliver(CODE, "tab-2", 0, T0)[1]] == ["a"]
+
+
 # --- payload size -----------------------------------------------------------------------------------------
 
 
@@ -92,10 +150,8 @@ def test_incompressible_response_is_chunked_and_reads_back(store: DynamoStore) -
     store.add_request(CODE, new("big"))
     text = incompressible(LIMIT - 200)
     body = {"result": {"text": text}}
-    _, fresh = store.complete_request(
-        ResponseRecord(CODE, "big", "completed", body, fingerprint(body), T0 + 1, T0 + 3600)
-    )
-    assert fresh
+    done = store.complete_request(ResponseRecord(CODE, "big", "completed", body, fingerprint(body), T0 + 1, T0 + 3600))
+    assert done.fresh
     blobs = [i for i in items(store) if i["sk"]["S"].startswith("BLOB#")]
     assert len(blobs) >= 8  # ~3 MB compressed: several chunk items, each under DynamoDB's 400 KB
     got = store.get_response(CODE, "big")
@@ -164,8 +220,8 @@ def test_throttled_answer_leaves_request_pending_and_retry_wins(store: DynamoSto
     store._client = real
     assert store.get_response(CODE, "a") is None
     assert [r.id for r in store.pending_requests(CODE, 0, T0)] == ["a"]
-    stored, fresh = store.complete_request(response)
-    assert fresh and store.get_response(CODE, "a") == stored
+    done = store.complete_request(response)
+    assert done.fresh and store.get_response(CODE, "a") == done.response
 
 
 def test_throttled_transaction_reason_is_unavailable_not_a_conflict(store: DynamoStore) -> None:

@@ -320,9 +320,9 @@ def reset_table(aws: dict[str, Any]) -> None:
 def test_every_route_has_a_staged_sample_event() -> None:
     events = [event(p.stem) for p in sorted(EVENTS.glob("*.json"))]
     for route in read_stack(ROOT / "template.yaml").routes:
-        assert any(
-            e["resource"] == route.path and route.method in ("ANY", e["httpMethod"]) for e in events
-        ), f"no sample event for {route.method} {route.path}"
+        assert any(e["resource"] == route.path and route.method in ("ANY", e["httpMethod"]) for e in events), (
+            f"no sample event for {route.method} {route.path}"
+        )
     assert {p.stem for p in EVENTS.glob("*.json")} == set(EXPECTED), "every event file has an expectation"
     for e in events:
         context = e["requestContext"]
@@ -350,3 +350,80 @@ def test_each_sample_event_through_its_functions_handler(aws: dict[str, Any], na
     status, check = EXPECTED[name]
     assert result["statusCode"] == status, (name, result.get("body", "")[:500])
     assert check(result), (name, result.get("headers"), result.get("body", "")[:500])
+
+
+# --- least privilege: what each function calls is what its role allows ---------------------------------------
+
+# A transaction needs the permission of each of its actions (the service authorises them one by one).
+TRANSACT_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+}
+
+
+def allowed_actions() -> dict[str, set[str]]:
+    """Each function's DynamoDB actions as its template policy grants them, by the short names of ROUTE_FUNCTION."""
+    from codap_relay.sam_template import load_template
+
+    granted: dict[str, set[str]] = {}
+    for logical_id, short in ROUTE_FUNCTION.items():
+        props = load_template(ROOT / "template.yaml")["Resources"][logical_id]["Properties"]
+        actions = {
+            action.removeprefix("dynamodb:")
+            for policy in props.get("Policies", [])
+            for statement in policy.get("Statement", [])
+            for action in statement["Action"]
+        }
+        granted[short] = actions
+    return granted
+
+
+def test_every_function_calls_only_what_its_role_allows(aws: dict[str, Any]) -> None:
+    """Every sample event, the waits that end by timing out (their last read) and an MCP call that waits for an
+    answer, through each function's own handler, with the DynamoDB actions each makes recorded."""
+    used: dict[str, set[str]] = {name: set() for name in FUNCTIONS}
+
+    def recorder(function: str) -> Any:
+        def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+            if model.name == "TransactWriteItems":
+                used[function].update(TRANSACT_ACTIONS[next(iter(i))] for i in params["TransactItems"])
+            else:
+                used[function].add(model.name)
+
+        return record
+
+    hooks = []
+    for name in FUNCTIONS:
+        relay = aws["modules"][name].runtime.relay
+        events = relay.store._client.meta.events
+        hook = recorder(name)
+        events.register("before-parameter-build.dynamodb.*", hook)
+        hooks.append((events, hook))
+    mcp_relay = aws["modules"]["mcp"].runtime.relay
+    settings = mcp_relay.settings
+    try:
+        for name in sorted(EXPECTED):
+            reset_table(aws)
+            for ev in [event(before) for before in PREREQUISITES.get(name, [])] + [event(name)]:
+                aws["modules"][function_of(ev)].handler(ev, Context())
+        reset_table(aws)
+        waiting = {"queryStringParameters": {"wait": "0.2"}, "multiValueQueryStringParameters": {"wait": ["0.2"]}}
+        assert invoke(aws, "request", "request", **waiting)["statusCode"] == 202  # timed out: read its state
+        get = event("response-get")
+        query = {**get["queryStringParameters"], "wait": "0.2"}
+        get.update(queryStringParameters=query, multiValueQueryStringParameters={k: [v] for k, v in query.items()})
+        assert aws["modules"]["response"].handler(get, Context())["statusCode"] == 202
+        invoke(aws, "stream", "stream-poll")  # the plugin is seen: MCP calls go through
+        mcp_relay.settings = settings.model_copy(update={"mcp_tool_timeout_seconds": 0.2})
+        called = invoke(aws, "mcp", "mcp-tools-call")
+        assert "did not answer" in body(called)["result"]["content"][0]["text"]
+    finally:
+        mcp_relay.settings = settings
+        for events, hook in hooks:
+            events.unregister("before-parameter-build.dynamodb.*", hook)
+    granted = allowed_actions()
+    for name in FUNCTIONS:
+        assert used[name] <= granted[name], f"{name} calls {sorted(used[name] - granted[name])} its role does not allow"
+    assert used["request"] and used["response"] and used["stream"] and used["mcp"]

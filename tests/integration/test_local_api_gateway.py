@@ -75,7 +75,10 @@ def sam_event() -> dict[str, Any]:
         pytest.skip("the SAM CLI is not installed (scripts/install-test-deps)")
     env = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
     out = subprocess.run(
-        [str(SAM), "local", "generate-event", "apigateway", "aws-proxy"], capture_output=True, text=True, env=env,
+        [str(SAM), "local", "generate-event", "apigateway", "aws-proxy"],
+        capture_output=True,
+        text=True,
+        env=env,
         timeout=120,
     )
     assert out.returncode == 0, out.stderr

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from codap_relay.errors import CodeCollision, SessionNotFound
-from codap_relay.records import NewRequest, ResponseRecord, SessionRecord, fingerprint
+from codap_relay.errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
+from codap_relay.records import Lookup, NewRequest, ResponseRecord, SessionRecord, fingerprint
 from codap_relay.settings import Settings
 from codap_relay.store.base import PURGE_GRACE_SECONDS, Store
 from codap_relay.store.memory import MemoryStore
@@ -137,30 +137,110 @@ def test_pending_filters_cursor_answered_and_expired(store: Store) -> None:
     assert [r.seq for r in store.list_requests("ABCDEFGH")] == [1, 2, 3, 4]
 
 
-def test_mark_delivered_keeps_first_time_and_leaves_answered_alone(store: Store) -> None:
+def test_deliver_marks_what_it_hands_out_once_and_keeps_the_first_time(store: Store) -> None:
     store.create_session(session())
-    store.add_request("ABCDEFGH", new("a"))
-    store.add_request("ABCDEFGH", new("b"))
-    store.mark_delivered("ABCDEFGH", "a", T0 + 1)
-    store.mark_delivered("ABCDEFGH", "a", T0 + 2)
+    store.update_session("ABCDEFGH", consumer="tab-1")
+    for rid in "abc":
+        store.add_request("ABCDEFGH", new(rid))
+    store.complete_request(response("b", result=1))
+    current, out = store.deliver("ABCDEFGH", "tab-1", 0, T0 + 1)
+    assert current is not None and (current.last_seq, current.consumer) == (3, "tab-1")
+    assert [(r.id, r.status, r.delivered_at) for r in out] == [("a", "delivered", T0 + 1), ("c", "delivered", T0 + 1)]
     a = store.get_request("ABCDEFGH", "a")
     assert a is not None and (a.status, a.delivered_at) == ("delivered", T0 + 1)
-    store.complete_request(response("b", result=1))
-    store.mark_delivered("ABCDEFGH", "b", T0 + 3)
     b = store.get_request("ABCDEFGH", "b")
-    assert b is not None and b.status == "completed"
-    assert [r.id for r in store.pending_requests("ABCDEFGH", 0, T0)] == ["a"]
+    assert b is not None and (b.status, b.delivered_at) == ("completed", None)  # answered: left alone
+    # Again from the start (a reconnect without a cursor): still pending, still the first delivery time.
+    _, again = store.deliver("ABCDEFGH", "tab-1", 0, T0 + 2)
+    assert [(r.id, r.delivered_at) for r in again] == [("a", T0 + 1), ("c", T0 + 1)]
+    _, after = store.deliver("ABCDEFGH", "tab-1", 1, T0 + 3)
+    assert [r.id for r in after] == ["c"]
+    assert store.deliver("ABCDEFGH", "tab-1", 3, T0 + 3)[1] == []  # nothing after the cursor
+
+
+def test_deliver_hands_out_nothing_unless_the_session_is_live_and_this_consumers(store: Store) -> None:
+    assert store.deliver("NOSUCHCD", "tab-1", 0, T0) == (None, [])
+    store.create_session(session())
+    store.update_session("ABCDEFGH", consumer="tab-1")
+    store.add_request("ABCDEFGH", new("a"))
+    current, out = store.deliver("ABCDEFGH", "tab-2", 0, T0)  # another tab took over
+    assert current is not None and current.consumer == "tab-1" and out == []
+    assert store.deliver("ABCDEFGH", "tab-1", 0, T0 + 600)[1] == []  # expired at that time
+    a = store.get_request("ABCDEFGH", "a")
+    assert a is not None and a.status == "queued"
+    store.update_session("ABCDEFGH", closed_at=T0 + 1)
+    current, out = store.deliver("ABCDEFGH", "tab-1", 0, T0 + 2)
+    assert current is not None and current.closed_at == T0 + 1 and out == []
+
+
+def test_deliver_leaves_out_expired_requests(store: Store) -> None:
+    store.create_session(session(expires_at=T0 + 9000))
+    store.update_session("ABCDEFGH", consumer="tab-1")
+    store.add_request("ABCDEFGH", new("short", ttl=100))
+    store.add_request("ABCDEFGH", new("long"))
+    _, out = store.deliver("ABCDEFGH", "tab-1", 0, T0 + 100)
+    assert [r.id for r in out] == ["long"]
+    short = store.get_request("ABCDEFGH", "short")
+    assert short is not None and short.status == "queued"
+
+
+def test_lookup_reads_session_request_and_response_together(store: Store) -> None:
+    assert store.lookup("NOSUCHCD", "a") == Lookup(None, None, None)
+    store.create_session(session())
+    store.add_request("ABCDEFGH", new("a"))
+    found = store.lookup("ABCDEFGH", "a")
+    assert found.session is not None and found.session.last_seq == 1
+    assert found.request is not None and (found.request.id, found.request.status) == ("a", "queued")
+    assert found.response is None
+    missing = store.lookup("ABCDEFGH", "zzz")
+    assert missing.session is not None and (missing.request, missing.response) == (None, None)
+    store.complete_request(response("a", result={"n": 1}))
+    answered = store.lookup("ABCDEFGH", "a")
+    assert answered.request is None and answered.response is not None
+    assert answered.response.body == {"result": {"n": 1}}
+
+
+def test_an_answer_needs_its_request_and_an_expired_one_takes_none(store: Store) -> None:
+    store.create_session(session())
+    with pytest.raises(RequestNotFound):
+        store.complete_request(response("never-asked", result=1), now=T0)
+    store.add_request("ABCDEFGH", new("late", ttl=100))
+    with pytest.raises(RequestExpired):
+        store.complete_request(response("late", result=1), now=T0 + 100)
+    late = store.get_request("ABCDEFGH", "late")
+    assert late is not None and late.status == "queued" and store.get_response("ABCDEFGH", "late") is None
+    store.add_request("ABCDEFGH", new("kept", ttl=100))
+    done = store.complete_request(response("kept", result=1), now=T0 + 99)
+    assert done.fresh and done.queued_at == T0
+    # Answered in time, asked again after the expiry: the first answer stands, and is said so.
+    again = store.complete_request(response("kept", result=2), now=T0 + 500)
+    assert not again.fresh and again.response.body == {"result": 1}
+
+
+def test_a_stale_last_seq_hint_still_appends_gapless(store: Store) -> None:
+    store.create_session(session())
+    store.add_request("ABCDEFGH", new("a"), last_seq=0)
+    store.add_request("ABCDEFGH", new("b"))
+    third, created = store.add_request("ABCDEFGH", new("c"), last_seq=0)  # read before a and b were added
+    assert created and third.seq == 3
+    again, created = store.add_request("ABCDEFGH", new("b"), last_seq=0)
+    assert (again.seq, created) == (2, False)
+    assert [r.seq for r in store.list_requests("ABCDEFGH")] == [1, 2, 3]
+    store.update_session("ABCDEFGH", closed_at=T0 + 1)
+    with pytest.raises(SessionNotFound) as info:
+        store.add_request("ABCDEFGH", new("d"), last_seq=3)  # a fresh hint does not get past the end
+    assert info.value.reason == "closed"
 
 
 def test_first_answer_wins(store: Store) -> None:
     store.create_session(session())
     store.add_request("ABCDEFGH", new("a"))
-    stored, fresh = store.complete_request(response("a", error={"message": "boom", "code": "codap_error"}))
-    assert fresh and stored.status == "failed"
-    again, fresh = store.complete_request(response("a", result={"late": True}))
-    assert not fresh and again.body == {"error": {"message": "boom", "code": "codap_error"}}
+    done = store.complete_request(response("a", error={"message": "boom", "code": "codap_error"}))
+    assert done.fresh and done.response.status == "failed"
+    again = store.complete_request(response("a", result={"late": True}))
+    assert not again.fresh and again.response.body == {"error": {"message": "boom", "code": "codap_error"}}
     got = store.get_response("ABCDEFGH", "a")
-    assert got is not None and got.fingerprint == stored.fingerprint and got.timestamp == T0 + 1
+    assert got is not None and got.fingerprint == done.response.fingerprint and got.timestamp == T0 + 1
     req = store.get_request("ABCDEFGH", "a")
     assert req is not None and (req.status, req.completed_at, req.error_code) == ("failed", T0 + 1, "plugin_error")
 
@@ -208,9 +288,9 @@ def test_concurrent_answers_one_winner(store: Store) -> None:
     lock = threading.Lock()
 
     def answer(n: int) -> None:
-        _, f = store.complete_request(response("a", result=n))
+        done = store.complete_request(response("a", result=n))
         with lock:
-            fresh.append(f)
+            fresh.append(done.fresh)
 
     threads = [threading.Thread(target=answer, args=(n,)) for n in range(8)]
     for t in threads:
@@ -232,6 +312,41 @@ def test_a_closed_session_takes_no_new_requests_but_answers_retries(store: Store
     assert (again.seq, created) == (1, False)
     got = store.get_session("ABCDEFGH")
     assert got is not None and got.last_seq == 1
+
+
+# --- what only the SQLite store promises --------------------------------------------------------------------
+
+
+def test_sqlite_reads_do_not_wait_for_a_writer(tmp_path: Any) -> None:
+    """The relay reads SQLite on its event loop (blocking_reads is False): a read must never wait for a write
+    in progress (a commit's fsync), or every request would stall behind it."""
+    from codap_relay.store.sqlite import SqliteStore
+
+    store = SqliteStore(tmp_path / "relay.db")
+    store.create_session(session())
+    writing, release = threading.Event(), threading.Event()
+
+    def slow_writer() -> None:
+        with store._tx() as db:  # holds the write transaction and the store's lock
+            db.execute("UPDATE sessions SET last_seen = 1 WHERE code = 'ABCDEFGH'")
+            writing.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=slow_writer)
+    writer.start()
+    try:
+        assert writing.wait(10)
+        read: list[Any] = []
+        reader = threading.Thread(target=lambda: read.append(store.lookup("ABCDEFGH", "none")))
+        reader.start()
+        reader.join(5)
+        assert not reader.is_alive(), "a read waited for the writer"
+        assert read[0].session is not None and read[0].session.last_seen is None  # the last committed state
+    finally:
+        release.set()
+        writer.join(10)
+        store.close()
+    assert store.blocking_reads is False
 
 
 @pytest.mark.parametrize("ended", ["closed", "expired"])

@@ -57,6 +57,13 @@ def test_codap_dir_must_hold_a_codap_build(tmp_path: Path) -> None:
     assert Settings.from_env({"CODAP_DIR": str(tmp_path)}).codap_dir == tmp_path
 
 
+def test_an_idle_session_is_never_polled_more_often_than_a_busy_one() -> None:
+    with pytest.raises(SettingsError, match=r"IDLE_POLL_INTERVAL_SECONDS.*POLL_INTERVAL_SECONDS"):
+        Settings.from_env({"POLL_INTERVAL_SECONDS": "0.5", "IDLE_POLL_INTERVAL_SECONDS": "0.1"})
+    s = Settings.from_env({"POLL_INTERVAL_SECONDS": "0.05", "IDLE_POLL_INTERVAL_SECONDS": "0.05"})
+    assert s.idle_poll_interval_seconds == s.poll_interval_seconds == 0.05
+
+
 def test_the_log_grace_cannot_outlast_what_the_stores_keep() -> None:
     from codap_relay.store.base import PURGE_GRACE_SECONDS
 

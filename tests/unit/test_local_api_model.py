@@ -104,3 +104,32 @@ async def test_health_answers_503_until_every_function_is_up() -> None:
         assert starting.status_code == 503 and "starting" in starting.json()["message"]
         outside = await client.get("/healthz")  # outside the stage
         assert outside.status_code == 403 and outside.json() == {"message": "Forbidden"}
+
+
+def test_the_runtime_answers_an_invocation_without_waiting_for_a_delayed_ack() -> None:
+    """The invoke API writes headers and body separately; with Nagle's algorithm on its connection, the body
+    waited for the client's delayed ACK (40 ms on Linux), a delay Lambda does not add to every invocation."""
+    import socket
+    import threading
+
+    from codap_relay.localapi.runtime import INVOKE_PATH, build_server
+
+    server = build_server(lambda event, context: {"statusCode": 200, "body": event["n"]})
+    nodelay: list[int] = []
+    finish_request = server.finish_request
+
+    def finish_and_look(request: socket.socket, address: object) -> None:
+        finish_request(request, address)  # type: ignore[arg-type]
+        nodelay.append(request.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
+    server.finish_request = finish_and_look  # type: ignore[method-assign,assignment]
+    thread = threading.Thread(target=server.handle_request, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        r = httpx.post(f"http://127.0.0.1:{port}{INVOKE_PATH}", json={"n": "7"}, timeout=10)
+        assert r.json() == {"statusCode": 200, "body": "7"}
+        thread.join(10)
+        assert nodelay and nodelay[0] != 0
+    finally:
+        server.server_close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,7 +13,9 @@ import pytest
 
 from codap_relay import errors as e
 from codap_relay.clock import FakeClock, counting_ids
-from codap_relay.relay import Relay, RequestExpired, StreamEvent
+from codap_relay.errors import RequestExpired
+from codap_relay.notify import Notifier
+from codap_relay.relay import Relay, StreamEvent
 from codap_relay.store.memory import MemoryStore
 from support import make_settings
 
@@ -415,9 +418,9 @@ async def test_unexpected_store_failure_is_store_unavailable(clock: FakeClock) -
 class ClosesDuringSubmit(MemoryStore):
     """The plugin ends the session between the relay's session check and its append."""
 
-    def add_request(self, code: str, new: Any) -> Any:
+    def add_request(self, code: str, new: Any, *, last_seq: int | None = None) -> Any:
         self.update_session(code, closed_at=1.0)
-        return super().add_request(code, new)
+        return super().add_request(code, new, last_seq=last_seq)
 
 
 async def test_a_session_ended_during_submit_takes_nothing_and_says_why(clock: FakeClock) -> None:
@@ -427,3 +430,140 @@ async def test_a_session_ended_during_submit_takes_nothing_and_says_why(clock: F
         await relay.submit(s.code, "get_codap_datasets", {}, "late")
     assert info.value.reason == "closed" and "new code" in info.value.message
     assert relay.store.get_request(s.code, "late") is None
+
+
+# --- doing less: what the relay reads and writes, and when ---------------------------------------------------
+
+
+class Counted(MemoryStore):
+    """The memory store, counting calls by method; ``pushes`` False makes every wait poll (as on DynamoDB)."""
+
+    def __init__(self, *, pushes: bool = True, blocking: bool = False) -> None:
+        super().__init__()
+        self.pushes, self.blocking = pushes, blocking
+        self.calls: list[str] = []
+
+    def __getattribute__(self, name: str) -> Any:
+        attr = super().__getattribute__(name)
+        if callable(attr) and not name.startswith("_") and name in type(self).__mro__[1].__dict__:
+            self_calls = super().__getattribute__("calls")
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                self_calls.append(name)
+                return attr(*args, **kwargs)
+
+            return counted
+        return attr
+
+
+class Silent(Notifier):
+    """No in-process wake-ups, as between Lambda instances: waits end by polling alone."""
+
+    def notify(self, key: str) -> None:
+        pass
+
+
+async def test_an_answer_stored_while_the_request_is_queued_still_wakes_the_caller(clock: FakeClock) -> None:
+    """call() listens before it queues: an answer that lands before it starts waiting is not missed."""
+    loop = asyncio.get_running_loop()
+    relay: Relay
+
+    class AnsweredAtOnce(MemoryStore):
+        blocking = True  # calls run in worker threads, as SQLite's and DynamoDB's do
+
+        def add_request(self, code: str, new: Any, *, last_seq: int | None = None) -> Any:
+            added = super().add_request(code, new, last_seq=last_seq)
+            answer = relay.respond(code, token, new.id, result={"fast": True})
+            asyncio.run_coroutine_threadsafe(answer, loop).result(5)  # the plugin answers before add_request returns
+            return added
+
+    relay = Relay(make_settings(), AnsweredAtOnce(), clock=clock)
+    s, token = await relay.create_session()
+    _, answer = await asyncio.wait_for(relay.call(s.code, "get_codap_datasets", {}, wait=15), 5)
+    assert answer.done and answer.response is not None and answer.response.body == {"result": {"fast": True}}
+
+
+async def test_a_wait_reads_everything_first_and_last_and_only_the_response_between(clock: FakeClock) -> None:
+    store = Counted(pushes=False)
+    relay = Relay(make_settings(poll_interval_seconds=0.01, idle_poll_interval_seconds=0.01), store, clock=clock)
+    s, _ = await relay.create_session()
+    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    store.calls.clear()
+    answer = await relay.wait_answer(s.code, r.id, 0.2)
+    assert not answer.done and answer.request is not None
+    assert store.calls[0] == store.calls[-1] == "lookup" and store.calls.count("lookup") == 2
+    assert set(store.calls[1:-1]) == {"get_response"} and len(store.calls) > 4
+    store.calls.clear()
+    await relay.call(s.code, "get_codap_datasets", {}, wait=0.05)
+    assert store.calls[:3] == ["get_session", "add_request", "get_response"]  # a new request: no first read
+
+
+async def test_the_plugins_answer_is_a_sign_of_life_only_when_one_is_due(clock: FakeClock) -> None:
+    store = Counted()
+    relay = Relay(make_settings(heartbeat_seconds=15, connected_grace_seconds=30), store, clock=clock)
+    s, token = await relay.create_session()
+    events = await relay.stream(s.code, token, None)  # seen now
+    await events.aclose()
+    first, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    store.calls.clear()
+    await relay.respond(s.code, token, first.id, result=1)
+    assert "update_session" not in store.calls  # seen a moment ago: nothing anyone sees would change
+    clock.advance(10)  # a third of the 30 s grace
+    second, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    await relay.respond(s.code, token, second.id, result=2)
+    assert store.calls.count("update_session") == 1
+    got = relay.store.get_session(s.code)
+    assert got is not None and got.last_seen == clock.now()
+
+
+async def test_a_quiet_stream_polls_slowly_and_a_request_makes_it_quick_again(clock: FakeClock) -> None:
+    store = Counted(pushes=False)
+    settings = make_settings(
+        heartbeat_seconds=60, poll_interval_seconds=0.02, idle_poll_interval_seconds=0.3, poll_active_seconds=0.4
+    )
+    relay = Relay(settings, store, clock=clock, notifier=Silent())
+    s, token = await relay.create_session()
+    events = await relay.stream(s.code, token, None)
+    reader = asyncio.create_task(next_event(events))
+    await asyncio.sleep(0.6)  # the active window (0.4 s) after the stream opened has passed
+    store.calls.clear()
+    await asyncio.sleep(0.9)
+    idle_polls = store.calls.count("deliver")
+    assert 1 <= idle_polls <= 6  # every 0.3 s: about 3 (at the busy rate it would be about 45)
+    await relay.submit(s.code, "get_codap_datasets", {})
+    delivered = await asyncio.wait_for(reader, 5)  # found by the next slow poll
+    assert delivered.event == "tool-request"
+    store.calls.clear()
+    reader = asyncio.create_task(next_event(events))
+    await asyncio.sleep(0.3)
+    assert store.calls.count("deliver") >= 6  # busy again: every 0.02 s, about 15
+    reader.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await reader
+    await events.aclose()
+
+
+async def test_a_request_reads_its_session_and_counts_its_rate_at_once(clock: FakeClock) -> None:
+    """Two independent round trips to a networked store (DynamoDB): made side by side, not one after the other."""
+    import threading
+
+    counted = threading.Event()
+
+    class Networked(MemoryStore):
+        blocking = blocking_reads = True
+
+        def get_session(self, code: str) -> Any:
+            if not counted.wait(5):  # only returns once the rate count is under way too
+                raise TimeoutError("the session was read before the rate count started")
+            return super().get_session(code)
+
+        def incr_counter(self, key: str, expires_at: float, now: float) -> int:
+            counted.set()
+            return super().incr_counter(key, expires_at, now)
+
+    store = Networked()
+    relay = Relay(make_settings(), store, clock=clock)
+    s, _ = await relay.create_session()  # no client address: no rate count, so the event is still clear
+    counted.clear()
+    record, created = await relay.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+    assert created and record.seq == 1

@@ -9,7 +9,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from .. import errors as e
-from ..relay import RequestExpired
 
 # Most specific first: the first class in this table that matches the error decides the status.
 STATUS: list[tuple[type[e.RelayError], int]] = [
@@ -18,7 +17,7 @@ STATUS: list[tuple[type[e.RelayError], int]] = [
     (e.TokenMissing, 401),
     (e.TokenInvalid, 403),
     (e.SessionNotFound, 404),
-    (RequestExpired, 404),
+    (e.RequestExpired, 404),
     (e.RequestNotFound, 404),
     (e.DuplicateRequestId, 409),
     (e.AlreadyAnswered, 409),

@@ -179,13 +179,14 @@ async def post_request(request: Request) -> Response:
     body = parse(s.ToolRequest, await read_json(request, relay.settings.max_request_bytes))
     code = normalise_code(body.code)
     client = client_ip(request)
-    record, _created = await relay.submit(code, body.tool, body.args, body.id, client=client)
     if wait:
-        answer = await relay.wait_answer(code, record.id, wait, client=client)
+        record, answer = await relay.call(code, body.tool, body.args, body.id, wait=wait, client=client)
         if answer.done:
             return answer_response(answer)
         assert answer.request is not None
         record = answer.request
+    else:
+        record, _created = await relay.submit(code, body.tool, body.args, body.id, client=client)
     return JSONResponse({"id": record.id, "status": record.status, "seq": record.seq}, status_code=202)
 
 

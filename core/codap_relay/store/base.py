@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..records import NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
 
 #: Every backend keeps a record at least this long past its expiry (the SQLite purge, DynamoDB's TTL attribute),
 #: so late readers get "expired" rather than "unknown" and an ended session's log stays readable for the
@@ -23,6 +23,9 @@ class Store(Protocol):
     pushes: bool
     #: True when calls do I/O and must not run on the event loop.
     blocking: bool
+    #: True when reads can wait too (a network round trip), so they also run in a worker thread. False where a
+    #: read never waits: memory, or SQLite's reads of its own file in WAL mode, which no writer holds up.
+    blocking_reads: bool
 
     def create_session(self, session: SessionRecord) -> None:
         """Store a new session. Raises CodeCollision if the code exists (expired or not)."""
@@ -40,32 +43,52 @@ class Store(Protocol):
     ) -> None:
         """Set the given fields (None leaves a field as it is). Never moves expires_at backwards."""
 
-    def add_request(self, code: str, new: NewRequest) -> tuple[RequestRecord, bool]:
+    def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
         """Append with the next seq (gapless, strictly increasing) and return (record, True).
 
         If the session already has a request with ``new.id``, store nothing and return (existing, False).
         Raises SessionNotFound if the session does not exist, or (reason "closed") if it was closed: checked in
         the same atomic step, so no request can slip into a session while it is being ended.
+        ``last_seq`` is the session's last_seq as the caller last read it: a hint that spares a store which must
+        read it before appending that read. A stale hint costs a retry, never a wrong or repeated seq.
         """
         ...
 
     def get_request(self, code: str, request_id: str) -> RequestRecord | None: ...
 
+    def lookup(self, code: str, request_id: str) -> Lookup:
+        """The session, the response to ``request_id`` and, while it has no response, the request: one read."""
+        ...
+
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
         """Unanswered requests with seq > after_seq and expires_at > now, in seq order."""
+        ...
+
+    def deliver(
+        self, code: str, consumer: str, after_seq: int, now: float
+    ) -> tuple[SessionRecord | None, list[RequestRecord]]:
+        """What the session's stream does next: the session, and the requests to send.
+
+        The requests are those ``pending_requests(code, after_seq, now)`` returns, each queued one marked
+        delivered at ``now`` (a first delivery time is kept; a request answered meanwhile is left alone), and
+        returned as marked. They are read and marked only while the session is live at ``now`` (not closed, not
+        expired) and ``consumer`` owns its delivery; otherwise the list is empty. When the session shows that no
+        request came after ``after_seq`` (``last_seq <= after_seq``) nothing else is read: one read, which is
+        what an idle stream's poll costs. That read may lag the latest write by a moment (DynamoDB's eventually
+        consistent read, half the price) when it finds nothing to do; whatever is done is decided on a current one.
+        """
         ...
 
     def list_requests(self, code: str) -> list[RequestRecord]:
         """Every request of the session still kept, in seq order (the activity log)."""
         ...
 
-    def mark_delivered(self, code: str, request_id: str, at: float) -> None:
-        """queued -> delivered (first delivery time is kept); answered requests are left alone."""
-
-    def complete_request(self, response: ResponseRecord) -> tuple[ResponseRecord, bool]:
+    def complete_request(self, response: ResponseRecord, *, now: float | None = None) -> Completion:
         """First answer wins: store the response and mark the request answered, atomically.
 
-        Returns (stored, True), or (the earlier answer, False) when one exists.
+        Returns the stored answer (fresh), or the earlier answer (not fresh) when one exists. Raises
+        RequestNotFound when the session has no request ``response.id``, and, given ``now``, RequestExpired when
+        the request is still unanswered and expired at ``now``: checked in the same atomic step.
         """
         ...
 

@@ -4,7 +4,8 @@ Layout (``pk``, ``sk``; every item carries ``purge_at``, the table's TTL attribu
 
 - ``SESSION#<code>`` / ``META``: the session, with ``last_seq``, the highest seq handed out.
 - ``SESSION#<code>`` / ``REQ#<seq, 12 digits>``: a request; sort order is seq order.
-- ``SESSION#<code>`` / ``RID#<id>``: the seq of request ``id`` (idempotent ids, lookups by id).
+- ``SESSION#<code>`` / ``RID#<id>``: the seq of request ``id`` and when it was queued (idempotent ids, lookups
+  by id).
 - ``SESSION#<code>`` / ``RESP#<id>``: the first answer to request ``id``.
 - ``SESSION#<code>`` / ``BLOB#<nonce>#<n>``: chunks of a payload too large for its item (items hold 400 KB).
 - ``COUNTER#<key>`` / ``COUNTER``: a rate-limit window.
@@ -15,8 +16,9 @@ or lost commit leaves only unreferenced chunks that nobody reads and TTL removes
 
 Every multi-item change is one ``TransactWriteItems`` with conditions, so nothing is half-written: a request
 is appended together with the session counter bump (conditioned on the counter's old value) and its id item,
-and a response is stored together with the request's new status. DynamoDB deletes expired items lazily (or,
-in moto and DynamoDB Local, never), so expiry stays the service's check on ``expires_at``, as for every store.
+and a response is stored together with the request's new status (conditioned on the request being there and,
+for an unanswered one, not expired). DynamoDB deletes expired items lazily (or, in moto and DynamoDB Local,
+never), so expiry stays the service's check on ``expires_at``, as for every store.
 """
 
 from __future__ import annotations
@@ -39,8 +41,15 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
 
-from ..errors import CodeCollision, PayloadTooLarge, SessionNotFound, StoreUnavailable
-from ..records import NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..errors import (
+    CodeCollision,
+    PayloadTooLarge,
+    RequestExpired,
+    RequestNotFound,
+    SessionNotFound,
+    StoreUnavailable,
+)
+from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
 from .base import PURGE_GRACE_SECONDS
 
 Item = dict[str, dict[str, Any]]
@@ -132,13 +141,14 @@ def _code(exc: ClientError) -> str:
 class DynamoStore:
     pushes = False
     blocking = True
+    blocking_reads = True
 
     def __init__(self, client: Any, table: str, *, owns_client: bool = False) -> None:
         self._client = client
         self.table = table
         self._owns_client = owns_client
-        # (code, id) -> seq. Safe to cache: a request's seq never changes; hits are re-checked against the item.
-        self._seqs: OrderedDict[tuple[str, str], int] = OrderedDict()
+        # (code, id) -> (seq, queued at). Safe to cache: neither ever changes; hits are re-checked against the item.
+        self._seqs: OrderedDict[tuple[str, str], tuple[int, float | None]] = OrderedDict()
         self._seq_lock = threading.Lock()
 
     @classmethod
@@ -246,24 +256,26 @@ class DynamoStore:
         # Conflicts come from other writers on the same session; jitter spreads the retries.
         time.sleep(random.uniform(0, min(0.05, 0.002 * 2**attempt)))
 
-    def _remember(self, code: str, request_id: str, seq: int) -> None:
+    def _remember(self, code: str, request_id: str, seq: int, queued_at: float | None) -> None:
         with self._seq_lock:
-            self._seqs[(code, request_id)] = seq
+            self._seqs[(code, request_id)] = (seq, queued_at)
             self._seqs.move_to_end((code, request_id))
             while len(self._seqs) > 4096:
                 self._seqs.popitem(last=False)
 
-    def _seq_of(self, code: str, request_id: str) -> int | None:
+    def _locate(self, code: str, request_id: str) -> tuple[int, float | None] | None:
+        """(seq, queued at) of request ``request_id``, from the cache or its id item."""
         with self._seq_lock:
             cached = self._seqs.get((code, request_id))
         if cached is not None:
             return cached
         item = self._get(_pk(code), f"RID#{request_id}")
-        if item is None:
-            return None
-        seq = int(item["seq"]["N"])
-        self._remember(code, request_id, seq)
-        return seq
+        return None if item is None else self._located(code, request_id, item)
+
+    def _located(self, code: str, request_id: str, item: Item) -> tuple[int, float | None]:
+        found = (int(item["seq"]["N"]), _f(item, "created_at"))  # id items of earlier versions lack created_at
+        self._remember(code, request_id, *found)
+        return found
 
     # --- payloads ---------------------------------------------------------------------------------------
 
@@ -358,8 +370,9 @@ class DynamoStore:
 
     def get_session(self, code: str) -> SessionRecord | None:
         item = self._get(_pk(code), "META")
-        if item is None:
-            return None
+        return None if item is None else self._session(code, item)
+
+    def _session(self, code: str, item: Item) -> SessionRecord:
         return SessionRecord(
             code=code,
             token_hash=item["token_hash"]["S"],
@@ -432,32 +445,34 @@ class DynamoStore:
             completed_at=_f(item, "completed_at"),
             error_code=_str(item, "error_code"),
         )
-        self._remember(code, record.id, record.seq)
+        self._remember(code, record.id, record.seq, record.created_at)
         return record
 
-    def add_request(self, code: str, new: NewRequest) -> tuple[RequestRecord, bool]:
+    def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
         pk = _pk(code)
         purge = _purge_at(new.expires_at)
         args, chunks = self._pack("args", new.args, pk, purge)
         self._write_chunks(chunks)
         committed = False
+        last = last_seq  # the caller's view of last_seq: tried first, read afresh if the transaction refuses it
         try:
             for attempt in range(TRANSACTION_ATTEMPTS):
-                meta = self._call(
-                    "get_item",
-                    TableName=self.table,
-                    Key=_key(pk, "META"),
-                    ConsistentRead=True,
-                    ProjectionExpression="last_seq, closed_at",
-                ).get("Item")
-                if meta is None:
-                    raise SessionNotFound("session not found", reason="unknown")
-                if "closed_at" in meta:
-                    existing = self.get_request(code, new.id)  # an idempotent retry still gets its answer
-                    if existing is not None:
-                        return existing, False
-                    raise SessionNotFound("session closed", reason="closed")
-                last = int(meta["last_seq"]["N"])
+                if last is None:
+                    meta = self._call(
+                        "get_item",
+                        TableName=self.table,
+                        Key=_key(pk, "META"),
+                        ConsistentRead=True,
+                        ProjectionExpression="last_seq, closed_at",
+                    ).get("Item")
+                    if meta is None:
+                        raise SessionNotFound("session not found", reason="unknown")
+                    if "closed_at" in meta:
+                        existing = self.get_request(code, new.id)  # an idempotent retry still gets its answer
+                        if existing is not None:
+                            return existing, False
+                        raise SessionNotFound("session closed", reason="closed")
+                    last = int(meta["last_seq"]["N"])
                 seq = last + 1
                 if seq > MAX_SEQ:
                     raise StoreUnavailable("This session has reached its request limit; start a new one.")
@@ -471,6 +486,12 @@ class DynamoStore:
                     "created_at": _n(new.created_at),
                     "expires_at": _n(new.expires_at),
                     "status": _s("queued"),
+                    TTL_ATTRIBUTE: _n(purge),
+                }
+                rid: Item = {
+                    **_key(pk, f"RID#{new.id}"),
+                    "seq": _n(seq),
+                    "created_at": _n(new.created_at),
                     TTL_ATTRIBUTE: _n(purge),
                 }
                 reasons = self._transact(
@@ -495,7 +516,7 @@ class DynamoStore:
                         {
                             "Put": {
                                 "TableName": self.table,
-                                "Item": {**_key(pk, f"RID#{new.id}"), "seq": _n(seq), TTL_ATTRIBUTE: _n(purge)},
+                                "Item": rid,
                                 "ConditionExpression": "attribute_not_exists(pk)",
                             }
                         },
@@ -503,12 +524,16 @@ class DynamoStore:
                 )
                 if reasons is None:
                     committed = True
-                    self._remember(code, new.id, seq)
+                    self._remember(code, new.id, seq, new.created_at)
                     return self._request(code, request), True
                 if reasons[2] == "ConditionalCheckFailed":  # the id is taken: an idempotent retry
                     existing = self.get_request(code, new.id)
                     if existing is not None:
                         return existing, False
+                if reasons[0] == "ConditionalCheckFailed" and attempt == 0 and last_seq is not None:
+                    last = None  # the hint was stale (or the session is gone or ended): read it, no back-off
+                    continue
+                last = None
                 self._backoff(attempt)
             raise StoreUnavailable(UNAVAILABLE, retry_after=1)
         finally:
@@ -516,13 +541,48 @@ class DynamoStore:
                 self._discard_chunks(chunks)
 
     def get_request(self, code: str, request_id: str) -> RequestRecord | None:
-        seq = self._seq_of(code, request_id)
-        if seq is None:
+        located = self._locate(code, request_id)
+        if located is None:
             return None
-        item = self._get(_pk(code), _req_sk(seq))
+        item = self._get(_pk(code), _req_sk(located[0]))
         if item is None or item["id"]["S"] != request_id:
             return None
         return self._request(code, item)
+
+    def lookup(self, code: str, request_id: str) -> Lookup:
+        pk = _pk(code)
+        with self._seq_lock:
+            cached = self._seqs.get((code, request_id))
+        # One batch: the session, the response, and the request itself when its seq is known, else its id item.
+        third = _req_sk(cached[0]) if cached is not None else f"RID#{request_id}"
+        found = self._batch_get(pk, ["META", f"RESP#{request_id}", third])
+        meta = found.get("META")
+        if meta is None:
+            return Lookup(None, None, None)
+        session = self._session(code, meta)
+        head = found.get(f"RESP#{request_id}")
+        if head is not None:
+            return Lookup(session, None, self._response_of(code, request_id, head))
+        item = found.get(third)
+        if item is not None and third.startswith("RID#"):
+            item = self._get(pk, _req_sk(self._located(code, request_id, item)[0]))
+        if item is None or item["id"]["S"] != request_id:
+            return Lookup(session, None, None)
+        return Lookup(session, self._request(code, item), None)
+
+    def _batch_get(self, pk: str, sort_keys: list[str]) -> dict[str, Item]:
+        """Strongly consistent BatchGetItem of items in one partition, by sort key (unprocessed keys retried)."""
+        keys: list[Item] = [_key(pk, sk) for sk in sort_keys]
+        found: dict[str, Item] = {}
+        for attempt in range(8):
+            result = self._call("batch_get_item", RequestItems={self.table: {"Keys": keys, "ConsistentRead": True}})
+            for item in result.get("Responses", {}).get(self.table, []):
+                found[item["sk"]["S"]] = item
+            keys = result.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+            if not keys:
+                return found
+            self._backoff(attempt + 3)
+        raise StoreUnavailable(UNAVAILABLE, retry_after=1)
 
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
         if after_seq >= MAX_SEQ:
@@ -542,6 +602,29 @@ class DynamoStore:
         )
         return [self._request(code, item) for item in items]
 
+    def deliver(
+        self, code: str, consumer: str, after_seq: int, now: float
+    ) -> tuple[SessionRecord | None, list[RequestRecord]]:
+        # Most polls find nothing new, and an eventually consistent read (half the read units) can say so. Any
+        # other answer (news, or a session that looks ended, expired or taken over) is decided on a consistent
+        # read: a read that lags a write only puts a delivery off to the next poll, never changes what is done.
+        glance = self._call("get_item", TableName=self.table, Key=_key(_pk(code), "META")).get("Item")
+        if glance is not None:
+            seen = self._session(code, glance)
+            if self._live_for(seen, consumer, now) and seen.last_seq <= after_seq:
+                return seen, []
+        session = self.get_session(code)
+        if session is None:
+            return None, []
+        if not self._live_for(session, consumer, now) or session.last_seq <= after_seq:
+            return session, []
+        out = []
+        for request in self.pending_requests(code, after_seq, now):
+            if request.status == "queued" and self._mark_delivered(code, request, now):
+                request = request.with_(status="delivered", delivered_at=now)
+            out.append(request)  # delivered or answered meanwhile: sent as read (the plugin deduplicates)
+        return session, out
+
     def list_requests(self, code: str) -> list[RequestRecord]:
         items = self._query(
             KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
@@ -549,15 +632,17 @@ class DynamoStore:
         )
         return [self._request(code, item) for item in items]
 
-    def mark_delivered(self, code: str, request_id: str, at: float) -> None:
-        seq = self._seq_of(code, request_id)
-        if seq is None:
-            return
+    @staticmethod
+    def _live_for(session: SessionRecord, consumer: str, now: float) -> bool:
+        return session.closed_at is None and session.expires_at > now and session.consumer == consumer
+
+    def _mark_delivered(self, code: str, request: RequestRecord, at: float) -> bool:
+        """queued -> delivered; False if it was not queued any more."""
         try:
             self._call(
                 "update_item",
                 TableName=self.table,
-                Key=_key(_pk(code), _req_sk(seq)),
+                Key=_key(_pk(code), _req_sk(request.seq)),
                 UpdateExpression="SET #status = :delivered, delivered_at = :at",
                 ConditionExpression="#status = :queued AND #id = :id",
                 ExpressionAttributeNames={"#status": "status", "#id": "id"},
@@ -565,21 +650,26 @@ class DynamoStore:
                     ":delivered": _s("delivered"),
                     ":queued": _s("queued"),
                     ":at": _n(at),
-                    ":id": _s(request_id),
+                    ":id": _s(request.id),
                 },
             )
+            return True
         except ClientError as exc:
             if _code(exc) != "ConditionalCheckFailedException":
                 raise
+            return False
 
     # --- responses --------------------------------------------------------------------------------------
 
-    def complete_request(self, response: ResponseRecord) -> tuple[ResponseRecord, bool]:
+    def complete_request(self, response: ResponseRecord, *, now: float | None = None) -> Completion:
         code = response.code
         pk = _pk(code)
+        located = self._locate(code, response.id)
+        if located is None:
+            raise RequestNotFound("no such request", request_id=response.id)
+        seq, queued_at = located
         purge = _purge_at(response.expires_at)
         body, chunks = self._pack("body", response.body, pk, purge)
-        seq = self._seq_of(code, response.id)
         head: Item = {
             **_key(pk, f"RESP#{response.id}"),
             "id": _s(response.id),
@@ -592,40 +682,31 @@ class DynamoStore:
         }
         if response.error_code is not None:
             head["error_code"] = _s(response.error_code)
+        values: Item = {":status": _s(response.status), ":at": _n(response.timestamp), ":id": _s(response.id)}
+        update = "SET #status = :status, completed_at = :at"
+        if response.error_code is not None:
+            update += ", error_code = :error"
+            values[":error"] = _s(response.error_code)
+        else:
+            update += " REMOVE error_code"
+        # The request exists (its id item said where); an unanswered one past its expiry takes no answer.
+        condition = "#id = :id"
+        if now is not None:
+            condition += " AND (expires_at > :now OR NOT #status IN (:queued, :delivered))"
+            values.update({":now": _n(now), ":queued": _s("queued"), ":delivered": _s("delivered")})
         items: list[dict[str, Any]] = [
+            {"Put": {"TableName": self.table, "Item": head, "ConditionExpression": "attribute_not_exists(pk)"}},
             {
-                "ConditionCheck": {
+                "Update": {
                     "TableName": self.table,
-                    "Key": _key(pk, "META"),
-                    "ConditionExpression": "attribute_exists(pk)",
+                    "Key": _key(pk, _req_sk(seq)),
+                    "UpdateExpression": update,
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeNames": {"#status": "status", "#id": "id"},
+                    "ExpressionAttributeValues": values,
                 }
             },
-            {"Put": {"TableName": self.table, "Item": head, "ConditionExpression": "attribute_not_exists(pk)"}},
         ]
-        if seq is not None:
-            values: Item = {
-                ":status": _s(response.status),
-                ":at": _n(response.timestamp),
-                ":id": _s(response.id),
-            }
-            update = "SET #status = :status, completed_at = :at"
-            if response.error_code is not None:
-                update += ", error_code = :error"
-                values[":error"] = _s(response.error_code)
-            else:
-                update += " REMOVE error_code"
-            items.append(
-                {
-                    "Update": {
-                        "TableName": self.table,
-                        "Key": _key(pk, _req_sk(seq)),
-                        "UpdateExpression": update,
-                        "ConditionExpression": "#id = :id",
-                        "ExpressionAttributeNames": {"#status": "status", "#id": "id"},
-                        "ExpressionAttributeValues": values,
-                    }
-                }
-            )
         self._write_chunks(chunks)
         committed = False
         try:
@@ -633,13 +714,17 @@ class DynamoStore:
                 reasons = self._transact(items)
                 if reasons is None:
                     committed = True
-                    return response, True
+                    return Completion(response, True, queued_at)
                 if reasons[0] == "ConditionalCheckFailed":
-                    raise SessionNotFound("session not found", reason="unknown")
-                if reasons[1] == "ConditionalCheckFailed":
                     earlier = self.get_response(code, response.id)
                     if earlier is not None:
-                        return earlier, False
+                        return Completion(earlier, False, queued_at)
+                elif reasons[1] == "ConditionalCheckFailed":
+                    request = self.get_request(code, response.id)
+                    if request is None:
+                        raise RequestNotFound("no such request", request_id=response.id)
+                    if request.pending and now is not None and request.expires_at <= now:
+                        raise RequestExpired("request expired unanswered", request_id=response.id)
                 self._backoff(attempt)
             raise StoreUnavailable(UNAVAILABLE, retry_after=1)
         finally:
@@ -648,8 +733,9 @@ class DynamoStore:
 
     def get_response(self, code: str, request_id: str) -> ResponseRecord | None:
         item = self._get(_pk(code), f"RESP#{request_id}")
-        if item is None:
-            return None
+        return None if item is None else self._response_of(code, request_id, item)
+
+    def _response_of(self, code: str, request_id: str, item: Item) -> ResponseRecord:
         return ResponseRecord(
             code=code,
             id=request_id,

@@ -5,20 +5,22 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from ..errors import CodeCollision, SessionNotFound
-from ..records import NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
+from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
 
 
 @dataclass
 class _SessionData:
     session: SessionRecord
     requests: dict[str, RequestRecord] = field(default_factory=dict)  # by id, insertion = seq order
+    by_seq: list[str] = field(default_factory=list)  # ids; seq n at index n - 1 (seqs are gapless)
     responses: dict[str, ResponseRecord] = field(default_factory=dict)
 
 
 class MemoryStore:
     pushes = True
     blocking = False
+    blocking_reads = False
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -60,7 +62,7 @@ class MemoryStore:
                 changes["closed_at"] = closed_at
             data.session = s.with_(**changes)
 
-    def add_request(self, code: str, new: NewRequest) -> tuple[RequestRecord, bool]:
+    def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
         with self._lock:
             data = self._sessions.get(code)
             if data is None:
@@ -82,6 +84,7 @@ class MemoryStore:
                 expires_at=new.expires_at,
             )
             data.requests[new.id] = record
+            data.by_seq.append(new.id)
             data.session = data.session.with_(last_seq=seq)
             return record, True
 
@@ -89,13 +92,40 @@ class MemoryStore:
         data = self._sessions.get(code)
         return data.requests.get(request_id) if data else None
 
+    def lookup(self, code: str, request_id: str) -> Lookup:
+        with self._lock:
+            data = self._sessions.get(code)
+            if data is None:
+                return Lookup(None, None, None)
+            response = data.responses.get(request_id)
+            request = None if response is not None else data.requests.get(request_id)
+            return Lookup(data.session, request, response)
+
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
         data = self._sessions.get(code)
         if data is None:
             return []
         with self._lock:
-            items = list(data.requests.values())
-        return [r for r in items if r.seq > after_seq and r.pending and r.expires_at > now]
+            items = [data.requests[rid] for rid in data.by_seq[max(0, after_seq) :]]
+        return [r for r in items if r.pending and r.expires_at > now]
+
+    def deliver(
+        self, code: str, consumer: str, after_seq: int, now: float
+    ) -> tuple[SessionRecord | None, list[RequestRecord]]:
+        with self._lock:
+            data = self._sessions.get(code)
+            if data is None:
+                return None, []
+            s = data.session
+            if s.closed_at is not None or s.expires_at <= now or s.consumer != consumer or s.last_seq <= after_seq:
+                return s, []
+            out = []
+            for r in [data.requests[rid] for rid in data.by_seq[max(0, after_seq) :]]:
+                if r.pending and r.expires_at > now:
+                    if r.status == "queued":
+                        r = data.requests[r.id] = r.with_(status="delivered", delivered_at=now)
+                    out.append(r)
+            return s, out
 
     def list_requests(self, code: str) -> list[RequestRecord]:
         data = self._sessions.get(code)
@@ -104,29 +134,22 @@ class MemoryStore:
         with self._lock:
             return list(data.requests.values())
 
-    def mark_delivered(self, code: str, request_id: str, at: float) -> None:
-        with self._lock:
-            data = self._sessions.get(code)
-            r = data.requests.get(request_id) if data else None
-            if data is None or r is None or r.status != "queued":
-                return
-            data.requests[request_id] = r.with_(status="delivered", delivered_at=at)
-
-    def complete_request(self, response: ResponseRecord) -> tuple[ResponseRecord, bool]:
+    def complete_request(self, response: ResponseRecord, *, now: float | None = None) -> Completion:
         with self._lock:
             data = self._sessions.get(response.code)
-            if data is None:
-                raise SessionNotFound("session not found", reason="unknown")
+            r = data.requests.get(response.id) if data else None
+            if data is None or r is None:
+                raise RequestNotFound("no such request", request_id=response.id)
             earlier = data.responses.get(response.id)
             if earlier is not None:
-                return earlier, False
+                return Completion(earlier, False, r.created_at)
+            if now is not None and r.pending and r.expires_at <= now:
+                raise RequestExpired("request expired unanswered", request_id=response.id)
             data.responses[response.id] = response
-            r = data.requests.get(response.id)
-            if r is not None:
-                data.requests[response.id] = r.with_(
-                    status=response.status, completed_at=response.timestamp, error_code=response.error_code
-                )
-            return response, True
+            data.requests[response.id] = r.with_(
+                status=response.status, completed_at=response.timestamp, error_code=response.error_code
+            )
+            return Completion(response, True, r.created_at)
 
     def get_response(self, code: str, request_id: str) -> ResponseRecord | None:
         data = self._sessions.get(code)

@@ -1,4 +1,5 @@
-"""Embedded SQLite store: the local server's default. WAL mode, every write committed before it returns."""
+"""Embedded SQLite store: the local server's default. WAL mode, every write committed before it returns, and on
+disk (fsync) before it returns, except delivery marks and rate-limit counts (see ``_tx``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import CodeCollision, SessionNotFound, StoreUnavailable
-from ..records import NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound, StoreUnavailable
+from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
 from .base import PURGE_GRACE_SECONDS
 
 SCHEMA = """
@@ -39,6 +40,7 @@ PURGE_EVERY_N_SESSIONS = 200
 class SqliteStore:
     pushes = True
     blocking = True
+    blocking_reads = False  # reads use a connection of their thread's own: in WAL mode no writer holds them up
 
     def __init__(self, path: str | Path, *, shared: bool = False) -> None:
         """``shared``: other processes write this file too (local-api runs each function in its own process),
@@ -48,6 +50,9 @@ class SqliteStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._local = threading.local()  # each thread's read connection
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -57,37 +62,67 @@ class SqliteStore:
         self._created = 0
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction. ``durable=False`` for writes whose loss in a power cut harms nothing (a delivery
+        mark: the request is sent again; a rate-limit count): their commit skips the fsync, and the next durable
+        commit's fsync of the log covers them too. Safe against a crash of this process either way (WAL)."""
         with self._lock:
+            if not durable:
+                self._db.execute("PRAGMA synchronous=NORMAL")
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreUnavailable(
-                    "The relay's database is busy; nothing was changed. Retry in a moment.", retry_after=1
-                ) from exc
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            else:
                 try:
-                    self._db.execute("COMMIT")
-                except sqlite3.Error:
-                    # A failed COMMIT (disk full, I/O error) can leave the transaction open; without a rollback
-                    # its writes stay visible and every later BEGIN fails.
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
+                    self._db.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    raise StoreUnavailable(
+                        "The relay's database is busy; nothing was changed. Retry in a moment.", retry_after=1
+                    ) from exc
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute("ROLLBACK")
                     raise
+                else:
+                    try:
+                        self._db.execute("COMMIT")
+                    except sqlite3.Error:
+                        # A failed COMMIT (disk full, I/O error) can leave the transaction open; without a rollback
+                        # its writes stay visible and every later BEGIN fails.
+                        if self._db.in_transaction:
+                            self._db.execute("ROLLBACK")
+                        raise
+            finally:
+                if not durable:
+                    self._db.execute("PRAGMA synchronous=FULL")
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """A connection for reads, in one snapshot: this thread's own (a file in WAL mode lets readers and the
+        writer go on side by side); an in-memory database has only the one connection, under the lock."""
+        if self.path == ":memory:":
+            with self._lock:
+                yield self._db
+            return
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=10)
+            db.row_factory = sqlite3.Row
+            self._local.db = db
+            with self._readers_lock:  # not the writer's lock, which a commit may be holding
+                self._readers.append(db)
+        db.execute("BEGIN")
+        try:
+            yield db
+        finally:
+            db.execute("COMMIT")
 
     def _one(self, sql: str, args: tuple[Any, ...]) -> sqlite3.Row | None:
-        with self._lock:
-            row: sqlite3.Row | None = self._db.execute(sql, args).fetchone()
+        with self._reading() as db:
+            row: sqlite3.Row | None = db.execute(sql, args).fetchone()
             return row
 
     def _all(self, sql: str, args: tuple[Any, ...]) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
+        with self._reading() as db:
+            return db.execute(sql, args).fetchall()
 
     # --- sessions ---------------------------------------------------------------------------------------
 
@@ -113,8 +148,10 @@ class SqliteStore:
 
     def get_session(self, code: str) -> SessionRecord | None:
         row = self._one("SELECT * FROM sessions WHERE code = ?", (code,))
-        if row is None:
-            return None
+        return None if row is None else self._session(row)
+
+    @staticmethod
+    def _session(row: sqlite3.Row) -> SessionRecord:
         return SessionRecord(
             code=row["code"],
             token_hash=row["token_hash"],
@@ -163,7 +200,7 @@ class SqliteStore:
             error_code=row["error_code"],
         )
 
-    def add_request(self, code: str, new: NewRequest) -> tuple[RequestRecord, bool]:
+    def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
         with self._tx() as db:
             row = db.execute("SELECT last_seq, closed_at FROM sessions WHERE code = ?", (code,)).fetchone()
             if row is None:
@@ -198,6 +235,17 @@ class SqliteStore:
         row = self._one("SELECT * FROM requests WHERE code = ? AND id = ?", (code, request_id))
         return None if row is None else self._request(row)
 
+    def lookup(self, code: str, request_id: str) -> Lookup:
+        with self._reading() as db:
+            row = db.execute("SELECT * FROM sessions WHERE code = ?", (code,)).fetchone()
+            if row is None:
+                return Lookup(None, None, None)
+            answer = db.execute("SELECT * FROM responses WHERE code = ? AND id = ?", (code, request_id)).fetchone()
+            if answer is not None:
+                return Lookup(self._session(row), None, self._response(answer))
+            request = db.execute("SELECT * FROM requests WHERE code = ? AND id = ?", (code, request_id)).fetchone()
+            return Lookup(self._session(row), None if request is None else self._request(request), None)
+
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
         rows = self._all(
             "SELECT * FROM requests WHERE code = ? AND seq > ? AND status IN ('queued', 'delivered') "
@@ -206,16 +254,37 @@ class SqliteStore:
         )
         return [self._request(r) for r in rows]
 
-    def list_requests(self, code: str) -> list[RequestRecord]:
-        return [self._request(r) for r in self._all("SELECT * FROM requests WHERE code = ? ORDER BY seq", (code,))]
-
-    def mark_delivered(self, code: str, request_id: str, at: float) -> None:
-        with self._tx() as db:
+    def deliver(
+        self, code: str, consumer: str, after_seq: int, now: float
+    ) -> tuple[SessionRecord | None, list[RequestRecord]]:
+        session = self.get_session(code)
+        if session is None:
+            return None, []
+        live = session.closed_at is None and session.expires_at > now and session.consumer == consumer
+        if not live or session.last_seq <= after_seq:
+            return session, []
+        with self._tx(durable=False) as db:
+            # Checked again inside the transaction: the session may have been ended or taken over meanwhile.
+            row = db.execute("SELECT * FROM sessions WHERE code = ?", (code,)).fetchone()
+            if row is None:
+                return None, []
+            session = self._session(row)
+            if session.closed_at is not None or session.expires_at <= now or session.consumer != consumer:
+                return session, []
             db.execute(
                 "UPDATE requests SET status = 'delivered', delivered_at = ? "
-                "WHERE code = ? AND id = ? AND status = 'queued'",
-                (at, code, request_id),
+                "WHERE code = ? AND seq > ? AND status = 'queued' AND expires_at > ?",
+                (now, code, after_seq, now),
             )
+            rows = db.execute(
+                "SELECT * FROM requests WHERE code = ? AND seq > ? AND status IN ('queued', 'delivered') "
+                "AND expires_at > ? ORDER BY seq",
+                (code, after_seq, now),
+            ).fetchall()
+        return session, [self._request(r) for r in rows]
+
+    def list_requests(self, code: str) -> list[RequestRecord]:
+        return [self._request(r) for r in self._all("SELECT * FROM requests WHERE code = ? ORDER BY seq", (code,))]
 
     # --- responses --------------------------------------------------------------------------------------
 
@@ -232,15 +301,22 @@ class SqliteStore:
             error_code=row["error_code"],
         )
 
-    def complete_request(self, response: ResponseRecord) -> tuple[ResponseRecord, bool]:
+    def complete_request(self, response: ResponseRecord, *, now: float | None = None) -> Completion:
         with self._tx() as db:
-            if db.execute("SELECT 1 FROM sessions WHERE code = ?", (response.code,)).fetchone() is None:
-                raise SessionNotFound("session not found", reason="unknown")
+            request = db.execute(
+                "SELECT status, expires_at, created_at FROM requests WHERE code = ? AND id = ?",
+                (response.code, response.id),
+            ).fetchone()
+            if request is None:
+                raise RequestNotFound("no such request", request_id=response.id)
             earlier = db.execute(
                 "SELECT * FROM responses WHERE code = ? AND id = ?", (response.code, response.id)
             ).fetchone()
             if earlier is not None:
-                return self._response(earlier), False
+                return Completion(self._response(earlier), False, request["created_at"])
+            pending = request["status"] in ("queued", "delivered")
+            if now is not None and pending and request["expires_at"] <= now:
+                raise RequestExpired("request expired unanswered", request_id=response.id)
             db.execute(
                 "INSERT INTO responses (code, id, status, body, fingerprint, timestamp, expires_at, error_code) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -259,7 +335,7 @@ class SqliteStore:
                 "UPDATE requests SET status = ?, completed_at = ?, error_code = ? WHERE code = ? AND id = ?",
                 (response.status, response.timestamp, response.error_code, response.code, response.id),
             )
-        return response, True
+        return Completion(response, True, request["created_at"])
 
     def get_response(self, code: str, request_id: str) -> ResponseRecord | None:
         row = self._one("SELECT * FROM responses WHERE code = ? AND id = ?", (code, request_id))
@@ -268,7 +344,7 @@ class SqliteStore:
     # --- counters and housekeeping ----------------------------------------------------------------------
 
     def incr_counter(self, key: str, expires_at: float, now: float) -> int:
-        with self._tx() as db:
+        with self._tx(durable=False) as db:
             db.execute(
                 "INSERT INTO counters (key, count, expires_at) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET "
                 "count = CASE WHEN counters.expires_at <= ? THEN 1 ELSE counters.count + 1 END, "
@@ -293,5 +369,7 @@ class SqliteStore:
             )
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._readers_lock:
+            for reader in self._readers:
+                reader.close()
             self._db.close()

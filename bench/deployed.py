@@ -1,0 +1,318 @@
+"""The deployed shape: ``codap-relay local-api`` (API Gateway's stage in front, every Lambda function in processes
+of its own with the template's environment, the stream behind the Web Adapter-style proxy) on DynamoDB Local,
+with the counting proxy (``bench.dynamo_proxy``) between the functions and DynamoDB Local.
+
+Measured, one session pair, calls one after another:
+
+- each call type (HTTP ``POST /request?wait``, HTTP ``POST /request`` + ``GET /response?wait``, MCP
+  ``tools/call``): latency beside the floor (two ``GET /healthz`` in a row through the same stage: a function that
+  touches no store), DynamoDB requests and capacity units per call (polling reads apart), Lambda invocations and
+  billed time per function (local-api's REPORT lines), CPU time per function (the function processes' own);
+- idle connected plugins (after the fast-polling window has passed): DynamoDB requests and units per plugin-hour,
+  the stream function's CPU;
+- the first call after minutes idle on each of those plugins (a conversation resuming), and the call after it;
+- each function's largest ``Max Memory Used``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+
+from bench import load
+from bench.cost import Deployment
+from bench.dynamo import LocalTable
+from bench.server import ROOT, free_port
+from bench.stats import ratio, summary
+
+STREAM_FUNCTION = "StreamFunction"
+REPORT_RE = re.compile(
+    r"^\[(?P<function>\w+)#\d+\] REPORT RequestId: \S+\tDuration: (?P<ms>[\d.]+) ms"
+    r"\tBilled Duration: (?P<billed>\d+) ms\tMemory Size: (?P<memory>\d+) MB\tMax Memory Used: (?P<used>\d+) MB"
+)
+CALL_KINDS: dict[str, load.RoundTrip] = {
+    "http_wait": load.http_wait_round_trip,
+    "http": load.http_round_trip,
+    "mcp": load.mcp_round_trip,
+}
+WARM_UP_CALLS = 5
+# The bench makes more calls a minute than the request limit allows one client; the counters still run.
+ENV = {
+    "RATE_LIMIT_SESSION_PER_IP": "100000",
+    "RATE_LIMIT_REQUEST_PER_CODE": "100000",
+    "GUESS_LIMIT_PER_IP": "100000",
+}
+
+
+@dataclass
+class Report:
+    function: str
+    ms: float
+    billed_ms: int
+    memory_mb: int
+    used_mb: int
+
+
+@dataclass
+class Stack:
+    base: str  # http://127.0.0.1:PORT/v1
+    proxy: str
+    pid: int
+    log: IO[bytes]
+
+    def counts(self) -> dict[str, Any]:
+        body: dict[str, Any] = httpx.get(f"{self.proxy}/__bench/counts", timeout=30).json()
+        return body
+
+    def reset(self) -> None:
+        httpx.post(f"{self.proxy}/__bench/reset", timeout=30).raise_for_status()
+
+    def offset(self) -> int:
+        self.log.flush()
+        return os.fstat(self.log.fileno()).st_size
+
+    def reports(self, since: int = 0) -> list[Report]:
+        self.log.flush()
+        self.log.seek(since)
+        text = self.log.read().decode(errors="replace")
+        self.log.seek(0, os.SEEK_END)
+        out = []
+        for line in text.splitlines():
+            m = REPORT_RE.match(line)
+            if m:
+                out.append(Report(m["function"], float(m["ms"]), int(m["billed"]), int(m["memory"]), int(m["used"])))
+        return out
+
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time (user + system) so far of each function's processes, by function name."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        out: defaultdict[str, float] = defaultdict(float)
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                fields = stat[stat.rindex(")") + 2 :].split()
+                if int(fields[1]) != self.pid:  # fields[1] is the parent's pid
+                    continue
+                environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            except (OSError, ValueError):
+                continue
+            for var in environ:
+                if var.startswith(b"AWS_LAMBDA_FUNCTION_NAME="):
+                    out[var.split(b"=", 1)[1].decode()] += (int(fields[11]) + int(fields[12])) / ticks
+        return dict(out)
+
+
+@contextlib.contextmanager
+def _child(cmd: list[str], env: dict[str, str], log: IO[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+    child_env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)}
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=child_env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+
+@contextlib.contextmanager
+def run_stack(dynamo: LocalTable) -> Iterator[Stack]:
+    """DynamoDB Local ← counting proxy ← local-api, all on loopback; stopped again on exit."""
+    proxy_port, api_port = free_port(), free_port()
+    proxy = f"http://127.0.0.1:{proxy_port}"
+    env = {**dynamo.env, **ENV}
+    with tempfile.TemporaryFile() as proxy_log, tempfile.TemporaryFile() as log:
+        proxy_cmd = [sys.executable, "-m", "bench.dynamo_proxy", "--port", str(proxy_port)]
+        with _child([*proxy_cmd, "--upstream", dynamo.endpoint], env, proxy_log) as proxy_proc:
+            _wait(f"{proxy}/__bench/counts", proxy_proc, proxy_log, 30)
+            api_cmd = [sys.executable, "-m", "codap_relay.cli", "local-api", "--host", "127.0.0.1"]
+            api_cmd += ["--port", str(api_port), "--store", dynamo.store_url_via(proxy)]
+            with _child(api_cmd, env, log) as api:
+                base = f"http://127.0.0.1:{api_port}/v1"
+                _wait(f"{base}/healthz", api, log, 120)
+                yield Stack(base, proxy, api.pid, log)
+
+
+def _wait(url: str, proc: subprocess.Popen[bytes], log: IO[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}: {log.read().decode()[-2000:]}")
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer within {timeout:g} s")
+
+
+# --- one phase: calls or idleness, and what the stack did meanwhile ------------------------------------------
+
+
+class Phase:
+    """Counts DynamoDB requests, REPORT lines and CPU time between ``start`` and ``stop``."""
+
+    def __init__(self, stack: Stack) -> None:
+        self.stack = stack
+
+    async def start(self) -> None:
+        await asyncio.to_thread(self.stack.reset)
+        self.since = self.stack.offset()
+        self.cpu = self.stack.cpu_seconds()
+        self.started = time.perf_counter()
+
+    async def stop(self) -> dict[str, Any]:
+        seconds = time.perf_counter() - self.started
+        await asyncio.sleep(0.2)  # the last invocation's REPORT line reaches the log
+        counts = await asyncio.to_thread(self.stack.counts)
+        cpu = self.stack.cpu_seconds()
+        reports = self.stack.reports(self.since)
+        lambdas: dict[str, dict[str, float]] = defaultdict(lambda: {"invocations": 0, "ms": 0.0, "billed_ms": 0})
+        for r in reports:
+            entry = lambdas[r.function]
+            entry["invocations"] += 1
+            entry["ms"] += r.ms
+            entry["billed_ms"] += r.billed_ms
+        cpu_delta = {f: round(cpu.get(f, 0.0) - self.cpu.get(f, 0.0), 4) for f in cpu}
+        return {"seconds": seconds, "dynamodb": counts, "lambda": dict(lambdas), "cpu_seconds": cpu_delta}
+
+
+def per_call(phase: dict[str, Any], calls: int) -> dict[str, Any]:
+    """A phase's figures divided by its calls. API requests: the invocations of every function but the stream."""
+    d = phase["dynamodb"]
+    invocations = {f: v["invocations"] for f, v in phase["lambda"].items() if f != STREAM_FUNCTION}
+    return {
+        "seconds_per_call": round(phase["seconds"] / calls, 4),
+        "dynamodb_requests": round(sum(d["requests"].values()) / calls, 2),
+        "dynamodb_by_operation": {op: round(n / calls, 2) for op, n in sorted(d["requests"].items())},
+        "polling_reads": round(sum(d["polling_reads"].values()) / calls, 2),
+        "read_units": round(d["read_units"] / calls, 2),
+        "write_units": round(d["write_units"] / calls, 2),
+        "polling_read_units": round(d["polling_read_units"] / calls, 2),
+        "api_requests": round(sum(invocations.values()) / calls, 2),
+        "lambda_ms": {f: round(v["ms"] / calls, 2) for f, v in phase["lambda"].items() if f != STREAM_FUNCTION},
+        "lambda_billed_ms": {
+            f: round(v["billed_ms"] / calls, 2) for f, v in phase["lambda"].items() if f != STREAM_FUNCTION
+        },
+        "cpu_ms": {f: round(s * 1000 / calls, 2) for f, s in sorted(phase["cpu_seconds"].items()) if s > 0},
+        "dynamodb_ms": d["upstream_ms"],
+        "errors": d["errors"],
+    }
+
+
+def per_hour(phase: dict[str, Any], plugins: int) -> dict[str, Any]:
+    d = phase["dynamodb"]
+    scale = 3600 / phase["seconds"] / plugins
+    return {
+        "dynamodb_requests": round(sum(d["requests"].values()) * scale),
+        "dynamodb_by_operation": {op: round(n * scale) for op, n in sorted(d["requests"].items())},
+        "polling_reads": round(sum(d["polling_reads"].values()) * scale),
+        "read_units": round(d["read_units"] * scale),
+        "write_units": round(d["write_units"] * scale),
+        "stream_cpu_seconds": round(phase["cpu_seconds"].get(STREAM_FUNCTION, 0.0) * scale, 2),
+    }
+
+
+# --- the run -------------------------------------------------------------------------------------------------
+
+
+async def _floor(base: str, n: int) -> load.Samples:
+    samples = load.Samples()
+    async with load.new_client(base) as client:
+        for i in range(n + 1):
+            started = time.perf_counter()
+            for _ in range(2):
+                r = await client.get("/healthz")
+                if r.status_code != 200:
+                    samples.errors += 1
+            if i:  # the first warms the plugin function
+                samples.round_trip.append(time.perf_counter() - started)
+    return samples
+
+
+async def _measure(
+    stack: Stack, dep: Deployment, *, calls: int, plugins: int, idle: float, resume: float, mcp: bool
+) -> Any:
+    out: dict[str, Any] = {"calls": calls, "kinds": {}}
+    kinds = {name: kind for name, kind in CALL_KINDS.items() if mcp or name != "mcp"}
+    floor = await _floor(stack.base, calls)
+    out["floor"] = summary(floor.round_trip)
+    async with load.session_pairs(stack.base, 1) as (llm, pairs):
+        pair = pairs[0]
+        for kind in kinds.values():  # cold starts, and DynamoDB Local's JIT warming up, out of the figures
+            for i in range(WARM_UP_CALLS):
+                await kind(llm, pair, -1 - i, load.Samples())
+        for name, kind in kinds.items():
+            print(f"  deployed: {name} …", file=sys.stderr, flush=True)
+            phase = Phase(stack)
+            await phase.start()
+            samples = load.Samples()
+            for i in range(calls):
+                await kind(llm, pair, i, samples)
+            figures = per_call(await phase.stop(), calls)
+            figures["latency"] = summary(samples.round_trip)
+            figures["latency_floor"] = ratio(figures["latency"]["p50"], out["floor"]["p50"])
+            figures["call_errors"] = samples.errors
+            if samples.delivery:
+                figures["delivery"] = summary(samples.delivery)
+            out["kinds"][name] = figures
+    print(f"  deployed: {plugins} idle plugins, first call after {resume:g} s …", file=sys.stderr, flush=True)
+    async with load.session_pairs(stack.base, plugins) as (llm, pairs):
+        for i, pair in enumerate(pairs):
+            await load.http_wait_round_trip(llm, pair, i, load.Samples())
+        idle_from = time.perf_counter()
+        settle = min(dep.poll_active_seconds + 2, max(0.0, resume - idle))  # the fast-polling window has passed
+        await asyncio.sleep(settle)
+        phase = Phase(stack)
+        await phase.start()
+        await asyncio.sleep(idle)
+        out["idle"] = per_hour(await phase.stop(), plugins)
+        out["idle"]["measured_seconds"] = idle
+        out["idle"]["after_seconds"] = round(settle, 1)
+        await asyncio.sleep(max(0.0, resume - (time.perf_counter() - idle_from)))
+        first, second = load.Samples(), load.Samples()
+        for i, pair in enumerate(pairs):
+            await load.http_wait_round_trip(llm, pair, 1000 + i, first)
+            await load.http_wait_round_trip(llm, pair, 2000 + i, second)
+        out["resume"] = {
+            "idle_seconds": round(time.perf_counter() - idle_from, 1),
+            "first": summary(first.round_trip),
+            "first_delivery": summary(first.delivery),
+            "second": summary(second.round_trip),
+            "second_delivery": summary(second.delivery),
+            "errors": first.errors + second.errors,
+        }
+    await asyncio.sleep(0.5)  # the plugins' streams have ended: their REPORT lines are written
+    used: dict[str, int] = {}
+    for r in stack.reports():
+        used[r.function] = max(used.get(r.function, 0), r.used_mb)
+    out["max_memory_used_mb"] = dict(sorted(used.items()))
+    return out
+
+
+def run(
+    dynamo: LocalTable, dep: Deployment, *, calls: int, plugins: int, idle: float, resume: float, mcp: bool = True
+) -> dict[str, Any]:
+    with run_stack(dynamo) as stack:
+        result: dict[str, Any] = asyncio.run(
+            _measure(stack, dep, calls=calls, plugins=plugins, idle=idle, resume=resume, mcp=mcp)
+        )
+    return result
