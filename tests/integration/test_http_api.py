@@ -9,6 +9,7 @@ import base64
 import json
 import logging
 import os
+import sys
 from typing import Any
 
 import httpx
@@ -346,6 +347,24 @@ async def test_store_outage_is_503_with_retry_after(clock: FakeClock) -> None:
         r = await c.get("/metadata", params={"code": "ABCDEFGH"})
         assert_error(r, 503, "store_unavailable")
         assert r.headers["retry-after"] == "1"
+
+
+async def test_without_the_mcp_extra_the_mcp_paths_say_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the MCP extra were not installed
+    app = build_app(Relay(make_settings(), MemoryStore()))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        for path in ("/mcp", "/mcp/ABCD2345"):
+            body = assert_error(await c.post(path, json={}), 501, "extra_not_installed")
+            assert "pip install 'codap-relay[mcp]'" in body["message"]
+        assert (await c.get("/healthz")).status_code == 200  # the rest of the relay is unaffected
+
+
+def test_an_import_bug_in_an_entry_point_fails_the_build_instead_of_dropping_its_routes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "codap_relay.http.mcp", None)  # the module itself cannot be imported
+    with pytest.raises(ImportError):
+        build_app(Relay(make_settings(), MemoryStore()), ["mcp"])
 
 
 async def test_cors_only_for_configured_origins(client: httpx.AsyncClient) -> None:

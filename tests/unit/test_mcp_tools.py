@@ -9,8 +9,8 @@ import mcp_types as types
 import pytest
 
 from codap_relay import errors as e
+from codap_relay.http.mcp import security_settings
 from codap_relay.manifest import DEFAULT_TOOLS
-from codap_relay.mcp_http import security_settings
 from codap_relay.mcp_tools import (
     MCP_ERRORS,
     RATE_LIMITED,

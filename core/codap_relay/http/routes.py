@@ -12,37 +12,11 @@ from .. import __version__
 from ..clock import iso
 from ..codes import normalise_code
 from ..errors import BadInput
-from ..relay import Answer, Relay
+from ..relay import Answer
 from . import schemas as s
 from .bodies import parse, read_json
+from .context import bearer_token, client_ip, public_base, relay_of
 from .sse import EventStreamResponse, encode
-
-
-def relay_of(request: Request) -> Relay:
-    relay: Relay = request.app.state.relay
-    return relay
-
-
-def client_ip(request: Request) -> str | None:
-    if relay_of(request).settings.trust_proxy:
-        forwarded = request.headers.get("x-forwarded-for")
-        if forwarded:
-            return forwarded.split(",")[0].strip()
-    return request.client.host if request.client else None
-
-
-def public_base(request: Request) -> str:
-    """The relay's public URL, for every URL it writes: PUBLIC_BASE_URL if set, else scheme, host and the
-    public path prefix (ASGI root_path: the stage, or a custom domain's base path)."""
-    return (relay_of(request).settings.public_base_url or str(request.base_url)).rstrip("/")
-
-
-def bearer_token(request: Request) -> str | None:
-    auth = request.headers.get("authorization", "")
-    if auth[:7].lower() == "bearer " and auth[7:].strip():
-        return auth[7:].strip()
-    token = request.query_params.get("token")
-    return token or None
 
 
 def wait_param(request: Request) -> float | None:
