@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from codap_relay.sse_client import iter_events
+from codap_relay.testing.sse_client import iter_events
 
 
 class CuttingProxy:
@@ -92,7 +92,7 @@ class Connection:
 
 @dataclass
 class RecordingPlugin:
-    """Plays the browser plugin, like codap_relay.fake_plugin, but keeps a record of everything.
+    """Plays the browser plugin, like codap_relay.testing.fake_plugin, but keeps a record of everything.
 
     With ``dedup`` it runs each id once (as the real plugin must) and re-posts the stored outcome on
     redelivery; without it, every delivery runs again and posts a *different* result, so a relay that

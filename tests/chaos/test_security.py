@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from chaos_kit import bearer, make_relay, open_session
-from codap_relay.fake_plugin import FakePlugin
 from codap_relay.http.app import build_app
 from codap_relay.store.memory import MemoryStore
+from codap_relay.testing.fake_plugin import FakePlugin
 from support import serve_app, serve_process
 
 pytestmark = pytest.mark.chaos

@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from codap_relay.fake_plugin import FakePlugin
-from codap_relay.sse_client import iter_events
+from codap_relay.testing.fake_plugin import FakePlugin
+from codap_relay.testing.sse_client import iter_events
 from support import bearer, serve_process
 
 

@@ -19,13 +19,13 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from codap_relay.errors import StoreUnavailable
-from codap_relay.fake_plugin import FakePlugin
 from codap_relay.http.app import build_app
 from codap_relay.records import NewRequest, ResponseRecord, SessionRecord, fingerprint
 from codap_relay.relay import Relay
 from codap_relay.store import StoreUrlError, open_store
 from codap_relay.store.base import PURGE_GRACE_SECONDS
 from codap_relay.store.dynamodb import INLINE_LIMIT, DynamoStore
+from codap_relay.testing.fake_plugin import FakePlugin
 from dynamodb_local import CREDENTIALS, env_for, fresh_table, new_table, shared, store_url
 from store_backends import SerializedClient
 from support import ROOT, bearer, make_settings, serve_process
