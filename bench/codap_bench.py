@@ -159,7 +159,7 @@ def environment() -> Iterator[tuple[Any, str] | str]:
     from starlette.routing import Mount
     from starlette.staticfiles import StaticFiles
 
-    from support import serve_app
+    from codap_relay.testing.servers import serve_app
 
     dist = codap_dist()
     executable = chromium_path()

@@ -43,7 +43,8 @@ def main() -> None:
         return
     from moto import mock_aws
 
-    from codap_relay.commands.dynamodb import create_table, default_template, load_template, table_definition
+    from codap_relay.sam_template import default_template, load_template
+    from codap_relay.store.dynamodb_table import create_table, table_definition
 
     with mock_aws():
         import boto3

@@ -35,8 +35,9 @@ import httpx
 from bench import load
 from bench.cost import Deployment
 from bench.dynamo import LocalTable
-from bench.server import ROOT, free_port
+from bench.server import ROOT
 from bench.stats import ratio, summary
+from codap_relay.testing.servers import free_port
 
 STREAM_FUNCTION = "StreamFunction"
 REPORT_RE = re.compile(

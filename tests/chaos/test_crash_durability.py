@@ -18,7 +18,8 @@ import httpx
 import pytest
 from chaos_net import RecordingPlugin, until
 
-from support import free_port, serve_process
+from codap_relay.testing.servers import free_port
+from support import serve_process
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 

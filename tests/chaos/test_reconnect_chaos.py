@@ -18,7 +18,8 @@ from chaos_net import CuttingProxy, RecordingPlugin, until
 
 from chaos_kit import ALL_STORES, any_store, make_relay, open_session
 from codap_relay.http.app import build_app
-from support import LocalApi, serve_app
+from codap_relay.testing.servers import serve_app
+from support import LocalApi
 
 pytestmark = pytest.mark.chaos
 

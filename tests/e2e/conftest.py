@@ -22,7 +22,8 @@ from starlette.staticfiles import StaticFiles
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from support import also_through_local_api, serve_app
+from codap_relay.testing.servers import serve_app
+from support import also_through_local_api
 
 HOST_DIR = Path(__file__).resolve().parent / "codap_host"
 pytestmark = pytest.mark.browser

@@ -23,7 +23,7 @@ from codap_relay.codes import new_code
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from support import free_port, serve_app
+from codap_relay.testing.servers import free_port, serve_app
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

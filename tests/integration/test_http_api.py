@@ -20,8 +20,9 @@ from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
+from codap_relay.testing.servers import serve_app
 from codap_relay.tool_content import MAX_IMAGE_BYTES
-from support import also_through_local_api, make_settings, serve_app
+from support import also_through_local_api, make_settings
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 

@@ -21,8 +21,9 @@ from codap_relay.localapi.template import read_stack
 from codap_relay.records import SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
 from codap_relay.testing.lambda_context import LambdaContext as Context
+from codap_relay.testing.servers import serve_app
 from dynamodb_local import CREDENTIALS, new_table
-from support import EVENTS, ROOT, serve_app
+from support import EVENTS, ROOT
 
 CODE = "ABCD2345"  # the pairing code and browser token the events/ files carry
 TOKEN = "sample-browser-token-not-a-secret"

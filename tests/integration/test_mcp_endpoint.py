@@ -26,7 +26,8 @@ from codap_relay.mcp_tools import SESSION_NOT_FOUND
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.testing.fake_plugin import FakePlugin
-from support import bearer, make_settings, serve_app
+from codap_relay.testing.servers import bearer, serve_app
+from support import make_settings
 
 MODES = ["legacy", "2026-07-28"]
 IN_PROCESS = ["asgi", "uvicorn"]

@@ -22,7 +22,8 @@ from codap_relay.client import AsyncRelayClient, RelayClient, RelayClientError
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.testing.fake_plugin import FakePlugin
-from support import also_through_local_api, serve_app
+from codap_relay.testing.servers import serve_app
+from support import also_through_local_api
 
 DATASETS = {"datasets": [{"name": "Mammals", "cases": 27}]}
 

@@ -50,7 +50,7 @@ from ..errors import (
     StoreUnavailable,
 )
 from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
-from .base import PURGE_GRACE_SECONDS
+from .base import PURGE_GRACE_SECONDS, StoreUrlError
 
 Item = dict[str, dict[str, Any]]
 
@@ -138,6 +138,30 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+def dynamodb_client(*, endpoint_url: str | None = None, region: str | None = None) -> Any:
+    """The boto3 DynamoDB client the store uses, for anyone who must talk to the same table (creating it).
+    ``endpoint_url`` (DynamoDB Local) supplies a region and, where none are configured, local credentials."""
+    region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region is None and endpoint_url:
+        region = "us-east-1"  # DynamoDB Local ignores the region but botocore needs one
+    session = boto3.session.Session()
+    extra: dict[str, str] = {}
+    if endpoint_url and session.get_credentials() is None:
+        # DynamoDB Local accepts any credentials; do not make local users invent some.
+        extra = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 3},
+        connect_timeout=3,
+        read_timeout=10,
+        max_pool_connections=32,
+        tcp_keepalive=True,
+    )
+    try:
+        return session.client("dynamodb", region_name=region, endpoint_url=endpoint_url or None, config=config, **extra)
+    except NoRegionError as exc:
+        raise StoreUrlError("dynamodb store needs a region: add ?region=… to the URL or set AWS_REGION") from exc
+
+
 class DynamoStore:
     pushes = False
     blocking = True
@@ -161,8 +185,6 @@ class DynamoStore:
         **unknown: str,
     ) -> DynamoStore:
         """Open ``dynamodb://TABLE?region=…&endpoint_url=…`` (endpoint_url for DynamoDB Local)."""
-        from . import StoreUrlError
-
         if unknown:
             raise StoreUrlError(
                 f"unknown dynamodb store option(s) {', '.join(sorted(unknown))}: use region= and endpoint_url="
@@ -172,27 +194,7 @@ class DynamoStore:
                 f"dynamodb store URL needs a table name of 3-255 letters, digits, '_', '-' or '.' "
                 f"(like dynamodb://codap-relay?region=us-east-1), got {table!r}"
             )
-        region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        if region is None and endpoint_url:
-            region = "us-east-1"  # DynamoDB Local ignores the region but botocore needs one
-        session = boto3.session.Session()
-        extra: dict[str, str] = {}
-        if endpoint_url and session.get_credentials() is None:
-            # DynamoDB Local accepts any credentials; do not make local users invent some.
-            extra = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
-        config = Config(
-            retries={"mode": "standard", "max_attempts": 3},
-            connect_timeout=3,
-            read_timeout=10,
-            max_pool_connections=32,
-            tcp_keepalive=True,
-        )
-        try:
-            client = session.client(
-                "dynamodb", region_name=region, endpoint_url=endpoint_url or None, config=config, **extra
-            )
-        except NoRegionError as exc:
-            raise StoreUrlError("dynamodb store needs a region: add ?region=… to the URL or set AWS_REGION") from exc
+        client = dynamodb_client(endpoint_url=endpoint_url, region=region)
         return cls(client, table, owns_client=True)
 
     # --- plumbing ---------------------------------------------------------------------------------------
