@@ -22,3 +22,11 @@ def test_mcp_stdio_without_the_mcp_extra_says_how_to_install_it(
     assert main(["mcp-stdio", "--url", "http://127.0.0.1:9/mcp/ABCD2345"]) == 2
     captured = capsys.readouterr()
     assert "pip install 'codap-relay[mcp]'" in captured.err and captured.out == ""
+
+
+def test_dynamodb_without_the_aws_extra_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "boto3", None)  # as if the aws extra were not installed
+    assert main(["dynamodb", "create-table", "--table", "relay"]) == 2
+    assert "pip install 'codap-relay[aws]'" in capsys.readouterr().err
