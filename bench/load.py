@@ -38,9 +38,9 @@ class TimingPlugin(FakePlugin):
 
     arrivals: dict[str, float] = field(default_factory=dict)
 
-    async def _execute(self, event: Event) -> None:
+    async def _execute(self, event: Event) -> bool:
         self.arrivals.setdefault(event.json()["id"], time.perf_counter())
-        await super()._execute(event)
+        return await super()._execute(event)
 
 
 @dataclass
