@@ -32,6 +32,7 @@ from .errors import (
     TokenInvalid,
     TokenMissing,
 )
+from .guard import GuessingGuard
 from .manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest, find_tool, validate_args
 from .notify import Listener, Notifier
 from .observe import NullObserver, Observer
@@ -48,6 +49,13 @@ __all__ = ["Answer", "Relay", "RequestExpired", "StreamEvent"]
 # A page of the trace stops growing past this many bytes of JSON, so a long session's trace is read in several
 # answers that each fit Lambda's 6 MB response (one entry's arguments are at most MAX_REQUEST_BYTES).
 TRACE_PAGE_BYTES = 1_000_000
+
+
+def checked_request_id(request_id: Any, message: str) -> str:
+    """A request id as ids must be (the caller's own, or ours); else BadInput on field ``id`` with ``message``."""
+    if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
+        raise BadInput(message, field="id")
+    return request_id
 
 
 def stream_key(code: str) -> str:
@@ -103,7 +111,7 @@ class Relay:
         self.tokens = tokens
         self.notifier = notifier or Notifier()
         self.observer: Observer = observer or NullObserver()
-        self._blocked: dict[str, float] = {}  # client -> refused until (guessing guard)
+        self.guard = GuessingGuard(self.admit, self.now, settings.guess_limit_per_ip)
 
     # --- plumbing ---------------------------------------------------------------------------------------
 
@@ -179,32 +187,6 @@ class Relay:
                 scope=scope,
             )
 
-    async def _count_unknown_code(self, client: str | None) -> None:
-        """Count a lookup of an unknown code; past the limit, this client is refused all code lookups."""
-        if client is None:
-            return
-        try:
-            await self.admit("unknown-code", client, self.settings.guess_limit_per_ip)
-        except RateLimited as exc:
-            # The counter lives in the shared store, so every instance trips on its own next miss; this
-            # process-local mark makes known codes refused too, so 429-vs-200 is no oracle for a guesser.
-            self._blocked[client] = self.now() + exc.retry_after
-            raise
-
-    def _check_blocked(self, client: str | None) -> None:
-        until = self._blocked.get(client) if client is not None else None
-        if until is None:
-            return
-        now = self.now()
-        if until <= now:
-            del self._blocked[client]  # type: ignore[arg-type]
-            return
-        raise RateLimited(
-            "Too many unknown pairing codes from this address. Wait, then check the code shown in the CODAP plugin.",
-            retry_after=max(1, int(until - now + 0.999)),
-            scope="unknown-code",
-        )
-
     # --- sessions ---------------------------------------------------------------------------------------
 
     async def create_session(
@@ -259,15 +241,19 @@ class Relay:
             )
         return session
 
-    async def session_for_llm(self, code: str, *, client: str | None = None) -> SessionRecord:
-        """The LLM role: the code alone. Unknown codes count towards the guessing guard."""
-        self._check_blocked(client)
+    async def _load_guarded(self, code: str, client: str | None, **live: Any) -> SessionRecord:
+        """A session looked up by its code; an unknown code counts towards the guessing guard."""
+        self.guard.check(client)
         try:
-            return await self._load(code)
+            return await self._load(code, **live)
         except SessionNotFound as exc:
             if exc.reason == "unknown":
-                await self._count_unknown_code(client)
+                await self.guard.count_unknown(client)
             raise
+
+    async def session_for_llm(self, code: str, *, client: str | None = None) -> SessionRecord:
+        """The LLM role: the code alone."""
+        return await self._load_guarded(code, client)
 
     async def session_for_plugin(
         self,
@@ -282,13 +268,7 @@ class Relay:
 
         Unknown codes count towards the guessing guard here too: otherwise 404 (unknown) against 401/403
         (known, wrong token) would tell a guesser which codes are live, with no limit."""
-        self._check_blocked(client)
-        try:
-            session = await self._load(code, allow_closed=allow_closed, grace=grace)
-        except SessionNotFound as exc:
-            if exc.reason == "unknown":
-                await self._count_unknown_code(client)
-            raise
+        session = await self._load_guarded(code, client, allow_closed=allow_closed, grace=grace)
         if not self.settings.require_browser_token and not token:
             return session
         if not token:
@@ -361,10 +341,10 @@ class Relay:
     ) -> tuple[RequestRecord, bool]:
         """Validate and durably queue a tool request. Returns (record, created); a retry returns (existing, False).
         ``session``: the session as the caller has just read it with ``session_for_llm`` (not read again)."""
-        if request_id is not None and (not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id)):
-            raise BadInput(
+        if request_id is not None:
+            checked_request_id(
+                request_id,
                 "`id` must be a UUID or 1-64 letters, digits, '-' or '_'; leave it out to have one generated.",
-                field="id",
             )
         limit = self.settings.rate_limit_request_per_code
         if session is None and client is not None and self.store.blocking_reads:
@@ -435,9 +415,8 @@ class Relay:
     async def answer(self, code: str, request_id: str, *, client: str | None = None) -> Answer:
         """The LLM's view of one request. Results outlive the pairing code; a request still waiting does not:
         if its session expired or was ended it will never run, and the LLM is told so (404 with the reason)."""
-        if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
-            raise BadInput("`id` must be the request id that POST /request returned.", field="id")
-        self._check_blocked(client)
+        checked_request_id(request_id, "`id` must be the request id that POST /request returned.")
+        self.guard.check(client)
         found: Lookup = await self._read(self.store.lookup, code, request_id)
         now = self.now()
         if found.response is not None and found.response.expires_at > now:
@@ -445,7 +424,7 @@ class Relay:
         request = found.request
         if request is None:  # unknown, or answered long enough ago that the answer has expired
             if found.session is None:
-                await self._count_unknown_code(client)
+                await self.guard.count_unknown(client)
             raise RequestNotFound(
                 f"No request {request_id!r} in this session (wrong id or code, or its result has expired).",
                 request_id=request_id,
@@ -527,8 +506,7 @@ class Relay:
         client: str | None = None,
     ) -> ResponseRecord:
         session = await self.session_for_plugin(code, token, client=client)
-        if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
-            raise BadInput("`id` must be the id of the tool-request event being answered.", field="id")
+        checked_request_id(request_id, "`id` must be the id of the tool-request event being answered.")
         if error is None:
             check_result(result)
         response = self._response(session, request_id, result=result, error=error)
