@@ -10,14 +10,15 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio.to_thread
 
 from .clock import Clock, IdFactory, SystemClock, iso, uuid_ids
 from .codes import CodeFactory, hash_token, new_code, new_token, token_matches
+from .delivery import Delivery, StreamEvent
 from .errors import (
     AlreadyAnswered,
     BadInput,
@@ -34,7 +35,7 @@ from .errors import (
 )
 from .guard import GuessingGuard
 from .manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest, find_tool, validate_args
-from .notify import Listener, Notifier
+from .notify import Listener, Notifier, answers_key, stream_key
 from .observe import NullObserver, Observer
 from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, canonical_json, fingerprint
 from .settings import Settings
@@ -45,7 +46,7 @@ T = TypeVar("T")
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 CODE_ATTEMPTS = 8
 RATE_WINDOW_SECONDS = 60
-__all__ = ["Answer", "Relay", "RequestExpired", "StreamEvent"]
+__all__ = ["Answer", "Relay"]
 # A page of the trace stops growing past this many bytes of JSON, so a long session's trace is read in several
 # answers that each fit Lambda's 6 MB response (one entry's arguments are at most MAX_REQUEST_BYTES).
 TRACE_PAGE_BYTES = 1_000_000
@@ -56,26 +57,6 @@ def checked_request_id(request_id: Any, message: str) -> str:
     if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
         raise BadInput(message, field="id")
     return request_id
-
-
-def stream_key(code: str) -> str:
-    """Wake-ups for a session's stream: a new request, the session ended, another tab took over."""
-    return code
-
-
-def answers_key(code: str) -> str:
-    """Wake-ups for whoever waits for an answer in a session: a response stored, the session ended."""
-    return f"{code}/answers"
-
-
-@dataclass(frozen=True)
-class StreamEvent:
-    """One server-sent event. ``event`` None means a bare ``retry:`` preamble."""
-
-    event: str | None
-    data: dict[str, Any] = field(default_factory=dict)
-    id: str | None = None
-    retry_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +96,7 @@ class Relay:
 
     # --- plumbing ---------------------------------------------------------------------------------------
 
-    async def _io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a store call off the event loop when it blocks; map unexpected store failures to 503."""
         if self.store.blocking:
             return await self._mapped(anyio.to_thread.run_sync, lambda: fn(*args, **kwargs))
@@ -124,7 +105,7 @@ class Relay:
     async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """A store read: in a worker thread only where reads can wait (a network), else right here."""
         if self.store.blocking_reads:
-            return await self._io(fn, *args, **kwargs)
+            return await self.io(fn, *args, **kwargs)
         return self._mapped_now(fn, *args, **kwargs)
 
     async def _mapped(self, run: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -152,7 +133,7 @@ class Relay:
     def now(self) -> float:
         return self.clock.now()
 
-    def _wait_slice(self, remaining: float, *, quiet_for: float = 0.0) -> float:
+    def wait_slice(self, remaining: float, *, quiet_for: float = 0.0) -> float:
         """How long to sleep before re-reading: the full time if writes are pushed here, else one poll. Polls
         come every ``poll_interval_seconds`` while something happens, and every ``idle_poll_interval_seconds``
         once nothing has for ``poll_active_seconds`` (``quiet_for`` says how long that is)."""
@@ -162,7 +143,7 @@ class Relay:
         interval = s.poll_interval_seconds if quiet_for < s.poll_active_seconds else s.idle_poll_interval_seconds
         return min(remaining, interval)
 
-    def _touch_due(self, session: SessionRecord) -> bool:
+    def touch_due(self, session: SessionRecord) -> bool:
         """Whether a sign of life would change what anyone sees: the plugin shows as connected while it was seen
         within ``connected_grace_seconds``, so a third of that (and at least every heartbeat) keeps it so."""
         if session.last_seen is None:
@@ -177,7 +158,7 @@ class Relay:
         now = self.now()
         window = int(now // RATE_WINDOW_SECONDS)
         window_end = (window + 1) * RATE_WINDOW_SECONDS
-        count = await self._io(self.store.incr_counter, f"rl:{scope}:{key}:{window}", float(window_end), now)
+        count = await self.io(self.store.incr_counter, f"rl:{scope}:{key}:{window}", float(window_end), now)
         if count > limit:
             self.observer.rate_limited(scope)
             retry = max(1, int(window_end - now + 0.999))
@@ -208,7 +189,7 @@ class Relay:
                 tools=tools,
             )
             try:
-                await self._io(self.store.create_session, session)
+                await self.io(self.store.create_session, session)
             except CodeCollision:
                 continue
             self.observer.session_created()
@@ -216,9 +197,9 @@ class Relay:
         raise StoreUnavailable("Could not find a free pairing code; try again.", retry_after=1)
 
     async def _load(self, code: str, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
-        return self._live(await self._read(self.store.get_session, code), allow_closed=allow_closed, grace=grace)
+        return self.live(await self._read(self.store.get_session, code), allow_closed=allow_closed, grace=grace)
 
-    def _live(self, session: SessionRecord | None, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
+    def live(self, session: SessionRecord | None, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
         """The session if it can be used now; else SessionNotFound with the reason and what to do.
         ``grace``: one that ended (closed or expired) less than this many seconds ago is still returned."""
         if session is None:
@@ -302,7 +283,7 @@ class Relay:
     async def touch(self, session: SessionRecord, *, consumer: str | None = None) -> None:
         """A sign of life from the plugin: slide the expiry and record when it was seen."""
         now = self.now()
-        await self._io(
+        await self.io(
             self.store.update_session,
             session.code,
             expires_at=now + self.settings.session_ttl_seconds,
@@ -317,11 +298,11 @@ class Relay:
         session = await self.session_for_plugin(code, token, client=client, allow_closed=True)
         now = self.now()
         if session.closed_at is None:
-            await self._io(self.store.update_session, code, closed_at=now)
+            await self.io(self.store.update_session, code, closed_at=now)
         failed = 0
         for request in await self._read(self.store.pending_requests, code, 0, now):
             error = {"code": "session_closed", "message": "The CODAP session was ended before this request ran."}
-            done = await self._io(self.store.complete_request, self._response(session, request.id, error=error))
+            done = await self.io(self.store.complete_request, self._response(session, request.id, error=error))
             failed += int(done.fresh)
         self.notifier.notify(stream_key(code))
         self.notifier.notify(answers_key(code))
@@ -378,7 +359,7 @@ class Relay:
             expires_at=now + self.settings.request_ttl_seconds,
         )
         try:
-            record, created = await self._io(self.store.add_request, code, new, last_seq=session.last_seq)
+            record, created = await self.io(self.store.add_request, code, new, last_seq=session.last_seq)
         except SessionNotFound:
             await self._load(code)  # ended or expired meanwhile: raise with the message that says what to do
             raise
@@ -435,7 +416,7 @@ class Relay:
                 "the CODAP plugin was not there to run it. Check GET /api/sessions/{code} and send it again.",
                 request_id=request_id,
             )
-        self._live(found.session)
+        self.live(found.session)
         return Answer(request, None)
 
     async def wait_answer(self, code: str, request_id: str, wait: float, *, client: str | None = None) -> Answer:
@@ -461,7 +442,7 @@ class Relay:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return await self.answer(code, request_id, client=client)
-            woken = await listener.wait(self._wait_slice(remaining))
+            woken = await listener.wait(self.wait_slice(remaining))
             if not woken and self.store.pushes:  # every write is pushed here: no wake-up means the time is up
                 continue
             response = await self._read(self.store.get_response, code, request_id)
@@ -511,7 +492,7 @@ class Relay:
             check_result(result)
         response = self._response(session, request_id, result=result, error=error)
         try:
-            done = await self._io(self.store.complete_request, response, now=response.timestamp)
+            done = await self.io(self.store.complete_request, response, now=response.timestamp)
         except RequestExpired as exc:
             raise RequestExpired(
                 f"Request {request_id!r} expired before it was answered; the LLM was told so.",
@@ -532,7 +513,7 @@ class Relay:
             self.notifier.notify(answers_key(code))
             latency = None if done.queued_at is None else (stored.timestamp - done.queued_at) * 1000
             self.observer.response_completed(stored.status, latency)
-        if self._touch_due(session):
+        if self.touch_due(session):
             with contextlib.suppress(StoreUnavailable):  # the answer is durable; a missed sign of life is no failure
                 await self.touch(session)
         return stored
@@ -603,86 +584,4 @@ class Relay:
         consumer = self.ids()
         await self.touch(session, consumer=consumer)
         self.notifier.notify(stream_key(code))  # an older stream of this session learns it is superseded
-        return self._events(session, consumer, cursor, poll=poll, max_seconds=max_seconds)
-
-    async def _events(
-        self,
-        session: SessionRecord,
-        consumer: str,
-        cursor: int | None,
-        *,
-        poll: bool,
-        max_seconds: float | None,
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """Once the stream has started, a store fault can no longer be a 503: end the stream with ``reconnect``
-        (and a retry delay) so the plugin comes back with its cursor instead of seeing a broken connection."""
-        try:
-            async for event in self._live_events(session, consumer, cursor, poll=poll, max_seconds=max_seconds):
-                yield event
-        except StoreUnavailable as exc:
-            yield StreamEvent(
-                "reconnect",
-                {"message": "The relay's store is briefly unavailable; reconnect with Last-Event-ID."},
-                retry_ms=exc.retry_after * 1000,
-            )
-
-    async def _live_events(
-        self,
-        session: SessionRecord,
-        consumer: str,
-        cursor: int | None,
-        *,
-        poll: bool,
-        max_seconds: float | None,
-    ) -> AsyncIterator[StreamEvent]:
-        code = session.code
-        heartbeat = self.settings.heartbeat_seconds
-        limit = max_seconds if max_seconds is not None else self.settings.stream_max_seconds
-        started = last_beat = active = time.monotonic()
-        yield StreamEvent(None, retry_ms=1000 if not poll else 2000)
-        after = 0
-        if cursor is not None:
-            if cursor > session.last_seq:
-                # The client remembers more than this session ever issued (store reset, wrong session):
-                # say so, and send everything unanswered instead of silently skipping.
-                yield StreamEvent("cursor-reset", {"lastEventId": cursor, "lastSeq": session.last_seq})
-            else:
-                after = cursor
-        with self.notifier.listen(stream_key(code)) as listener:
-            while True:
-                current, pending = await self._io(self.store.deliver, code, consumer, after, self.now())
-                try:
-                    current = self._live(current)
-                except SessionNotFound as exc:
-                    yield StreamEvent("closed" if exc.reason == "closed" else "expired", {"reason": exc.reason})
-                    return
-                if current.consumer != consumer:
-                    yield StreamEvent("superseded", {"message": "This session is now served by another tab."})
-                    return
-                for request in pending:
-                    yield StreamEvent(
-                        "tool-request",
-                        {"id": request.id, "tool": request.tool, "args": request.args},
-                        id=str(request.seq),
-                    )
-                    after = request.seq
-                if poll and pending:
-                    return
-                mono = time.monotonic()
-                if pending:
-                    active = mono
-                if self._touch_due(current):
-                    await self.touch(current)
-                if limit and mono - started >= limit:
-                    yield StreamEvent("reconnect", {"message": "Stream ended to stay within the host's time limit."})
-                    return
-                to_beat = heartbeat - (mono - last_beat)
-                if to_beat <= 0:
-                    yield StreamEvent("heartbeat", {})
-                    last_beat = mono
-                    if poll:
-                        return
-                    continue
-                if limit:
-                    to_beat = min(to_beat, max(0.0, limit - (mono - started)))
-                await listener.wait(self._wait_slice(to_beat, quiet_for=mono - active))
+        return Delivery(self, session, consumer).events(cursor, poll=poll, max_seconds=max_seconds)

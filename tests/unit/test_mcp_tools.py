@@ -9,6 +9,7 @@ import mcp_types as types
 import pytest
 
 from codap_relay import errors as e
+from codap_relay.errors import RequestExpired
 from codap_relay.http.mcp import security_settings
 from codap_relay.manifest import DEFAULT_TOOLS
 from codap_relay.mcp_tools import (
@@ -21,7 +22,6 @@ from codap_relay.mcp_tools import (
     tool_annotations,
     tool_title,
 )
-from codap_relay.relay import RequestExpired
 from codap_relay.settings import Settings
 
 

@@ -13,9 +13,10 @@ import pytest
 
 from codap_relay import errors as e
 from codap_relay.clock import FakeClock, counting_ids
+from codap_relay.delivery import StreamEvent
 from codap_relay.errors import RequestExpired
 from codap_relay.notify import Notifier
-from codap_relay.relay import Relay, StreamEvent
+from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from support import make_settings
 

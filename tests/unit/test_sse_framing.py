@@ -1,7 +1,7 @@
 from __future__ import annotations
 
+from codap_relay.delivery import StreamEvent
 from codap_relay.http.sse import encode
-from codap_relay.relay import StreamEvent
 from codap_relay.testing.sse_client import SSEDecoder
 
 
