@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from .clock import Clock, IdFactory, SystemClock, iso, uuid_ids
+from .clock import Clock, IdFactory, SystemClock, uuid_ids
 from .codes import CodeFactory, hash_token, new_code, new_token, token_matches
 from .delivery import Delivery, StreamEvent
 from .errors import (
@@ -37,16 +37,16 @@ from .guard import GuessingGuard
 from .manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest, find_tool, validate_args
 from .notify import Listener, Notifier, answers_key, stream_key
 from .observe import NullObserver, Observer
-from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, canonical_json, fingerprint
+from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, fingerprint
 from .settings import Settings
 from .store.base import Store
-from .tool_content import check_result, summary
+from .tool_content import check_result
 
 T = TypeVar("T")
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 CODE_ATTEMPTS = 8
 RATE_WINDOW_SECONDS = 60
-__all__ = ["Answer", "Relay"]
+__all__ = ["Answer", "LogItem", "Relay"]
 # A page of the trace stops growing past this many bytes of JSON, so a long session's trace is read in several
 # answers that each fit Lambda's 6 MB response (one entry's arguments are at most MAX_REQUEST_BYTES).
 TRACE_PAGE_BYTES = 1_000_000
@@ -57,6 +57,15 @@ def checked_request_id(request_id: Any, message: str) -> str:
     if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
         raise BadInput(message, field="id")
     return request_id
+
+
+@dataclass(frozen=True)
+class LogItem:
+    """One request as the activity log and the trace show it."""
+
+    request: RequestRecord
+    status: str  # the request's own, or "expired" for one that will never run
+    answer: dict[str, Any] | None = None  # the response's body ({"result": …} or {"error": …}), where read
 
 
 @dataclass(frozen=True)
@@ -518,54 +527,45 @@ class Relay:
                 await self.touch(session)
         return stored
 
-    def _log_entry(self, r: RequestRecord) -> dict[str, Any]:
-        return {
-            "seq": r.seq,
-            "id": r.id,
-            "tool": r.tool,
-            "status": "expired" if r.pending and r.expires_at <= self.now() else r.status,
-            "queuedAt": iso(r.created_at),
-            "deliveredAt": None if r.delivered_at is None else iso(r.delivered_at),
-            "completedAt": None if r.completed_at is None else iso(r.completed_at),
-            "latencyMs": None if r.completed_at is None else round((r.completed_at - r.created_at) * 1000, 1),
-            "error": r.error_code,
-        }
+    def _log_item(self, r: RequestRecord, answer: dict[str, Any] | None = None) -> LogItem:
+        return LogItem(r, "expired" if r.pending and r.expires_at <= self.now() else r.status, answer)
 
     async def activity_log(
         self, code: str, token: str | None, *, full: bool = False, client: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Readable by the plugin until LOG_GRACE_SECONDS after the session ended, so its trace can be saved."""
+    ) -> list[LogItem]:
+        """Readable by the plugin until LOG_GRACE_SECONDS after the session ended, so its trace can be saved.
+        ``full``: with each request's answer."""
         await self.session_for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
-        entries: list[dict[str, Any]] = []
+        items: list[LogItem] = []
         for r in await self._read(self.store.list_requests, code):
-            entry = self._log_entry(r)
-            if full:
-                entry["args"] = r.args
-                response = await self._read(self.store.get_response, code, r.id)
-                if response is not None:
-                    entry.update(response.body)
-            entries.append(entry)
-        return entries
+            response = await self._read(self.store.get_response, code, r.id) if full else None
+            items.append(self._log_item(r, None if response is None else response.body))
+        return items
 
     async def trace_page(
-        self, code: str, token: str | None, *, after: int = 0, client: str | None = None
-    ) -> tuple[list[dict[str, Any]], int | None]:
-        """The trace from seq ``after`` on: each request with its arguments and a one-line summary of its answer.
-        Returns (entries, the ``after`` of the next page or None at the end); a page holds about TRACE_PAGE_BYTES."""
+        self,
+        code: str,
+        token: str | None,
+        *,
+        size_of: Callable[[LogItem], int],
+        after: int = 0,
+        client: str | None = None,
+    ) -> tuple[list[LogItem], int | None]:
+        """The trace from seq ``after`` on: each request with its answer. Returns (items, the ``after`` of the next
+        page or None at the end); a page holds about TRACE_PAGE_BYTES as ``size_of`` (the entry point's) counts."""
         await self.session_for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
-        entries: list[dict[str, Any]] = []
+        items: list[LogItem] = []
         size = 0
         for r in await self._read(self.store.list_requests, code):
             if r.seq <= after:
                 continue
-            if entries and size >= TRACE_PAGE_BYTES:
-                return entries, entries[-1]["seq"]
+            if items and size >= TRACE_PAGE_BYTES:
+                return items, items[-1].request.seq
             response = await self._read(self.store.get_response, code, r.id)
-            answered = None if response is None else response.body
-            entry = {**self._log_entry(r), "args": r.args, "summary": summary(answered)}
-            size += len(canonical_json(entry))
-            entries.append(entry)
-        return entries, None
+            item = self._log_item(r, None if response is None else response.body)
+            size += size_of(item)
+            items.append(item)
+        return items, None
 
     # --- the stream (plugin) ----------------------------------------------------------------------------
 

@@ -145,8 +145,8 @@ def test_three_warm_invocations_in_a_row(function: ModuleType, loop: asyncio.Abs
             assert json.loads(result["content"][0]["text"]) == DATASETS
             assert len(plugin.answered) == round_no + 1
         log = loop.run_until_complete(relay.activity_log(EVENT_CODE, token))
-    assert [entry["tool"] for entry in log] == ["get_codap_datasets"] * 3
-    assert all(entry["status"] == "completed" for entry in log)
+    assert [item.request.tool for item in log] == ["get_codap_datasets"] * 3
+    assert all(item.status == "completed" for item in log)
 
 
 def test_host_outside_allowed_hosts_is_refused(function: ModuleType) -> None:

@@ -96,13 +96,13 @@ async def session_log(request: Request) -> Response:
         after = whole_number(request.query_params.get("after", "0"))
         if after is None:
             raise BadInput("`after` must be the previous trace page's `next` (0 for the first page).", field="after")
-        entries, following = await relay_of(request).trace_page(
-            code, bearer_token(request), after=after, client=client_ip(request)
+        page, following = await relay_of(request).trace_page(
+            code, bearer_token(request), size_of=s.trace_entry_size, after=after, client=client_ip(request)
         )
-        return JSONResponse({"code": code, "entries": entries, "next": following})
+        return JSONResponse({"code": code, "entries": [s.trace_entry(item) for item in page], "next": following})
     full = request.query_params.get("full") in ("1", "true", "yes")
-    entries = await relay_of(request).activity_log(code, bearer_token(request), full=full, client=client_ip(request))
-    return JSONResponse({"code": code, "entries": entries})
+    items = await relay_of(request).activity_log(code, bearer_token(request), full=full, client=client_ip(request))
+    return JSONResponse({"code": code, "entries": [s.log_entry(item, full=full) for item in items]})
 
 
 # --- stream ----------------------------------------------------------------------------------------------
