@@ -210,11 +210,12 @@ async def test_not_found_and_conflicts(client: httpx.AsyncClient, session: dict[
     await client.post("/request", json={"code": code, "id": "dup", "tool": "get_codap_datasets"})
     r = await client.post("/request", json={"code": code, "id": "dup", "tool": "get_codap_datasets"})
     assert r.status_code == 202 and r.json()["seq"] == 1
-    assert_error(
+    duplicate = assert_error(
         await client.post("/request", json={"code": code, "id": "dup", "tool": "get_codap_status"}),
         409,
         "duplicate_request_id",
     )
+    assert duplicate["requestId"] == "dup"  # the fields a client sees are the same over HTTP and MCP
     assert_error(
         await client.post("/response", json={"code": code, "id": "nope", "result": 1}, headers=auth(session)),
         404,
@@ -321,8 +322,9 @@ async def test_rate_limit_is_429_with_retry_after(clock: FakeClock) -> None:
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
         assert [(await c.post("/api/sessions", json={})).status_code for _ in range(2)] == [201, 201]
         r = await c.post("/api/sessions", json={})
-        assert_error(r, 429, "rate_limited")
-        assert 1 <= int(r.headers["retry-after"]) <= 60
+        body = assert_error(r, 429, "rate_limited")
+        assert 1 <= int(r.headers["retry-after"]) <= 60 and body["retryAfter"] == int(r.headers["retry-after"])
+        assert "scope" not in body  # a rate limit's scope is for the relay's logs
 
 
 async def test_trust_proxy_uses_forwarded_for(clock: FakeClock) -> None:

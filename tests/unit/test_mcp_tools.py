@@ -86,6 +86,8 @@ def test_error_data_carries_the_fields_a_client_needs() -> None:
     assert data == {"error": "rate_limited", "retryAfter": 3}
     data = protocol_error(e.SessionNotFound("gone", reason="closed")).data
     assert data == {"error": "session_not_found", "reason": "closed"}
+    data = protocol_error(e.PayloadTooLarge("too big", limit=1000)).data
+    assert data == {"error": "payload_too_large", "limit": 1000}  # as the HTTP error body shows it
 
 
 def test_table_lists_subclasses_before_their_bases() -> None:

@@ -164,7 +164,15 @@ class ErrorBody(BaseModel):
     message: str = Field(description="What was wrong and what to do")
     code: int = Field(description="HTTP status")
     correlationId: str
-    path: str | None = None
+    # The error's data fields, where it has them (codap_relay.errors.CLIENT_FIELDS).
+    reason: str | None = Field(None, description="Why a session was not found: unknown, expired or closed")
+    field: str | None = Field(None, description="The request field that was wrong")
+    path: str | None = Field(None, description="Where in the tool arguments the problem is")
+    tool: str | None = None
+    available: list[str] | None = Field(None, description="The session's tools, for an unknown tool")
+    limit: int | None = Field(None, description="The size limit in bytes that was exceeded")
+    retryAfter: int | None = Field(None, description="Seconds to wait before retrying (also the Retry-After header)")
+    requestId: str | None = None
 
 
 class Health(BaseModel):
