@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from codap_relay import __version__
 from codap_relay.manifest import DEFAULT_TOOLS, check_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,3 +69,9 @@ def test_plugin_manifest_adds_the_graph_picture_and_codap_api_and_passes_the_rel
         "idempotentHint": True,
         "openWorldHint": False,
     }
+
+
+def test_the_plugin_reports_the_relays_version() -> None:
+    script = f"import({json.dumps((PLUGIN_JS / 'version.js').as_uri())}).then(m => console.log(m.VERSION))"
+    out = subprocess.run([NODE or "node", "-e", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == __version__
