@@ -81,12 +81,12 @@ class ServerProcess(subprocess.Popen[bytes]):
         text: str = self._output.read().decode(errors="replace")
         return text
 
-    def stop(self) -> None:
-        """Terminate, and kill if it does not exit within 10 s."""
+    def stop(self, grace: float = 10) -> None:
+        """Terminate, and kill if it does not exit within ``grace`` seconds."""
         if self.poll() is None:
             self.terminate()
             try:
-                self.wait(10)
+                self.wait(grace)
             except subprocess.TimeoutExpired:
                 self.kill()
                 self.wait(5)

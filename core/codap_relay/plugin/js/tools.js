@@ -65,18 +65,9 @@ export function createTools({
   sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   now = () => Date.now(),
 }) {
-  const {
-    send,
-    must,
-    ask,
-    datasetList,
-    findDataset,
-    describeDatasets,
-    describeAll,
-    listGraphs,
-    pickGraph,
-    graphSnapshot,
-  } = createCodapQuery({ call, sleep, now });
+  const codap = createCodapQuery({ call, sleep, now });
+  const { send, must, ask, datasetList, findDataset, describeDatasets, describeAll } = codap;
+  const { listGraphs, pickGraph, graphSnapshot } = codap;
 
   const publicDataset = (d) => ({
     ...d,
