@@ -7,16 +7,17 @@ ends the stream when the session ends, another tab takes it over, or the host's 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 from .errors import SessionNotFound, StoreUnavailable
-from .notify import stream_key
+from .notify import Notifier, stream_key
 from .records import SessionRecord
+from .settings import Settings
+from .store.base import Store
 
-if TYPE_CHECKING:
-    from .relay import Relay
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,28 @@ class StreamEvent:
     retry_ms: int | None = None
 
 
+class StreamHost(Protocol):
+    """What delivery needs of the relay (``Relay`` is one): its store and wake-ups, and its rules for sessions."""
+
+    settings: Settings
+    store: Store
+    notifier: Notifier
+
+    def now(self) -> float: ...
+
+    async def io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    def live(self, session: SessionRecord | None, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord: ...
+
+    def touch_due(self, session: SessionRecord) -> bool: ...
+
+    async def touch(self, session: SessionRecord, *, consumer: str | None = None) -> None: ...
+
+    def wait_slice(self, remaining: float, *, quiet_for: float = 0.0) -> float: ...
+
+
 class Delivery:
-    def __init__(self, relay: Relay, session: SessionRecord, consumer: str) -> None:
+    def __init__(self, relay: StreamHost, session: SessionRecord, consumer: str) -> None:
         self.relay = relay
         self.session = session  # as authenticated when the stream opened
         self.consumer = consumer  # this connection's mark on the session: another one means superseded

@@ -46,7 +46,7 @@ T = TypeVar("T")
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 CODE_ATTEMPTS = 8
 RATE_WINDOW_SECONDS = 60
-__all__ = ["Answer", "LogItem", "Relay"]
+__all__ = ["Answer", "LogItem", "Metadata", "Relay", "SessionState"]
 # A page of the trace stops growing past this many bytes of JSON, so a long session's trace is read in several
 # answers that each fit Lambda's 6 MB response (one entry's arguments are at most MAX_REQUEST_BYTES).
 TRACE_PAGE_BYTES = 1_000_000
@@ -57,6 +57,23 @@ def checked_request_id(request_id: Any, message: str) -> str:
     if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
         raise BadInput(message, field="id")
     return request_id
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """A session's tool manifest, and the version of the manifest format."""
+
+    version: str
+    tools: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """A session as the LLM may see it: whether the plugin is connected, how many requests wait."""
+
+    session: SessionRecord
+    connected: bool
+    pending: int
 
 
 @dataclass(frozen=True)
@@ -273,21 +290,17 @@ class Relay:
     def manifest(self, session: SessionRecord) -> list[dict[str, Any]]:
         return session.tools if session.tools is not None else DEFAULT_TOOLS
 
-    async def metadata(self, code: str, *, client: str | None = None) -> dict[str, Any]:
+    async def metadata(self, code: str, *, client: str | None = None) -> Metadata:
         session = await self.session_for_llm(code, client=client)
-        return {"version": MANIFEST_VERSION, "tools": self.manifest(session)}
+        return Metadata(MANIFEST_VERSION, self.manifest(session))
 
     def is_connected(self, session: SessionRecord) -> bool:
         return session.last_seen is not None and self.now() - session.last_seen <= self.settings.connected_grace_seconds
 
-    async def status(self, code: str, *, client: str | None = None) -> dict[str, Any]:
+    async def status(self, code: str, *, client: str | None = None) -> SessionState:
         session = await self.session_for_llm(code, client=client)
         pending = await self._read(self.store.pending_requests, code, 0, self.now())
-        return {
-            "session": session,
-            "connected": self.is_connected(session),
-            "pending": len(pending),
-        }
+        return SessionState(session, self.is_connected(session), len(pending))
 
     async def touch(self, session: SessionRecord, *, consumer: str | None = None) -> None:
         """A sign of life from the plugin: slide the expiry and record when it was seen."""

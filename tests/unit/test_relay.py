@@ -83,7 +83,7 @@ async def test_plugin_manifest_is_validated(relay: Relay) -> None:
     with pytest.raises(e.InvalidManifest, match="not a valid JSON Schema"):
         await relay.create_session([{"name": "x", "inputSchema": {"type": "object", "properties": 3}}])
     session, _ = await relay.create_session([{"name": "only_tool", "inputSchema": {"type": "object"}}])
-    assert [t["name"] for t in (await relay.metadata(session.code))["tools"]] == ["only_tool"]
+    assert [t["name"] for t in (await relay.metadata(session.code)).tools] == ["only_tool"]
 
 
 async def test_submit_validates_tool_and_args(relay: Relay) -> None:
@@ -133,12 +133,12 @@ async def test_session_expiry_is_exact_and_slides_while_plugin_is_seen(relay: Re
 
 async def test_connected_means_seen_within_grace(relay: Relay, clock: FakeClock) -> None:
     s, token = await relay.create_session()
-    assert (await relay.status(s.code))["connected"] is False
+    assert (await relay.status(s.code)).connected is False
     events = await relay.stream(s.code, token, None)
     await events.aclose()
-    assert (await relay.status(s.code))["connected"] is True
+    assert (await relay.status(s.code)).connected is True
     clock.advance(31)
-    assert (await relay.status(s.code))["connected"] is False
+    assert (await relay.status(s.code)).connected is False
 
 
 async def test_tokens_guard_the_plugin_role(relay: Relay) -> None:
@@ -329,9 +329,9 @@ async def test_guessing_guard_blocks_all_lookups_after_too_many_unknown_codes(cl
         await relay.metadata("DDDDDDDD", client="6.6.6.6")
     with pytest.raises(e.RateLimited):  # a real code is refused too: no oracle
         await relay.metadata(s.code, client="6.6.6.6")
-    assert (await relay.metadata(s.code, client="7.7.7.7"))["version"] == "1.0.0"
+    assert (await relay.metadata(s.code, client="7.7.7.7")).version == "1.0.0"
     clock.advance(60)
-    assert (await relay.metadata(s.code, client="6.6.6.6"))["version"] == "1.0.0"
+    assert (await relay.metadata(s.code, client="6.6.6.6")).version == "1.0.0"
 
 
 async def test_activity_log_hides_arguments_unless_asked(relay: Relay) -> None:

@@ -67,16 +67,16 @@ async def create_session(request: Request) -> Response:
 async def session_status(request: Request) -> Response:
     relay = relay_of(request)
     code = normalise_code(request.path_params["code"])
-    info = await relay.status(code, client=client_ip(request))
-    session = info["session"]
+    state = await relay.status(code, client=client_ip(request))
+    session = state.session
     return json_model(
         s.SessionStatus(
             code=code,
             ttl=max(0, int(session.expires_at - relay.now())),
             expiresAt=iso(session.expires_at),
-            connected=info["connected"],
+            connected=state.connected,
             lastSeen=None if session.last_seen is None else iso(session.last_seen),
-            pending=info["pending"],
+            pending=state.pending,
         )
     )
 
@@ -192,7 +192,8 @@ async def get_response(request: Request) -> Response:
 
 async def metadata(request: Request) -> Response:
     code = normalise_code(request.query_params.get("code"))
-    return JSONResponse(await relay_of(request).metadata(code, client=client_ip(request)))
+    found = await relay_of(request).metadata(code, client=client_ip(request))
+    return JSONResponse({"version": found.version, "tools": found.tools})
 
 
 # --- misc ------------------------------------------------------------------------------------------------
