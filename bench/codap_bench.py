@@ -17,19 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.server import ROOT, run_target
+from bench.server import run_target
 from bench.stats import ratio
-
-# The browser harness of the test suite (tests/e2e): the same CODAP build, pages and LLM-side calls.
-for _folder in (ROOT / "tests", ROOT / "tests" / "e2e"):
-    if str(_folder) not in sys.path:
-        sys.path.append(str(_folder))
 
 # The plugin's own User Timing: one measure per request (runner.js) and one per message to CODAP (codap.js).
 TIMELINE = """
@@ -100,7 +94,7 @@ class Session:
         self.timings: dict[str, Timings] = {}
 
     def call(self, label: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        from plugin_page import call_tool, ok_result
+        from codap_relay.testing.plugin_page import call_tool, ok_result
 
         started = time.perf_counter()
         body = call_tool(self.codap.relay, self.codap.code(), tool, args)
@@ -116,7 +110,7 @@ class Session:
 
     def _measures(self, request_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The request's measure and the measures of the messages to CODAP sent while it ran."""
-        from plugin_page import wait_until
+        from codap_relay.testing.plugin_page import wait_until
 
         def find() -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
             entries: list[dict[str, Any]] = self.codap.frame.evaluate(TIMELINE)
@@ -144,7 +138,7 @@ class Session:
 
 @contextlib.contextmanager
 def codap_session(browser: Any, codap_url: str, relay: str, *, webgl: bool = False) -> Iterator[Session]:
-    from real_codap import codap_pages
+    from codap_relay.testing.real_codap import codap_pages
 
     with codap_pages(browser, codap_url, webgl=webgl) as open_page:
         yield Session(open_page(f"{relay}/plugin/"))
@@ -153,13 +147,13 @@ def codap_session(browser: Any, codap_url: str, relay: str, *, webgl: bool = Fal
 @contextlib.contextmanager
 def environment() -> Iterator[tuple[Any, str] | str]:
     """(browser, CODAP URL) or a string saying why the section cannot run here."""
-    from chromium import CHROMIUM_ARGS, chromium_path
-    from real_codap import HOW_TO_GET, codap_dist
     from starlette.applications import Starlette
     from starlette.routing import Mount
     from starlette.staticfiles import StaticFiles
 
-    from support import serve_app
+    from codap_relay.testing.chromium import CHROMIUM_ARGS, chromium_path
+    from codap_relay.testing.real_codap import HOW_TO_GET, codap_dist
+    from codap_relay.testing.servers import serve_app
 
     dist = codap_dist()
     executable = chromium_path()

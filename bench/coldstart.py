@@ -141,7 +141,7 @@ def measure_invocation(module: Path) -> dict[str, Any]:
 
 def memory_mb(module: Path) -> int | None:
     """The function's MemorySize in template.yaml (its own, else the Globals'), found by its CodeUri."""
-    from codap_relay.commands.dynamodb import load_template
+    from codap_relay.sam_template import load_template
 
     template = load_template(TEMPLATE)
     default = template.get("Globals", {}).get("Function", {}).get("MemorySize")

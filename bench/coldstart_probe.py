@@ -20,17 +20,6 @@ def load(path: str) -> object:
     return module
 
 
-class Context:
-    function_name = "codap-relay-bench"
-    memory_limit_in_mb = 256
-    aws_request_id = "bench-invocation"
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:codap-relay-bench"
-
-    @staticmethod
-    def get_remaining_time_in_millis() -> int:
-        return 29_000
-
-
 def main() -> None:
     mode, path = sys.argv[1], sys.argv[2]
     if mode == "import":
@@ -43,7 +32,9 @@ def main() -> None:
         return
     from moto import mock_aws
 
-    from codap_relay.commands.dynamodb import create_table, default_template, load_template, table_definition
+    from codap_relay.sam_template import default_template, load_template
+    from codap_relay.store.dynamodb_table import create_table, table_definition
+    from codap_relay.testing.lambda_context import LambdaContext
 
     with mock_aws():
         import boto3
@@ -65,7 +56,8 @@ def main() -> None:
         statuses = []
         for _ in range(2):
             started, cpu = time.perf_counter(), time.process_time()
-            result = handler(event, Context())
+            context = LambdaContext(function_name="codap-relay-bench", aws_request_id="bench-invocation")
+            result = handler(event, context)
             times.append(time.perf_counter() - started)
             cpu_times.append(time.process_time() - cpu)
             statuses.append(result.get("statusCode") if isinstance(result, dict) else None)

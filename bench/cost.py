@@ -50,7 +50,7 @@ class Deployment:
 def deployment_from_template() -> Deployment:
     """Read template.yaml's defaults; fall back to the built-in ones when it is missing or unreadable."""
     try:
-        from codap_relay.commands.dynamodb import load_template
+        from codap_relay.sam_template import load_template
 
         template = load_template(ROOT / "template.yaml")
     except Exception:

@@ -35,8 +35,9 @@ import httpx
 from bench import load
 from bench.cost import Deployment
 from bench.dynamo import LocalTable
-from bench.server import ROOT, free_port
+from bench.server import ROOT
 from bench.stats import ratio, summary
+from codap_relay.testing.servers import ServerProcess, free_port
 
 STREAM_FUNCTION = "StreamFunction"
 REPORT_RE = re.compile(
@@ -118,19 +119,13 @@ class Stack:
 
 
 @contextlib.contextmanager
-def _child(cmd: list[str], env: dict[str, str], log: IO[bytes]) -> Iterator[subprocess.Popen[bytes]]:
+def _child(cmd: list[str], env: dict[str, str], log: IO[bytes]) -> Iterator[ServerProcess]:
     child_env = {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)}
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=child_env, stdout=log, stderr=subprocess.STDOUT)
+    proc = ServerProcess(cmd, child_env, log, cwd=ROOT)
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        proc.stop(grace=15)
 
 
 @contextlib.contextmanager

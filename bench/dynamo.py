@@ -1,4 +1,4 @@
-"""DynamoDB Local for the benchmark, through the test suite's own helper (tests/dynamodb_local.py).
+"""DynamoDB Local for the benchmark, through the launcher the tests share (codap_relay.testing.dynamodb_local).
 
 DynamoDB Local is the real DynamoDB engine's local edition on loopback: its latencies are not AWS's (no network,
 no replication, different storage engine), but its request counts and consumed capacity are the same API's.
@@ -7,11 +7,10 @@ no replication, different storage engine), but its request counts and consumed c
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from bench.server import ROOT
+from codap_relay.testing.dynamodb_local import env_for, new_table, start
 
 
 @dataclass(frozen=True)
@@ -29,26 +28,13 @@ class LocalTable:
 @contextlib.contextmanager
 def dynamodb_local() -> Iterator[LocalTable | str]:
     """Yields a fresh table on a private DynamoDB Local, or a string saying why none could be started."""
-    tests = str(ROOT / "tests")
-    if tests not in sys.path:
-        sys.path.append(tests)
     try:
-        import pytest
-
-        import dynamodb_local as helper  # type: ignore[import-not-found]
-    except ImportError as exc:
-        yield f"the DynamoDB Local helper could not be imported ({exc})"
-        return
-    try:
-        local = helper.start()
-    except pytest.skip.Exception as exc:  # the helper skips when the jar or Java is missing
-        yield str(exc.msg) if hasattr(exc, "msg") else str(exc)
-        return
-    except RuntimeError as exc:
+        local = start()
+    except RuntimeError as exc:  # DynamoLocalUnavailable (no jar, no Java) or a failed start
         yield str(exc)
         return
     try:
-        table = helper.new_table(local.client())
-        yield LocalTable(helper.store_url(local, table), helper.env_for(local), local.endpoint, table)
+        table = new_table(local.client())
+        yield LocalTable(local.store_url(table), env_for(local), local.endpoint, table)
     finally:
         local.stop()

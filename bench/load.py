@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
-from codap_relay.fake_plugin import FakePlugin
-from codap_relay.sse_client import Event
+from codap_relay.testing.fake_plugin import FakePlugin
+from codap_relay.testing.sse_client import Event
 
 TOOL = "add_codap_cases"
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -38,9 +38,9 @@ class TimingPlugin(FakePlugin):
 
     arrivals: dict[str, float] = field(default_factory=dict)
 
-    async def _execute(self, event: Event) -> None:
+    async def _execute(self, event: Event) -> bool:
         self.arrivals.setdefault(event.json()["id"], time.perf_counter())
-        await super()._execute(event)
+        return await super()._execute(event)
 
 
 @dataclass

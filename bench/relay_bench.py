@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import platform
-import resource
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from bench.idle import idle_streams
 from bench.report import render
 from bench.server import run_target
 from bench.stats import ratio, summary
+from codap_relay.testing.servers import raise_fd_limit
 
 SECTIONS = ("roundtrip", "ops", "stores", "throughput", "idle", "coldstart", "deployed", "codap")
 
@@ -83,13 +83,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
-
-
-def raise_fd_limit() -> int:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def machine() -> dict[str, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import resource
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -28,15 +27,9 @@ from codap_relay.notify import Notifier
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store import open_store
+from codap_relay.testing.servers import raise_fd_limit
 
 UNLIMITED = 1_000_000_000  # rate limits off: the benchmark is one client address making many calls
-
-
-def raise_fd_limit() -> int:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def rss_bytes() -> int:

@@ -71,10 +71,6 @@ def make_relay(store: Store, clock: FakeClock | None = None, **overrides: Any) -
     )
 
 
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
 async def open_session(c: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
     r = await c.post("/api/sessions", json=body)
     assert r.status_code == 201, r.text

@@ -7,7 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-# Subcommand modules; one that cannot be imported (an optional extra is missing) is left out of --help.
+# Subcommand modules. Each imports its optional extras only when run, and says so when one is missing.
 COMMANDS = ("serve", "local_api", "call", "mcp_stdio", "dynamodb")
 
 
@@ -15,11 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codap-relay", description="Relay between LLMs and CODAP.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"codap_relay.commands.{name}")
-        except ImportError:
-            continue
-        module.register(sub)
+        importlib.import_module(f"codap_relay.commands.{name}").register(sub)
     return parser
 
 

@@ -9,6 +9,24 @@ from __future__ import annotations
 
 from typing import Any
 
+# The data fields a client is shown with an error, under their wire names: the HTTP error body and MCP's error
+# data both take them from here. Others (a rate limit's scope) are for the relay's own logs and metrics.
+CLIENT_FIELDS = {
+    "reason": "reason",
+    "tool": "tool",
+    "path": "path",
+    "available": "available",
+    "limit": "limit",
+    "field": "field",
+    "retry_after": "retryAfter",
+    "request_id": "requestId",
+}
+
+
+def client_fields(exc: RelayError) -> dict[str, Any]:
+    """The error's data fields a client may see, under their wire names."""
+    return {wire: exc.data[key] for key, wire in CLIENT_FIELDS.items() if key in exc.data}
+
 
 class RelayError(Exception):
     """Base of every error the core raises on purpose."""

@@ -132,11 +132,7 @@ def surface_for(exc: e.RelayError) -> Surface:
 
 
 def error_data(exc: e.RelayError) -> dict[str, Any]:
-    data: dict[str, Any] = {"error": exc.error}
-    for key in ("reason", "tool", "path", "available", "retry_after", "request_id", "field"):
-        if key in exc.data:
-            data["retryAfter" if key == "retry_after" else "requestId" if key == "request_id" else key] = exc.data[key]
-    return data
+    return {"error": exc.error, **e.client_fields(exc)}
 
 
 def protocol_error(exc: e.RelayError) -> MCPError:

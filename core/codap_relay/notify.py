@@ -14,6 +14,16 @@ from collections import defaultdict
 from types import TracebackType
 
 
+def stream_key(code: str) -> str:
+    """Wake-ups for a session's stream: a new request, the session ended, another tab took over."""
+    return code
+
+
+def answers_key(code: str) -> str:
+    """Wake-ups for whoever waits for an answer in a session: a response stored, the session ended."""
+    return f"{code}/answers"
+
+
 class Listener:
     def __init__(self, notifier: Notifier, key: str) -> None:
         self._notifier = notifier

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 RequestStatus = Literal["queued", "delivered", "completed", "failed"]
@@ -81,7 +81,6 @@ class NewRequest:
     fingerprint: str
     created_at: float
     expires_at: float
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,15 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from .clock import Clock, IdFactory, SystemClock, iso, uuid_ids
+from .clock import Clock, IdFactory, SystemClock, uuid_ids
 from .codes import CodeFactory, hash_token, new_code, new_token, token_matches
+from .delivery import Delivery, StreamEvent
 from .errors import (
     AlreadyAnswered,
     BadInput,
@@ -32,42 +33,56 @@ from .errors import (
     TokenInvalid,
     TokenMissing,
 )
+from .guard import GuessingGuard
 from .manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest, find_tool, validate_args
-from .notify import Listener, Notifier
+from .notify import Listener, Notifier, answers_key, stream_key
 from .observe import NullObserver, Observer
-from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, canonical_json, fingerprint
+from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, fingerprint
 from .settings import Settings
 from .store.base import Store
-from .tool_content import check_result, summary
+from .tool_content import check_result
 
 T = TypeVar("T")
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 CODE_ATTEMPTS = 8
 RATE_WINDOW_SECONDS = 60
-__all__ = ["Answer", "Relay", "RequestExpired", "StreamEvent"]
+__all__ = ["Answer", "LogItem", "Metadata", "Relay", "SessionState"]
 # A page of the trace stops growing past this many bytes of JSON, so a long session's trace is read in several
 # answers that each fit Lambda's 6 MB response (one entry's arguments are at most MAX_REQUEST_BYTES).
 TRACE_PAGE_BYTES = 1_000_000
 
 
-def stream_key(code: str) -> str:
-    """Wake-ups for a session's stream: a new request, the session ended, another tab took over."""
-    return code
-
-
-def answers_key(code: str) -> str:
-    """Wake-ups for whoever waits for an answer in a session: a response stored, the session ended."""
-    return f"{code}/answers"
+def checked_request_id(request_id: Any, message: str) -> str:
+    """A request id as ids must be (the caller's own, or ours); else BadInput on field ``id`` with ``message``."""
+    if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
+        raise BadInput(message, field="id")
+    return request_id
 
 
 @dataclass(frozen=True)
-class StreamEvent:
-    """One server-sent event. ``event`` None means a bare ``retry:`` preamble."""
+class Metadata:
+    """A session's tool manifest, and the version of the manifest format."""
 
-    event: str | None
-    data: dict[str, Any] = field(default_factory=dict)
-    id: str | None = None
-    retry_ms: int | None = None
+    version: str
+    tools: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """A session as the LLM may see it: whether the plugin is connected, how many requests wait."""
+
+    session: SessionRecord
+    connected: bool
+    pending: int
+
+
+@dataclass(frozen=True)
+class LogItem:
+    """One request as the activity log and the trace show it."""
+
+    request: RequestRecord
+    status: str  # the request's own, or "expired" for one that will never run
+    answer: dict[str, Any] | None = None  # the response's body ({"result": …} or {"error": …}), where read
 
 
 @dataclass(frozen=True)
@@ -103,11 +118,11 @@ class Relay:
         self.tokens = tokens
         self.notifier = notifier or Notifier()
         self.observer: Observer = observer or NullObserver()
-        self._blocked: dict[str, float] = {}  # client -> refused until (guessing guard)
+        self.guard = GuessingGuard(self.admit, self.now, settings.guess_limit_per_ip)
 
     # --- plumbing ---------------------------------------------------------------------------------------
 
-    async def _io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a store call off the event loop when it blocks; map unexpected store failures to 503."""
         if self.store.blocking:
             return await self._mapped(anyio.to_thread.run_sync, lambda: fn(*args, **kwargs))
@@ -116,7 +131,7 @@ class Relay:
     async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """A store read: in a worker thread only where reads can wait (a network), else right here."""
         if self.store.blocking_reads:
-            return await self._io(fn, *args, **kwargs)
+            return await self.io(fn, *args, **kwargs)
         return self._mapped_now(fn, *args, **kwargs)
 
     async def _mapped(self, run: Callable[..., Awaitable[T]], *args: Any) -> T:
@@ -144,7 +159,7 @@ class Relay:
     def now(self) -> float:
         return self.clock.now()
 
-    def _wait_slice(self, remaining: float, *, quiet_for: float = 0.0) -> float:
+    def wait_slice(self, remaining: float, *, quiet_for: float = 0.0) -> float:
         """How long to sleep before re-reading: the full time if writes are pushed here, else one poll. Polls
         come every ``poll_interval_seconds`` while something happens, and every ``idle_poll_interval_seconds``
         once nothing has for ``poll_active_seconds`` (``quiet_for`` says how long that is)."""
@@ -154,7 +169,7 @@ class Relay:
         interval = s.poll_interval_seconds if quiet_for < s.poll_active_seconds else s.idle_poll_interval_seconds
         return min(remaining, interval)
 
-    def _touch_due(self, session: SessionRecord) -> bool:
+    def touch_due(self, session: SessionRecord) -> bool:
         """Whether a sign of life would change what anyone sees: the plugin shows as connected while it was seen
         within ``connected_grace_seconds``, so a third of that (and at least every heartbeat) keeps it so."""
         if session.last_seen is None:
@@ -169,7 +184,7 @@ class Relay:
         now = self.now()
         window = int(now // RATE_WINDOW_SECONDS)
         window_end = (window + 1) * RATE_WINDOW_SECONDS
-        count = await self._io(self.store.incr_counter, f"rl:{scope}:{key}:{window}", float(window_end), now)
+        count = await self.io(self.store.incr_counter, f"rl:{scope}:{key}:{window}", float(window_end), now)
         if count > limit:
             self.observer.rate_limited(scope)
             retry = max(1, int(window_end - now + 0.999))
@@ -178,32 +193,6 @@ class Relay:
                 retry_after=retry,
                 scope=scope,
             )
-
-    async def _count_unknown_code(self, client: str | None) -> None:
-        """Count a lookup of an unknown code; past the limit, this client is refused all code lookups."""
-        if client is None:
-            return
-        try:
-            await self.admit("unknown-code", client, self.settings.guess_limit_per_ip)
-        except RateLimited as exc:
-            # The counter lives in the shared store, so every instance trips on its own next miss; this
-            # process-local mark makes known codes refused too, so 429-vs-200 is no oracle for a guesser.
-            self._blocked[client] = self.now() + exc.retry_after
-            raise
-
-    def _check_blocked(self, client: str | None) -> None:
-        until = self._blocked.get(client) if client is not None else None
-        if until is None:
-            return
-        now = self.now()
-        if until <= now:
-            del self._blocked[client]  # type: ignore[arg-type]
-            return
-        raise RateLimited(
-            "Too many unknown pairing codes from this address. Wait, then check the code shown in the CODAP plugin.",
-            retry_after=max(1, int(until - now + 0.999)),
-            scope="unknown-code",
-        )
 
     # --- sessions ---------------------------------------------------------------------------------------
 
@@ -226,7 +215,7 @@ class Relay:
                 tools=tools,
             )
             try:
-                await self._io(self.store.create_session, session)
+                await self.io(self.store.create_session, session)
             except CodeCollision:
                 continue
             self.observer.session_created()
@@ -234,9 +223,9 @@ class Relay:
         raise StoreUnavailable("Could not find a free pairing code; try again.", retry_after=1)
 
     async def _load(self, code: str, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
-        return self._live(await self._read(self.store.get_session, code), allow_closed=allow_closed, grace=grace)
+        return self.live(await self._read(self.store.get_session, code), allow_closed=allow_closed, grace=grace)
 
-    def _live(self, session: SessionRecord | None, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
+    def live(self, session: SessionRecord | None, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
         """The session if it can be used now; else SessionNotFound with the reason and what to do.
         ``grace``: one that ended (closed or expired) less than this many seconds ago is still returned."""
         if session is None:
@@ -259,15 +248,19 @@ class Relay:
             )
         return session
 
-    async def session_for_llm(self, code: str, *, client: str | None = None) -> SessionRecord:
-        """The LLM role: the code alone. Unknown codes count towards the guessing guard."""
-        self._check_blocked(client)
+    async def _load_guarded(self, code: str, client: str | None, **live: Any) -> SessionRecord:
+        """A session looked up by its code; an unknown code counts towards the guessing guard."""
+        self.guard.check(client)
         try:
-            return await self._load(code)
+            return await self._load(code, **live)
         except SessionNotFound as exc:
             if exc.reason == "unknown":
-                await self._count_unknown_code(client)
+                await self.guard.count_unknown(client)
             raise
+
+    async def session_for_llm(self, code: str, *, client: str | None = None) -> SessionRecord:
+        """The LLM role: the code alone."""
+        return await self._load_guarded(code, client)
 
     async def session_for_plugin(
         self,
@@ -282,13 +275,7 @@ class Relay:
 
         Unknown codes count towards the guessing guard here too: otherwise 404 (unknown) against 401/403
         (known, wrong token) would tell a guesser which codes are live, with no limit."""
-        self._check_blocked(client)
-        try:
-            session = await self._load(code, allow_closed=allow_closed, grace=grace)
-        except SessionNotFound as exc:
-            if exc.reason == "unknown":
-                await self._count_unknown_code(client)
-            raise
+        session = await self._load_guarded(code, client, allow_closed=allow_closed, grace=grace)
         if not self.settings.require_browser_token and not token:
             return session
         if not token:
@@ -303,26 +290,22 @@ class Relay:
     def manifest(self, session: SessionRecord) -> list[dict[str, Any]]:
         return session.tools if session.tools is not None else DEFAULT_TOOLS
 
-    async def metadata(self, code: str, *, client: str | None = None) -> dict[str, Any]:
+    async def metadata(self, code: str, *, client: str | None = None) -> Metadata:
         session = await self.session_for_llm(code, client=client)
-        return {"version": MANIFEST_VERSION, "tools": self.manifest(session)}
+        return Metadata(MANIFEST_VERSION, self.manifest(session))
 
     def is_connected(self, session: SessionRecord) -> bool:
         return session.last_seen is not None and self.now() - session.last_seen <= self.settings.connected_grace_seconds
 
-    async def status(self, code: str, *, client: str | None = None) -> dict[str, Any]:
+    async def status(self, code: str, *, client: str | None = None) -> SessionState:
         session = await self.session_for_llm(code, client=client)
         pending = await self._read(self.store.pending_requests, code, 0, self.now())
-        return {
-            "session": session,
-            "connected": self.is_connected(session),
-            "pending": len(pending),
-        }
+        return SessionState(session, self.is_connected(session), len(pending))
 
     async def touch(self, session: SessionRecord, *, consumer: str | None = None) -> None:
         """A sign of life from the plugin: slide the expiry and record when it was seen."""
         now = self.now()
-        await self._io(
+        await self.io(
             self.store.update_session,
             session.code,
             expires_at=now + self.settings.session_ttl_seconds,
@@ -337,11 +320,11 @@ class Relay:
         session = await self.session_for_plugin(code, token, client=client, allow_closed=True)
         now = self.now()
         if session.closed_at is None:
-            await self._io(self.store.update_session, code, closed_at=now)
+            await self.io(self.store.update_session, code, closed_at=now)
         failed = 0
         for request in await self._read(self.store.pending_requests, code, 0, now):
             error = {"code": "session_closed", "message": "The CODAP session was ended before this request ran."}
-            done = await self._io(self.store.complete_request, self._response(session, request.id, error=error))
+            done = await self.io(self.store.complete_request, self._response(session, request.id, error=error))
             failed += int(done.fresh)
         self.notifier.notify(stream_key(code))
         self.notifier.notify(answers_key(code))
@@ -361,10 +344,10 @@ class Relay:
     ) -> tuple[RequestRecord, bool]:
         """Validate and durably queue a tool request. Returns (record, created); a retry returns (existing, False).
         ``session``: the session as the caller has just read it with ``session_for_llm`` (not read again)."""
-        if request_id is not None and (not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id)):
-            raise BadInput(
+        if request_id is not None:
+            checked_request_id(
+                request_id,
                 "`id` must be a UUID or 1-64 letters, digits, '-' or '_'; leave it out to have one generated.",
-                field="id",
             )
         limit = self.settings.rate_limit_request_per_code
         if session is None and client is not None and self.store.blocking_reads:
@@ -398,7 +381,7 @@ class Relay:
             expires_at=now + self.settings.request_ttl_seconds,
         )
         try:
-            record, created = await self._io(self.store.add_request, code, new, last_seq=session.last_seq)
+            record, created = await self.io(self.store.add_request, code, new, last_seq=session.last_seq)
         except SessionNotFound:
             await self._load(code)  # ended or expired meanwhile: raise with the message that says what to do
             raise
@@ -435,9 +418,8 @@ class Relay:
     async def answer(self, code: str, request_id: str, *, client: str | None = None) -> Answer:
         """The LLM's view of one request. Results outlive the pairing code; a request still waiting does not:
         if its session expired or was ended it will never run, and the LLM is told so (404 with the reason)."""
-        if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
-            raise BadInput("`id` must be the request id that POST /request returned.", field="id")
-        self._check_blocked(client)
+        checked_request_id(request_id, "`id` must be the request id that POST /request returned.")
+        self.guard.check(client)
         found: Lookup = await self._read(self.store.lookup, code, request_id)
         now = self.now()
         if found.response is not None and found.response.expires_at > now:
@@ -445,7 +427,7 @@ class Relay:
         request = found.request
         if request is None:  # unknown, or answered long enough ago that the answer has expired
             if found.session is None:
-                await self._count_unknown_code(client)
+                await self.guard.count_unknown(client)
             raise RequestNotFound(
                 f"No request {request_id!r} in this session (wrong id or code, or its result has expired).",
                 request_id=request_id,
@@ -456,7 +438,7 @@ class Relay:
                 "the CODAP plugin was not there to run it. Check GET /api/sessions/{code} and send it again.",
                 request_id=request_id,
             )
-        self._live(found.session)
+        self.live(found.session)
         return Answer(request, None)
 
     async def wait_answer(self, code: str, request_id: str, wait: float, *, client: str | None = None) -> Answer:
@@ -482,7 +464,7 @@ class Relay:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return await self.answer(code, request_id, client=client)
-            woken = await listener.wait(self._wait_slice(remaining))
+            woken = await listener.wait(self.wait_slice(remaining))
             if not woken and self.store.pushes:  # every write is pushed here: no wake-up means the time is up
                 continue
             response = await self._read(self.store.get_response, code, request_id)
@@ -527,13 +509,12 @@ class Relay:
         client: str | None = None,
     ) -> ResponseRecord:
         session = await self.session_for_plugin(code, token, client=client)
-        if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
-            raise BadInput("`id` must be the id of the tool-request event being answered.", field="id")
+        checked_request_id(request_id, "`id` must be the id of the tool-request event being answered.")
         if error is None:
             check_result(result)
         response = self._response(session, request_id, result=result, error=error)
         try:
-            done = await self._io(self.store.complete_request, response, now=response.timestamp)
+            done = await self.io(self.store.complete_request, response, now=response.timestamp)
         except RequestExpired as exc:
             raise RequestExpired(
                 f"Request {request_id!r} expired before it was answered; the LLM was told so.",
@@ -554,59 +535,50 @@ class Relay:
             self.notifier.notify(answers_key(code))
             latency = None if done.queued_at is None else (stored.timestamp - done.queued_at) * 1000
             self.observer.response_completed(stored.status, latency)
-        if self._touch_due(session):
+        if self.touch_due(session):
             with contextlib.suppress(StoreUnavailable):  # the answer is durable; a missed sign of life is no failure
                 await self.touch(session)
         return stored
 
-    def _log_entry(self, r: RequestRecord) -> dict[str, Any]:
-        return {
-            "seq": r.seq,
-            "id": r.id,
-            "tool": r.tool,
-            "status": "expired" if r.pending and r.expires_at <= self.now() else r.status,
-            "queuedAt": iso(r.created_at),
-            "deliveredAt": None if r.delivered_at is None else iso(r.delivered_at),
-            "completedAt": None if r.completed_at is None else iso(r.completed_at),
-            "latencyMs": None if r.completed_at is None else round((r.completed_at - r.created_at) * 1000, 1),
-            "error": r.error_code,
-        }
+    def _log_item(self, r: RequestRecord, answer: dict[str, Any] | None = None) -> LogItem:
+        return LogItem(r, "expired" if r.pending and r.expires_at <= self.now() else r.status, answer)
 
     async def activity_log(
         self, code: str, token: str | None, *, full: bool = False, client: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Readable by the plugin until LOG_GRACE_SECONDS after the session ended, so its trace can be saved."""
+    ) -> list[LogItem]:
+        """Readable by the plugin until LOG_GRACE_SECONDS after the session ended, so its trace can be saved.
+        ``full``: with each request's answer."""
         await self.session_for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
-        entries: list[dict[str, Any]] = []
+        items: list[LogItem] = []
         for r in await self._read(self.store.list_requests, code):
-            entry = self._log_entry(r)
-            if full:
-                entry["args"] = r.args
-                response = await self._read(self.store.get_response, code, r.id)
-                if response is not None:
-                    entry.update(response.body)
-            entries.append(entry)
-        return entries
+            response = await self._read(self.store.get_response, code, r.id) if full else None
+            items.append(self._log_item(r, None if response is None else response.body))
+        return items
 
     async def trace_page(
-        self, code: str, token: str | None, *, after: int = 0, client: str | None = None
-    ) -> tuple[list[dict[str, Any]], int | None]:
-        """The trace from seq ``after`` on: each request with its arguments and a one-line summary of its answer.
-        Returns (entries, the ``after`` of the next page or None at the end); a page holds about TRACE_PAGE_BYTES."""
+        self,
+        code: str,
+        token: str | None,
+        *,
+        size_of: Callable[[LogItem], int],
+        after: int = 0,
+        client: str | None = None,
+    ) -> tuple[list[LogItem], int | None]:
+        """The trace from seq ``after`` on: each request with its answer. Returns (items, the ``after`` of the next
+        page or None at the end); a page holds about TRACE_PAGE_BYTES as ``size_of`` (the entry point's) counts."""
         await self.session_for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
-        entries: list[dict[str, Any]] = []
+        items: list[LogItem] = []
         size = 0
         for r in await self._read(self.store.list_requests, code):
             if r.seq <= after:
                 continue
-            if entries and size >= TRACE_PAGE_BYTES:
-                return entries, entries[-1]["seq"]
+            if items and size >= TRACE_PAGE_BYTES:
+                return items, items[-1].request.seq
             response = await self._read(self.store.get_response, code, r.id)
-            answered = None if response is None else response.body
-            entry = {**self._log_entry(r), "args": r.args, "summary": summary(answered)}
-            size += len(canonical_json(entry))
-            entries.append(entry)
-        return entries, None
+            item = self._log_item(r, None if response is None else response.body)
+            size += size_of(item)
+            items.append(item)
+        return items, None
 
     # --- the stream (plugin) ----------------------------------------------------------------------------
 
@@ -625,86 +597,4 @@ class Relay:
         consumer = self.ids()
         await self.touch(session, consumer=consumer)
         self.notifier.notify(stream_key(code))  # an older stream of this session learns it is superseded
-        return self._events(session, consumer, cursor, poll=poll, max_seconds=max_seconds)
-
-    async def _events(
-        self,
-        session: SessionRecord,
-        consumer: str,
-        cursor: int | None,
-        *,
-        poll: bool,
-        max_seconds: float | None,
-    ) -> AsyncGenerator[StreamEvent, None]:
-        """Once the stream has started, a store fault can no longer be a 503: end the stream with ``reconnect``
-        (and a retry delay) so the plugin comes back with its cursor instead of seeing a broken connection."""
-        try:
-            async for event in self._live_events(session, consumer, cursor, poll=poll, max_seconds=max_seconds):
-                yield event
-        except StoreUnavailable as exc:
-            yield StreamEvent(
-                "reconnect",
-                {"message": "The relay's store is briefly unavailable; reconnect with Last-Event-ID."},
-                retry_ms=exc.retry_after * 1000,
-            )
-
-    async def _live_events(
-        self,
-        session: SessionRecord,
-        consumer: str,
-        cursor: int | None,
-        *,
-        poll: bool,
-        max_seconds: float | None,
-    ) -> AsyncIterator[StreamEvent]:
-        code = session.code
-        heartbeat = self.settings.heartbeat_seconds
-        limit = max_seconds if max_seconds is not None else self.settings.stream_max_seconds
-        started = last_beat = active = time.monotonic()
-        yield StreamEvent(None, retry_ms=1000 if not poll else 2000)
-        after = 0
-        if cursor is not None:
-            if cursor > session.last_seq:
-                # The client remembers more than this session ever issued (store reset, wrong session):
-                # say so, and send everything unanswered instead of silently skipping.
-                yield StreamEvent("cursor-reset", {"lastEventId": cursor, "lastSeq": session.last_seq})
-            else:
-                after = cursor
-        with self.notifier.listen(stream_key(code)) as listener:
-            while True:
-                current, pending = await self._io(self.store.deliver, code, consumer, after, self.now())
-                try:
-                    current = self._live(current)
-                except SessionNotFound as exc:
-                    yield StreamEvent("closed" if exc.reason == "closed" else "expired", {"reason": exc.reason})
-                    return
-                if current.consumer != consumer:
-                    yield StreamEvent("superseded", {"message": "This session is now served by another tab."})
-                    return
-                for request in pending:
-                    yield StreamEvent(
-                        "tool-request",
-                        {"id": request.id, "tool": request.tool, "args": request.args},
-                        id=str(request.seq),
-                    )
-                    after = request.seq
-                if poll and pending:
-                    return
-                mono = time.monotonic()
-                if pending:
-                    active = mono
-                if self._touch_due(current):
-                    await self.touch(current)
-                if limit and mono - started >= limit:
-                    yield StreamEvent("reconnect", {"message": "Stream ended to stay within the host's time limit."})
-                    return
-                to_beat = heartbeat - (mono - last_beat)
-                if to_beat <= 0:
-                    yield StreamEvent("heartbeat", {})
-                    last_beat = mono
-                    if poll:
-                        return
-                    continue
-                if limit:
-                    to_beat = min(to_beat, max(0.0, limit - (mono - started)))
-                await listener.wait(self._wait_slice(to_beat, quiet_for=mono - active))
+        return Delivery(self, session, consumer).events(cursor, poll=poll, max_seconds=max_seconds)

@@ -7,13 +7,13 @@ import asyncio
 import contextlib
 import random
 from collections import Counter
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from codap_relay.sse_client import iter_events
+from codap_relay.testing.fake_plugin import FakePlugin
+from codap_relay.testing.sse_client import Event
 
 
 class CuttingProxy:
@@ -91,22 +91,17 @@ class Connection:
 
 
 @dataclass
-class RecordingPlugin:
-    """Plays the browser plugin, like codap_relay.fake_plugin, but keeps a record of everything.
+class RecordingPlugin(FakePlugin):
+    """The fake plugin, keeping a record of every connection, delivery, run and answer.
 
     With ``dedup`` it runs each id once (as the real plugin must) and re-posts the stored outcome on
     redelivery; without it, every delivery runs again and posts a *different* result, so a relay that
-    redelivers an already-acknowledged answer is caught by a 409 or a changed result."""
+    redelivers an already-acknowledged answer is caught by a 409 or a changed result. It never gives up: a
+    refused or ended stream is reconnected, as a plugin whose session the test is restoring would."""
 
-    stream_base: str
-    api_base: str
-    code: str
-    token: str
     dedup: bool = True
-    cursor: str | None = None
     deliveries: Counter[str] = field(default_factory=Counter)
-    executed: Counter[str] = field(default_factory=Counter)
-    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    runs: Counter[str] = field(default_factory=Counter)
     acked: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> the answer the relay took (202)
     conflicts: list[tuple[str, int]] = field(default_factory=list)
     connections: list[Connection] = field(default_factory=list)
@@ -115,64 +110,55 @@ class RecordingPlugin:
     self_drops: int = 0
     broken: int = 0  # connections that died under us (cut by the proxy)
     refusals: list[str] = field(default_factory=list)  # non-200 answers to GET /stream
-    _task: asyncio.Task[None] | None = None
+
+    first_delay = max_delay = 0.01
+    stops_when_ended = False
+    client_timeout = httpx.Timeout(10, read=None)
 
     async def __aenter__(self) -> RecordingPlugin:
-        self._stream = httpx.AsyncClient(timeout=httpx.Timeout(10, read=None))
-        self._api = httpx.AsyncClient(base_url=self.api_base, timeout=10)
-        self._task = asyncio.create_task(self._run())
+        self._open_client()
+        self.start()  # no waiting for the stream: the server may be down on purpose
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        await self._stream.aclose()
-        await self._api.aclose()
+    def _connection_started(self) -> None:
+        self.connections.append(Connection(None if self.cursor is None else int(self.cursor)))
 
-    async def _events(self) -> AsyncIterator[Any]:
-        headers = {"Authorization": f"Bearer {self.token}"}
-        if self.cursor is not None:
-            headers["Last-Event-ID"] = self.cursor
-        url = f"{self.stream_base}/stream"
-        async with self._stream.stream("GET", url, params={"code": self.code}, headers=headers) as r:
-            if r.status_code != 200:
-                await r.aread()
-                self.refusals.append(f"{r.status_code} {r.text}")
-                return
-            async for event in iter_events(r):
-                yield event
+    def _received(self, event: Event) -> None:
+        super()._received(event)
+        self.connections[-1].events.append(event.event or "")
 
-    async def _run(self) -> None:
-        while True:
-            conn = Connection(None if self.cursor is None else int(self.cursor))
-            self.connections.append(conn)
-            try:
-                async for event in self._events():
-                    conn.events.append(event.event)
-                    if event.event != "tool-request":
-                        continue
-                    conn.seqs.append(int(event.id))
-                    rid = event.json()["id"]
-                    self.deliveries[rid] += 1
-                    if not self.dedup or rid not in self.outcomes:
-                        self.executed[rid] += 1
-                        self.outcomes[rid] = {"result": {"id": rid, "run": self.executed[rid]}}
-                    if self.drop_before_post:
-                        self.drop_before_post -= 1
-                        self.self_drops += 1
-                        break  # leaves the `async with`: the connection is closed with the answer unsent
-                    await self._post(rid, self.outcomes[rid])
-                    self.cursor = event.id
-            except (httpx.TransportError, httpx.StreamError):
-                self.broken += 1
-            await asyncio.sleep(0.01)
+    def _refused(self, response: httpx.Response) -> bool:
+        self.refusals.append(f"{response.status_code} {response.text}")
+        return False
+
+    def _broken(self) -> None:
+        self.broken += 1
+
+    async def _execute(self, event: Event) -> bool:
+        conn = self.connections[-1]
+        conn.seqs.append(int(event.id or 0))
+        request = event.json()
+        rid = request["id"]
+        self.deliveries[rid] += 1
+        outcome = await self._outcome(rid, request)
+        if self.drop_before_post:
+            self.drop_before_post -= 1
+            self.self_drops += 1
+            return False
+        await self._post(rid, outcome)
+        return True
+
+    async def _outcome(self, rid: str, request: dict[str, Any]) -> dict[str, Any]:
+        if not self.dedup or rid not in self.outcomes:
+            self.runs[rid] += 1
+            self.outcomes[rid] = {"result": {"id": rid, "run": self.runs[rid]}}
+        return self.outcomes[rid]
 
     async def _post(self, rid: str, outcome: dict[str, Any]) -> None:
+        assert self.client is not None
         while True:
             try:
-                r = await self._api.post(
+                r = await self.client.post(
                     "/response",
                     json={"code": self.code, "id": rid, **outcome},
                     headers={"Authorization": f"Bearer {self.token}"},

@@ -18,7 +18,8 @@ import httpx
 import pytest
 from chaos_net import RecordingPlugin, until
 
-from support import free_port, serve_process
+from codap_relay.testing.servers import free_port
+from support import serve_process
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 
@@ -105,7 +106,7 @@ async def test_kill_9_during_500_requests_loses_nothing_and_answers_nothing_twic
                     await asyncio.to_thread(server.kill9)
                     await asyncio.to_thread(server.start)
 
-            async with RecordingPlugin(server.base, server.base, code, s["browserToken"], dedup=False) as plugin:
+            async with RecordingPlugin(server.base, code, s["browserToken"], dedup=False) as plugin:
                 await asyncio.gather(killer(), *(worker() for _ in range(WORKERS)))
                 try:
                     await until(lambda: set(plugin.acked) >= set(acked), 60, "every acknowledged request answered")
@@ -130,7 +131,7 @@ async def test_kill_9_during_500_requests_loses_nothing_and_answers_nothing_twic
     assert set(entries) == set(acked), f"lost or unexpected requests {where}"
     assert sorted(e["seq"] for e in log["entries"]) == list(range(1, REQUESTS + 1)), where
     assert all(entries[rid]["seq"] == seq for rid, seq in acked.items()), f"a retry got a different seq {where}"
-    twice = {rid: n for rid, n in plugin.executed.items() if n > 1}
+    twice = {rid: n for rid, n in plugin.runs.items() if n > 1}
     assert twice == {} and plugin.conflicts == [], f"delivered again after its answer was acknowledged {where}"
     for r in answers:
         body = r.json()

@@ -18,7 +18,8 @@ from chaos_net import CuttingProxy, RecordingPlugin, until
 
 from chaos_kit import ALL_STORES, any_store, make_relay, open_session
 from codap_relay.http.app import build_app
-from support import LocalApi, serve_app
+from codap_relay.testing.servers import serve_app
+from support import LocalApi
 
 pytestmark = pytest.mark.chaos
 
@@ -54,7 +55,7 @@ async def run_chaos(base: str, seed: int, requests: int = REQUESTS, drops: int =
     async with CuttingProxy(url.port, rng) as proxy, httpx.AsyncClient(base_url=base, timeout=30) as llm:
         s = await open_session(llm)
         code = s["code"]
-        plugin = RecordingPlugin(f"http://127.0.0.1:{proxy.port}{url.path}", base, code, s["browserToken"])
+        plugin = RecordingPlugin(base, code, s["browserToken"], stream_url=f"http://127.0.0.1:{proxy.port}{url.path}")
         acked: dict[str, int] = {}  # id -> seq of the 202
         queue: asyncio.Queue[int] = asyncio.Queue()
         for i in range(requests):
@@ -109,7 +110,7 @@ async def run_chaos(base: str, seed: int, requests: int = REQUESTS, drops: int =
     unexpected = (set(plugin.deliveries) | set(plugin.acked) | {e["id"] for e in log["entries"]}) - set(acked)
     assert unexpected == set(), f"{where}: {sorted(unexpected)[:10]}"
     assert len(log["entries"]) == requests and all(e["status"] == "completed" for e in log["entries"])
-    assert set(plugin.executed.values()) == {1}, f"an id ran twice after deduplication {where}"
+    assert set(plugin.runs.values()) == {1}, f"an id ran twice after deduplication {where}"
     assert sorted(acked.values()) == list(range(1, requests + 1)), f"seqs not unique and gapless {where}"
     assert plugin.conflicts == []
     # Per connection: seq strictly increasing, and all beyond the cursor the plugin resumed from.

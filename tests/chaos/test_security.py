@@ -12,11 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
-from chaos_kit import bearer, make_relay, open_session
-from codap_relay.fake_plugin import FakePlugin
+from chaos_kit import make_relay, open_session
 from codap_relay.http.app import build_app
 from codap_relay.store.memory import MemoryStore
-from support import serve_app, serve_process
+from codap_relay.testing.fake_plugin import FakePlugin
+from codap_relay.testing.servers import bearer, serve_app
+from support import serve_process
 
 pytestmark = pytest.mark.chaos
 
@@ -166,7 +167,7 @@ async def test_guessing_guard_cuts_off_a_burst_of_unknown_codes_on_every_endpoin
                 lambda code: c.delete(f"/api/sessions/{code}", headers=bearer("guess")),
             ]
             for i, probe in enumerate(probes):
-                relay._blocked.clear()
+                relay.guard.reset()
                 codes = [f"ZZZZ{n:04o}".replace("0", "A").replace("1", "B") for n in range(40)]
                 answers = await asyncio.gather(*(probe(code) for code in codes))
                 statuses = [r.status_code for r in answers]
@@ -178,7 +179,7 @@ async def test_guessing_guard_cuts_off_a_burst_of_unknown_codes_on_every_endpoin
                 assert (await probe(live["code"])).status_code == 429, i
                 # The counter is per window: a new window lets the address try again.
                 relay.clock.advance(61)  # type: ignore[attr-defined]
-                relay._blocked.clear()
+                relay.guard.reset()
 
 
 async def test_logs_of_a_full_flow_carry_no_token_and_no_full_code(tmp_path: Path) -> None:

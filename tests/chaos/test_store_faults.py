@@ -31,13 +31,14 @@ from faulty_store import (
     transaction_throttled,
 )
 
-from chaos_kit import EMBEDDED, bearer, make_relay, open_embedded
+from chaos_kit import EMBEDDED, make_relay, open_embedded
 from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
-from codap_relay.sse_client import SSEDecoder
 from codap_relay.store.base import Store
 from codap_relay.store.sqlite import SqliteStore
+from codap_relay.testing.servers import bearer
+from codap_relay.testing.sse_client import SSEDecoder
 
 pytestmark = pytest.mark.chaos
 

@@ -11,9 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chromium import CHROMIUM_ARGS, chromium_path
-from plugin_page import PluginPage, new_page
-from real_codap import HOW_TO_GET, codap_dist, codap_pages, codap_required, self_signed_certificate
 from servers import e2e_settings
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -22,7 +19,11 @@ from starlette.staticfiles import StaticFiles
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from support import also_through_local_api, serve_app
+from codap_relay.testing.chromium import CHROMIUM_ARGS, chromium_path
+from codap_relay.testing.plugin_page import PluginPage, new_page
+from codap_relay.testing.real_codap import HOW_TO_GET, codap_dist, codap_pages, codap_required, self_signed_certificate
+from codap_relay.testing.servers import serve_app
+from support import also_through_local_api
 
 HOST_DIR = Path(__file__).resolve().parent / "codap_host"
 pytestmark = pytest.mark.browser

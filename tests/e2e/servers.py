@@ -7,13 +7,13 @@ import threading
 from typing import Any
 
 import uvicorn
-from plugin_page import wait_until
 
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
-from support import free_port
+from codap_relay.testing.plugin_page import wait_until
+from codap_relay.testing.servers import free_port
 
 
 def e2e_settings(**overrides: Any) -> Settings:

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from plugin_page import call_tool, ok_result
 
+from codap_relay.testing.plugin_page import call_tool, ok_result
 from support import local_api_process
 
 pytestmark = pytest.mark.browser

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from plugin_page import CLASS_ROWS, CLASSES, MORE_CLASS_ROWS
-from real_codap import di_call
+
+from codap_relay.testing.plugin_page import CLASS_ROWS, CLASSES, MORE_CLASS_ROWS
+from codap_relay.testing.real_codap import di_call
 
 pytestmark = pytest.mark.browser
 

@@ -11,9 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from codap_relay.fake_plugin import FakePlugin
-from codap_relay.sse_client import iter_events
-from support import bearer, serve_process
+from codap_relay.testing.fake_plugin import FakePlugin
+from codap_relay.testing.servers import bearer
+from codap_relay.testing.sse_client import iter_events
+from support import serve_process
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ from typing import Any
 
 import httpx
 import pytest
-from plugin_page import (
+from servers import RestartableRelay
+
+from codap_relay.testing.plugin_page import (
     McpClient,
     PluginPage,
     answer,
@@ -19,7 +21,6 @@ from plugin_page import (
     submit,
     wait_until,
 )
-from servers import RestartableRelay
 
 pytestmark = pytest.mark.browser
 

@@ -9,9 +9,17 @@ from typing import Any
 
 import httpx
 import pytest
-from plugin_page import CLASS_ROWS, CLASSES, MORE_CLASS_ROWS, PluginPage, call_tool, ok_result, wait_until
 
 from codap_relay.manifest import DEFAULT_TOOLS
+from codap_relay.testing.plugin_page import (
+    CLASS_ROWS,
+    CLASSES,
+    MORE_CLASS_ROWS,
+    PluginPage,
+    call_tool,
+    ok_result,
+    wait_until,
+)
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"

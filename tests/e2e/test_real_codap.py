@@ -15,7 +15,9 @@ from typing import Any
 
 import httpx
 import pytest
-from plugin_page import (
+from servers import RestartableRelay
+
+from codap_relay.testing.plugin_page import (
     CLASS_ROWS,
     CLASSES,
     MORE_CLASS_ROWS,
@@ -27,9 +29,7 @@ from plugin_page import (
     submit,
     wait_until,
 )
-from real_codap import CodapPage, codap_pages, settle
-from servers import RestartableRelay
-
+from codap_relay.testing.real_codap import CodapPage, codap_pages, settle
 from support import ROOT
 
 pytestmark = pytest.mark.browser

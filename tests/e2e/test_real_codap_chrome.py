@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plugin_page import call_tool, ok_result, wait_until
-from real_codap import (
+
+from codap_relay.testing.plugin_page import call_tool, ok_result, wait_until
+from codap_relay.testing.real_codap import (
     CHROME_DEFAULT_STORAGE,
     LNA_BLOCKED,
     CodapPage,
@@ -18,7 +19,6 @@ from real_codap import (
     other_site,
     public_origin,
 )
-
 from support import serve_process
 
 pytestmark = pytest.mark.browser

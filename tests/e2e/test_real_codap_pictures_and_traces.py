@@ -18,9 +18,9 @@ from typing import Any
 
 import httpx
 import pytest
-from plugin_page import McpClient, answer, call_tool, ok_result, plugin_storage, submit, wait_until
-from real_codap import CodapPage, codap_pages
 
+from codap_relay.testing.plugin_page import McpClient, answer, call_tool, ok_result, plugin_storage, submit, wait_until
+from codap_relay.testing.real_codap import CodapPage, codap_pages
 from support import ROOT
 
 pytestmark = pytest.mark.browser

@@ -81,7 +81,7 @@ def test_quick_run_times_every_tool_inside_real_codap(tmp_path: Path, monkeypatc
     """The codap section at a tiny size (3 datasets of 50 cases, no WebGL timing): every tool is timed in the
     plugin, and the message counts are the tools' fixed handful."""
     monkeypatch.syspath_prepend(str(ROOT / "tests" / "e2e"))
-    from real_codap import HOW_TO_GET, codap_dist, codap_required
+    from codap_relay.testing.real_codap import HOW_TO_GET, codap_dist, codap_required
 
     if codap_dist() is None:
         if codap_required():

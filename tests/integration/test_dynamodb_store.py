@@ -19,16 +19,17 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from codap_relay.errors import StoreUnavailable
-from codap_relay.fake_plugin import FakePlugin
 from codap_relay.http.app import build_app
 from codap_relay.records import NewRequest, ResponseRecord, SessionRecord, fingerprint
 from codap_relay.relay import Relay
 from codap_relay.store import StoreUrlError, open_store
 from codap_relay.store.base import PURGE_GRACE_SECONDS
 from codap_relay.store.dynamodb import INLINE_LIMIT, DynamoStore
+from codap_relay.testing.fake_plugin import FakePlugin
+from codap_relay.testing.servers import bearer
 from dynamodb_local import CREDENTIALS, env_for, fresh_table, new_table, shared, store_url
 from store_backends import SerializedClient
-from support import ROOT, bearer, make_settings, serve_process
+from support import ROOT, make_settings, serve_process
 
 T0 = 1_800_000_000.0
 CODE = "ABCD2345"
@@ -255,7 +256,7 @@ def test_missing_table_says_what_to_do(moto_client: Any) -> None:
 
 
 def test_unreachable_endpoint_is_unavailable() -> None:
-    from support import free_port
+    from codap_relay.testing.servers import free_port
 
     store = open_store(f"dynamodb://relay?endpoint_url=http://127.0.0.1:{free_port()}&region=us-east-1")
     assert isinstance(store, DynamoStore)

@@ -9,6 +9,7 @@ import base64
 import json
 import logging
 import os
+import sys
 from typing import Any
 
 import httpx
@@ -19,8 +20,9 @@ from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
+from codap_relay.testing.servers import serve_app
 from codap_relay.tool_content import MAX_IMAGE_BYTES
-from support import also_through_local_api, make_settings, serve_app
+from support import also_through_local_api, make_settings
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 
@@ -208,11 +210,12 @@ async def test_not_found_and_conflicts(client: httpx.AsyncClient, session: dict[
     await client.post("/request", json={"code": code, "id": "dup", "tool": "get_codap_datasets"})
     r = await client.post("/request", json={"code": code, "id": "dup", "tool": "get_codap_datasets"})
     assert r.status_code == 202 and r.json()["seq"] == 1
-    assert_error(
+    duplicate = assert_error(
         await client.post("/request", json={"code": code, "id": "dup", "tool": "get_codap_status"}),
         409,
         "duplicate_request_id",
     )
+    assert duplicate["requestId"] == "dup"  # the fields a client sees are the same over HTTP and MCP
     assert_error(
         await client.post("/response", json={"code": code, "id": "nope", "result": 1}, headers=auth(session)),
         404,
@@ -319,8 +322,9 @@ async def test_rate_limit_is_429_with_retry_after(clock: FakeClock) -> None:
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
         assert [(await c.post("/api/sessions", json={})).status_code for _ in range(2)] == [201, 201]
         r = await c.post("/api/sessions", json={})
-        assert_error(r, 429, "rate_limited")
-        assert 1 <= int(r.headers["retry-after"]) <= 60
+        body = assert_error(r, 429, "rate_limited")
+        assert 1 <= int(r.headers["retry-after"]) <= 60 and body["retryAfter"] == int(r.headers["retry-after"])
+        assert "scope" not in body  # a rate limit's scope is for the relay's logs
 
 
 async def test_trust_proxy_uses_forwarded_for(clock: FakeClock) -> None:
@@ -346,6 +350,24 @@ async def test_store_outage_is_503_with_retry_after(clock: FakeClock) -> None:
         r = await c.get("/metadata", params={"code": "ABCDEFGH"})
         assert_error(r, 503, "store_unavailable")
         assert r.headers["retry-after"] == "1"
+
+
+async def test_without_the_mcp_extra_the_mcp_paths_say_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the MCP extra were not installed
+    app = build_app(Relay(make_settings(), MemoryStore()))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        for path in ("/mcp", "/mcp/ABCD2345"):
+            body = assert_error(await c.post(path, json={}), 501, "extra_not_installed")
+            assert "pip install 'codap-relay[mcp]'" in body["message"]
+        assert (await c.get("/healthz")).status_code == 200  # the rest of the relay is unaffected
+
+
+def test_an_import_bug_in_an_entry_point_fails_the_build_instead_of_dropping_its_routes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "codap_relay.http.mcp", None)  # the module itself cannot be imported
+    with pytest.raises(ImportError):
+        build_app(Relay(make_settings(), MemoryStore()), ["mcp"])
 
 
 async def test_cors_only_for_configured_origins(client: httpx.AsyncClient) -> None:

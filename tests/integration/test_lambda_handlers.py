@@ -4,12 +4,10 @@ from template.yaml, with each module imported once and invoked warm several time
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import os
 import sys
 from collections.abc import Iterator
-from types import ModuleType
 from typing import Any
 
 import boto3
@@ -21,8 +19,10 @@ from codap_relay.localapi.template import read_stack
 from codap_relay.records import SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
 from codap_relay.testing.lambda_context import LambdaContext as Context
+from codap_relay.testing.lambda_harness import function_env, load_function, unload_function
+from codap_relay.testing.servers import serve_app
 from dynamodb_local import CREDENTIALS, new_table
-from support import EVENTS, ROOT, serve_app
+from support import EVENTS, ROOT
 
 CODE = "ABCD2345"  # the pairing code and browser token the events/ files carry
 TOKEN = "sample-browser-token-not-a-secret"
@@ -43,41 +43,25 @@ def aws() -> Iterator[dict[str, Any]]:
     with pytest.MonkeyPatch.context() as mp, mock_aws():
         client = boto3.client("dynamodb", **CREDENTIALS)
         table = new_table(client)
-        env = {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": "us-east-1",
-            "RELAY_STORE": f"dynamodb://{table}",
-            "POWERTOOLS_SERVICE_NAME": "codap-relay",
-            "POWERTOOLS_METRICS_NAMESPACE": "CodapRelayTest",
-            "POWERTOOLS_TRACE_DISABLED": "true",
-            "RATE_LIMIT_SESSION_PER_IP": str(SESSION_LIMIT),
-            "HEARTBEAT_SECONDS": "1",
-            "POLL_INTERVAL_SECONDS": "0.05",
-            "STREAM_MAX_SECONDS": "1.5",
-            "PUBLIC_BASE_PATH": "/codap",  # the *-custom-domain events come through that mapping
-        }
+        env = function_env(
+            f"dynamodb://{table}",
+            RATE_LIMIT_SESSION_PER_IP=str(SESSION_LIMIT),
+            HEARTBEAT_SECONDS="1",
+            POLL_INTERVAL_SECONDS="0.05",
+            STREAM_MAX_SECONDS="1.5",
+            PUBLIC_BASE_PATH="/codap",  # the *-custom-domain events come through that mapping
+        )
         for key, value in env.items():
             mp.setenv(key, value)
         mp.syspath_prepend(str(ROOT / "functions" / "shared"))
-        modules = {name: load_function(name) for name in FUNCTIONS}
+        modules = {name: load_function(ROOT, name) for name in FUNCTIONS}
         # The session the sample events refer to, as the plugin would have created it.
         DynamoStore(client, table).create_session(
             SessionRecord(CODE, hash_token(TOKEN), created_at=1e9, expires_at=4e9)
         )
         yield {"client": client, "table": table, "modules": modules}
         for name in FUNCTIONS:
-            sys.modules.pop(f"lambda_fn_{name}", None)
-
-
-def load_function(name: str) -> ModuleType:
-    path = ROOT / "functions" / name / "app.py"
-    spec = importlib.util.spec_from_file_location(f"lambda_fn_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+            unload_function(name)
 
 
 def invoke(aws: dict[str, Any], function: str, name: str, **changes: Any) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from support import ROOT, ServerProcess, local_api_process
+from codap_relay.testing.servers import ServerProcess
+from support import ROOT, local_api_process
 
 STACK = Path(__file__).resolve().parent / "local_api_stack"
 TEMPLATE = STACK / "template.yaml"

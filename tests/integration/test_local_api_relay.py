@@ -16,10 +16,11 @@ import httpx
 import pytest
 
 from codap_relay.client import AsyncRelayClient
-from codap_relay.fake_plugin import FakePlugin
 from codap_relay.settings import Settings
-from codap_relay.sse_client import iter_events
-from support import ServerProcess, bearer, local_api_process
+from codap_relay.testing.fake_plugin import FakePlugin
+from codap_relay.testing.servers import ServerProcess, bearer
+from codap_relay.testing.sse_client import iter_events
+from support import local_api_process
 
 GRACE = 6  # CONNECTED_GRACE_SECONDS: above the stream's 5 s refresh of the session, so an open stream stays connected
 ENV = {

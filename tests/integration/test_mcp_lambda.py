@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import importlib.util
 import json
 import threading
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from codap_relay.codes import hash_token
 from codap_relay.records import SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
 from codap_relay.testing.lambda_context import LambdaContext
+from codap_relay.testing.lambda_harness import function_env, load_function, unload_function
 from dynamodb_local import CREDENTIALS, new_table
 from support import EVENTS, ROOT
 
@@ -32,15 +32,6 @@ EVENT_CODE = "ABCD2345"  # the pairing code in the events' path
 TOKEN = "mcp-test-browser-token"
 HOST = "abc123.execute-api.us-east-1.amazonaws.com"
 DATASETS = {"datasets": [{"name": "Mammals", "cases": 27}]}
-
-
-def load_function() -> ModuleType:
-    """Import functions/mcp/app.py as Lambda does at cold start."""
-    spec = importlib.util.spec_from_file_location("lambda_fn_mcp", ROOT / "functions" / "mcp" / "app.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def event(name: str, **header_overrides: str) -> dict[str, Any]:
@@ -100,23 +91,18 @@ def function(monkeypatch: pytest.MonkeyPatch, loop: asyncio.AbstractEventLoop) -
     with mock_aws():
         client = boto3.client("dynamodb", **CREDENTIALS)
         table = new_table(client)
-        env = {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": "us-east-1",
-            "RELAY_STORE": f"dynamodb://{table}",
-            "ALLOWED_HOSTS": HOST,
-            "MCP_TOOL_TIMEOUT_SECONDS": "10",
-            "POLL_INTERVAL_SECONDS": "0.05",
-            "HEARTBEAT_SECONDS": "1",
-            "POWERTOOLS_SERVICE_NAME": "codap-relay",
-            "POWERTOOLS_METRICS_NAMESPACE": "CodapRelayTest",
-            "POWERTOOLS_TRACE_DISABLED": "true",
-        }
+        env = function_env(
+            f"dynamodb://{table}",
+            ALLOWED_HOSTS=HOST,
+            MCP_TOOL_TIMEOUT_SECONDS="10",
+            POLL_INTERVAL_SECONDS="0.05",
+            HEARTBEAT_SECONDS="1",
+        )
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         monkeypatch.syspath_prepend(str(ROOT / "functions" / "shared"))
-        yield load_function()
+        yield load_function(ROOT, "mcp")
+        unload_function("mcp")
 
 
 def invoke(module: ModuleType, ev: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -159,8 +145,8 @@ def test_three_warm_invocations_in_a_row(function: ModuleType, loop: asyncio.Abs
             assert json.loads(result["content"][0]["text"]) == DATASETS
             assert len(plugin.answered) == round_no + 1
         log = loop.run_until_complete(relay.activity_log(EVENT_CODE, token))
-    assert [entry["tool"] for entry in log] == ["get_codap_datasets"] * 3
-    assert all(entry["status"] == "completed" for entry in log)
+    assert [item.request.tool for item in log] == ["get_codap_datasets"] * 3
+    assert all(item.status == "completed" for item in log)
 
 
 def test_host_outside_allowed_hosts_is_refused(function: ModuleType) -> None:

@@ -19,10 +19,11 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from codap_relay.client import AsyncRelayClient, RelayClient, RelayClientError
-from codap_relay.fake_plugin import FakePlugin
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
-from support import also_through_local_api, serve_app
+from codap_relay.testing.fake_plugin import FakePlugin
+from codap_relay.testing.servers import serve_app
+from support import also_through_local_api
 
 DATASETS = {"datasets": [{"name": "Mammals", "cases": 27}]}
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from codap_relay.commands.dynamodb import load_template
+from codap_relay.sam_template import load_template
 from sam_tools import SAM, TEMPLATE_PATH, need_sam, sam_env
 from support import ROOT
 

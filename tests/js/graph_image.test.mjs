@@ -8,7 +8,8 @@ import { test } from "node:test";
 
 import { makeRng } from "../../core/codap_relay/plugin/js/data.js";
 import { base64Bytes, fitPicture, parseDataUri } from "../../core/codap_relay/plugin/js/imaging.js";
-import { codapError, createTools } from "../../core/codap_relay/plugin/js/tools.js";
+import { codapError } from "../../core/codap_relay/plugin/js/codap_query.js";
+import { createTools } from "../../core/codap_relay/plugin/js/tools.js";
 import { createCodapModel } from "../e2e/codap_host/codap_model.js";
 
 /** A PNG's first bytes (signature and IHDR with its size) followed by `length` bytes of filler, as a data URI. */

@@ -9,8 +9,9 @@ import mcp_types as types
 import pytest
 
 from codap_relay import errors as e
+from codap_relay.errors import RequestExpired
+from codap_relay.http.mcp import security_settings
 from codap_relay.manifest import DEFAULT_TOOLS
-from codap_relay.mcp_http import security_settings
 from codap_relay.mcp_tools import (
     MCP_ERRORS,
     RATE_LIMITED,
@@ -21,7 +22,6 @@ from codap_relay.mcp_tools import (
     tool_annotations,
     tool_title,
 )
-from codap_relay.relay import RequestExpired
 from codap_relay.settings import Settings
 
 
@@ -86,6 +86,8 @@ def test_error_data_carries_the_fields_a_client_needs() -> None:
     assert data == {"error": "rate_limited", "retryAfter": 3}
     data = protocol_error(e.SessionNotFound("gone", reason="closed")).data
     assert data == {"error": "session_not_found", "reason": "closed"}
+    data = protocol_error(e.PayloadTooLarge("too big", limit=1000)).data
+    assert data == {"error": "payload_too_large", "limit": 1000}  # as the HTTP error body shows it
 
 
 def test_table_lists_subclasses_before_their_bases() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from codap_relay import __version__
 from codap_relay.manifest import DEFAULT_TOOLS, check_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,3 +69,28 @@ def test_plugin_manifest_adds_the_graph_picture_and_codap_api_and_passes_the_rel
         "idempotentHint": True,
         "openWorldHint": False,
     }
+
+
+def test_the_plugin_reports_the_relays_version() -> None:
+    script = f"import({json.dumps((PLUGIN_JS / 'version.js').as_uri())}).then(m => console.log(m.VERSION))"
+    out = subprocess.run([NODE or "node", "-e", script], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == __version__
+
+
+def test_the_relays_fallback_hints_agree_with_what_the_plugin_declares() -> None:
+    """The plugin declares its tools' annotations, and the relay passes them on as they are. For a manifest that
+    declares none (the contract's seed manifest) the relay knows the default tools' hints itself: they must be
+    the plugin's, so an MCP client is told the same whichever manifest the session has."""
+    from codap_relay.mcp_tools import mcp_tools
+
+    seed = {t["name"] for t in DEFAULT_TOOLS} | {"codap_api"}
+    for declared in plugin_manifest():
+        if declared["name"] not in seed:
+            continue
+        bare = {k: v for k, v in declared.items() if k not in ("title", "annotations")}
+        ours, theirs = mcp_tools([bare])[0].annotations, mcp_tools([declared])[0].annotations
+        assert ours is not None and theirs is not None
+        for hint in ("read_only_hint", "idempotent_hint", "open_world_hint"):
+            assert getattr(ours, hint) == getattr(theirs, hint), (declared["name"], hint)
+        if not theirs.read_only_hint:  # MCP: destructiveHint means something only for a tool that writes
+            assert ours.destructive_hint == theirs.destructive_hint, declared["name"]

@@ -13,13 +13,28 @@ import pytest
 
 from codap_relay import errors as e
 from codap_relay.clock import FakeClock, counting_ids
+from codap_relay.delivery import StreamEvent
 from codap_relay.errors import RequestExpired
+from codap_relay.http.schemas import log_entry, trace_entry, trace_entry_size
 from codap_relay.notify import Notifier
-from codap_relay.relay import Relay, StreamEvent
+from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from support import make_settings
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
+
+
+async def log_of(relay: Relay, code: str, token: str | None, *, full: bool = False) -> list[dict[str, Any]]:
+    """The activity log as GET /api/sessions/{code}/log shows it."""
+    return [log_entry(item, full=full) for item in await relay.activity_log(code, token, full=full)]
+
+
+async def trace_of(
+    relay: Relay, code: str, token: str | None, *, after: int = 0
+) -> tuple[list[dict[str, Any]], int | None]:
+    """A trace page as GET /api/sessions/{code}/log?view=trace shows it."""
+    items, following = await relay.trace_page(code, token, size_of=trace_entry_size, after=after)
+    return [trace_entry(item) for item in items], following
 
 
 def make_relay(clock: FakeClock, **settings: Any) -> Relay:
@@ -68,7 +83,7 @@ async def test_plugin_manifest_is_validated(relay: Relay) -> None:
     with pytest.raises(e.InvalidManifest, match="not a valid JSON Schema"):
         await relay.create_session([{"name": "x", "inputSchema": {"type": "object", "properties": 3}}])
     session, _ = await relay.create_session([{"name": "only_tool", "inputSchema": {"type": "object"}}])
-    assert [t["name"] for t in (await relay.metadata(session.code))["tools"]] == ["only_tool"]
+    assert [t["name"] for t in (await relay.metadata(session.code)).tools] == ["only_tool"]
 
 
 async def test_submit_validates_tool_and_args(relay: Relay) -> None:
@@ -118,12 +133,12 @@ async def test_session_expiry_is_exact_and_slides_while_plugin_is_seen(relay: Re
 
 async def test_connected_means_seen_within_grace(relay: Relay, clock: FakeClock) -> None:
     s, token = await relay.create_session()
-    assert (await relay.status(s.code))["connected"] is False
+    assert (await relay.status(s.code)).connected is False
     events = await relay.stream(s.code, token, None)
     await events.aclose()
-    assert (await relay.status(s.code))["connected"] is True
+    assert (await relay.status(s.code)).connected is True
     clock.advance(31)
-    assert (await relay.status(s.code))["connected"] is False
+    assert (await relay.status(s.code)).connected is False
 
 
 async def test_tokens_guard_the_plugin_role(relay: Relay) -> None:
@@ -134,7 +149,7 @@ async def test_tokens_guard_the_plugin_role(relay: Relay) -> None:
     with pytest.raises(e.TokenInvalid):
         await relay.stream(a.code, token_b, None)
     with pytest.raises(e.TokenInvalid):
-        await relay.activity_log(a.code, token_b)
+        await log_of(relay, a.code, token_b)
     with pytest.raises(e.TokenInvalid):
         await relay.close_session(b.code, token_a)
 
@@ -202,7 +217,7 @@ async def test_expired_requests_are_not_delivered_and_the_llm_learns_why(relay: 
     events = await relay.stream(s.code, token, None)
     assert (await next_event(events, skip=(None,))).event == "heartbeat"
     await events.aclose()
-    assert [x["status"] for x in await relay.activity_log(s.code, token)] == ["expired"]
+    assert [x["status"] for x in await log_of(relay, s.code, token)] == ["expired"]
 
 
 async def test_results_outlive_the_pairing_code(relay: Relay, clock: FakeClock) -> None:
@@ -314,18 +329,18 @@ async def test_guessing_guard_blocks_all_lookups_after_too_many_unknown_codes(cl
         await relay.metadata("DDDDDDDD", client="6.6.6.6")
     with pytest.raises(e.RateLimited):  # a real code is refused too: no oracle
         await relay.metadata(s.code, client="6.6.6.6")
-    assert (await relay.metadata(s.code, client="7.7.7.7"))["version"] == "1.0.0"
+    assert (await relay.metadata(s.code, client="7.7.7.7")).version == "1.0.0"
     clock.advance(60)
-    assert (await relay.metadata(s.code, client="6.6.6.6"))["version"] == "1.0.0"
+    assert (await relay.metadata(s.code, client="6.6.6.6")).version == "1.0.0"
 
 
 async def test_activity_log_hides_arguments_unless_asked(relay: Relay) -> None:
     s, token = await relay.create_session()
     r, _ = await relay.submit(s.code, "create_codap_dataset", DATASET)
     await relay.respond(s.code, token, r.id, result={"made": True})
-    [entry] = await relay.activity_log(s.code, token)
+    [entry] = await log_of(relay, s.code, token)
     assert "args" not in entry and entry["status"] == "completed" and entry["latencyMs"] == 0
-    [full] = await relay.activity_log(s.code, token, full=True)
+    [full] = await log_of(relay, s.code, token, full=True)
     assert full["args"] == DATASET and full["result"] == {"made": True}
 
 
@@ -336,23 +351,23 @@ async def test_an_ended_sessions_log_stays_readable_for_the_grace_and_no_longer(
     await relay.close_session(closed.code, closed_token)
     expired, expired_token = await relay.create_session()  # its code expires 600 s from now, unseen
     clock.advance(299)
-    assert [x["id"] for x in await relay.activity_log(closed.code, closed_token)] == ["kept"]
-    assert [x["id"] for x in (await relay.trace_page(closed.code, closed_token))[0]] == ["kept"]
+    assert [x["id"] for x in await log_of(relay, closed.code, closed_token)] == ["kept"]
+    assert [x["id"] for x in (await trace_of(relay, closed.code, closed_token))[0]] == ["kept"]
     with pytest.raises(e.TokenInvalid):  # the grace is the plugin's: its token is still needed
-        await relay.activity_log(closed.code, expired_token)
+        await log_of(relay, closed.code, expired_token)
     with pytest.raises(e.SessionNotFound):  # the session itself stays ended
         await relay.submit(closed.code, "get_codap_datasets", {})
     clock.advance(2)
     with pytest.raises(e.SessionNotFound):
-        await relay.activity_log(closed.code, closed_token)
+        await log_of(relay, closed.code, closed_token)
     clock.advance(300)  # 601 s: the other code expired 1 s ago
-    assert await relay.activity_log(expired.code, expired_token) == []
+    assert await log_of(relay, expired.code, expired_token) == []
     with pytest.raises(e.SessionNotFound) as info:
         await relay.metadata(expired.code)
     assert info.value.reason == "expired"
     clock.advance(300)
     with pytest.raises(e.SessionNotFound):
-        await relay.trace_page(expired.code, expired_token)
+        await trace_of(relay, expired.code, expired_token)
 
 
 async def test_without_a_grace_an_ended_sessions_log_is_gone(clock: FakeClock) -> None:
@@ -360,7 +375,7 @@ async def test_without_a_grace_an_ended_sessions_log_is_gone(clock: FakeClock) -
     s, token = await relay.create_session()
     await relay.close_session(s.code, token)
     with pytest.raises(e.SessionNotFound) as info:
-        await relay.activity_log(s.code, token)
+        await log_of(relay, s.code, token)
     assert info.value.reason == "closed"
 
 
@@ -379,7 +394,7 @@ async def test_trace_pages_carry_arguments_and_summaries_in_seq_order(
     pages: list[list[dict[str, Any]]] = []
     after: int | None = 0
     while after is not None:
-        entries, after = await relay.trace_page(s.code, token, after=after)
+        entries, after = await trace_of(relay, s.code, token, after=after)
         pages.append(entries)
     assert [len(p) for p in pages] == [2, 2, 1]
     entries = [x for p in pages for x in p]

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
+from codap_relay.delivery import StreamEvent
 from codap_relay.http.sse import encode
-from codap_relay.relay import StreamEvent
-from codap_relay.sse_client import SSEDecoder
+from codap_relay.testing.sse_client import SSEDecoder
 
 
 def decode(raw: bytes) -> list[tuple[str, str, str | None]]:

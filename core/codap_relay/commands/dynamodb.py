@@ -1,8 +1,5 @@
-"""``codap-relay dynamodb create-table``: create the relay's table from ``template.yaml``'s own definition.
-
-The template is the one source of truth for the table's keys and TTL; this command reads it (through
-codap_relay.sam_template) instead of repeating the schema.
-"""
+"""``codap-relay dynamodb create-table``: create the relay's table from ``template.yaml``'s own definition
+(codap_relay.store.dynamodb_table); ``seed-example``: the session the sample events under events/ use."""
 
 from __future__ import annotations
 
@@ -11,57 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..extras import missing_extra
 from ..sam_template import TemplateError, default_template, load_template
-
-TABLE_TYPE = "AWS::DynamoDB::Table"
-# Properties create_table takes as they are written in the template.
-CREATE_KEYS = ("AttributeDefinitions", "KeySchema", "BillingMode", "GlobalSecondaryIndexes", "LocalSecondaryIndexes")
-__all__ = ["TemplateError", "create_table", "default_template", "load_template", "table_definition"]
-
-
-def table_definition(template: dict[str, Any], logical_id: str | None = None) -> dict[str, Any]:
-    """The Properties of the template's DynamoDB table (the only one, or the one named ``logical_id``)."""
-    tables = {
-        name: res
-        for name, res in (template.get("Resources") or {}).items()
-        if isinstance(res, dict) and res.get("Type") == TABLE_TYPE
-    }
-    if logical_id is not None:
-        tables = {k: v for k, v in tables.items() if k == logical_id}
-    if len(tables) != 1:
-        raise TemplateError(
-            f"expected exactly one {TABLE_TYPE} resource{f' named {logical_id}' if logical_id else ''}, "
-            f"found {len(tables)}"
-        )
-    props: dict[str, Any] = next(iter(tables.values())).get("Properties") or {}
-    return props
-
-
-def create_table(client: Any, name: str, props: dict[str, Any], *, wait: bool = True) -> bool:
-    """Create table ``name`` as defined; returns False if it already exists. Enables TTL as declared."""
-    kwargs: dict[str, Any] = {k: props[k] for k in CREATE_KEYS if k in props}
-    kwargs.setdefault("BillingMode", "PAY_PER_REQUEST")
-    if kwargs["BillingMode"] == "PROVISIONED":
-        kwargs["ProvisionedThroughput"] = props["ProvisionedThroughput"]
-    try:
-        client.create_table(TableName=name, **kwargs)
-    except client.exceptions.ResourceInUseException:
-        return False
-    if wait:
-        client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
-    ttl = props.get("TimeToLiveSpecification")
-    if ttl and str(ttl.get("Enabled")).lower() == "true":
-        client.update_time_to_live(
-            TableName=name, TimeToLiveSpecification={"AttributeName": ttl["AttributeName"], "Enabled": True}
-        )
-    return True
-
-
-def client_for(endpoint_url: str | None, region: str | None) -> Any:
-    from ..store.dynamodb import DynamoStore
-
-    # Reuse the store's client set-up (local credentials, region defaults) so both agree.
-    return DynamoStore.from_url("placeholder-table", endpoint_url=endpoint_url, region=region)._client
+from ..store.base import StoreUrlError
 
 
 def register(sub: Any) -> None:
@@ -82,12 +31,22 @@ def register(sub: Any) -> None:
     e.set_defaults(run=run_seed_example)
 
 
+def _aws_missing() -> bool:
+    missing = missing_extra("aws", "codap-relay dynamodb")
+    if missing is not None:
+        print(f"codap-relay: {missing}", file=sys.stderr)
+    return missing is not None
+
+
 def run_create_table(args: argparse.Namespace) -> int:
-    from ..store import StoreUrlError
+    if _aws_missing():
+        return 2
+    from ..store.dynamodb import dynamodb_client
+    from ..store.dynamodb_table import create_table, table_definition
 
     try:
         props = table_definition(load_template(args.template or default_template()))
-        client = client_for(args.endpoint_url, args.region)
+        client = dynamodb_client(endpoint_url=args.endpoint_url, region=args.region)
         created = create_table(client, args.table, props)
     except (TemplateError, StoreUrlError) as exc:
         print(f"codap-relay: {exc}", file=sys.stderr)
@@ -109,12 +68,13 @@ EXAMPLE_TOKEN = "sample-browser-token-not-a-secret"
 
 
 def run_seed_example(args: argparse.Namespace) -> int:
+    if _aws_missing():
+        return 2
     import time
 
     from ..codes import hash_token
     from ..errors import CodeCollision, RelayError
     from ..records import SessionRecord
-    from ..store import StoreUrlError
     from ..store.dynamodb import DynamoStore
 
     try:

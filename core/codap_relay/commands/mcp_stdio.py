@@ -11,6 +11,8 @@ import argparse
 import sys
 from typing import Any
 
+from ..extras import missing_extra
+
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
@@ -25,6 +27,10 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    missing = missing_extra("mcp", "codap-relay mcp-stdio")
+    if missing is not None:
+        print(f"codap-relay: {missing}", file=sys.stderr)
+        return 2
     import anyio
 
     from ..mcp_bridge import serve_stdio

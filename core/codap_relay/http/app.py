@@ -2,27 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.routing import BaseRoute, Mount
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import RelayError
+from ..extras import missing_extra
 from ..relay import Relay
-from .errors import http_error_handler, internal_error_handler, relay_error_handler
+from .context import allowed_origins
+from .errors import error_response, http_error_handler, internal_error_handler, relay_error_handler
+from .llms import routes as llms_routes
 from .middleware import CorrelationAndAccessLog
 from .routes import GROUPS
 
-PLUGIN_DIR = Path(__file__).resolve().parent.parent / "plugin"
+log = logging.getLogger("codap_relay")
 
-# Optional groups contributed by other modules (MCP, llms.txt), registered lazily so that a handler
-# which does not mount them never imports their dependencies.
-EXTRA_GROUPS: dict[str, Callable[[], list[BaseRoute]]] = {}
+PLUGIN_DIR = Path(__file__).resolve().parent.parent / "plugin"
+MCP_PATHS = ("/mcp", "/mcp/{code}")
 
 
 def plugin_routes() -> list[BaseRoute]:
@@ -31,26 +36,32 @@ def plugin_routes() -> list[BaseRoute]:
     return [Mount("/plugin", app=StaticFiles(directory=PLUGIN_DIR, html=True), name="plugin")]
 
 
-def _mcp_routes() -> list[BaseRoute]:
-    try:
-        from ..mcp_http import routes  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # the MCP extra is not installed
-        return []
-    result: list[BaseRoute] = routes()
-    return result
+def mcp_routes() -> list[BaseRoute]:
+    """The MCP endpoint, imported only where it is mounted (the SDK costs every other function's cold start).
+    Without the MCP extra the paths still exist and say how to get it, rather than answering a bare 404."""
+    missing = missing_extra("mcp", "The MCP endpoint")
+    if missing is not None:
+        log.warning("%s It answers 501 until then.", missing)
+        return [Route(path, _extra_missing(missing), methods=["POST"]) for path in MCP_PATHS]
+    from .mcp import routes as mcp_endpoint_routes
+
+    return mcp_endpoint_routes()
 
 
-def _llms_routes() -> list[BaseRoute]:
-    try:
-        from ..llms import routes  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return []
-    result: list[BaseRoute] = routes()
-    return result
+def _extra_missing(message: str) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        return error_response(request, 501, "extra_not_installed", message)
+
+    return endpoint
 
 
-EXTRA_GROUPS.update({"plugin": plugin_routes, "mcp": _mcp_routes, "llms": _llms_routes})
-ALL_GROUPS = (*GROUPS, *EXTRA_GROUPS)
+# Every route group; a Lambda function mounts only its own. The callables run only for the groups mounted.
+LAZY_GROUPS: dict[str, Callable[[], list[BaseRoute]]] = {
+    "plugin": plugin_routes,
+    "mcp": mcp_routes,
+    "llms": llms_routes,
+}
+ALL_GROUPS = (*GROUPS, *LAZY_GROUPS)
 
 
 def build_app(
@@ -61,16 +72,14 @@ def build_app(
     for name in chosen:
         if name in GROUPS:
             routes.extend(GROUPS[name])
-        elif name in EXTRA_GROUPS:
-            routes.extend(EXTRA_GROUPS[name]())
+        elif name in LAZY_GROUPS:
+            routes.extend(LAZY_GROUPS[name]())
         else:
             raise ValueError(f"unknown route group {name!r}; known: {', '.join(ALL_GROUPS)}")
     if relay.settings.codap_dir is not None and "plugin" in chosen:
         routes.append(Mount("/codap", app=StaticFiles(directory=relay.settings.codap_dir, html=True), name="codap"))
     routes.extend(extra_routes)
-    origins = list(relay.settings.cors_origin)
-    if relay.settings.public_base_url:
-        origins.append(relay.settings.public_base_url.rstrip("/"))
+    origins = allowed_origins(relay.settings)
     app = Starlette(
         routes=routes,
         middleware=[

@@ -53,8 +53,7 @@ async def relay_error_handler(request: Request, exc: Exception) -> JSONResponse:
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
     request.state.error_code = exc.error
-    extra = {k: v for k, v in exc.data.items() if k in ("path", "tool", "available", "limit", "reason", "field")}
-    return error_response(request, status, exc.error, exc.message, headers=headers, **extra)
+    return error_response(request, status, exc.error, exc.message, headers=headers, **e.client_fields(exc))
 
 
 HTTP_ERRORS = {

@@ -12,37 +12,11 @@ from .. import __version__
 from ..clock import iso
 from ..codes import normalise_code
 from ..errors import BadInput
-from ..relay import Answer, Relay
+from ..relay import Answer
 from . import schemas as s
 from .bodies import parse, read_json
+from .context import bearer_token, client_ip, public_base, relay_of
 from .sse import EventStreamResponse, encode
-
-
-def relay_of(request: Request) -> Relay:
-    relay: Relay = request.app.state.relay
-    return relay
-
-
-def client_ip(request: Request) -> str | None:
-    if relay_of(request).settings.trust_proxy:
-        forwarded = request.headers.get("x-forwarded-for")
-        if forwarded:
-            return forwarded.split(",")[0].strip()
-    return request.client.host if request.client else None
-
-
-def public_base(request: Request) -> str:
-    """The relay's public URL, for every URL it writes: PUBLIC_BASE_URL if set, else scheme, host and the
-    public path prefix (ASGI root_path: the stage, or a custom domain's base path)."""
-    return (relay_of(request).settings.public_base_url or str(request.base_url)).rstrip("/")
-
-
-def bearer_token(request: Request) -> str | None:
-    auth = request.headers.get("authorization", "")
-    if auth[:7].lower() == "bearer " and auth[7:].strip():
-        return auth[7:].strip()
-    token = request.query_params.get("token")
-    return token or None
 
 
 def wait_param(request: Request) -> float | None:
@@ -93,16 +67,16 @@ async def create_session(request: Request) -> Response:
 async def session_status(request: Request) -> Response:
     relay = relay_of(request)
     code = normalise_code(request.path_params["code"])
-    info = await relay.status(code, client=client_ip(request))
-    session = info["session"]
+    state = await relay.status(code, client=client_ip(request))
+    session = state.session
     return json_model(
         s.SessionStatus(
             code=code,
             ttl=max(0, int(session.expires_at - relay.now())),
             expiresAt=iso(session.expires_at),
-            connected=info["connected"],
+            connected=state.connected,
             lastSeen=None if session.last_seen is None else iso(session.last_seen),
-            pending=info["pending"],
+            pending=state.pending,
         )
     )
 
@@ -122,13 +96,13 @@ async def session_log(request: Request) -> Response:
         after = whole_number(request.query_params.get("after", "0"))
         if after is None:
             raise BadInput("`after` must be the previous trace page's `next` (0 for the first page).", field="after")
-        entries, following = await relay_of(request).trace_page(
-            code, bearer_token(request), after=after, client=client_ip(request)
+        page, following = await relay_of(request).trace_page(
+            code, bearer_token(request), size_of=s.trace_entry_size, after=after, client=client_ip(request)
         )
-        return JSONResponse({"code": code, "entries": entries, "next": following})
+        return JSONResponse({"code": code, "entries": [s.trace_entry(item) for item in page], "next": following})
     full = request.query_params.get("full") in ("1", "true", "yes")
-    entries = await relay_of(request).activity_log(code, bearer_token(request), full=full, client=client_ip(request))
-    return JSONResponse({"code": code, "entries": entries})
+    items = await relay_of(request).activity_log(code, bearer_token(request), full=full, client=client_ip(request))
+    return JSONResponse({"code": code, "entries": [s.log_entry(item, full=full) for item in items]})
 
 
 # --- stream ----------------------------------------------------------------------------------------------
@@ -218,7 +192,8 @@ async def get_response(request: Request) -> Response:
 
 async def metadata(request: Request) -> Response:
     code = normalise_code(request.query_params.get("code"))
-    return JSONResponse(await relay_of(request).metadata(code, client=client_ip(request)))
+    found = await relay_of(request).metadata(code, client=client_ip(request))
+    return JSONResponse({"version": found.version, "tools": found.tools})
 
 
 # --- misc ------------------------------------------------------------------------------------------------

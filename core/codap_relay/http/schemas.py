@@ -6,7 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..tool_content import MAX_IMAGE_BYTES
+from ..clock import iso
+from ..records import canonical_json
+from ..relay import LogItem
+from ..tool_content import MAX_IMAGE_BYTES, summary
 
 
 class _Body(BaseModel):
@@ -161,9 +164,50 @@ class ErrorBody(BaseModel):
     message: str = Field(description="What was wrong and what to do")
     code: int = Field(description="HTTP status")
     correlationId: str
-    path: str | None = None
+    # The error's data fields, where it has them (codap_relay.errors.CLIENT_FIELDS).
+    reason: str | None = Field(None, description="Why a session was not found: unknown, expired or closed")
+    field: str | None = Field(None, description="The request field that was wrong")
+    path: str | None = Field(None, description="Where in the tool arguments the problem is")
+    tool: str | None = None
+    available: list[str] | None = Field(None, description="The session's tools, for an unknown tool")
+    limit: int | None = Field(None, description="The size limit in bytes that was exceeded")
+    retryAfter: int | None = Field(None, description="Seconds to wait before retrying (also the Retry-After header)")
+    requestId: str | None = None
 
 
 class Health(BaseModel):
     status: Literal["ok"]
     version: str
+
+
+# --- the activity log and the trace, as the plugin reads them ----------------------------------------------
+
+
+def log_entry(item: LogItem, *, full: bool = False) -> dict[str, Any]:
+    """One request of the activity log; ``full``: with its arguments and its answer (result or error)."""
+    r = item.request
+    entry: dict[str, Any] = {
+        "seq": r.seq,
+        "id": r.id,
+        "tool": r.tool,
+        "status": item.status,
+        "queuedAt": iso(r.created_at),
+        "deliveredAt": None if r.delivered_at is None else iso(r.delivered_at),
+        "completedAt": None if r.completed_at is None else iso(r.completed_at),
+        "latencyMs": None if r.completed_at is None else round((r.completed_at - r.created_at) * 1000, 1),
+        "error": r.error_code,
+    }
+    if full:
+        entry["args"] = r.args
+        entry.update(item.answer or {})
+    return entry
+
+
+def trace_entry(item: LogItem) -> dict[str, Any]:
+    """One request of a trace page: the log entry with its arguments and a one-line summary of its answer."""
+    return {**log_entry(item), "args": item.request.args, "summary": summary(item.answer)}
+
+
+def trace_entry_size(item: LogItem) -> int:
+    """What the entry weighs in a trace page's JSON, for the relay to page by."""
+    return len(canonical_json(trace_entry(item)))

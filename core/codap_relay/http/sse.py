@@ -10,7 +10,7 @@ import anyio
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from ..relay import StreamEvent
+from ..delivery import StreamEvent
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 

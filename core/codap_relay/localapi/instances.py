@@ -17,7 +17,6 @@ import math
 import os
 import secrets
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from typing import Any, TextIO
 
 import httpx
 
+from ..testing.servers import free_port
 from .runtime import INVOKE_PATH, READY_PREFIX
 from .template import Function
 
@@ -45,13 +45,6 @@ def _die_with_parent() -> None:
 
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -60,9 +60,10 @@ def prepare_store(url: str, template: Path) -> str:
 
 
 def _ensure_local_table(table: str, options: Mapping[str, str], template: Path) -> None:
-    from ..commands.dynamodb import client_for, create_table, table_definition
+    from ..store.dynamodb import dynamodb_client
+    from ..store.dynamodb_table import create_table, table_definition
 
-    client = client_for(options.get("endpoint_url"), options.get("region"))
+    client = dynamodb_client(endpoint_url=options.get("endpoint_url"), region=options.get("region"))
     create_table(client, table, table_definition(load_template(template)))
 
 

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
 
-from .base import Store
-
-
-class StoreUrlError(ValueError):
-    pass
+from .base import Store, StoreUrlError
 
 
 def open_store(url: str) -> Store:

@@ -17,6 +17,10 @@ from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRec
 PURGE_GRACE_SECONDS = 86_400
 
 
+class StoreUrlError(ValueError):
+    """A store URL (RELAY_STORE, --store) that names no usable store; the message shows the accepted forms."""
+
+
 class Store(Protocol):
     #: True when every write happens in this process, so in-process notification is complete and
     #: waiters need not poll. False for shared stores (DynamoDB) written by other processes.

@@ -33,9 +33,11 @@ import time
 import uuid
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from enum import Enum
+from typing import Any, Generic, TypeVar
 
 import boto3
 from botocore.config import Config
@@ -50,7 +52,7 @@ from ..errors import (
     StoreUnavailable,
 )
 from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
-from .base import PURGE_GRACE_SECONDS
+from .base import PURGE_GRACE_SECONDS, StoreUrlError
 
 Item = dict[str, dict[str, Any]]
 
@@ -63,6 +65,7 @@ CHUNK_BYTES = 350_000
 # Items outlive their expiry by PURGE_GRACE_SECONDS (as in the SQLite store): late readers get "expired", not
 # "unknown", and an ended session's log stays readable for LOG_GRACE_SECONDS.
 TRANSACTION_ATTEMPTS = 60
+T = TypeVar("T")
 TABLE_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")
 
 # Errors that mean "try again later"; anything else is a bug or a misconfiguration.
@@ -138,6 +141,47 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+def dynamodb_client(*, endpoint_url: str | None = None, region: str | None = None) -> Any:
+    """The boto3 DynamoDB client the store uses, for anyone who must talk to the same table (creating it).
+    ``endpoint_url`` (DynamoDB Local) supplies a region and, where none are configured, local credentials."""
+    region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region is None and endpoint_url:
+        region = "us-east-1"  # DynamoDB Local ignores the region but botocore needs one
+    session = boto3.session.Session()
+    extra: dict[str, str] = {}
+    if endpoint_url and session.get_credentials() is None:
+        # DynamoDB Local accepts any credentials; do not make local users invent some.
+        extra = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+    config = Config(
+        retries={"mode": "standard", "max_attempts": 3},
+        connect_timeout=3,
+        read_timeout=10,
+        max_pool_connections=32,
+        tcp_keepalive=True,
+    )
+    try:
+        return session.client("dynamodb", region_name=region, endpoint_url=endpoint_url or None, config=config, **extra)
+    except NoRegionError as exc:
+        raise StoreUrlError("dynamodb store needs a region: add ?region=… to the URL or set AWS_REGION") from exc
+
+
+@dataclass(frozen=True)
+class Decided(Generic[T]):
+    """A transaction attempt's outcome: the result, and whether this attempt's transaction committed."""
+
+    result: T
+    committed: bool
+
+
+class _Again(Enum):
+    AGAIN = "again after a back-off"
+    AGAIN_NOW = "again at once"
+
+
+AGAIN, AGAIN_NOW = _Again.AGAIN, _Again.AGAIN_NOW
+Attempt = Decided[T] | _Again
+
+
 class DynamoStore:
     pushes = False
     blocking = True
@@ -161,8 +205,6 @@ class DynamoStore:
         **unknown: str,
     ) -> DynamoStore:
         """Open ``dynamodb://TABLE?region=…&endpoint_url=…`` (endpoint_url for DynamoDB Local)."""
-        from . import StoreUrlError
-
         if unknown:
             raise StoreUrlError(
                 f"unknown dynamodb store option(s) {', '.join(sorted(unknown))}: use region= and endpoint_url="
@@ -172,27 +214,7 @@ class DynamoStore:
                 f"dynamodb store URL needs a table name of 3-255 letters, digits, '_', '-' or '.' "
                 f"(like dynamodb://codap-relay?region=us-east-1), got {table!r}"
             )
-        region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        if region is None and endpoint_url:
-            region = "us-east-1"  # DynamoDB Local ignores the region but botocore needs one
-        session = boto3.session.Session()
-        extra: dict[str, str] = {}
-        if endpoint_url and session.get_credentials() is None:
-            # DynamoDB Local accepts any credentials; do not make local users invent some.
-            extra = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
-        config = Config(
-            retries={"mode": "standard", "max_attempts": 3},
-            connect_timeout=3,
-            read_timeout=10,
-            max_pool_connections=32,
-            tcp_keepalive=True,
-        )
-        try:
-            client = session.client(
-                "dynamodb", region_name=region, endpoint_url=endpoint_url or None, config=config, **extra
-            )
-        except NoRegionError as exc:
-            raise StoreUrlError("dynamodb store needs a region: add ?region=… to the URL or set AWS_REGION") from exc
+        client = dynamodb_client(endpoint_url=endpoint_url, region=region)
         return cls(client, table, owns_client=True)
 
     # --- plumbing ---------------------------------------------------------------------------------------
@@ -255,6 +277,24 @@ class DynamoStore:
     def _backoff(attempt: int) -> None:
         # Conflicts come from other writers on the same session; jitter spreads the retries.
         time.sleep(random.uniform(0, min(0.05, 0.002 * 2**attempt)))
+
+    def _committing(self, chunks: list[Item], attempt: Callable[[int], Attempt[T]]) -> T:
+        """Write a large value's chunks, then make ``attempt`` (a transaction that points at them) until it is
+        decided, at most TRANSACTION_ATTEMPTS times. The chunks are discarded unless a transaction committed."""
+        self._write_chunks(chunks)
+        committed = False
+        try:
+            for n in range(TRANSACTION_ATTEMPTS):
+                outcome = attempt(n)
+                if isinstance(outcome, Decided):
+                    committed = outcome.committed
+                    return outcome.result
+                if outcome is not AGAIN_NOW:
+                    self._backoff(n)
+            raise StoreUnavailable(UNAVAILABLE, retry_after=1)
+        finally:
+            if chunks and not committed:
+                self._discard_chunks(chunks)
 
     def _remember(self, code: str, request_id: str, seq: int, queued_at: float | None) -> None:
         with self._seq_lock:
@@ -452,93 +492,84 @@ class DynamoStore:
         pk = _pk(code)
         purge = _purge_at(new.expires_at)
         args, chunks = self._pack("args", new.args, pk, purge)
-        self._write_chunks(chunks)
-        committed = False
         last = last_seq  # the caller's view of last_seq: tried first, read afresh if the transaction refuses it
-        try:
-            for attempt in range(TRANSACTION_ATTEMPTS):
-                if last is None:
-                    meta = self._call(
-                        "get_item",
-                        TableName=self.table,
-                        Key=_key(pk, "META"),
-                        ConsistentRead=True,
-                        ProjectionExpression="last_seq, closed_at",
-                    ).get("Item")
-                    if meta is None:
-                        raise SessionNotFound("session not found", reason="unknown")
-                    if "closed_at" in meta:
-                        existing = self.get_request(code, new.id)  # an idempotent retry still gets its answer
-                        if existing is not None:
-                            return existing, False
-                        raise SessionNotFound("session closed", reason="closed")
-                    last = int(meta["last_seq"]["N"])
-                seq = last + 1
-                if seq > MAX_SEQ:
-                    raise StoreUnavailable("This session has reached its request limit; start a new one.")
-                request: Item = {
-                    **_key(pk, _req_sk(seq)),
-                    "seq": _n(seq),
-                    "id": _s(new.id),
-                    "tool": _s(new.tool),
-                    **args,
-                    "fingerprint": _s(new.fingerprint),
-                    "created_at": _n(new.created_at),
-                    "expires_at": _n(new.expires_at),
-                    "status": _s("queued"),
-                    TTL_ATTRIBUTE: _n(purge),
+
+        def attempt(n: int) -> Attempt[tuple[RequestRecord, bool]]:
+            nonlocal last
+            if last is None:
+                read = self._last_seq(code, new.id)
+                if isinstance(read, RequestRecord):  # the session is closed, and this is an idempotent retry
+                    return Decided((read, False), committed=False)
+                last = read
+            seq = last + 1
+            if seq > MAX_SEQ:
+                raise StoreUnavailable("This session has reached its request limit; start a new one.")
+            request: Item = {
+                **_key(pk, _req_sk(seq)),
+                "seq": _n(seq),
+                "id": _s(new.id),
+                "tool": _s(new.tool),
+                **args,
+                "fingerprint": _s(new.fingerprint),
+                "created_at": _n(new.created_at),
+                "expires_at": _n(new.expires_at),
+                "status": _s("queued"),
+                TTL_ATTRIBUTE: _n(purge),
+            }
+            reasons = self._transact(self._appending(pk, seq, last, request, new.id, new.created_at, purge))
+            if reasons is None:
+                self._remember(code, new.id, seq, new.created_at)
+                return Decided((self._request(code, request), True), committed=True)
+            if reasons[2] == "ConditionalCheckFailed":  # the id is taken: an idempotent retry
+                existing = self.get_request(code, new.id)
+                if existing is not None:
+                    return Decided((existing, False), committed=False)
+            stale_hint = reasons[0] == "ConditionalCheckFailed" and n == 0 and last_seq is not None
+            last = None
+            return AGAIN_NOW if stale_hint else AGAIN  # a stale hint (or an ended session): read it, no back-off
+
+        return self._committing(chunks, attempt)
+
+    def _last_seq(self, code: str, request_id: str) -> int | RequestRecord:
+        """The session's last seq as it is now; a closed session's existing request ``request_id`` instead
+        (an idempotent retry still gets its answer). SessionNotFound when there is none to add to."""
+        meta = self._call(
+            "get_item",
+            TableName=self.table,
+            Key=_key(_pk(code), "META"),
+            ConsistentRead=True,
+            ProjectionExpression="last_seq, closed_at",
+        ).get("Item")
+        if meta is None:
+            raise SessionNotFound("session not found", reason="unknown")
+        if "closed_at" in meta:
+            existing = self.get_request(code, request_id)
+            if existing is not None:
+                return existing
+            raise SessionNotFound("session closed", reason="closed")
+        return int(meta["last_seq"]["N"])
+
+    def _appending(
+        self, pk: str, seq: int, last: int, request: Item, request_id: str, created_at: float, purge: int
+    ) -> list[dict[str, Any]]:
+        """The transaction that appends ``request`` as number ``seq``: the session's counter moves from ``last``
+        (and the session is not closed), the request and its id item are new."""
+        rid: Item = {**_key(pk, f"RID#{request_id}"), "seq": _n(seq), "created_at": _n(created_at)}
+        rid[TTL_ATTRIBUTE] = _n(purge)
+        return [
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": _key(pk, "META"),
+                    "UpdateExpression": "SET last_seq = :seq",
+                    # Not closed: a session being ended takes no new requests, atomically.
+                    "ConditionExpression": "last_seq = :last AND attribute_not_exists(closed_at)",
+                    "ExpressionAttributeValues": {":seq": _n(seq), ":last": _n(last)},
                 }
-                rid: Item = {
-                    **_key(pk, f"RID#{new.id}"),
-                    "seq": _n(seq),
-                    "created_at": _n(new.created_at),
-                    TTL_ATTRIBUTE: _n(purge),
-                }
-                reasons = self._transact(
-                    [
-                        {
-                            "Update": {
-                                "TableName": self.table,
-                                "Key": _key(pk, "META"),
-                                "UpdateExpression": "SET last_seq = :seq",
-                                # Not closed: a session being ended takes no new requests, atomically.
-                                "ConditionExpression": "last_seq = :last AND attribute_not_exists(closed_at)",
-                                "ExpressionAttributeValues": {":seq": _n(seq), ":last": _n(last)},
-                            }
-                        },
-                        {
-                            "Put": {
-                                "TableName": self.table,
-                                "Item": request,
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                        {
-                            "Put": {
-                                "TableName": self.table,
-                                "Item": rid,
-                                "ConditionExpression": "attribute_not_exists(pk)",
-                            }
-                        },
-                    ]
-                )
-                if reasons is None:
-                    committed = True
-                    self._remember(code, new.id, seq, new.created_at)
-                    return self._request(code, request), True
-                if reasons[2] == "ConditionalCheckFailed":  # the id is taken: an idempotent retry
-                    existing = self.get_request(code, new.id)
-                    if existing is not None:
-                        return existing, False
-                if reasons[0] == "ConditionalCheckFailed" and attempt == 0 and last_seq is not None:
-                    last = None  # the hint was stale (or the session is gone or ended): read it, no back-off
-                    continue
-                last = None
-                self._backoff(attempt)
-            raise StoreUnavailable(UNAVAILABLE, retry_after=1)
-        finally:
-            if chunks and not committed:
-                self._discard_chunks(chunks)
+            },
+            {"Put": {"TableName": self.table, "Item": request, "ConditionExpression": "attribute_not_exists(pk)"}},
+            {"Put": {"TableName": self.table, "Item": rid, "ConditionExpression": "attribute_not_exists(pk)"}},
+        ]
 
     def get_request(self, code: str, request_id: str) -> RequestRecord | None:
         located = self._locate(code, request_id)
@@ -707,29 +738,24 @@ class DynamoStore:
                 }
             },
         ]
-        self._write_chunks(chunks)
-        committed = False
-        try:
-            for attempt in range(TRANSACTION_ATTEMPTS):
-                reasons = self._transact(items)
-                if reasons is None:
-                    committed = True
-                    return Completion(response, True, queued_at)
-                if reasons[0] == "ConditionalCheckFailed":
-                    earlier = self.get_response(code, response.id)
-                    if earlier is not None:
-                        return Completion(earlier, False, queued_at)
-                elif reasons[1] == "ConditionalCheckFailed":
-                    request = self.get_request(code, response.id)
-                    if request is None:
-                        raise RequestNotFound("no such request", request_id=response.id)
-                    if request.pending and now is not None and request.expires_at <= now:
-                        raise RequestExpired("request expired unanswered", request_id=response.id)
-                self._backoff(attempt)
-            raise StoreUnavailable(UNAVAILABLE, retry_after=1)
-        finally:
-            if chunks and not committed:
-                self._discard_chunks(chunks)
+
+        def attempt(n: int) -> Attempt[Completion]:
+            reasons = self._transact(items)
+            if reasons is None:
+                return Decided(Completion(response, True, queued_at), committed=True)
+            if reasons[0] == "ConditionalCheckFailed":
+                earlier = self.get_response(code, response.id)
+                if earlier is not None:
+                    return Decided(Completion(earlier, False, queued_at), committed=False)
+            elif reasons[1] == "ConditionalCheckFailed":
+                request = self.get_request(code, response.id)
+                if request is None:
+                    raise RequestNotFound("no such request", request_id=response.id)
+                if request.pending and now is not None and request.expires_at <= now:
+                    raise RequestExpired("request expired unanswered", request_id=response.id)
+            return AGAIN
+
+        return self._committing(chunks, attempt)
 
     def get_response(self, code: str, request_id: str) -> ResponseRecord | None:
         item = self._get(_pk(code), f"RESP#{request_id}")

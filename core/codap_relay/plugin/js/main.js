@@ -12,8 +12,8 @@ import { PluginStore, openStorage } from "./storage.js";
 import { createTools } from "./tools.js";
 import { MAX_TRACE_BYTES, buildTrace, traceFileName } from "./trace.js";
 import { createUI } from "./ui.js";
+import { VERSION } from "./version.js";
 
-const VERSION = "1.0.0";
 const FRAME = { width: 380, height: 600 };
 
 const params = new URL(location.href).searchParams;

@@ -178,8 +178,6 @@ export const TOOLS = [
   },
 ];
 
-export const TOOL_NAMES = TOOLS.map((t) => t.name);
-
 /** The tools whose annotations say they change nothing in CODAP. */
 export const READ_ONLY_TOOLS = new Set(TOOLS.filter((t) => t.annotations.readOnlyHint === true).map((t) => t.name));
 

@@ -26,24 +26,33 @@ async def echo(tool: str, args: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class FakePlugin:
+    """Subclasses that keep a record (tests/chaos) override the hooks (``_connection_started``, ``_received``,
+    ``_refused``, ``_broken``, ``_execute``, ``_outcome``, ``_post``) and the class settings below."""
+
     base_url: str
     code: str
     token: str
     handler: Handler = echo
     client: httpx.AsyncClient | None = None
+    stream_url: str | None = None  # where to open the stream when not at base_url (a proxy in between)
     executed: list[str] = field(default_factory=list)  # ids in the order they ran, once each
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> the answer it posts
     events: list[Event] = field(default_factory=list)
     cursor: str | None = None
     connected: asyncio.Event = field(default_factory=asyncio.Event)
     stopped_by: str | None = None  # "superseded", "closed" or "expired" when the server ended the stream
-    _results: dict[str, dict[str, Any]] = field(default_factory=dict)
     _task: asyncio.Task[None] | None = None
     _own_client: bool = False
 
+    #: Reconnect after a failure: first after this many seconds, doubling up to ``max_delay``.
+    first_delay = 0.05
+    max_delay = 1.0
+    #: Stop for good when the server ends the session's stream (superseded, closed, expired).
+    stops_when_ended = True
+    client_timeout = httpx.Timeout(30, read=None)
+
     async def __aenter__(self) -> FakePlugin:
-        if self.client is None:
-            self.client = httpx.AsyncClient(base_url=self.base_url, timeout=httpx.Timeout(30, read=None))
-            self._own_client = True
+        self._open_client()
         self.start()
         await asyncio.wait_for(self.connected.wait(), 10)
         return self
@@ -52,6 +61,11 @@ class FakePlugin:
         await self.stop()
         if self._own_client and self.client is not None:
             await self.client.aclose()
+
+    def _open_client(self) -> None:
+        if self.client is None:
+            self.client = httpx.AsyncClient(base_url=self.base_url, timeout=self.client_timeout)
+            self._own_client = True
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run())
@@ -81,40 +95,65 @@ class FakePlugin:
 
     async def _run(self) -> None:
         assert self.client is not None
-        delay = 0.05
+        delay = self.first_delay
+        url = f"{self.stream_url}/stream" if self.stream_url else "/stream"
         while True:
+            self._connection_started()
             headers = {"Authorization": f"Bearer {self.token}", "Accept": "text/event-stream"}
             if self.cursor is not None:
                 headers["Last-Event-ID"] = self.cursor
             try:
-                async with self.client.stream("GET", "/stream", params={"code": self.code}, headers=headers) as r:
+                async with self.client.stream("GET", url, params={"code": self.code}, headers=headers) as r:
                     if r.status_code != 200:
                         await r.aread()
-                        self.stopped_by = f"http_{r.status_code}"
-                        self.connected.set()
-                        return
-                    self.connected.set()
-                    delay = 0.05
-                    async for event in iter_events(r):
-                        self.events.append(event)
-                        if event.event in ("superseded", "closed", "expired"):
-                            self.stopped_by = event.event
+                        if self._refused(r):
+                            self.connected.set()
                             return
-                        if event.event == "tool-request":
-                            await self._execute(event)
-                            self.cursor = event.id
+                    else:
+                        self.connected.set()
+                        delay = self.first_delay
+                        async for event in iter_events(r):
+                            self._received(event)
+                            if event.event in ("superseded", "closed", "expired") and self.stops_when_ended:
+                                self.stopped_by = event.event
+                                return
+                            if event.event == "tool-request":
+                                if not await self._execute(event):
+                                    break  # leaves the `async with`: the connection closes, the answer unsent
+                                self.cursor = event.id
             except (httpx.TransportError, httpx.StreamError):
-                pass
+                self._broken()
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            delay = min(delay * 2, self.max_delay)
 
-    async def _execute(self, event: Event) -> None:
+    # --- hooks ----------------------------------------------------------------------------------------------
+
+    def _connection_started(self) -> None:
+        """Called before each attempt to open the stream."""
+
+    def _received(self, event: Event) -> None:
+        self.events.append(event)
+
+    def _refused(self, response: httpx.Response) -> bool:
+        """GET /stream answered other than 200. True: stop for good (the default), False: reconnect."""
+        self.stopped_by = f"http_{response.status_code}"
+        return True
+
+    def _broken(self) -> None:
+        """The connection failed under the plugin (reset, cut mid-event)."""
+
+    async def _execute(self, event: Event) -> bool:
+        """Run one delivered request (once per id) and post its answer. False: drop the connection instead."""
         request = event.json()
         rid = request["id"]
-        if rid not in self._results:
-            self._results[rid] = await self.handler(request["tool"], request.get("args") or {})
+        await self._post(rid, await self._outcome(rid, request))
+        return True
+
+    async def _outcome(self, rid: str, request: dict[str, Any]) -> dict[str, Any]:
+        if rid not in self.outcomes:
+            self.outcomes[rid] = await self.handler(request["tool"], request.get("args") or {})
             self.executed.append(rid)
-        await self._post(rid, self._results[rid])
+        return self.outcomes[rid]
 
     async def _post(self, rid: str, outcome: dict[str, Any]) -> None:
         assert self.client is not None

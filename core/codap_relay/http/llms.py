@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from .codes import normalise_code
-from .http.routes import public_base, relay_of
+from ..codes import normalise_code
+from .context import public_base, relay_of
 
 TEMPLATE = """\
 # CODAP relay

@@ -23,15 +23,15 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from . import __version__
-from .codes import normalise_code
-from .errors import InvalidCode, RelayError
-from .http.errors import error_response
-from .http.routes import client_ip, public_base, relay_of
-from .mcp_tools import INSTRUCTIONS, Caller, call_tool, list_tools, protocol_error
-from .records import SessionRecord
-from .relay import Relay
-from .settings import Settings
+from .. import __version__
+from ..codes import normalise_code
+from ..errors import InvalidCode, RelayError
+from ..mcp_tools import INSTRUCTIONS, Caller, call_tool, list_tools, protocol_error
+from ..records import SessionRecord
+from ..relay import Relay
+from ..settings import Settings
+from .context import allowed_origins, client_ip, mcp_code, public_base, relay_of
+from .errors import error_response
 
 SCOPE_KEY = "codap_relay.mcp"
 
@@ -112,9 +112,7 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
     if "*" in hosts:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     allowed_hosts: list[str] = []
-    origins: list[str] = [*settings.cors_origin]
-    if settings.public_base_url:
-        origins.append(settings.public_base_url.rstrip("/"))
+    origins = allowed_origins(settings)
     for host in hosts:
         allowed_hosts.append(host)
         if ":" not in host.rsplit("]", 1)[-1]:
@@ -123,16 +121,6 @@ def security_settings(settings: Settings) -> TransportSecuritySettings:
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts, allowed_origins=origins
     )
-
-
-def _code_from(request: Request) -> str | None:
-    code = request.path_params.get("code")
-    if isinstance(code, str) and code.strip():
-        return code
-    auth = request.headers.get("authorization", "")
-    if auth[:7].lower() == "bearer " and auth[7:].strip():
-        return auth[7:].strip()
-    return None
 
 
 # The SDK answers these checks with a bare text line; ours say what to do. Keyed by the SDK's status.
@@ -169,7 +157,7 @@ class McpEndpoint:
         relay = relay_of(request)
         settings = relay.settings
         scope[SCOPE_KEY] = McpCall(
-            relay=relay, raw_code=_code_from(request), client=client_ip(request), base_url=public_base(request)
+            relay=relay, raw_code=mcp_code(request), client=client_ip(request), base_url=public_base(request)
         )
         security = security_settings(settings)
         rejected = await check_headers(request, security)

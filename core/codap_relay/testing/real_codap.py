@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from plugin_page import DEADLINE, new_page, reload_frame, wait_until
-
-from support import ROOT
+from . import CHECKOUT as ROOT
+from .plugin_page import DEADLINE, PluginFrameReader, new_page, reload_frame, wait_until
 
 CODAP_VERSION = "3.1.0"
 ARCHIVE = ROOT.parent / "shared" / "codap" / f"codap-v{CODAP_VERSION}.tar.gz"
@@ -189,7 +188,7 @@ def di_call(frame: Any, request: dict[str, Any] | list[dict[str, Any]]) -> Any:
     return frame.evaluate(_DI_CALL, request)
 
 
-class CodapPage:
+class CodapPage(PluginFrameReader):
     """One browser page of the real CODAP app with the plugin loaded from ``?di=``."""
 
     def __init__(self, page: Any, codap_url: str, plugin_url: str, *, console: list[str]) -> None:
@@ -224,21 +223,6 @@ class CodapPage:
             # give it a moment to hear about frames CODAP created since the last call.
             self.page.wait_for_timeout(50)
         raise AssertionError(f"no plugin frame from {base} among {[f.url for f in self.page.frames]}")
-
-    def _safe(self, fn: Any) -> Any:
-        try:
-            return fn()
-        except Exception:  # the frame may not exist yet, or be navigating
-            return None
-
-    def text(self, selector: str) -> str:
-        return str(self.frame.locator(selector).inner_text())
-
-    def code(self) -> str:
-        return self.text("#code").replace("-", "").strip()
-
-    def status(self) -> str:
-        return self.text("#status")
 
     def shown(self, element_id: str) -> str:
         """The text of a message element of the plugin (``notice``, ``storage-note``), or "" while it is hidden."""

@@ -96,7 +96,31 @@ def reload_frame(frame: Callable[[], Any]) -> None:
     wait_until(reloaded, "the plugin frame to reload")
 
 
-class PluginPage:
+class PluginFrameReader:
+    """Reads the plugin's own page in its frame; a subclass says where the frame is (``frame``)."""
+
+    @property
+    def frame(self) -> Any:
+        raise NotImplementedError
+
+    def _safe(self, fn: Any) -> Any:
+        """``fn()``, or None if it failed: the frame may not exist yet, or be navigating."""
+        try:
+            return fn()
+        except Exception:
+            return None
+
+    def text(self, selector: str) -> str:
+        return str(self.frame.locator(selector).inner_text())
+
+    def code(self) -> str:
+        return self.text("#code").replace("-", "").strip()
+
+    def status(self) -> str:
+        return self.text("#status")
+
+
+class PluginPage(PluginFrameReader):
     def __init__(self, page: Any, relay: str, host_url: str, *, query: str = "", console: list[str]) -> None:
         self.page = page
         self.relay = relay
@@ -121,27 +145,12 @@ class PluginPage:
         assert frame is not None, "plugin frame not found"
         return frame
 
-    def text(self, selector: str) -> str:
-        return str(self.frame.locator(selector).inner_text())
-
-    def code(self) -> str:
-        return self.text("#code").replace("-", "").strip()
-
-    def status(self) -> str:
-        return self.text("#status")
-
     def wait_connected(self) -> str:
         wait_until(
             lambda: self._safe(lambda: self.status() == "Connected" and len(self.code()) == 8), "the plugin to connect"
         )
         wait_until(lambda: self.host("host.connected"), "the CODAP handshake")
         return self.code()
-
-    def _safe(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except Exception:  # the frame may be navigating
-            return None
 
     def host(self, expression: str) -> Any:
         """Evaluate ``window.codapHost.<expression>`` in the host page (CODAP's side)."""

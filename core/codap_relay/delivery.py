@@ -1,0 +1,128 @@
+"""Delivery of tool requests to the plugin over its event stream: one ``Delivery`` per stream connection.
+
+It sends every unanswered request in seq order from the plugin's cursor, a heartbeat when nothing happens, and
+ends the stream when the session ends, another tab takes it over, or the host's time limit nears.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from .errors import SessionNotFound, StoreUnavailable
+from .notify import Notifier, stream_key
+from .records import SessionRecord
+from .settings import Settings
+from .store.base import Store
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One server-sent event. ``event`` None means a bare ``retry:`` preamble."""
+
+    event: str | None
+    data: dict[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    retry_ms: int | None = None
+
+
+class StreamHost(Protocol):
+    """What delivery needs of the relay (``Relay`` is one): its store and wake-ups, and its rules for sessions."""
+
+    settings: Settings
+    store: Store
+    notifier: Notifier
+
+    def now(self) -> float: ...
+
+    async def io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    def live(self, session: SessionRecord | None, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord: ...
+
+    def touch_due(self, session: SessionRecord) -> bool: ...
+
+    async def touch(self, session: SessionRecord, *, consumer: str | None = None) -> None: ...
+
+    def wait_slice(self, remaining: float, *, quiet_for: float = 0.0) -> float: ...
+
+
+class Delivery:
+    def __init__(self, relay: StreamHost, session: SessionRecord, consumer: str) -> None:
+        self.relay = relay
+        self.session = session  # as authenticated when the stream opened
+        self.consumer = consumer  # this connection's mark on the session: another one means superseded
+
+    async def events(
+        self, cursor: int | None, *, poll: bool = False, max_seconds: float | None = None
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Once the stream has started, a store fault can no longer be a 503: end the stream with ``reconnect``
+        (and a retry delay) so the plugin comes back with its cursor instead of seeing a broken connection."""
+        try:
+            async for event in self._live_events(cursor, poll=poll, max_seconds=max_seconds):
+                yield event
+        except StoreUnavailable as exc:
+            yield StreamEvent(
+                "reconnect",
+                {"message": "The relay's store is briefly unavailable; reconnect with Last-Event-ID."},
+                retry_ms=exc.retry_after * 1000,
+            )
+
+    async def _live_events(
+        self, cursor: int | None, *, poll: bool, max_seconds: float | None
+    ) -> AsyncIterator[StreamEvent]:
+        session, consumer, relay = self.session, self.consumer, self.relay
+        code = session.code
+        heartbeat = relay.settings.heartbeat_seconds
+        limit = max_seconds if max_seconds is not None else relay.settings.stream_max_seconds
+        started = last_beat = active = time.monotonic()
+        yield StreamEvent(None, retry_ms=1000 if not poll else 2000)
+        after = 0
+        if cursor is not None:
+            if cursor > session.last_seq:
+                # The client remembers more than this session ever issued (store reset, wrong session):
+                # say so, and send everything unanswered instead of silently skipping.
+                yield StreamEvent("cursor-reset", {"lastEventId": cursor, "lastSeq": session.last_seq})
+            else:
+                after = cursor
+        with relay.notifier.listen(stream_key(code)) as listener:
+            while True:
+                current, pending = await relay.io(relay.store.deliver, code, consumer, after, relay.now())
+                try:
+                    current = relay.live(current)
+                except SessionNotFound as exc:
+                    yield StreamEvent("closed" if exc.reason == "closed" else "expired", {"reason": exc.reason})
+                    return
+                if current.consumer != consumer:
+                    yield StreamEvent("superseded", {"message": "This session is now served by another tab."})
+                    return
+                for request in pending:
+                    yield StreamEvent(
+                        "tool-request",
+                        {"id": request.id, "tool": request.tool, "args": request.args},
+                        id=str(request.seq),
+                    )
+                    after = request.seq
+                if poll and pending:
+                    return
+                mono = time.monotonic()
+                if pending:
+                    active = mono
+                if relay.touch_due(current):
+                    await relay.touch(current)
+                if limit and mono - started >= limit:
+                    yield StreamEvent("reconnect", {"message": "Stream ended to stay within the host's time limit."})
+                    return
+                to_beat = heartbeat - (mono - last_beat)
+                if to_beat <= 0:
+                    yield StreamEvent("heartbeat", {})
+                    last_beat = mono
+                    if poll:
+                        return
+                    continue
+                if limit:
+                    to_beat = min(to_beat, max(0.0, limit - (mono - started)))
+                await listener.wait(relay.wait_slice(to_beat, quiet_for=mono - active))

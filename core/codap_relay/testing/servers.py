@@ -1,0 +1,106 @@
+"""Servers on loopback for tests and benchmarks: free ports, an ASGI app under uvicorn in a thread, a child
+server process whose output is kept, and the small helpers for talking to them."""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def raise_fd_limit() -> int:
+    """Lift this process's open-file limit to the hard limit (many connections at once); returns the new one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@contextlib.contextmanager
+def serve_app(app: Any, *, port: int | None = None, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
+    """Run an ASGI app on a real uvicorn server on 127.0.0.1 in a thread; yield its base URL.
+    ``tls`` = (certificate, key) PEM files serves it over https."""
+    port = port or free_port()
+    certificate, key = tls or (None, None)
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        ssl_certfile=certificate,
+        ssl_keyfile=key,
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.01)
+    try:
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+class ServerProcess(subprocess.Popen[bytes]):
+    """A server child process whose stdout and stderr go to a temporary file, never a pipe: a pipe nobody
+    reads blocks a chatty server. ``output()`` reads everything it printed so far."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str] | None, output: Any, cwd: Path | None = None) -> None:
+        super().__init__(cmd, env=env, cwd=cwd, stdout=output, stderr=subprocess.STDOUT)
+        self._output = output
+
+    def output(self) -> str:
+        self._output.flush()
+        self._output.seek(0)
+        text: str = self._output.read().decode(errors="replace")
+        return text
+
+    def stop(self, grace: float = 10) -> None:
+        """Terminate, and kill if it does not exit within ``grace`` seconds."""
+        if self.poll() is None:
+            self.terminate()
+            try:
+                self.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                self.wait(5)
+
+
+def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20) -> None:
+    """Wait until ``GET {base}/healthz`` answers 200; fail at once, with its output, if ``proc`` exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            err = proc.output() if isinstance(proc, ServerProcess) else ""
+            raise RuntimeError(f"server exited with {proc.returncode}: {err[-2000:]}")
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"{base} did not become healthy within {timeout:g} s")
