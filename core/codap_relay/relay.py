@@ -47,9 +47,10 @@ REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a tra
 CODE_ATTEMPTS = 8
 RATE_WINDOW_SECONDS = 60
 __all__ = ["Answer", "LogItem", "Metadata", "Relay", "SessionState"]
-# A page of the trace stops growing past this many bytes of JSON, so a long session's trace is read in several
-# answers that each fit Lambda's 6 MB response (one entry's arguments are at most MAX_REQUEST_BYTES).
-TRACE_PAGE_BYTES = 1_000_000
+# A page of the log with answers (the trace, the full log) stops growing past this many bytes of JSON, so a long
+# session is read in several answers that each fit Lambda's 6 MB response: the entry that crosses the mark adds at
+# most MAX_REQUEST_BYTES of arguments and MAX_RESPONSE_BYTES of answer.
+LOG_PAGE_BYTES = 1_000_000
 
 
 def checked_request_id(request_id: Any, message: str) -> str:
@@ -543,19 +544,13 @@ class Relay:
     def _log_item(self, r: RequestRecord, answer: dict[str, Any] | None = None) -> LogItem:
         return LogItem(r, "expired" if r.pending and r.expires_at <= self.now() else r.status, answer)
 
-    async def activity_log(
-        self, code: str, token: str | None, *, full: bool = False, client: str | None = None
-    ) -> list[LogItem]:
-        """Readable by the plugin until LOG_GRACE_SECONDS after the session ended, so its trace can be saved.
-        ``full``: with each request's answer."""
+    async def activity_log(self, code: str, token: str | None, *, client: str | None = None) -> list[LogItem]:
+        """Every request, without arguments or answers (small: never paged). Readable by the plugin until
+        LOG_GRACE_SECONDS after the session ended, so its trace can be saved."""
         await self.session_for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
-        items: list[LogItem] = []
-        for r in await self._read(self.store.list_requests, code):
-            response = await self._read(self.store.get_response, code, r.id) if full else None
-            items.append(self._log_item(r, None if response is None else response.body))
-        return items
+        return [self._log_item(r) for r in await self._read(self.store.list_requests, code)]
 
-    async def trace_page(
+    async def log_page(
         self,
         code: str,
         token: str | None,
@@ -564,15 +559,16 @@ class Relay:
         after: int = 0,
         client: str | None = None,
     ) -> tuple[list[LogItem], int | None]:
-        """The trace from seq ``after`` on: each request with its answer. Returns (items, the ``after`` of the next
-        page or None at the end); a page holds about TRACE_PAGE_BYTES as ``size_of`` (the entry point's) counts."""
+        """The log from seq ``after`` on, each request with its answer (the trace view, the full log). Returns
+        (items, the ``after`` of the next page or None at the end); a page holds about LOG_PAGE_BYTES as
+        ``size_of`` (the entry point's own entry) counts."""
         await self.session_for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
         items: list[LogItem] = []
         size = 0
         for r in await self._read(self.store.list_requests, code):
             if r.seq <= after:
                 continue
-            if items and size >= TRACE_PAGE_BYTES:
+            if items and size >= LOG_PAGE_BYTES:
                 return items, items[-1].request.seq
             response = await self._read(self.store.get_response, code, r.id)
             item = self._log_item(r, None if response is None else response.body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +18,7 @@ from codap_relay.testing.plugin_page import (
     call_tool,
     ok_result,
     plugin_ledger,
+    plugin_storage,
     session_copy_script,
     submit,
     wait_until,
@@ -32,6 +34,20 @@ def restartable() -> Iterator[RestartableRelay]:
     yield relay
     if relay._thread is not None and relay._thread.is_alive():
         relay.kill()
+
+
+@contextlib.contextmanager
+def new_codes_held(plugin: PluginPage) -> Iterator[list[Any]]:
+    """The plugin's requests for a new code (POST /api/sessions) held until the block ends, so the page can be
+    seen while it waits for one."""
+    held: list[Any] = []
+    plugin.page.route("**/api/sessions", lambda route: held.append(route))
+    try:
+        yield held
+    finally:
+        for route in held:
+            route.continue_()
+        plugin.page.unroute("**/api/sessions")
 
 
 def executed(plugin: PluginPage, action: str, resource_type: str) -> int:
@@ -138,6 +154,7 @@ def test_superseded_tab_can_take_the_session_back(open_plugin: Any, relay_url: s
     wait_until(lambda: tab1.frame.locator("#superseded").is_visible(), "tab 1 to show it moved")
     assert "moved to another tab" in tab1.text("#superseded")
     assert tab1.status() == "Moved to another tab"
+    assert not any(tab1.copy_buttons().values())  # the code is served in the other tab
 
     ok_result(
         call_tool(
@@ -151,6 +168,7 @@ def test_superseded_tab_can_take_the_session_back(open_plugin: Any, relay_url: s
 
     tab1.frame.locator("#connect-here").click()
     wait_until(lambda: tab1.status() == "Connected", "tab 1 to reconnect")
+    assert all(tab1.copy_buttons().values())
     wait_until(lambda: tab2.frame.locator("#superseded").is_visible(), "tab 2 to show it moved")
     ok_result(
         call_tool(
@@ -166,12 +184,33 @@ def test_superseded_tab_can_take_the_session_back(open_plugin: Any, relay_url: s
 def test_new_code_ends_the_old_session(open_plugin: Any, relay_url: str) -> None:
     plugin = open_plugin(relay_url)
     old = plugin.code()
-    plugin.frame.locator("#new-code").click()
-    new = wait_until(lambda: (c := plugin.code()) != old and c, "a new code")
+    assert all(plugin.copy_buttons().values())
+    with new_codes_held(plugin) as held:
+        plugin.frame.locator("#new-code").click()
+        wait_until(lambda: plugin.code() == "…" and held, "the plugin to ask for a new code")  # reading pumps events
+        assert not any(plugin.copy_buttons().values())  # the old code is on its way out: nothing to copy
+    new = wait_until(lambda: (c := plugin.code()) != old and c != "…" and c, "a new code")
     wait_until(lambda: plugin.status() == "Connected", "the new session to connect")
+    assert all(plugin.copy_buttons().values())
     gone = httpx.get(f"{relay_url}/api/sessions/{old}")
     assert gone.status_code == 404 and "ended" in gone.json()["message"]
     ok_result(call_tool(relay_url, new, "get_codap_status", {"includeDatasets": False}))
+
+
+def test_a_session_ended_elsewhere_offers_nothing_to_copy_until_its_new_code(open_plugin: Any, relay_url: str) -> None:
+    plugin = open_plugin(relay_url)
+    old = plugin.code()
+    saved = next(v for k, v in plugin_storage(plugin.frame).items() if k.endswith(":session"))
+    with new_codes_held(plugin) as held:
+        ended = httpx.delete(
+            f"{relay_url}/api/sessions/{old}", headers={"Authorization": f"Bearer {json.loads(saved)['token']}"}
+        )
+        assert ended.status_code == 200, ended.text
+        wait_until(lambda: plugin.code() == "…" and held, "the plugin to see its session end")
+        assert not any(plugin.copy_buttons().values())
+    wait_until(lambda: plugin.code() not in (old, "…"), "a new code")
+    wait_until(lambda: plugin.status() == "Connected", "the new session to connect")
+    assert all(plugin.copy_buttons().values())
 
 
 def test_keyboard_reaches_every_control(open_plugin: Any, relay_url: str) -> None:

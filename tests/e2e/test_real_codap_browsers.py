@@ -111,6 +111,9 @@ class SessionPosts:
         codap.page.on("requestfinished", on_finished)
 
 
+COPY_BUTTONS = ("copy-code", "mcp", "claude", "prompt")
+
+
 @dataclass
 class Classroom:
     url: str
@@ -163,12 +166,14 @@ def test_a_class_behind_one_address_over_the_session_limit_waits_and_pairs_by_it
         notice = page.shown("notice")
         assert "gets its code by itself in" in notice and "no need to reload" in notice, notice
         assert page.code() == "…"
+        assert page.copy_buttons() == dict.fromkeys(COPY_BUTTONS, False)  # nothing to copy yet
     late[0].screenshot(ARTIFACTS / "real-codap-waiting-for-the-limit.png")
 
     clock.advance(3)  # the window ends: the waiting pages come back after Retry-After and pair
     wait_until(lambda: len(paired()) == 5, "every page to pair once the window reopened", 60)
     for page in pages:
         page.wait_paired()
+        assert page.copy_buttons() == dict.fromkeys(COPY_BUTTONS, True)
     codes = {page.code() for page in pages}
     assert len(codes) == 5
     # One session per page: none was created by the first load of the frame, which CODAP replaces at once.

@@ -3,6 +3,7 @@ from template.yaml, with each module imported once and invoked warm several time
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -11,10 +12,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import httpx
 import pytest
 from moto import mock_aws
 
 from codap_relay.codes import hash_token
+from codap_relay.http.app import build_app
 from codap_relay.localapi.template import read_stack
 from codap_relay.records import SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
@@ -168,6 +171,69 @@ def test_plugin_function_serves_health_without_table_access(aws: dict[str, Any])
         assert health["statusCode"] == 200 and body(health)["status"] == "ok"
 
 
+# Lambda refuses an answer over 6 MB (6,291,456 bytes of the whole serialized response); stay clear of it.
+LAMBDA_ANSWER_LIMIT = 6_000_000
+
+
+def test_the_full_log_of_a_session_over_6_mb_reads_in_pages_under_the_limit(aws: dict[str, Any]) -> None:
+    """Four answers of 2.5 MB: ?full=1 through the sessions function (staged events) and through the HTTP app,
+    page by page, every page under Lambda's limit, every entry once and in order with its whole answer."""
+    reset_table(aws)
+    texts = {}
+    for n in range(1, 5):
+        rid = f"big-{n}"
+        texts[rid] = os.urandom(1_250_000).hex()  # random: the store's compression cannot shrink it
+        ask = {"code": CODE, "tool": "get_codap_datasets", "args": {}, "id": rid}
+        assert invoke(aws, "request", "request", body=json.dumps(ask))["statusCode"] == 202
+        result = {"content": [{"type": "text", "text": texts[rid]}]}
+        answered = invoke(aws, "response", "response", body=json.dumps({"code": CODE, "id": rid, "result": result}))
+        assert answered["statusCode"] == 202, answered["body"][:300]
+
+    def check(pages: list[dict[str, Any]]) -> None:
+        entries = [e for page in pages for e in page["entries"]]
+        assert [e["id"] for e in entries] == list(texts)
+        assert all(e["result"]["content"][0]["text"] == texts[e["id"]] and e["args"] == {} for e in entries)
+        assert len(pages) > 1 and pages[-1]["next"] is None
+
+    pages: list[dict[str, Any]] = []
+    after: int | None = 0
+    while after is not None and len(pages) < 10:
+        query = {"full": "1", "after": str(after)}
+        multi = {k: [v] for k, v in query.items()}
+        answer = invoke(
+            aws, "sessions", "sessions-log", queryStringParameters=query, multiValueQueryStringParameters=multi
+        )
+        assert answer["statusCode"] == 200, answer["body"][:300]
+        assert len(json.dumps(answer)) < LAMBDA_ANSWER_LIMIT  # what the runtime sends back, escapes and all
+        pages.append(body(answer))
+        after = pages[-1]["next"]
+    check(pages)
+
+    async def through_the_app() -> list[dict[str, Any]]:
+        app = build_app(aws["modules"]["sessions"].runtime.relay)
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        read: list[dict[str, Any]] = []
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://relay") as http:
+            after: int | None = 0
+            while after is not None and len(read) < 10:
+                answer = await http.get(f"/api/sessions/{CODE}/log?full=1&after={after}", headers=headers)
+                assert answer.status_code == 200 and len(answer.content) < LAMBDA_ANSWER_LIMIT
+                read.append(answer.json())
+                after = read[-1]["next"]
+        return read
+
+    loop = asyncio.new_event_loop()  # not asyncio.run: that would leave Mangum's thread without its loop
+    try:
+        check(loop.run_until_complete(through_the_app()))
+    finally:
+        loop.close()
+    small = body(
+        invoke(aws, "sessions", "sessions-log", queryStringParameters=None, multiValueQueryStringParameters=None)
+    )
+    assert [e["id"] for e in small["entries"]] == list(texts) and "next" not in small  # without ?full: one small answer
+    assert all("result" not in e and "args" not in e for e in small["entries"])
+
+
 def test_throttled_store_answers_503_and_recovers(aws: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     from botocore.exceptions import ClientError
 
@@ -296,8 +362,13 @@ PREREQUISITES = {
 def reset_table(aws: dict[str, Any]) -> None:
     """An empty table holding only the sample session (closed, rate-limited or used sessions start afresh)."""
     client, table = aws["client"], aws["table"]
-    for item in client.scan(TableName=table)["Items"]:
-        client.delete_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]})
+    keys = [
+        {"pk": item["pk"], "sk": item["sk"]}
+        for page in client.get_paginator("scan").paginate(TableName=table)  # a scan answers 1 MB at a time
+        for item in page["Items"]
+    ]
+    for key in keys:
+        client.delete_item(TableName=table, Key=key)
     DynamoStore(client, table).create_session(SessionRecord(CODE, hash_token(TOKEN), created_at=1e9, expires_at=4e9))
 
 

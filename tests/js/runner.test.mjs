@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { RelayHttpError } from "../../core/codap_relay/plugin/js/relay.js";
+import { RelayClient, RelayHttpError } from "../../core/codap_relay/plugin/js/relay.js";
 import { Runner } from "../../core/codap_relay/plugin/js/runner.js";
 import { MemoryStorage, PluginStore } from "../../core/codap_relay/plugin/js/storage.js";
 
@@ -82,6 +82,59 @@ test("failed POSTs are retried until accepted", async () => {
   runner.enqueue({ id: "x", tool: "echo", args: { n: 1 }, seq: 1 });
   await until(() => posted.length === 1);
   await until(() => store.entry("x")?.posted === true);
+});
+
+/**
+ * A runner posting through the real RelayClient to a fake fetch that gives ``answers`` in turn, on a clock that
+ * only ``sleep`` moves: ``posts`` holds the clock's time at each POST /response.
+ */
+function postingOnAFakeClock(answers) {
+  let clock = 0;
+  const posts = [];
+  const client = new RelayClient("http://relay", async (url, init) => {
+    assert.equal(`${init.method} ${url}`, "POST http://relay/response");
+    posts.push(clock);
+    const [status, headers] = answers.shift();
+    return new Response(JSON.stringify(status < 300 ? { status: "completed" } : { error: "busy", message: "wait" }), {
+      status,
+      headers,
+    });
+  });
+  const store = new PluginStore(new MemoryStorage(), "http://relay");
+  const runner = new Runner({
+    tools: { echo: async () => ({ ok: true }) },
+    store,
+    post: (id, body) => client.postResponse("ABCD2345", "token", id, body),
+    now: () => clock,
+    sleep: async (ms) => {
+      clock += ms;
+    },
+  });
+  return { runner, store, posts };
+}
+
+for (const status of [503, 429]) {
+  test(`a ${status} with Retry-After is retried after that wait, not the backoff`, async () => {
+    const { runner, store, posts } = postingOnAFakeClock([[status, { "Retry-After": "2" }], [202, {}]]);
+    runner.enqueue({ id: "w", tool: "echo", args: {}, seq: 1 });
+    await until(() => store.entry("w")?.posted === true);
+    assert.equal(posts.length, 2);
+    const waited = posts[1] - posts[0];
+    assert.ok(waited >= 2000 && waited <= 3000, `retried after ${waited} ms`); // 2 s plus at most 1 s of jitter
+  });
+}
+
+test("a huge Retry-After is waited out for at most a minute (plus jitter); without one the backoff stays", async () => {
+  const { runner, store, posts } = postingOnAFakeClock([
+    [503, { "Retry-After": "3600" }],
+    [503, {}],
+    [202, {}],
+  ]);
+  runner.enqueue({ id: "h", tool: "echo", args: {}, seq: 1 });
+  await until(() => store.entry("h")?.posted === true);
+  const [capped, backoff] = [posts[1] - posts[0], posts[2] - posts[1]];
+  assert.ok(capped >= 60_000 && capped <= 75_000, `retried after ${capped} ms`);
+  assert.ok(backoff >= 750 && backoff <= 1250, `backed off ${backoff} ms`); // the second attempt's: 1 s, jittered
 });
 
 test("tool errors and unknown tools are answered with an error body", async () => {

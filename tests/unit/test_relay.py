@@ -15,7 +15,7 @@ from codap_relay import errors as e
 from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.delivery import StreamEvent
 from codap_relay.errors import RequestExpired
-from codap_relay.http.schemas import log_entry, trace_entry, trace_entry_size
+from codap_relay.http.schemas import entry_size, full_entry, log_entry, trace_entry
 from codap_relay.notify import Notifier
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
@@ -24,16 +24,16 @@ from support import make_settings
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 
 
-async def log_of(relay: Relay, code: str, token: str | None, *, full: bool = False) -> list[dict[str, Any]]:
+async def log_of(relay: Relay, code: str, token: str | None) -> list[dict[str, Any]]:
     """The activity log as GET /api/sessions/{code}/log shows it."""
-    return [log_entry(item, full=full) for item in await relay.activity_log(code, token, full=full)]
+    return [log_entry(item) for item in await relay.activity_log(code, token)]
 
 
 async def trace_of(
     relay: Relay, code: str, token: str | None, *, after: int = 0
 ) -> tuple[list[dict[str, Any]], int | None]:
     """A trace page as GET /api/sessions/{code}/log?view=trace shows it."""
-    items, following = await relay.trace_page(code, token, size_of=trace_entry_size, after=after)
+    items, following = await relay.log_page(code, token, size_of=entry_size(trace_entry), after=after)
     return [trace_entry(item) for item in items], following
 
 
@@ -340,7 +340,9 @@ async def test_activity_log_hides_arguments_unless_asked(relay: Relay) -> None:
     await relay.respond(s.code, token, r.id, result={"made": True})
     [entry] = await log_of(relay, s.code, token)
     assert "args" not in entry and entry["status"] == "completed" and entry["latencyMs"] == 0
-    [full] = await log_of(relay, s.code, token, full=True)
+    [item], following = await relay.log_page(s.code, token, size_of=entry_size(full_entry))
+    full = full_entry(item)
+    assert following is None
     assert full["args"] == DATASET and full["result"] == {"made": True}
 
 
@@ -390,7 +392,7 @@ async def test_trace_pages_carry_arguments_and_summaries_in_seq_order(
             text = f"Added case {n}.\nMore detail."
             await relay.respond(s.code, token, r.id, result={"content": [{"type": "text", "text": text}]})
     await relay.respond(s.code, token, "req-4", error={"message": "CODAP refused it", "code": "codap_error"})
-    monkeypatch.setattr("codap_relay.relay.TRACE_PAGE_BYTES", 1000)  # about two entries a page
+    monkeypatch.setattr("codap_relay.relay.LOG_PAGE_BYTES", 1000)  # about two entries a page
     pages: list[list[dict[str, Any]]] = []
     after: int | None = 0
     while after is not None:

@@ -26,6 +26,7 @@ MODELS: list[type[BaseModel]] = [
     s.SessionClosed,
     s.ActivityLog,
     s.TracePage,
+    s.FullLogPage,
     s.ErrorBody,
     s.Health,
 ]
@@ -118,7 +119,12 @@ def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -
                 "summary": "The session's activity trace (plugin only); readable for LOG_GRACE_SECONDS after it ended",
                 "parameters": [
                     CODE_P,
-                    _param("full", "query", "1 to include arguments and results (activity view)"),
+                    _param(
+                        "full",
+                        "query",
+                        "1: pages of requests with their arguments and whole answers (FullLogPage); without it the "
+                        "activity view is one small answer",
+                    ),
                     _param(
                         "view",
                         "query",
@@ -129,16 +135,19 @@ def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -
                     _param(
                         "after",
                         "query",
-                        "trace view: the previous page's `next` (0 for the first page)",
+                        "trace view and ?full=1: the previous page's `next` (0 for the first page)",
                         schema={"type": "integer", "minimum": 0},
                     ),
                 ],
                 "security": BEARER,
                 "responses": {
                     "200": {
-                        "description": "Log (ActivityLog), or with ?view=trace one page of the trace (TracePage)",
+                        "description": "Log (ActivityLog); with ?view=trace one page of the trace (TracePage); with "
+                        "?full=1 one page of the full log (FullLogPage)",
                         "content": {
-                            "application/json": {"schema": {"anyOf": [_ref(s.ActivityLog), _ref(s.TracePage)]}}
+                            "application/json": {
+                                "schema": {"anyOf": [_ref(s.ActivityLog), _ref(s.TracePage), _ref(s.FullLogPage)]}
+                            }
                         },
                     },
                     **_errors(400, 401, 403, 404, 429, 503),

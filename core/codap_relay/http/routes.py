@@ -92,17 +92,18 @@ async def session_log(request: Request) -> Response:
     view = request.query_params.get("view", "activity")
     if view not in ("activity", "trace"):
         raise BadInput("`view` must be `activity` (default) or `trace`.", field="view")
-    if view == "trace":
+    full = request.query_params.get("full") in ("1", "true", "yes")
+    if view == "trace" or full:  # entries with answers, which add up past Lambda's 6 MB: read page by page
         after = whole_number(request.query_params.get("after", "0"))
         if after is None:
-            raise BadInput("`after` must be the previous trace page's `next` (0 for the first page).", field="after")
-        page, following = await relay_of(request).trace_page(
-            code, bearer_token(request), size_of=s.trace_entry_size, after=after, client=client_ip(request)
+            raise BadInput("`after` must be the previous page's `next` (0 for the first page).", field="after")
+        entry = s.trace_entry if view == "trace" else s.full_entry
+        page, following = await relay_of(request).log_page(
+            code, bearer_token(request), size_of=s.entry_size(entry), after=after, client=client_ip(request)
         )
-        return JSONResponse({"code": code, "entries": [s.trace_entry(item) for item in page], "next": following})
-    full = request.query_params.get("full") in ("1", "true", "yes")
-    items = await relay_of(request).activity_log(code, bearer_token(request), full=full, client=client_ip(request))
-    return JSONResponse({"code": code, "entries": [s.log_entry(item, full=full) for item in items]})
+        return JSONResponse({"code": code, "entries": [entry(item) for item in page], "next": following})
+    items = await relay_of(request).activity_log(code, bearer_token(request), client=client_ip(request))
+    return JSONResponse({"code": code, "entries": [s.log_entry(item) for item in items]})
 
 
 # --- stream ----------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -153,10 +154,27 @@ class TraceEntry(LogEntry):
     summary: str | None = Field(description="The first line of the answer's text or of its error; null if none.")
 
 
+NEXT_PAGE = "Pass as ?after= to read the next page; null when this page is the last."
+
+
 class TracePage(BaseModel):
     code: str
     entries: list[TraceEntry]
-    next: int | None = Field(description="Pass as ?after= to read the next page; null when this page is the last.")
+    next: int | None = Field(description=NEXT_PAGE)
+
+
+class FullLogEntry(LogEntry):
+    args: dict[str, Any]
+    result: Any = Field(None, description="The answer's result, for a completed request.")
+
+
+class FullLogPage(BaseModel):
+    code: str
+    entries: list[FullLogEntry] = Field(
+        description="Each entry with its arguments and its whole answer: `result`, or for a failed request "
+        "`error` as the plugin sent it ({message, code})."
+    )
+    next: int | None = Field(description=NEXT_PAGE)
 
 
 class ErrorBody(BaseModel):
@@ -208,6 +226,11 @@ def trace_entry(item: LogItem) -> dict[str, Any]:
     return {**log_entry(item), "args": item.request.args, "summary": summary(item.answer)}
 
 
-def trace_entry_size(item: LogItem) -> int:
-    """What the entry weighs in a trace page's JSON, for the relay to page by."""
-    return len(canonical_json(trace_entry(item)))
+def full_entry(item: LogItem) -> dict[str, Any]:
+    """One request of a full log page (?full=1): the log entry with its arguments and its whole answer."""
+    return log_entry(item, full=True)
+
+
+def entry_size(entry: Callable[[LogItem], dict[str, Any]]) -> Callable[[LogItem], int]:
+    """What ``entry`` of an item weighs in a page's JSON (UTF-8 bytes), for the relay to page by."""
+    return lambda item: len(canonical_json(entry(item)).encode())

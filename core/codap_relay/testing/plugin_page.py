@@ -119,6 +119,13 @@ class PluginFrameReader:
     def status(self) -> str:
         return self.text("#status")
 
+    def copy_buttons(self) -> dict[str, bool]:
+        """Each copy button (code, MCP URL, Claude Desktop config, prompt) and whether it can be used."""
+        found = self.frame.locator("#copy-code, [data-copy]").evaluate_all(
+            "buttons => buttons.map(b => [b.id || b.dataset.copy, !b.disabled])"
+        )
+        return {name: enabled for name, enabled in found}
+
 
 class PluginPage(PluginFrameReader):
     def __init__(self, page: Any, relay: str, host_url: str, *, query: str = "", console: list[str]) -> None:

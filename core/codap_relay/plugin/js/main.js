@@ -193,6 +193,7 @@ function connect() {
       onGone: async (kind) => {
         runner.stop();
         ui.setStatus("reconnecting");
+        ui.clearSession();
         const why = kind === "closed" ? "The session was ended" : "The code expired";
         try {
           await newSession(`${why}, so this is a new code. Give it to your LLM again.`);
@@ -299,11 +300,13 @@ function wireControls() {
   ui.on("new-code", async () => {
     if (obtaining) return;
     const old = session;
+    ui.clearSession(); // the old code ends as soon as the new one is there: not one to copy now
     try {
       await newSession("New code created. The old code no longer works.");
       if (old) client.endSession(old.code, old.token).catch(() => {});
       connect();
     } catch (err) {
+      if (old) ui.setSession(old, relayBase); // it still works
       ui.notice(`Could not create a new code: ${err.message}`);
     }
   });

@@ -111,6 +111,19 @@ export function retryAfterMs(seconds, { random = Math.random } = {}) {
   return Math.round(floor + random() * spread);
 }
 
+/** The longest Retry-After a retry honours: a wrong or huge one must not hold an answer back for long. */
+export const RETRY_AFTER_CAP_SECONDS = 60;
+
+/**
+ * How long to wait before retrying after ``error``: the Retry-After the relay named (at most ``capSeconds``, with
+ * retryAfterMs's jitter), else the ``backoff`` (backoffMs's options) of this ``attempt``.
+ */
+export function retryDelayMs(error, attempt, { capSeconds = RETRY_AFTER_CAP_SECONDS, backoff = {}, random = Math.random } = {}) {
+  const seconds = error instanceof RelayHttpError ? error.retryAfter : null;
+  if (seconds !== null && seconds !== undefined) return retryAfterMs(Math.min(seconds, capSeconds), { random });
+  return backoffMs(attempt, { ...backoff, random });
+}
+
 /**
  * One logical stream per session. EventSource reconnects by itself after network errors and sends
  * Last-Event-ID; when it gives up (HTTP error) or the watchdog sees silence, we reopen it ourselves with
@@ -264,10 +277,8 @@ export async function createSessionWhenAllowed(client, tools, { onWait = () => {
     } catch (error) {
       const reason = waitReason(error);
       if (reason === null) throw error;
-      const ms =
-        error.retryAfter !== null && error.retryAfter !== undefined
-          ? retryAfterMs(error.retryAfter, { random })
-          : backoffMs(attempt, { base: 1000, max: 30_000, random });
+      // the session limit's Retry-After is the rest of its window (up to a minute): waited out in full
+      const ms = retryDelayMs(error, attempt, { capSeconds: Infinity, backoff: { base: 1000, max: 30_000 }, random });
       onWait({ reason, ms, error });
       await pause(ms);
     }

@@ -6,7 +6,7 @@
 // Timing measure "codap-relay <tool> <id>", which the browser's performance tools and the benchmark read.
 
 import { ToolError, errorBody } from "./errors.js";
-import { RelayHttpError, backoffMs } from "./relay.js";
+import { RelayHttpError, retryDelayMs } from "./relay.js";
 
 const MEASURE_PREFIX = "codap-relay ";
 const MAX_MEASURES = 200; // the newest ones are kept; a long session must not grow the timeline forever
@@ -169,7 +169,7 @@ export class Runner {
             if (err.status === 401 || err.status === 403) break; // a new session replaced this one
           }
           this.onActivity({ id, status: "retrying", attempt: attempt + 1 });
-          await this.sleep(backoffMs(attempt));
+          await this.sleep(retryDelayMs(err, attempt)); // a 429 or 503 says how long in Retry-After
         }
       }
       if (!this.stopped) {

@@ -47,6 +47,11 @@ export function createUI(doc = document) {
     return body.error ? `Error: ${firstLine(body, 1000)}` : firstLine(body, 160);
   }
 
+  /** The copy buttons only while there is a code to copy (``disabled``: keyboard users skip them too). */
+  function offerCopies(on) {
+    for (const button of [$("copy-code"), ...doc.querySelectorAll("[data-copy]")]) button.disabled = !on;
+  }
+
   /** The picture a tool sent to the LLM, shown small under its line, so the person sees what the model saw. */
   function showPicture(li, body) {
     const item = body.result?.content?.find?.((c) => c?.type === "image");
@@ -67,6 +72,15 @@ export function createUI(doc = document) {
       $("relay-url").title = relayBase;
       expiresAt = at;
       tick();
+      offerCopies(true);
+    },
+    /** No code for now (a new one is being fetched): nothing to show or copy until ``setSession``. */
+    clearSession() {
+      $("code").textContent = "…";
+      $("code").removeAttribute("aria-label");
+      expiresAt = null;
+      $("time-left").textContent = "Expires in –";
+      offerCopies(false);
     },
     setExpiry(at) {
       expiresAt = at;
@@ -82,6 +96,7 @@ export function createUI(doc = document) {
     },
     showSuperseded(show) {
       $("superseded").hidden = !show;
+      offerCopies(!show); // the code is served in another tab now; "Connect here" takes it back
       if (show) $("connect-here").focus();
     },
     notice(text) {
