@@ -17,6 +17,7 @@ from codap_relay.settings import Settings
 from codap_relay.testing.servers import ServerProcess, free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"  # screenshots and pictures the tests leave for a person to look at
 EVENTS = ROOT / "events"
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,9 +19,9 @@ from codap_relay.testing.plugin_page import (
     ok_result,
     wait_until,
 )
+from support import ARTIFACTS
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @pytest.fixture

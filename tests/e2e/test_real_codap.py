@@ -30,10 +30,9 @@ from codap_relay.testing.plugin_page import (
     wait_until,
 )
 from codap_relay.testing.real_codap import CodapPage, codap_pages, settle
-from support import ROOT
+from support import ARTIFACTS
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = ROOT / "test-artifacts"
 
 
 @pytest.fixture(scope="module")

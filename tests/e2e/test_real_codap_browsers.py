@@ -9,7 +9,6 @@ import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,9 +23,9 @@ from codap_relay.store.memory import MemoryStore
 from codap_relay.testing.plugin_page import call_tool, ok_result, wait_until
 from codap_relay.testing.real_codap import CodapPage, blocked_then_allowed, other_site, public_origin
 from codap_relay.testing.servers import free_port, serve_app
+from support import ARTIFACTS
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,9 @@ from codap_relay.testing.real_codap import (
     other_site,
     public_origin,
 )
-from support import serve_process
+from support import ARTIFACTS, serve_process
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @pytest.fixture(scope="module")

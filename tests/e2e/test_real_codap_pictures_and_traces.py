@@ -21,10 +21,9 @@ import pytest
 
 from codap_relay.testing.plugin_page import McpClient, answer, call_tool, ok_result, plugin_storage, submit, wait_until
 from codap_relay.testing.real_codap import CodapPage, codap_pages
-from support import ROOT
+from support import ARTIFACTS
 
 pytestmark = pytest.mark.browser
-ARTIFACTS = ROOT / "test-artifacts"
 POINT_COLOUR = (0xE6, 0x80, 0x5B)  # CODAP's default point colour (get component: pointColor "#e6805b")
 
 
