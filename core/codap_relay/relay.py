@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -86,6 +86,19 @@ class LogItem:
     answer: dict[str, Any] | None = None  # the response's body ({"result": …} or {"error": …}), where read
 
 
+@contextlib.contextmanager
+def store_failures_unavailable() -> Iterator[None]:
+    """A store bug or outage must not become a 500: nothing was acknowledged, so it is a 503 to retry."""
+    try:
+        yield
+    except RelayError:
+        raise
+    except Exception as exc:
+        raise StoreUnavailable(
+            "The relay's store is unavailable right now; nothing was changed. Retry in a moment.", retry_after=1
+        ) from exc
+
+
 @dataclass(frozen=True)
 class Answer:
     """What the LLM reads back: a response (done) or the request's current state (not yet)."""
@@ -126,36 +139,17 @@ class Relay:
     async def io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a store call off the event loop when it blocks; map unexpected store failures to 503."""
         if self.store.blocking:
-            return await self._mapped(anyio.to_thread.run_sync, lambda: fn(*args, **kwargs))
-        return self._mapped_now(fn, *args, **kwargs)
+            with store_failures_unavailable():
+                return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+        with store_failures_unavailable():
+            return fn(*args, **kwargs)
 
     async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """A store read: in a worker thread only where reads can wait (a network), else right here."""
         if self.store.blocking_reads:
             return await self.io(fn, *args, **kwargs)
-        return self._mapped_now(fn, *args, **kwargs)
-
-    async def _mapped(self, run: Callable[..., Awaitable[T]], *args: Any) -> T:
-        try:
-            return await run(*args)
-        except RelayError:
-            raise
-        except Exception as exc:  # a store bug or outage must not become a 500; nothing was acknowledged
-            raise self._unavailable() from exc
-
-    def _mapped_now(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        try:
+        with store_failures_unavailable():
             return fn(*args, **kwargs)
-        except RelayError:
-            raise
-        except Exception as exc:
-            raise self._unavailable() from exc
-
-    @staticmethod
-    def _unavailable() -> StoreUnavailable:
-        return StoreUnavailable(
-            "The relay's store is unavailable right now; nothing was changed. Retry in a moment.", retry_after=1
-        )
 
     def now(self) -> float:
         return self.clock.now()
