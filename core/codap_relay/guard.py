@@ -21,12 +21,11 @@ class GuessingGuard:
 
     def check(self, client: str | None) -> None:
         """Raise RateLimited if this client is refused lookups right now."""
-        until = self._blocked.get(client) if client is not None else None
-        if until is None:
+        if client is None or (until := self._blocked.get(client)) is None:
             return
         now = self._now()
         if until <= now:
-            del self._blocked[client]  # type: ignore[arg-type]
+            del self._blocked[client]
             return
         raise RateLimited(
             "Too many unknown pairing codes from this address. Wait, then check the code shown in the CODAP plugin.",
