@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArguments, InvalidManifest, UnknownTool
@@ -19,116 +21,9 @@ MANIFEST_VERSION = "1.0.0"
 TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 MAX_TOOLS = 64
 
-DEFAULT_TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "create_codap_dataset",
-        "description": "Create a new dataset in CODAP with specified data",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "datasetName": {"type": "string", "description": "Name for the dataset in CODAP"},
-                "dataType": {
-                    "type": "string",
-                    "enum": ["random_numbers", "sample_students", "time_series", "custom"],
-                    "description": "Type of data to generate",
-                },
-                "recordCount": {
-                    "type": "number",
-                    "minimum": 1,
-                    "maximum": 1000,
-                    "description": "Number of records to generate",
-                },
-                "customData": {
-                    "type": "array",
-                    "description": "Custom data array (only used when dataType is 'custom')",
-                    "items": {"type": "object"},
-                },
-            },
-            "required": ["datasetName", "dataType", "recordCount"],
-        },
-    },
-    {
-        "name": "create_codap_graph",
-        "description": "Create a graph/visualization in CODAP",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "datasetName": {"type": "string", "description": "Name of the dataset to visualize"},
-                "graphType": {
-                    "type": "string",
-                    "enum": ["scatterplot", "histogram", "bar_chart", "line_graph"],
-                    "description": "Type of graph to create",
-                },
-                "xAttribute": {"type": "string", "description": "Attribute for X-axis"},
-                "yAttribute": {
-                    "type": "string",
-                    "description": "Attribute for Y-axis (optional for some graph types)",
-                },
-                "title": {"type": "string", "description": "Title for the graph"},
-            },
-            "required": ["datasetName", "graphType", "xAttribute"],
-        },
-    },
-    {
-        "name": "add_codap_cases",
-        "description": "Add new cases (rows) to an existing CODAP dataset",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "datasetName": {"type": "string", "description": "Name of the existing dataset"},
-                "cases": {"type": "array", "description": "Array of case objects to add", "items": {"type": "object"}},
-            },
-            "required": ["datasetName", "cases"],
-        },
-    },
-    {
-        "name": "get_codap_datasets",
-        "description": "Get list of all datasets currently in CODAP",
-        "inputSchema": {"type": "object", "properties": {}, "additionalProperties": False},
-    },
-    {
-        "name": "get_codap_status",
-        "description": "Get current status and information from CODAP",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "includeDatasets": {
-                    "type": "boolean",
-                    "description": "Whether to include dataset information",
-                    "default": True,
-                },
-                "includeComponents": {
-                    "type": "boolean",
-                    "description": "Whether to include component information",
-                    "default": True,
-                },
-            },
-            "additionalProperties": False,
-        },
-    },
-    {
-        "name": "export_codap_data",
-        "description": "Export data from CODAP in various formats",
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "datasetName": {"type": "string", "description": "Name of the dataset to export"},
-                "format": {
-                    "type": "string",
-                    "enum": ["json", "csv", "tsv"],
-                    "description": "Export format",
-                    "default": "json",
-                },
-                "includeMetadata": {
-                    "type": "boolean",
-                    "description": "Whether to include metadata in export",
-                    "default": False,
-                },
-            },
-            "required": ["datasetName"],
-        },
-    },
-]
+# The original contract's manifest (seed 002), for plugins that register none. The codap-relay plugin registers
+# its own (plugin/js/tools/, read by catalog.py), whose seed tools accept every call these schemas accept.
+DEFAULT_TOOLS: list[dict[str, Any]] = json.loads((Path(__file__).with_name("seed_tools.json")).read_text("utf-8"))
 
 
 def check_manifest(tools: Any) -> list[dict[str, Any]]:

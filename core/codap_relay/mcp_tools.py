@@ -17,6 +17,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from . import errors as e
+from .catalog import plugin_tool
 from .manifest import ANNOTATION_HINTS, find_tool, validate_args
 from .records import SessionRecord
 from .relay import Relay
@@ -31,48 +32,31 @@ INSTRUCTIONS = (
 
 # --- tool presentation -----------------------------------------------------------------------------------
 
-READ_ONLY_TOOLS = frozenset({"get_codap_datasets", "get_codap_status", "export_codap_data"})
-# Raw CODAP API access can delete or overwrite anything in the document.
-DESTRUCTIVE_TOOLS = frozenset({"codap_api"})
-
-TITLES = {
-    "create_codap_dataset": "Create CODAP dataset",
-    "create_codap_graph": "Create CODAP graph",
-    "add_codap_cases": "Add cases to a CODAP dataset",
-    "get_codap_datasets": "List CODAP datasets",
-    "get_codap_status": "Get CODAP status",
-    "export_codap_data": "Export CODAP data",
-    "codap_api": "Send a raw CODAP API request",
-}
-
-
 def tool_title(spec: dict[str, Any]) -> str:
     title = spec.get("title")
     if isinstance(title, str) and title.strip():
         return title.strip()
     name: str = spec["name"]
-    if name in TITLES:
-        return TITLES[name]
+    known = plugin_tool(name)
+    if known is not None:
+        return str(known["title"])
     words = name.replace("_", " ").strip()
     return (words[:1].upper() + words[1:]).replace("codap", "CODAP") or name
 
 
 def tool_annotations(name: str, title: str, declared: Any = None) -> types.ToolAnnotations:
     """Hints for the client's confirmation UI. The plugin's manifest declares them for its own tools (the one
-    source of truth, which its trace replay reads too); for a manifest without them, what is known of the default
-    tools. Every tool acts on the user's own CODAP document only."""
+    source of truth, which its trace replay reads too); for a manifest without them, what the plugin's definitions
+    say of the same tool (catalog.py). A tool nothing is known of is assumed able to change anything; every tool
+    acts on the user's own CODAP document only."""
+    if not isinstance(declared, dict):
+        known = plugin_tool(name)
+        declared = known["annotations"] if known is not None else None
     if isinstance(declared, dict):
         hints = {hint: declared[hint] for hint in ANNOTATION_HINTS if isinstance(declared.get(hint), bool)}
         return types.ToolAnnotations.model_validate({**hints, "title": title})
-    if name in READ_ONLY_TOOLS:
-        return types.ToolAnnotations(title=title, read_only_hint=True, idempotent_hint=True, open_world_hint=False)
     return types.ToolAnnotations(
-        title=title,
-        read_only_hint=False,
-        # Creators only add to the document; a tool we know nothing about is assumed able to change anything.
-        destructive_hint=name in DESTRUCTIVE_TOOLS or name not in TITLES,
-        idempotent_hint=False,
-        open_world_hint=False,
+        title=title, read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
     )
 
 

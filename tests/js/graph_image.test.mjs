@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { makeRng } from "../../core/codap_relay/plugin/js/data.js";
 import { base64Bytes, fitPicture, parseDataUri } from "../../core/codap_relay/plugin/js/imaging.js";
 import { codapError } from "../../core/codap_relay/plugin/js/codap_query.js";
-import { createTools } from "../../core/codap_relay/plugin/js/tools.js";
+import { createTools } from "../../core/codap_relay/plugin/js/tools/index.js";
 import { createCodapModel } from "../e2e/codap_host/codap_model.js";
 
 /** A PNG's first bytes (signature and IHDR with its size) followed by `length` bytes of filler, as a data URI. */
@@ -224,7 +224,7 @@ test("a hidden graph is refused at once; one drawn at no size (minimized) after 
   });
   await assert.rejects(hidden.get_codap_graph_image({ graph: "Scores" }), (e) => {
     assert.equal(e.code, "graph_image_unavailable");
-    assert.match(e.message, /is hidden in CODAP.*isVisible/);
+    assert.match(e.message, /is hidden in CODAP.*hidden false/);
     return true;
   });
   const minimized = setup({ picture: "data:," }); // CODAP's picture of a canvas with no size

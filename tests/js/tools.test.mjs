@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { createTools, jsonPreview } from "../../core/codap_relay/plugin/js/tools.js";
+import { createTools, jsonPreview } from "../../core/codap_relay/plugin/js/tools/index.js";
 import { makeRng } from "../../core/codap_relay/plugin/js/data.js";
 import { createCodapModel } from "../e2e/codap_host/codap_model.js";
 

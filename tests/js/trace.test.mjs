@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOLS } from "../../core/codap_relay/plugin/js/manifest.js";
+import { DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOLS } from "./support/manifest.mjs";
 import { Replayer } from "../../core/codap_relay/plugin/js/replay.js";
 import { Runner } from "../../core/codap_relay/plugin/js/runner.js";
 import { MemoryStorage, PluginStore } from "../../core/codap_relay/plugin/js/storage.js";

@@ -28,7 +28,7 @@ from codap_relay.settings import Settings
 def test_default_tools_have_titles_and_the_agreed_annotations() -> None:
     tools = {t.name: t for t in mcp_tools(DEFAULT_TOOLS)}
     assert list(tools) == [t["name"] for t in DEFAULT_TOOLS]
-    assert tools["create_codap_dataset"].title == "Create CODAP dataset"
+    assert tools["create_codap_dataset"].title == "Create a CODAP dataset"
     for tool in tools.values():
         assert tool.annotations is not None and tool.annotations.open_world_hint is False
         assert tool.annotations.title == tool.title
@@ -45,10 +45,10 @@ def test_raw_api_and_unknown_tools_are_treated_as_destructive() -> None:
         assert (hints.read_only_hint, hints.destructive_hint, hints.open_world_hint) == (False, True, False)
 
 
-def test_titles_prefer_the_manifest_then_the_table_then_the_name() -> None:
+def test_titles_prefer_the_manifest_then_the_plugins_definition_then_the_name() -> None:
     assert tool_title({"name": "get_codap_status", "title": " Status of CODAP "}) == "Status of CODAP"
-    assert tool_title({"name": "codap_api"}) == "Send a raw CODAP API request"
-    assert tool_title({"name": "sort_codap_cases"}) == "Sort CODAP cases"
+    assert tool_title({"name": "codap_api"}) == "Raw CODAP Data Interactive request"
+    assert tool_title({"name": "plugin_specific_codap_thing"}) == "Plugin specific CODAP thing"
 
 
 def test_annotations_serialise_in_camel_case() -> None:
@@ -56,6 +56,7 @@ def test_annotations_serialise_in_camel_case() -> None:
     assert wire["tools"][0]["annotations"] == {
         "title": "List CODAP datasets",
         "readOnlyHint": True,
+        "destructiveHint": False,
         "idempotentHint": True,
         "openWorldHint": False,
     }

@@ -6,10 +6,12 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from codap_relay import __version__
+from codap_relay.catalog import plugin_tools
 from codap_relay.manifest import DEFAULT_TOOLS, check_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,40 +30,55 @@ def test_node_unit_tests_pass() -> None:
 
 
 def plugin_manifest() -> list[dict[str, object]]:
-    script = (
-        f"import({json.dumps((PLUGIN_JS / 'manifest.js').as_uri())}).then(m => console.log(JSON.stringify(m.TOOLS)))"
-    )
+    """The manifest as the plugin's own loader reads it (catalog.js over the JSON files)."""
+    support = (JS_TESTS / "support" / "manifest.mjs").as_uri()
+    script = f"import({json.dumps(support)}).then(m => console.log(JSON.stringify(m.TOOLS)))"
     out = subprocess.run([NODE or "node", "-e", script], capture_output=True, text=True, timeout=60, check=True)
     tools: list[dict[str, object]] = json.loads(out.stdout)
     return tools
 
 
-# Optional properties the plugin adds to a default tool; everything else of the defaults is kept as it is.
-ADDED_PROPERTIES = {"create_codap_graph": {"includeImage"}}
+def test_the_plugin_and_the_relay_read_the_same_definitions() -> None:
+    assert plugin_manifest() == list(plugin_tools())
 
 
-def test_plugin_manifest_keeps_the_default_tools() -> None:
-    tools = {t["name"]: t for t in plugin_manifest()}
-    for default in DEFAULT_TOOLS:
-        mine = tools[default["name"]]
-        assert mine["description"] == default["description"]
-        schema = json.loads(json.dumps(mine["inputSchema"]))
-        added = ADDED_PROPERTIES.get(default["name"], set())
-        assert added <= set(schema["properties"]) and not added & set(schema.get("required", []))
-        for name in added:
-            del schema["properties"][name]
-        assert schema == default["inputSchema"]
-        assert mine["title"] and isinstance(mine["annotations"], dict)
+def _accepts_all_of(ours: dict[str, Any], seed: dict[str, Any], where: str) -> None:
+    """Every value ``seed`` (a property's schema) accepts, ``ours`` accepts: same type, enum a superset, bounds
+    no tighter."""
+    assert ours.get("type") == seed.get("type"), where
+    if "enum" in seed:
+        assert set(seed["enum"]) <= set(ours.get("enum", seed["enum"])), where
+    for low in ("minimum", "minLength"):
+        if low in ours:
+            assert low in seed and ours[low] <= seed[low], where
+    for high in ("maximum", "maxLength"):
+        if high in ours:
+            assert high in seed and ours[high] >= seed[high], where
 
 
-def test_plugin_manifest_adds_the_graph_picture_and_codap_api_and_passes_the_relay_checks() -> None:
-    tools = plugin_manifest()
-    names = [t["name"] for t in tools]
-    assert names == [*(t["name"] for t in DEFAULT_TOOLS), "get_codap_graph_image", "codap_api"]
+def test_the_plugins_seed_tools_accept_every_call_the_seed_accepts() -> None:
+    """The seed's six keep their names, and every call valid under the seed's schemas stays valid: no new
+    required argument, no narrower type, enum or bound, no closed object where the seed's was open."""
+    ours = {t["name"]: t for t in plugin_tools()}
+    for seed in DEFAULT_TOOLS:
+        mine = ours[seed["name"]]["inputSchema"]
+        theirs = seed["inputSchema"]
+        assert set(mine.get("required", [])) <= set(theirs.get("required", [])), seed["name"]
+        if theirs.get("additionalProperties", True) is not False:
+            assert mine.get("additionalProperties", True) is not False, seed["name"]
+        for prop, schema in theirs["properties"].items():
+            _accepts_all_of(mine["properties"][prop], schema, f"{seed['name']}.{prop}")
+        assert ours[seed["name"]]["title"] and isinstance(ours[seed["name"]]["annotations"], dict)
+
+
+def test_every_plugin_tool_passes_the_relay_checks_and_declares_its_hints() -> None:
+    tools = list(plugin_tools())
     check_manifest(tools)
-    schema = tools[-1]["inputSchema"]
-    assert isinstance(schema, dict)
-    assert schema["required"] == ["action", "resource"]
+    for tool in tools:
+        assert isinstance(tool["title"], str) and tool["title"], tool["name"]
+        assert tool["description"], tool["name"]
+        hints = tool["annotations"]
+        assert set(hints) == {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}, tool["name"]
     (picture,) = [t for t in tools if t["name"] == "get_codap_graph_image"]
     assert picture["annotations"] == {
         "readOnlyHint": True,
@@ -77,20 +94,12 @@ def test_the_plugin_reports_the_relays_version() -> None:
     assert out.stdout.strip() == __version__
 
 
-def test_the_relays_fallback_hints_agree_with_what_the_plugin_declares() -> None:
-    """The plugin declares its tools' annotations, and the relay passes them on as they are. For a manifest that
-    declares none (the contract's seed manifest) the relay knows the default tools' hints itself: they must be
-    the plugin's, so an MCP client is told the same whichever manifest the session has."""
+def test_the_relays_fallback_hints_are_the_plugins_own() -> None:
+    """For a manifest that declares no hints (the contract's seed manifest) the relay tells MCP clients what the
+    plugin's definitions say of the same tool, so a client is told the same whichever manifest the session has."""
     from codap_relay.mcp_tools import mcp_tools
 
-    seed = {t["name"] for t in DEFAULT_TOOLS} | {"codap_api"}
-    for declared in plugin_manifest():
-        if declared["name"] not in seed:
-            continue
+    for declared in plugin_tools():
         bare = {k: v for k, v in declared.items() if k not in ("title", "annotations")}
-        ours, theirs = mcp_tools([bare])[0].annotations, mcp_tools([declared])[0].annotations
-        assert ours is not None and theirs is not None
-        for hint in ("read_only_hint", "idempotent_hint", "open_world_hint"):
-            assert getattr(ours, hint) == getattr(theirs, hint), (declared["name"], hint)
-        if not theirs.read_only_hint:  # MCP: destructiveHint means something only for a tool that writes
-            assert ours.destructive_hint == theirs.destructive_hint, declared["name"]
+        ours, theirs = mcp_tools([bare])[0], mcp_tools([declared])[0]
+        assert ours.annotations == theirs.annotations and ours.title == theirs.title, declared["name"]

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from . import CHECKOUT as ROOT
-from .plugin_page import DEADLINE, PluginFrameReader, new_page, reload_frame, wait_until
+from .plugin_page import DEADLINE, PluginFrameReader, call_tool, new_page, ok_result, reload_frame, wait_until
 
 CODAP_VERSION = "3.1.0"
 ARCHIVE = ROOT.parent / "shared" / "codap" / f"codap-v{CODAP_VERSION}.tar.gz"
@@ -269,6 +269,28 @@ class CodapPage(PluginFrameReader):
         values = self.ok({"action": "get", "resource": f"dataContext[{dataset}].itemSearch[*]"})
         assert isinstance(values, list)
         return values
+
+    # --- the LLM's side: tool calls over HTTP, as an HTTP-tool LLM makes them ---------------------------------
+
+    def tool(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """One tool call through the relay; the relay's whole answer (``status``, ``result`` or ``error``)."""
+        return call_tool(self.relay, self.code(), name, args)
+
+    def done(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A tool call that must succeed; its whole result (``content`` with a text first, ``structuredContent``)."""
+        return ok_result(self.tool(name, args))
+
+    def failed(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """A tool call that must fail; its error (``message``, ``code``, ``data``)."""
+        body = self.tool(name, args)
+        assert body["status"] == "failed", body
+        error: dict[str, Any] = body["error"]
+        return error
+
+    def dataset_names(self) -> list[str]:
+        """The datasets' names, as CODAP lists them."""
+        listed = self.ok({"action": "get", "resource": "dataContextList"})
+        return [str(d["name"]) for d in listed]
 
     def components(self) -> list[dict[str, Any]]:
         values = self.ok({"action": "get", "resource": "componentList"})

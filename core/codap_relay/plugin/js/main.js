@@ -3,13 +3,12 @@
 import { CodapPhone } from "./codap.js";
 import { plural } from "./format.js";
 import { canvasRaster } from "./imaging.js";
-import { DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOLS } from "./manifest.js";
 import { RelayClient, RelayHttpError, StreamConnection, createSessionWhenAllowed, relayBaseFrom } from "./relay.js";
 import { Replayer } from "./replay.js";
 import { Runner } from "./runner.js";
 import { claudeDesktopConfig, httpPrompt, mcpUrl } from "./snippets.js";
 import { PluginStore, openStorage } from "./storage.js";
-import { createTools } from "./tools.js";
+import { createTools, loadManifest } from "./tools/index.js";
 import { MAX_TRACE_BYTES, buildTrace, traceFileName } from "./trace.js";
 import { createUI } from "./ui.js";
 import { VERSION } from "./version.js";
@@ -26,7 +25,12 @@ const storage = openStorage(globalThis);
 const store = new PluginStore(storage.storage, relayBase);
 
 const phone = new CodapPhone({ win: window });
-const tools = createTools({ call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster() });
+const manifest = await loadManifest();
+const TOOLS = manifest.tools;
+const tools = createTools(
+  { call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster() },
+  manifest,
+);
 
 let session = null;
 let stream = null;
@@ -36,8 +40,8 @@ const replayer = new Replayer({
   store,
   runner: () => runner,
   tools: TOOLS,
-  readOnly: READ_ONLY_TOOLS,
-  destructive: DESTRUCTIVE_TOOLS,
+  readOnly: manifest.readOnly,
+  destructive: manifest.destructive,
   onProgress: (view) => ui.setReplay(view),
   persistent: storage.persistent,
 });

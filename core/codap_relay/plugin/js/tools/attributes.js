@@ -1,0 +1,5 @@
+// (filled in by its family's work)
+
+export function createAttributeTools(_ctx) {
+  return {};
+}

@@ -1,0 +1,190 @@
+// What every tool family shares: the CODAP query layer, the result shape, the sentences and errors the tools
+// have in common, and the digest that ends each answer of a tool that changes the document.
+// A family module (datasets.js, graphs.js, …) exports `create…Tools(ctx)` returning its tools by name; its
+// definitions (name, title, description, annotations, inputSchema) live beside it in a JSON file of the same
+// name, which the relay reads too. Arguments reach a tool already checked against its inputSchema (by the relay
+// for relayed calls, by trace.js for a replayed trace): code checks only what a schema cannot say.
+
+import { ToolError } from "../errors.js";
+import { plural } from "../format.js";
+import { DEFAULT_MAX_SIZE, fitPicture } from "../imaging.js";
+import {
+  PICTURE_WAIT_MS,
+  createCodapQuery,
+  dataContext,
+  get,
+  graphLabel,
+} from "../codap_query.js";
+import { VERSION } from "../version.js";
+
+export { ToolError } from "../errors.js";
+export {
+  codapError,
+  collection,
+  dataContext,
+  get,
+  graphLabel,
+  invalid,
+  refused,
+} from "../codap_query.js";
+export { plural } from "../format.js";
+
+/** The longest data text put in the model-facing summary. */
+export const MAX_TEXT = 60_000;
+
+/** A tool's answer: a sentence (or more) for the model and the same facts as data (MCP's structuredContent). */
+export function toolResult(text, structured) {
+  return { content: [{ type: "text", text }], structuredContent: structured };
+}
+
+/** What CODAP's plot types are called in a sentence. */
+const PLOT_NAMES = {
+  scatterPlot: "scatter plot",
+  dotPlot: "dot plot",
+  dotChart: "dot chart",
+  barChart: "bar chart",
+  binnedDotPlot: "binned dot plot",
+  histogram: "histogram",
+  linePlot: "line plot",
+  casePlot: "case plot (no attribute on an axis)",
+};
+
+export function plotName(plotType) {
+  return PLOT_NAMES[plotType] ?? plotType ?? "graph";
+}
+
+/** The error for an attribute a dataset does not have, naming the ones it has. */
+export function unknownAttribute(dataset, attr, role) {
+  const names = dataset.attributes;
+  return new ToolError(
+    `Dataset ${JSON.stringify(dataset.name)} has no attribute ${JSON.stringify(attr)} for ${role}. ` +
+      `Its attributes: ${names.join(", ") || "(none)"}.`,
+    "attribute_not_found",
+    { datasetName: dataset.name, attribute: attr, available: names },
+  );
+}
+
+/** A dataset as the model sees it: collections and attributes without CODAP's internal ids. */
+export const publicDataset = (d) => ({
+  ...d,
+  collections: d.collections.map(({ attributes, ...c }) => ({
+    ...c,
+    attributes: attributes.map(({ id: _id, ...a }) => a),
+  })),
+});
+
+/** One line per dataset: its cases, attributes and collections. */
+export const datasetLine = (d) =>
+  `• ${d.name}: ${plural(d.caseCount ?? 0, "case")}; attributes ${d.attributes.join(", ") || "(none)"}` +
+  (d.collections.length > 1
+    ? ` (collections: ${d.collections.map((c) => `${c.name} ${c.caseCount}`).join(" > ")})`
+    : "");
+
+/**
+ * The tools' shared state and helpers. `call` is the transport to CODAP; `rng` draws generated data (without
+ * one, each dataset's numbers come from its own arguments, so a replayed trace re-creates them); `raster`
+ * decodes and encodes pictures (a canvas in the browser); `sleep` and `now` pace waits on CODAP.
+ */
+export function createToolContext({
+  call,
+  rng = null,
+  pluginVersion = VERSION,
+  raster = null,
+  sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  now = () => Date.now(),
+}) {
+  const codap = createCodapQuery({ call, sleep, now });
+
+  /** The picture fitted for the model: the image content item, its facts, and a sentence about it. */
+  async function graphPicture(graph, maxSize = DEFAULT_MAX_SIZE) {
+    if (!raster) throw new ToolError("This plugin cannot make pictures here (no canvas).", "graph_image_unavailable");
+    if (graph.hidden) {
+      throw new ToolError(
+        `Graph ${graphLabel(graph)} is hidden in CODAP, so it is not drawn and has no picture. Show it again ` +
+          "(update_codap_component with hidden false), then ask again.",
+        "graph_image_unavailable",
+        { graphId: graph.id },
+      );
+    }
+    const snapshot = await codap.graphSnapshot(graph);
+    const picture = await fitPicture(snapshot.uri, { maxSize, raster });
+    const kind = picture.mimeType === "image/jpeg" ? "JPEG" : "PNG";
+    let sentence = `${kind}, ${picture.width} × ${picture.height} px, ${Math.ceil(picture.bytes / 1024)} KB.`;
+    if (!snapshot.settled) {
+      sentence += ` CODAP was still changing the graph after ${PICTURE_WAIT_MS / 1000} s: this is the last picture ` +
+        "it gave, and points may be caught moving.";
+    }
+    if (picture.scaled) {
+      sentence += ` CODAP drew it at ${picture.original.width} × ${picture.original.height} px; it was scaled down ` +
+        `to at most ${maxSize} px on its longer side.`;
+    }
+    if (picture.reencoded) sentence += ` It was re-encoded as ${kind} to stay small.`;
+    return {
+      item: { type: "image", data: picture.base64, mimeType: picture.mimeType },
+      facts: {
+        mimeType: picture.mimeType,
+        width: picture.width,
+        height: picture.height,
+        bytes: picture.bytes,
+        codapWidth: picture.original.width,
+        codapHeight: picture.original.height,
+        scaled: picture.scaled,
+        reencoded: picture.reencoded,
+        settled: snapshot.settled,
+      },
+      sentence,
+    };
+  }
+
+  /**
+   * Where the document stands after a change, in two messages whatever its size: every dataset with its row
+   * count, and the components by type. `{text, data}`; the text is one line for the end of an answer.
+   */
+  async function documentDigest() {
+    const list = get("dataContextList");
+    const comps = get("componentList");
+    const [listed, compReply] = await codap.send([list, comps]);
+    const datasets = listed?.success === true ? codap.datasetList(listed) : [];
+    const counts = datasets.map((d) => get(`${dataContext(d.id)}.itemCount`));
+    const counted = await codap.send(counts);
+    const rows = datasets.map((d, i) => ({
+      name: d.name,
+      rows: counted[i]?.success === true && typeof counted[i].values === "number" ? counted[i].values : null,
+    }));
+    const components = compReply?.success === true ? compReply.values ?? [] : [];
+    const byType = {};
+    for (const c of components) byType[c.type] = (byType[c.type] ?? 0) + 1;
+    const datasetText = rows.length
+      ? `${plural(rows.length, "dataset")} (${rows.map((d) => `${d.name}: ${d.rows ?? "?"} rows`).join(", ")})`
+      : "no datasets";
+    const compText = components.length
+      ? `${plural(components.length, "component")} (${Object.entries(byType).map(([t, n]) => `${n} ${t}`).join(", ")})`
+      : "no components";
+    return {
+      text: `Document now: ${datasetText}; ${compText}.`,
+      data: { datasets: rows, components: { count: components.length, byType } },
+    };
+  }
+
+  return { ...codap, codap, rng, pluginVersion, raster, sleep, now, graphPicture, documentDigest };
+}
+
+/**
+ * Ends a changing tool's answer with the document digest: the last text item gains its line and the structured
+ * data a `document` field. A digest that cannot be read leaves the answer as it was (the change was made).
+ */
+export async function withDigest(ctx, result) {
+  let digest;
+  try {
+    digest = await ctx.documentDigest();
+  } catch {
+    return result;
+  }
+  const texts = result.content.filter((c) => c.type === "text");
+  const last = texts[texts.length - 1];
+  if (last) last.text += `\n${digest.text}`;
+  if (result.structuredContent && typeof result.structuredContent === "object" && !Array.isArray(result.structuredContent)) {
+    result.structuredContent.document = digest.data;
+  }
+  return result;
+}

@@ -1,0 +1,235 @@
+// The datasets: create one, add cases, list them, export one.
+
+import {
+  MAX_RECORDS,
+  flattenItems,
+  generateRecords,
+  hashText,
+  inferAttributes,
+  makeRng,
+  normaliseRecord,
+  toDelimited,
+} from "../data.js";
+import { nameProblem } from "../names.js";
+import {
+  MAX_TEXT,
+  ToolError,
+  collection,
+  dataContext,
+  datasetLine,
+  get,
+  invalid,
+  plural,
+  publicDataset,
+  refused,
+  toolResult,
+  unknownAttribute,
+} from "./context.js";
+
+export function createDatasetTools(ctx) {
+  const { send, must, ask, datasetList, findDataset, describeDatasets, describeAll, rng } = ctx;
+
+  async function create_codap_dataset(args) {
+    const { datasetName, dataType, recordCount, customData } = args;
+    const problem = nameProblem("Dataset", datasetName);
+    if (problem) throw invalid(problem);
+    let rows;
+    let attrs;
+    let note = "";
+    if (dataType === "custom") {
+      if (!Array.isArray(customData) || customData.length === 0) {
+        throw invalid("dataType 'custom' needs customData: a non-empty array of objects, one per record.");
+      }
+      if (customData.length > MAX_RECORDS) {
+        throw invalid(`customData holds ${customData.length} records; the limit is ${MAX_RECORDS} per call. ` +
+          "Create the dataset with the first 1000 and add the rest with add_codap_cases.");
+      }
+      if (customData.some((r) => r === null || typeof r !== "object" || Array.isArray(r))) {
+        throw invalid("customData must hold objects, one per record, keyed by attribute name.");
+      }
+      rows = customData.map(normaliseRecord);
+      attrs = inferAttributes(rows);
+      if (attrs.length === 0) throw invalid("customData records have no fields; give each record at least one.");
+      for (const a of attrs) {
+        const bad = nameProblem("Attribute", a.name);
+        if (bad) throw invalid(bad);
+      }
+      if (recordCount !== customData.length) note = ` (all ${customData.length} customData records were used)`;
+    } else {
+      const draw = rng ?? makeRng(hashText(JSON.stringify([datasetName, dataType, recordCount])));
+      ({ rows, attrs } = generateRecords(dataType, recordCount, draw));
+    }
+    const list = get("dataContextList");
+    const [listed] = await send([list]);
+    if (datasetList(must(list, listed)).some((d) => d.name === datasetName)) {
+      throw new ToolError(
+        `CODAP already has a dataset named ${JSON.stringify(datasetName)}. Use add_codap_cases to add rows to it, ` +
+          "or choose another name.",
+        "dataset_exists",
+        { datasetName },
+      );
+    }
+    // CODAP answers a create for an existing name with that dataset, so the check above comes first.
+    const create = {
+      action: "create",
+      resource: "dataContext",
+      values: { name: datasetName, title: datasetName, collections: [{ name: datasetName, attrs }] },
+    };
+    const [createdReply] = await send([create]);
+    const datasetId = must(create, createdReply, `creating dataset ${JSON.stringify(datasetName)}`).values?.id;
+    // Rows, table and count in one message: one change in CODAP, one redraw, and the count CODAP holds after it.
+    const addRows = { action: "create", resource: `${dataContext(datasetId)}.item`, values: rows };
+    const table = { action: "create", resource: "component", values: { type: "caseTable", dataContext: String(datasetId) } };
+    const count = get(`${dataContext(datasetId)}.itemCount`);
+    const [added, tabled, counted] = await send([addRows, table, count]);
+    if (added?.success !== true) {
+      const error = refused(addRows, added, `the rows of the new dataset ${JSON.stringify(datasetName)}`);
+      error.message += ` The dataset was created empty (id ${datasetId}); add rows with add_codap_cases.`;
+      throw error;
+    }
+    const itemCount = must(count, counted).values;
+    const attrList = attrs.map((a) => `${a.name} (${a.type})`).join(", ");
+    const tableText = tabled?.success === true
+      ? " A case table shows it."
+      : ` CODAP did not open a case table: ${tabled?.values?.error ?? "no reply"}.`;
+    return toolResult(
+      `Created dataset ${JSON.stringify(datasetName)} in CODAP with ${plural(itemCount, "record")}${note} ` +
+        `and ${plural(attrs.length, "attribute")}: ${attrList}.${tableText}`,
+      {
+        datasetName,
+        datasetId,
+        dataType,
+        recordCount: itemCount,
+        attributes: attrs.map((a) => ({ name: a.name, type: a.type })),
+        caseTableId: tabled?.success === true ? tabled.values?.id : null,
+        sample: rows.slice(0, 3),
+      },
+    );
+  }
+
+  async function add_codap_cases(args) {
+    const { datasetName, cases } = args;
+    if (!Array.isArray(cases) || cases.length === 0) {
+      throw invalid("cases must be a non-empty array of objects, one per case, keyed by attribute name.");
+    }
+    if (cases.some((c) => c === null || typeof c !== "object" || Array.isArray(c))) {
+      throw invalid("cases must hold objects, one per case, keyed by attribute name.");
+    }
+    const found = await findDataset(datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    const known = new Set(dataset.attributes);
+    const fields = [...new Set(cases.flatMap((c) => Object.keys(c)))];
+    const ignored = fields.filter((k) => !known.has(k));
+    if (fields.length > 0 && ignored.length === fields.length) {
+      throw unknownAttribute(dataset, ignored[0], "the new cases (none of their fields match)");
+    }
+    // All cases in one request (one change, one redraw in CODAP), the counts read in the same message.
+    const addRows = { action: "create", resource: `${dataContext(dataset.id)}.item`, values: cases.map(normaliseRecord) };
+    const counts = dataset.collections.map((c) => get(`${collection(dataset.id, c.id)}.caseCount`));
+    const [added, ...counted] = await send([addRows, ...counts]);
+    const n = must(addRows, added, `adding cases to ${JSON.stringify(dataset.name)}`).itemIDs?.length ?? 0;
+    const totals = dataset.collections.map((c, i) => ({
+      name: c.name,
+      caseCount: must(counts[i], counted[i]).values,
+    }));
+    const total = totals[totals.length - 1].caseCount;
+    const parents = totals.length > 1
+      ? ` (${totals.map((t) => `${t.name}: ${t.caseCount}`).join(" > ")})`
+      : "";
+    const warn = ignored.length
+      ? ` Fields not in the dataset were ignored: ${ignored.join(", ")} (add attributes with codap_api first).`
+      : "";
+    return toolResult(
+      `Added ${plural(n, "case")} to ${JSON.stringify(dataset.name)}; it now has ${plural(total, "case")}${parents}.` +
+        warn,
+      {
+        datasetName: dataset.name,
+        added: n,
+        totalCases: total,
+        ...(totals.length > 1 ? { collections: totals } : {}),
+        ignoredFields: ignored,
+      },
+    );
+  }
+
+  async function get_codap_datasets() {
+    const { datasets } = await describeAll(await ask(get("dataContextList")));
+    const text = datasets.length
+      ? `CODAP has ${plural(datasets.length, "dataset")}:\n${datasets.map(datasetLine).join("\n")}`
+      : "CODAP has no datasets yet. Create one with create_codap_dataset.";
+    return toolResult(text, { datasets: datasets.map(publicDataset) });
+  }
+
+  async function export_codap_data(args) {
+    const format = args.format ?? "json";
+    const found = await findDataset(args.datasetName);
+    // The attributes and every item in one message, so the columns match the rows they describe.
+    const colls = get(`${dataContext(found.id)}.collectionList`);
+    const [listReply] = await send([colls]);
+    const collections = must(colls, listReply).values ?? [];
+    const attrRequests = collections.map((c) =>
+      get(args.includeMetadata ? collection(found.id, c.id) : `${collection(found.id, c.id)}.attributeList`));
+    const itemsRequest = get(`${dataContext(found.id)}.itemSearch[*]`);
+    const replies = await send([...attrRequests, itemsRequest]);
+    const described = collections.map((c, i) => {
+      const v = must(attrRequests[i], replies[i]).values;
+      return { name: c.name, attrs: (args.includeMetadata ? v?.attrs : v) ?? [] };
+    });
+    const items = must(itemsRequest, replies[replies.length - 1], `reading the rows of ${JSON.stringify(found.name)}`)
+      .values ?? [];
+    const { columns, rows } = flattenItems(described, items);
+    const names = columns.map((c) => c.name);
+    const metadata = {
+      name: found.name,
+      title: found.title || found.name,
+      collections: described.map((c) => ({ name: c.name, attributes: c.attrs.map((a) => a.name) })),
+      attributes: columns,
+      rowCount: rows.length,
+    };
+    const structured = { datasetName: found.name, format, rowCount: rows.length, columns: names };
+    if (args.includeMetadata) structured.metadata = metadata;
+    let shown;
+    if (format === "json") {
+      structured.rows = rows;
+      shown = jsonPreview(args.includeMetadata ? { metadata, rows } : rows);
+    } else {
+      structured.data = toDelimited(names, rows, format === "tsv" ? "\t" : ",");
+      shown = structured.data.length > MAX_TEXT
+        ? `${structured.data.slice(0, MAX_TEXT)}\n… (truncated here; structuredContent has all)`
+        : structured.data;
+    }
+    const hierarchy = metadata.collections.length > 1
+      ? ` The dataset is hierarchical (${metadata.collections.map((c) => c.name).join(" > ")}); each row is one ` +
+        "leaf case carrying its parents' values."
+      : "";
+    const meta = args.includeMetadata
+      ? `\nAttributes: ${columns.map((c) => `${c.name} (${c.type || "?"}${c.unit ? `, ${c.unit}` : ""}; ${c.collection})`).join(", ")}`
+      : "";
+    return toolResult(
+      `Exported ${plural(rows.length, "row")} of ${JSON.stringify(found.name)} as ${format.toUpperCase()}.${hierarchy}${meta}\n\n${shown}`,
+      structured,
+    );
+  }
+
+  return { create_codap_dataset, add_codap_cases, get_codap_datasets, export_codap_data };
+}
+
+/**
+ * The JSON text shown to the model: indented like JSON.stringify(value, null, 1), cut at MAX_TEXT. Rows are
+ * written one at a time so a 10,000-row export does not build megabytes of text to show 60 kB of it.
+ */
+export function jsonPreview(value) {
+  const rows = Array.isArray(value) ? value : value.rows;
+  const head = Array.isArray(value) ? "[" : `{\n "metadata": ${JSON.stringify(value.metadata, null, 1).replaceAll("\n", "\n ")},\n "rows": [`;
+  const indent = Array.isArray(value) ? " " : "  ";
+  const tail = Array.isArray(value) ? "\n]" : "\n ]\n}";
+  if (rows.length === 0) return Array.isArray(value) ? "[]" : `${head}]\n}`;
+  let text = head;
+  for (let i = 0; i < rows.length; i++) {
+    text += `${i ? "," : ""}\n${indent}${JSON.stringify(rows[i], null, 1).replaceAll("\n", `\n${indent}`)}`;
+    if (text.length > MAX_TEXT) {
+      return `${text.slice(0, MAX_TEXT)}\n… (truncated here; structuredContent has all ${rows.length} rows)`;
+    }
+  }
+  return text + tail;
+}

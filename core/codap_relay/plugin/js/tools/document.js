@@ -1,0 +1,76 @@
+// The document as a whole: what CODAP holds and shows.
+
+import { datasetLine, get, plotName, plural, publicDataset, toolResult } from "./context.js";
+
+export function createDocumentTools(ctx) {
+  const { send, must, describeAll, pluginVersion } = ctx;
+
+  function componentInfo(c, detail, frameId) {
+    const v = detail?.success === true ? detail.values ?? {} : {};
+    return {
+      id: c.id,
+      type: c.type,
+      title: c.title ?? v.title ?? "",
+      ...(c.name ? { name: c.name } : {}),
+      ...(v.dataContext ? { dataset: v.dataContext } : {}),
+      ...(v.plotType ? { plotType: v.plotType } : {}),
+      ...(v.xAttributeName ? { xAttribute: v.xAttributeName } : {}),
+      ...(v.yAttributeName ? { yAttribute: v.yAttributeName } : {}),
+      ...(c.hidden ? { hidden: true } : {}),
+      ...(c.id === frameId ? { thisPlugin: true } : {}),
+    };
+  }
+
+  function componentLine(c) {
+    const named = c.title ? ` "${c.title}"` : "";
+    if (c.thisPlugin) return `• plugin${named} (this relay plugin)`;
+    if (c.type === "graph") {
+      const axes = [c.xAttribute && `x = ${c.xAttribute}`, c.yAttribute && `y = ${c.yAttribute}`].filter(Boolean);
+      return `• graph${named}${c.dataset ? ` of ${c.dataset}` : ""}: ${plotName(c.plotType)}` +
+        (axes.length ? `, ${axes.join(", ")}` : "");
+    }
+    return `• ${c.type}${named}${c.dataset ? ` of ${c.dataset}` : ""}${c.hidden ? " (hidden)" : ""}`;
+  }
+
+  async function get_codap_status(args) {
+    const includeDatasets = args.includeDatasets !== false;
+    const includeComponents = args.includeComponents !== false;
+    const frame = get("interactiveFrame");
+    const list = get("dataContextList");
+    const comps = get("componentList");
+    const first = [frame, ...(includeDatasets ? [list] : []), ...(includeComponents ? [comps] : [])];
+    const replies = await send(first);
+    const frameInfo = replies[0]?.success === true ? replies[0].values ?? {} : {};
+    const codapVersion = frameInfo.codapVersion ?? "unknown";
+    const structured = { codapVersion, plugin: { name: "codap-relay", version: pluginVersion } };
+    const lines = [`CODAP is connected (version ${codapVersion}).`];
+    const listed = includeDatasets ? must(list, replies[1]) : null;
+    const components = includeComponents ? must(comps, replies[replies.length - 1]).values ?? [] : [];
+    // The components' details ride in the same message as the collection lists.
+    const details = components.map((c) => get(`component[${c.id}]`));
+    let detailReplies = [];
+    if (includeDatasets) {
+      const described = await describeAll(listed, details);
+      structured.datasets = described.datasets.map(publicDataset);
+      detailReplies = described.extra;
+      lines.push(
+        structured.datasets.length
+          ? `${plural(structured.datasets.length, "dataset")}:\n${described.datasets.map(datasetLine).join("\n")}`
+          : "No datasets yet.",
+      );
+    } else {
+      detailReplies = await send(details);
+    }
+    if (includeComponents) {
+      structured.components = components.map((c, i) => componentInfo(c, detailReplies[i], frameInfo.id));
+      lines.push(
+        structured.components.length
+          ? `${plural(structured.components.length, "component")}:\n${structured.components.map(componentLine).join("\n")}`
+          : "No components.",
+      );
+    }
+    return toolResult(lines.join("\n"), structured);
+  }
+
+  return { get_codap_status };
+}

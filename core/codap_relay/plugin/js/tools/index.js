@@ -1,0 +1,59 @@
+// The tools the plugin runs, from every family, checked against their definitions: each defined tool has code
+// and each piece of code a definition. Tools that change the document end their answer with its digest.
+
+import { createAnalysisTools } from "./analysis.js";
+import { createAttributeTools } from "./attributes.js";
+import { createCaseTools } from "./cases.js";
+import { createComponentTools } from "./components.js";
+import { createToolContext, withDigest } from "./context.js";
+import { createDatasetTools } from "./datasets.js";
+import { createDocumentTools } from "./document.js";
+import { createGraphTools } from "./graphs.js";
+import { createHistoryTools } from "./history.js";
+import { createRawTools } from "./raw.js";
+
+export { jsonPreview } from "./datasets.js";
+export { loadManifest, fetchJson } from "./catalog.js";
+
+const FAMILIES = {
+  datasets: createDatasetTools,
+  cases: createCaseTools,
+  attributes: createAttributeTools,
+  analysis: createAnalysisTools,
+  graphs: createGraphTools,
+  components: createComponentTools,
+  document: createDocumentTools,
+  history: createHistoryTools,
+  raw: createRawTools,
+};
+
+// The raw tool adds the digest itself (only when its action changes something).
+const OWN_DIGEST = new Set(["codap_api"]);
+
+/**
+ * The tool functions by name. `deps` as createToolContext takes them; `manifest` (from loadManifest) decides
+ * which tools end with the digest. Without a manifest, every tool runs as it is (unit tests of one family).
+ */
+export function createTools(deps, manifest = null) {
+  const ctx = createToolContext(deps);
+  const fns = {};
+  for (const [family, create] of Object.entries(FAMILIES)) {
+    for (const [name, fn] of Object.entries(create(ctx))) {
+      if (name in fns) throw new Error(`tool ${name} is defined by two families (${family})`);
+      fns[name] = fn;
+    }
+  }
+  if (!manifest) return fns;
+  const defined = new Set(manifest.tools.map((t) => t.name));
+  const missing = [...defined].filter((n) => !(n in fns));
+  const undefinedTools = Object.keys(fns).filter((n) => !defined.has(n));
+  if (missing.length || undefinedTools.length) {
+    throw new Error(`tools without code: ${missing.join(", ") || "none"}; code without a definition: ${undefinedTools.join(", ") || "none"}`);
+  }
+  const tools = {};
+  for (const name of Object.keys(fns)) {
+    const changes = !manifest.readOnly.has(name) && !OWN_DIGEST.has(name);
+    tools[name] = changes ? async (args) => withDigest(ctx, await fns[name](args)) : fns[name];
+  }
+  return tools;
+}
