@@ -71,8 +71,10 @@ def command_process(
 def also_through_local_api(metafunc: pytest.Metafunc, fixture: str, in_process: str) -> None:
     """For ``pytest_generate_tests``: every test of the module that takes ``fixture`` runs with it in process
     (``in_process``) and through local-api (``local_api``), except tests marked ``in_process``, which need the
-    relay's in-process state (a fake clock, its store or its logs)."""
-    if fixture in metafunc.fixturenames and metafunc.definition.get_closest_marker("in_process") is None:
+    relay's in-process state (a fake clock, its store or its logs) and tests marked ``tools`` (what a tool does
+    inside CODAP: the relay carries every tool alike, and its paths are proven by the contract suites)."""
+    once = any(metafunc.definition.get_closest_marker(m) is not None for m in ("in_process", "tools"))
+    if fixture in metafunc.fixturenames and not once:
         through = pytest.param("local_api", marks=pytest.mark.dynamodb_local, id="local_api")
         metafunc.parametrize(fixture, [in_process, through], indirect=True)
 
