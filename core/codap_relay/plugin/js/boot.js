@@ -32,7 +32,7 @@
   window.addEventListener(
     "error",
     function (event) {
-      var target = event.target;
+      var target = /** @type {Element | null} */ (event.target);
       if (target && target.tagName === "SCRIPT") {
         show("some of its files did not load");
       } else if (event.message) {

@@ -220,7 +220,7 @@ async function copyText(text) {
     return true;
   } catch {
     // CODAP's iframe may not grant clipboard-write; fall back to a selected textarea + execCommand
-    const area = document.getElementById("copied");
+    const area = /** @type {HTMLTextAreaElement} */ (document.getElementById("copied"));
     area.hidden = false;
     area.value = text;
     area.select();

@@ -130,8 +130,24 @@ export function retryDelayMs(error, attempt, { capSeconds = RETRY_AFTER_CAP_SECO
  * the cursor as ?lastEventId=.
  */
 export class StreamConnection {
+  /**
+   * @param {object} options
+   * @param {string} options.base the relay's base URL
+   * @param {string} options.code the session's pairing code
+   * @param {string} options.token the browser token
+   * @param {Record<string, (...args: any[]) => void>} options.handlers onStatus, onRequest, onSuperseded, …
+   * @param {number} [options.watchdogMs] reconnect when nothing arrived for this long
+   * @param {typeof EventSource} [options.EventSourceImpl]
+   * @param {RelayClient} options.client
+   */
   constructor({ base, code, token, handlers, watchdogMs = 45_000, EventSourceImpl = globalThis.EventSource, client }) {
-    Object.assign(this, { base, code, token, handlers, watchdogMs, EventSourceImpl, client });
+    this.base = base;
+    this.code = code;
+    this.token = token;
+    this.handlers = handlers;
+    this.watchdogMs = watchdogMs;
+    this.EventSourceImpl = EventSourceImpl;
+    this.client = client;
     this.es = null;
     this.cursor = null;
     this.attempt = 0;
@@ -268,6 +284,12 @@ export function waitReason(err) {
  * Create a session, waiting out refusals that end by themselves: the per-address session limit (429, for its
  * Retry-After), a relay that is briefly unavailable, or one that cannot be reached (growing pauses). Before each
  * pause ``onWait({reason, ms, error})`` says why and for how long. Other refusals (bad input) are thrown.
+ */
+/**
+ * @param {RelayClient} client
+ * @param {object[]} tools the manifest to register
+ * @param {{onWait?: (wait: {reason: string, ms: number, error: Error}) => void,
+ *   sleep?: (ms: number) => Promise<void>, random?: () => number}} [options]
  */
 export async function createSessionWhenAllowed(client, tools, { onWait = () => {}, sleep, random = Math.random } = {}) {
   const pause = sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));

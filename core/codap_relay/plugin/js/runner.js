@@ -21,6 +21,16 @@ const INDETERMINATE =
   "Check CODAP's state (get_codap_datasets or get_codap_status) before sending it again.";
 
 export class Runner {
+  /**
+   * @param {object} options
+   * @param {Record<string, (args: object) => Promise<object>>} options.tools the tool functions by name
+   * @param {import("./storage.js").PluginStore} options.store the ledger of requests run and answers posted
+   * @param {(id: string, body: object) => Promise<unknown>} options.post posts an answer to the relay
+   * @param {(update: object) => void} [options.onActivity] told of every change of a request's state
+   * @param {() => number} [options.now]
+   * @param {(ms: number) => Promise<void>} [options.sleep]
+   * @param {Performance | null} [options.timeline] where the User Timing measures go
+   */
   constructor({ tools, store, post, onActivity = () => {}, now = () => Date.now(), sleep, timeline = globalThis.performance }) {
     this.tools = tools;
     this.store = store;

@@ -33,9 +33,13 @@ const OWN_DIGEST = new Set(["codap_api"]);
 /**
  * The tool functions by name. `deps` as createToolContext takes them; `manifest` (from loadManifest) decides
  * which tools end with the digest. Without a manifest, every tool runs as it is (unit tests of one family).
+ * @param {object} deps
+ * @param {{tools: object[], readOnly: Set<string>} | null} [manifest]
+ * @returns {Record<string, (args: object) => Promise<any>>}
  */
 export function createTools(deps, manifest = null) {
   const ctx = createToolContext(deps);
+  /** @type {Record<string, (args: object) => Promise<any>>} */
   const fns = {};
   for (const [family, create] of Object.entries(FAMILIES)) {
     for (const [name, fn] of Object.entries(create(ctx))) {
@@ -50,6 +54,7 @@ export function createTools(deps, manifest = null) {
   if (missing.length || undefinedTools.length) {
     throw new Error(`tools without code: ${missing.join(", ") || "none"}; code without a definition: ${undefinedTools.join(", ") || "none"}`);
   }
+  /** @type {Record<string, (args: object) => Promise<any>>} */
   const tools = {};
   for (const name of Object.keys(fns)) {
     const changes = !manifest.readOnly.has(name) && !OWN_DIGEST.has(name);
