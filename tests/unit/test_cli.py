@@ -30,3 +30,16 @@ def test_dynamodb_without_the_aws_extra_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "boto3", None)  # as if the aws extra were not installed
     assert main(["dynamodb", "create-table", "--table", "relay"]) == 2
     assert "pip install 'codap-relay[aws]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("level", ["info", "INFO", "Warning", "debug"])
+def test_serve_takes_a_log_level_in_any_case(level: str) -> None:
+    args = build_parser().parse_args(["serve", "--log-level", level])
+    assert args.log_level == level.upper()
+
+
+def test_serve_refuses_an_unknown_log_level_with_exit_code_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["serve", "--log-level", "chatty"])
+    assert exit_.value.code == 2
+    assert "--log-level" in capsys.readouterr().err

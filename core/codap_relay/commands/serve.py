@@ -20,7 +20,13 @@ def register(sub: Any) -> None:
     p.add_argument("--store", help="memory:, sqlite:///ABS/PATH.db (default) or dynamodb://TABLE?endpoint_url=…")
     p.add_argument("--cors-origin", help="comma-separated origins allowed to call the API from a browser")
     p.add_argument("--codap-dir", help="an unpacked CODAP build to serve at /codap/ (CODAP with no browser prompt)")
-    p.add_argument("--log-level", default="INFO")
+    p.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,  # any case: info, INFO, Info
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+        help="log level (default INFO)",
+    )
     p.set_defaults(run=run)
 
 
