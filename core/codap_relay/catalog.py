@@ -25,3 +25,80 @@ def plugin_tools() -> tuple[dict[str, Any], ...]:
 def plugin_tool(name: str) -> dict[str, Any] | None:
     """The plugin's definition of ``name``, or None for a tool it does not have."""
     return next((t for t in plugin_tools() if t["name"] == name), None)
+
+
+@cache
+def headings() -> dict[str, str]:
+    """Each family's heading, for the documents that list the tools."""
+    catalog = json.loads((TOOLS_DIR / "catalog.json").read_text("utf-8"))
+    return {f: str(catalog.get("headings", {}).get(f, f)) for f in catalog["families"]}
+
+
+def by_family() -> list[tuple[str, list[dict[str, Any]]]]:
+    """(heading, tools) for each family, in catalog order."""
+    out = []
+    for family, heading in headings().items():
+        tools = json.loads((TOOLS_DIR / f"{family}.json").read_text("utf-8"))
+        if tools:
+            out.append((heading, tools))
+    return out
+
+
+def tools_text() -> str:
+    """The tools as plain lines for /llms.txt: a heading per family, then ``name: title`` lines."""
+    lines = []
+    for heading, tools in by_family():
+        lines.append(f"{heading}:")
+        lines.extend(f"- {t['name']}: {t['title']}" for t in tools)
+    return "\n".join(lines)
+
+
+def _kind(hints: dict[str, Any]) -> str:
+    if hints.get("readOnlyHint"):
+        return "reads only"
+    return "may delete or overwrite" if hints.get("destructiveHint") else "adds or changes"
+
+
+def _type(schema: dict[str, Any]) -> str:
+    kind = schema.get("type", "any")
+    text = " or ".join(kind) if isinstance(kind, list) else str(kind)
+    if "enum" in schema:
+        text += ": " + ", ".join(f"`{v}`" for v in schema["enum"])
+    return text
+
+
+def tools_markdown() -> str:
+    """docs/tools.md: every tool and its arguments, from the definitions (``python -m codap_relay.catalog``)."""
+    out = [
+        "# The tools",
+        "",
+        "Written from the plugin's tool definitions (`core/codap_relay/plugin/js/tools/*.json`) by",
+        "`python -m codap_relay.catalog > docs/tools.md`; a test keeps it equal to them. What each tool answers and",
+        "how it talks to CODAP: [plugin.md](plugin.md#the-tools).",
+        "",
+    ]
+    for heading, tools in by_family():
+        out += [f"## {heading}", ""]
+        for tool in tools:
+            out += [f"### `{tool['name']}`: {tool['title']} ({_kind(tool.get('annotations', {}))})", ""]
+            out += [tool["description"], ""]
+            schema = tool["inputSchema"]
+            props: dict[str, Any] = schema.get("properties", {})
+            if not props:
+                out += ["No arguments.", ""]
+                continue
+            required = set(schema.get("required", []))
+            out += ["| argument | type | required | what it does |", "|---|---|---|---|"]
+            for name, prop in props.items():
+                what = str(prop.get("description", "")).replace("|", "\\|").replace("\n", " ")
+                if "default" in prop:
+                    what += f" (default `{json.dumps(prop['default'])}`)"
+                need = "yes" if name in required else ""
+                kind = _type(prop).replace("|", "\\|")
+                out.append(f"| `{name}` | {kind} | {need} | {what} |")
+            out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(tools_markdown(), end="")

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from ..catalog import tools_text
 from ..codes import normalise_code
 from .context import public_base, relay_of
 
@@ -27,7 +28,10 @@ All bodies are JSON. Errors come back as {{"error": "<code>", "message": "<what 
 GET {base}/metadata?code={code}
 
 Answer: {{"version": "...", "tools": [{{"name", "description", "inputSchema"}}]}}. The inputSchema is JSON
-Schema; send arguments that match it.
+Schema; send arguments that match it. The codap-relay plugin offers these tools (a typed tool does in one call
+what raw codap_api requests take several for: prefer them):
+
+{tools}
 
 ## 2. Run a tool and wait for CODAP's answer
 
@@ -87,7 +91,8 @@ async def llms_txt(request: Request) -> Response:
     else:
         code = "CODE"
         code_line = "Replace CODE below with the pairing code the user gives you (or fetch /llms.txt?code=CODE)."
-    text = TEMPLATE.format(base=base, code=code, code_line=code_line, wait=f"{settings.max_wait_seconds:g}")
+    wait = f"{settings.max_wait_seconds:g}"
+    text = TEMPLATE.format(base=base, code=code, code_line=code_line, wait=wait, tools=tools_text())
     return PlainTextResponse(text, headers={"Cache-Control": "no-store"})
 
 
