@@ -67,3 +67,15 @@ test("snippets carry the code and the relay URL", () => {
   assert.match(prompt, /llms\.txt\?code=ABCDEFGH/);
   assert.match(prompt, /POST https:\/\/r\.example\/request/);
 });
+
+test("a typed tool's arguments read in the log: shared ones in words, a URL by its host only", async () => {
+  const { summarizeArgs: sum } = await import("../../core/codap_relay/plugin/js/format.js");
+  assert.equal(
+    sum("update_codap_cases", { datasetName: "plants", where: "height > 3", values: { ok: true } }),
+    'plants · where height > 3 · values={"ok":true}',
+  );
+  assert.equal(sum("import_codap_data", { datasetName: "t", url: "https://data.example.org/a.csv?key=secret" }),
+    "t · from data.example.org");
+  assert.equal(sum("undo_codap", {}), "no arguments");
+  assert.equal(sum("select_codap_cases", { datasetName: "p", caseIds: [1, 2], mode: "extend" }), "p · 2 case ids · mode=extend");
+});

@@ -39,11 +39,49 @@ export function summarizeArgs(tool, args = {}) {
       return clip(`${quote(a.datasetName)} as ${a.format ?? "json"}${a.includeMetadata ? " + metadata" : ""}`);
     case "codap_api":
       return clip(`${a.action} ${a.resource}`);
-    default: {
-      const text = JSON.stringify(a);
-      return clip(text === "{}" ? "no arguments" : text);
-    }
+    default:
+      return clip(genericSummary(a));
   }
+}
+
+/** The host of a URL argument (the activity log shows where data comes from, never a whole URL's query). */
+function hostOf(url) {
+  try {
+    return new URL(String(url)).host || String(url);
+  } catch {
+    return String(url);
+  }
+}
+
+// How the arguments the typed tools share read in the log, in this order; the rest follow as name=value.
+const SHARED_ARGS = [
+  ["datasetName", (v) => quote(v)],
+  ["graph", (v) => `graph ${quote(v)}`],
+  ["component", (v) => `component ${quote(v)}`],
+  ["name", (v) => quote(v)],
+  ["attribute", (v) => `by ${quote(v)}`],
+  ["attributes", (v) => (Array.isArray(v) ? v.map(quote).join(", ") : quote(v))],
+  ["where", (v) => `where ${v}`],
+  ["caseIds", (v) => (Array.isArray(v) ? `${v.length} case id${v.length === 1 ? "" : "s"}` : quote(v))],
+  ["formula", (v) => `= ${v}`],
+  ["url", (v) => `from ${hostOf(v)}`],
+  ["csv", (v) => `${String(v).split("\n").filter((l) => l.trim()).length} CSV lines`],
+];
+
+/** Any tool's arguments: the shared ones in a fixed order and words, the others as name=value. */
+export function genericSummary(args) {
+  const parts = [];
+  const used = new Set();
+  for (const [key, show] of SHARED_ARGS) {
+    if (args[key] === undefined || args[key] === null) continue;
+    parts.push(show(args[key]));
+    used.add(key);
+  }
+  for (const [key, value] of Object.entries(args)) {
+    if (used.has(key) || value === undefined) continue;
+    parts.push(`${key}=${typeof value === "string" ? value : JSON.stringify(value)}`);
+  }
+  return parts.length ? parts.join(" · ") : "no arguments";
 }
 
 /**
