@@ -37,7 +37,7 @@ def tool(plugin: PluginPage, name: str, args: dict[str, Any]) -> dict[str, Any]:
 def test_pairing_registers_the_manifest_and_sets_up_the_frame(plugin: PluginPage) -> None:
     meta = httpx.get(f"{plugin.relay}/metadata", params={"code": plugin.code()}).json()
     names = [t["name"] for t in meta["tools"]]
-    assert names == [t["name"] for t in DEFAULT_TOOLS] + ["get_codap_graph_image", "codap_api"]
+    assert names == [t["name"] for t in DEFAULT_TOOLS] + ["get_codap_graph_image", "codap_api", "codap_api_help"]
     frame = plugin.host("state.frame")
     assert frame["title"] == "CODAP Relay" and frame["dimensions"] == {"width": 380, "height": 600}
     assert {"success": True} in plugin.host("host.pluginReplies")  # it answered CODAP's own call

@@ -292,6 +292,13 @@ def test_a_saved_trace_replays_into_a_fresh_document(
     ]
 
 
+def web_views(codap: CodapPage) -> list[Any]:
+    """The components that show a web page (the plugin among them), by id."""
+    return sorted(
+        c["id"] for c in codap.components() if c["type"] in ("webView", "game", "guideView", "imageComponentView")
+    )
+
+
 def trace_file(folder: Path, name: str, calls: list[dict[str, Any]], **fields: Any) -> Path:
     """A trace file as docs/plugin.md documents it."""
     body = {
@@ -394,11 +401,52 @@ def test_files_that_are_not_traces_are_refused_and_change_nothing(
     wipe = trace_file(tmp_path, "wipe.json", [call("codap_api", {"action": "delete", "resource": "dataContext[kept]"})])
     choose_trace(codap, wipe)
     question = wait_replay(codap, "confirm")
-    assert (
-        question
-        == "wipe.json holds 1 call of codap_api, which can change or delete anything in this CODAP document. Replay it?"
+    assert question == (
+        "wipe.json would make 1 call in this CODAP document (listed below); 1 call of codap_api can change or delete "
+        "anything in it. A replay runs at most 500 calls. Replay it?"
     )
+    assert codap.frame.locator("#replay-calls li").all_inner_texts() == ["codap_api · delete dataContext[kept]"]
     codap.frame.locator("#cancel-replay").click()
     assert wait_replay(codap, "refused").endswith("you cancelled it. Nothing was changed.")
     assert (holdings(codap), codap.items("kept")) == before
+    # A trace holding a request the raw tool's policy refuses: marked in the list, never sent to CODAP.
+    pages_before = web_views(codap)
+    seen: list[str] = []
+    codap.page.on("request", lambda request: seen.append(request.url))
+    evil = "http://127.0.0.1:9/evil.html"
+    mixed = trace_file(
+        tmp_path,
+        "mixed.json",
+        [
+            *good,
+            call(
+                "codap_api", {"action": "create", "resource": "component", "values": {"type": "webView", "URL": evil}}
+            ),
+            call(
+                "codap_api",
+                {
+                    "action": "update",
+                    "resource": "interactiveFrame",
+                    "values": {"dimensions": {"width": 1, "height": 1}},
+                },
+            ),
+        ],
+    )
+    codap.frame.locator("#replay").evaluate("(box) => { box.className = 'replay'; }")
+    choose_trace(codap, mixed)
+    question = wait_replay(codap, "confirm")
+    assert "2 calls the plugin's policy refuses (marked) will be skipped and never sent to CODAP" in question, question
+    listed = codap.frame.locator("#replay-calls li").all_inner_texts()
+    assert listed[0].startswith("create_codap_dataset · ") and len(listed) == 3, listed
+    assert "REFUSED by policy (safe_component_types): not sent" in listed[1], listed
+    assert "REFUSED by policy (not_the_plugin): not sent" in listed[2], listed
+    codap.frame.locator("#confirm-replay").click()
+    finished = wait_replay(codap, "finished")
+    assert finished.endswith(
+        "1 call run, 0 skipped (read-only, or failed when recorded), "
+        "2 refused by the plugin's policy (not sent to CODAP)."
+    ), finished
+    assert "new" in codap.dataset_names()
+    assert web_views(codap) == pages_before
+    assert not [u for u in seen if u.startswith("http://127.0.0.1:9/")], seen
     assert httpx.get(f"{relay_url}/api/sessions/{codap.code()}").json()["pending"] == 0

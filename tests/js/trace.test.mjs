@@ -102,7 +102,7 @@ test("the schema check covers the plugin's own schemas", () => {
 });
 
 test("a replay runs the calls that changed CODAP; read-only tools (by annotation) and failed calls are skipped", () => {
-  assert.deepEqual([...READ_ONLY_TOOLS].sort(), ["export_codap_data", "get_codap_datasets", "get_codap_graph_image", "get_codap_status"]);
+  assert.deepEqual([...READ_ONLY_TOOLS].sort(), ["codap_api_help", "export_codap_data", "get_codap_datasets", "get_codap_graph_image", "get_codap_status"]);
   const plan = replayPlan(readTrace(traceText(), TOOLS), READ_ONLY_TOOLS);
   assert.deepEqual(plan.map((p) => [p.call.tool, p.action, p.why]), [
     ["create_codap_dataset", "run", undefined],
@@ -271,7 +271,9 @@ test("before raw CODAP requests run, the person is asked; cancelling changes not
   const cancelled = no.replayer.start("shared.json", text);
   const question = await asked(no);
   assert.equal(question.asking, true);
-  assert.equal(question.message, "shared.json holds 1 call of codap_api, which can change or delete anything in this CODAP document. Replay it?");
+  assert.equal(question.message, "shared.json would make 4 calls in this CODAP document (listed below); 1 call of codap_api can change or delete anything in it. A replay runs at most 500 calls. Replay it?");
+  assert.deepEqual(question.calls.map((c) => [c.n, c.tool, c.refused]), [[1, "create_codap_dataset", null], [3, "create_codap_graph", null], [5, "add_codap_cases", null], [6, "codap_api", null]]);
+  assert.equal(question.calls[3].summary, "delete dataContext[students]");
   no.replayer.answer(false);
   await cancelled;
   assert.deepEqual([no.ran.length, no.shown.at(-1).outcome], [0, "refused"]);
@@ -286,4 +288,59 @@ test("before raw CODAP requests run, the person is asked; cancelling changes not
   const safe = page(); // nothing destructive: no question
   await safe.replayer.start("lesson.json", traceText());
   assert.ok(!safe.shown.some((v) => v.outcome === "confirm"));
+});
+
+test("a refused raw request is marked in the confirmation and never reaches the runner; the others run", async () => {
+  const evil = { action: "create", resource: "component", values: { type: "webView", URL: "http://127.0.0.1:9/evil.html" } };
+  const hide = { action: "update", resource: "interactiveFrame", values: { dimensions: { width: 1, height: 1 } } };
+  const text = traceText([...RELAYED, entry(6, "codap_api", evil), entry(7, "codap_api", hide)]);
+  const p = page();
+  const running = p.replayer.start("shared.json", text);
+  await new Promise((resolve) => {
+    const poll = () => (p.shown.at(-1)?.outcome === "confirm" ? resolve() : setTimeout(poll, 1));
+    poll();
+  });
+  const question = p.shown.at(-1);
+  assert.match(question.message, /^shared\.json would make 3 calls in this CODAP document \(listed below\); 2 calls the plugin's policy refuses \(marked\) will be skipped and never sent to CODAP\. A replay runs at most 500 calls\. Replay it\?$/);
+  assert.deepEqual(question.calls.map((c) => [c.n, c.tool, c.refused]), [
+    [1, "create_codap_dataset", null], [3, "create_codap_graph", null], [5, "add_codap_cases", null],
+    [6, "codap_api", "safe_component_types"], [7, "codap_api", "not_the_plugin"],
+  ]);
+  p.replayer.answer(true);
+  await running;
+  assert.deepEqual(p.ran.map(([t]) => t), ["create_codap_dataset", "create_codap_graph", "add_codap_cases"]);
+  assert.equal(p.shown.at(-1).message,
+    "Replayed shared.json: 3 calls run, 2 skipped (read-only, or failed when recorded), 2 refused by the plugin's policy (not sent to CODAP).");
+  const only = page(); // nothing else to run: refused outright, nothing asked
+  await only.replayer.start("evil.json", traceText([entry(1, "codap_api", evil)]));
+  assert.equal(only.shown.at(-1).outcome, "refused");
+  assert.match(only.shown.at(-1).message, /nothing to replay: 1 call the plugin's policy refuses \(never sent to CODAP\)/);
+  assert.deepEqual(only.ran, []);
+});
+
+test("a replay runs at most 500 calls: a longer trace is refused whole, saying the cap", async () => {
+  const many = Array.from({ length: 501 }, (_, i) => ({ ...entry(1, "add_codap_cases", MORE), seq: i }));
+  const p = page();
+  await p.replayer.start("long.json", traceText(many));
+  assert.deepEqual([p.ran.length, p.shown.at(-1).outcome], [0, "refused"]);
+  assert.equal(p.shown.at(-1).message,
+    "long.json was not replayed: it holds 501 calls to run, and a replay runs at most 500. Split it into shorter traces. Nothing was changed.");
+  const fine = page();
+  await fine.replayer.start("ok.json", traceText(many.slice(0, 500)));
+  assert.equal(fine.ran.length, 500);
+});
+
+test("keys are checked as own properties: constructor, toString and __proto__ never pass the schema check", () => {
+  const status = TOOLS.find((t) => t.name === "get_codap_status").inputSchema;
+  const api = TOOLS.find((t) => t.name === "codap_api").inputSchema;
+  assert.equal(schemaProblem(status, JSON.parse('{"constructor": {}}'), "args"), "args.constructor is not an argument of this tool");
+  assert.equal(schemaProblem(status, JSON.parse('{"toString": 1}'), "args"), "args.toString is not an argument of this tool");
+  assert.equal(schemaProblem(status, JSON.parse('{"__proto__": {"includeDatasets": "x"}}'), "args"), "args.__proto__ is not an argument of this tool");
+  const inherited = Object.create({ action: "get", resource: "dataContextList" });
+  assert.equal(schemaProblem(api, inherited, "args"), "args.action is missing");
+  const calls = JSON.parse(traceText()).calls;
+  const bad = (args, tool = "get_codap_status") => traceText(RELAYED, { calls: [...calls, { ...calls[1], tool, args }] });
+  assert.throws(() => readTrace(bad(JSON.parse('{"constructor": 1}')), TOOLS), /args\.constructor is not an argument/);
+  assert.throws(() => readTrace(bad({}, "constructor"), TOOLS), /uses the tool "constructor", which this plugin does not have/);
+  assert.throws(() => readTrace(bad({}, "__proto__"), TOOLS), /uses the tool "__proto__"/);
 });

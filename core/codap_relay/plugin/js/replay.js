@@ -1,7 +1,9 @@
 // Replaying a saved trace: its calls run again, in order, against the CODAP document open now, through the same
 // runner and tools as the LLM's calls. Read-only calls and calls that failed when recorded are skipped; the first
 // failure stops the replay with its reason. A trace may come from someone else: when calls of tools that can delete
-// or overwrite things (by their annotations) are about to run, the person is asked first.
+// or overwrite things (by their annotations) are about to run, the person is asked first, with the list of every
+// call the replay would make; raw requests the plugin's policy refuses (tools/policy.js) are marked there and are
+// never sent to CODAP. A replay runs at most MAX_REPLAY_CALLS (500) calls: a longer trace is refused whole.
 //
 // No call runs twice across a reload of the plugin frame. As with the runner's ledger, a call is marked
 // "started" in storage just before its tool runs and "done" or "failed" after. After a reload the replay is
@@ -9,10 +11,24 @@
 // choosing the same file again continues after the calls that ran or were interrupted. Where the browser keeps
 // nothing (storage blocked), the progress lives in this page only, and the plugin says so.
 
-import { firstLine, plural } from "./format.js";
-import { TraceError, readTrace, replayPlan, traceKey } from "./trace.js";
+import { firstLine, plural, summarizeArgs } from "./format.js";
+import { MAX_REPLAY_CALLS, TraceError, readTrace, replayPlan, traceKey } from "./trace.js";
 
 const RAN = new Set(["done", "interrupted"]); // never run again on a continued replay
+const PASSED = new Set(["skipped", "refused"]); // never sent to CODAP
+
+/** The calls a replay would make, for the person: {n, tool, summary, refused (the rule) or null}. */
+function listed(plan, pending = () => true) {
+  return plan
+    .map((p, i) => ({ p, i }))
+    .filter(({ p, i }) => (p.action === "run" || p.action === "refuse") && pending(p, i))
+    .map(({ p, i }) => ({
+      n: i + 1,
+      tool: p.call.tool,
+      summary: summarizeArgs(p.call.tool, p.call.args),
+      refused: p.action === "refuse" ? p.rule : null,
+    }));
+}
 
 export class Replayer {
   /**
@@ -81,7 +97,26 @@ export class Replayer {
       this.onProgress({ outcome: "refused", message: `${name} was not replayed: ${err.message} Nothing was changed.` });
       return;
     }
+    const toRun = plan.filter((p) => p.action === "run").length;
+    if (toRun > MAX_REPLAY_CALLS) {
+      this.onProgress({
+        outcome: "refused",
+        message: `${name} was not replayed: it holds ${toRun} calls to run, and a replay runs at most ` +
+          `${MAX_REPLAY_CALLS}. Split it into shorter traces. Nothing was changed.`,
+      });
+      return;
+    }
     if (!plan.some((p) => p.action === "run")) {
+      const refused = plan.filter((p) => p.action === "refuse").length;
+      if (refused) {
+        this.onProgress({
+          outcome: "refused",
+          message: `${name} has nothing to replay: ${plural(refused, "call")} the plugin's policy refuses (never sent ` +
+            "to CODAP), the rest read-only or failed when recorded. Nothing was changed.",
+          calls: listed(plan),
+        });
+        return;
+      }
       this.onProgress({
         outcome: "refused",
         message: `${name} has nothing to replay: its ${plan.length} calls are read-only or failed when recorded. ` +
@@ -92,9 +127,11 @@ export class Replayer {
     const key = traceKey(plan.map((p) => p.call));
     const earlier = this.state?.key === key ? this.state : this.store.loadReplay(key);
     const continuing = earlier && earlier.outcome !== "finished";
-    const ahead = plan.filter((p, i) => p.action === "run" && !(continuing && RAN.has(earlier.states[i])));
+    const pending = (p, i) => !(continuing && (RAN.has(earlier.states[i]) || PASSED.has(earlier.states[i])));
+    const ahead = plan.filter((p, i) => p.action === "run" && pending(p, i));
+    const refused = plan.filter((p, i) => p.action === "refuse" && pending(p, i));
     const risky = ahead.filter((p) => this.destructive.has(p.call.tool)).map((p) => p.call.tool);
-    if (risky.length && !(await this._ask(name, risky))) {
+    if ((risky.length || refused.length) && !(await this._ask(name, plan, pending, risky, refused.length))) {
       this.onProgress({ outcome: "refused", message: `${name} was not replayed: you cancelled it. Nothing was changed.` });
       return;
     }
@@ -111,15 +148,21 @@ export class Replayer {
     }
   }
 
-  _ask(name, tools) {
+  /** Asks the person, listing every call the replay would make now, refused ones marked. */
+  _ask(name, plan, pending, risky, refused) {
+    const calls = listed(plan, pending);
+    const runs = calls.filter((c) => !c.refused).length;
+    let message = `${name} would make ${plural(runs, "call")} in this CODAP document (listed below)`;
+    if (risky.length) {
+      message += `; ${plural(risky.length, "call")} of ${[...new Set(risky)].join(", ")} can change or delete anything in it`;
+    }
+    if (refused) {
+      message += `; ${plural(refused, "call")} the plugin's policy refuses (marked) will be skipped and never sent to CODAP`;
+    }
+    message += `. A replay runs at most ${MAX_REPLAY_CALLS} calls. Replay it?`;
     return new Promise((resolve) => {
       this._answer = resolve;
-      this.onProgress({
-        outcome: "confirm",
-        asking: true,
-        message: `${name} holds ${plural(tools.length, "call")} of ${[...new Set(tools)].join(", ")}, which can ` +
-          "change or delete anything in this CODAP document. Replay it?",
-      });
+      this.onProgress({ outcome: "confirm", asking: true, message, calls });
     });
   }
 
@@ -134,9 +177,9 @@ export class Replayer {
     let ran = 0;
     for (let i = 0; i < total; i++) {
       const { call, action, why } = plan[i];
-      if (RAN.has(state.states[i]) || state.states[i] === "skipped") continue;
-      if (action === "skip") {
-        state.states[i] = "skipped";
+      if (RAN.has(state.states[i]) || PASSED.has(state.states[i])) continue;
+      if (action === "skip" || action === "refuse") {
+        state.states[i] = action === "skip" ? "skipped" : "refused"; // a refused call never reaches the runner
         this._save();
         continue;
       }
@@ -166,11 +209,13 @@ export class Replayer {
       ran += 1;
     }
     const skipped = Object.values(state.states).filter((s) => s === "skipped").length;
+    const refused = Object.values(state.states).filter((s) => s === "refused").length;
     const before = continuing ? " (continued: calls that ran before were not run again)" : "";
+    const policy = refused ? `, ${refused} refused by the plugin's policy (not sent to CODAP)` : "";
     return this._end(
       "finished",
       `Replayed ${state.name}: ${ran} call${ran === 1 ? "" : "s"} run${before}, ${skipped} skipped (read-only, or ` +
-        "failed when recorded).",
+        `failed when recorded)${policy}.`,
     );
   }
 

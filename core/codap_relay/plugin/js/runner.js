@@ -113,7 +113,7 @@ export class Runner {
   /** The tool itself, for relayed and local calls alike: its outcome as the body posted ({result} or {error}). */
   async _call(tool, args) {
     try {
-      const fn = this.tools[tool];
+      const fn = Object.hasOwn(this.tools, tool) ? this.tools[tool] : undefined; // never Object.prototype's
       if (!fn) throw new ToolError(`This plugin has no tool named ${JSON.stringify(tool)}.`, "unknown_tool");
       return { result: await fn(args ?? {}) };
     } catch (err) {

@@ -9,10 +9,13 @@
 // converts them) and refuses a later one with a message.
 
 import { hashText } from "./data.js";
+import { checkRequest } from "./tools/policy.js";
 
 export const TRACE_FORMAT = "codap-relay-trace";
 export const TRACE_VERSION = 1;
 export const MAX_TRACE_BYTES = 20 * 1024 * 1024;
+/** The most calls one replay runs (a longer trace is refused whole, before anything runs). */
+export const MAX_REPLAY_CALLS = 500;
 
 /** Why a file cannot be replayed; the message is for the person who chose it. */
 export class TraceError extends Error {}
@@ -76,7 +79,7 @@ export function readTrace(text, tools) {
   return file.calls.map((call, i) => {
     const where = `Call ${i + 1} of ${file.calls.length}`;
     if (!call || typeof call !== "object" || Array.isArray(call)) throw new TraceError(`${where} is damaged: not an object.`);
-    const spec = byName.get(call.tool);
+    const spec = typeof call.tool === "string" ? byName.get(call.tool) : undefined;
     if (!spec) {
       throw new TraceError(
         `${where} uses the tool ${JSON.stringify(call.tool)}, which this plugin does not have. Its tools: ` +
@@ -91,14 +94,20 @@ export function readTrace(text, tools) {
 }
 
 /**
- * What a replay does with each call: "run", or "skip" with the reason. A replay re-creates what the session
- * made, so it runs the calls that changed CODAP and succeeded: read-only tools (by their annotations) and calls
- * that failed or never finished when recorded are skipped.
+ * What a replay does with each call: "run", "skip" with the reason, or "refuse" with the policy rule it breaks.
+ * A replay re-creates what the session made, so it runs the calls that changed CODAP and succeeded: read-only
+ * tools (by their annotations) and calls that failed or never finished when recorded are skipped. A raw request
+ * the plugin's policy refuses (tools/policy.js) is never sent to CODAP: the confirmation marks it and the replay
+ * passes over it.
  */
 export function replayPlan(calls, readOnlyTools) {
   return calls.map((call) => {
     if (readOnlyTools.has(call.tool)) return { call, action: "skip", why: "read-only" };
     if (call.status !== "completed") return { call, action: "skip", why: `${call.status} when recorded` };
+    if (call.tool === "codap_api") {
+      const refusal = checkRequest(call.args);
+      if (refusal) return { call, action: "refuse", why: `refused by the plugin's policy (${refusal.rule.id})`, rule: refusal.rule.id };
+    }
     return { call, action: "run" };
   });
 }
@@ -129,7 +138,7 @@ export function schemaProblem(schema, value, path) {
     const types = Array.isArray(schema.type) ? schema.type : [schema.type];
     if (!types.some((t) => TYPES[t]?.(value))) return `${path} must be ${types.join(" or ")}`;
   }
-  if (schema.enum && !schema.enum.some((e) => e === value)) {
+  if (Array.isArray(schema.enum) && !schema.enum.some((e) => e === value)) {
     return `${path} must be one of ${schema.enum.map((e) => JSON.stringify(e)).join(", ")}`;
   }
   if (typeof value === "number") {
@@ -147,12 +156,16 @@ export function schemaProblem(schema, value, path) {
     }
   }
   if (TYPES.object(value)) {
+    // Own properties only: "constructor", "toString" or "__proto__" must not pass through Object.prototype.
     for (const name of schema.required ?? []) {
-      if (!(name in value)) return `${path}.${name} is missing`;
+      if (!Object.hasOwn(value, name)) return `${path}.${name} is missing`;
     }
     const properties = schema.properties ?? {};
-    for (const [name, item] of Object.entries(value)) {
-      if (properties[name]) {
+    const names = Object.keys(value);
+    if (Object.hasOwn(value, "__proto__") && !names.includes("__proto__")) names.push("__proto__");
+    for (const name of names) {
+      const item = value[name];
+      if (Object.hasOwn(properties, name)) {
         const problem = schemaProblem(properties[name], item, `${path}.${name}`);
         if (problem) return problem;
       } else if (schema.additionalProperties === false) {

@@ -163,9 +163,10 @@ export function createUI(doc = document) {
     },
     /**
      * The replay's progress: {outcome: running|finished|stopped|refused|confirm, done, total, message, running,
-     * asking (a question with "Replay anyway" and "Cancel")}.
+     * asking (a question with "Replay anyway" and "Cancel"), calls (the calls it would make: {n, tool, summary,
+     * refused: the policy rule or null}, listed under the question; refused ones marked)}.
      */
-    setReplay({ outcome, done = 0, total = 0, message = "", running = false, asking = false }) {
+    setReplay({ outcome, done = 0, total = 0, message = "", running = false, asking = false, calls = null }) {
       const box = $("replay");
       box.hidden = false;
       box.className = `replay replay-${outcome}`;
@@ -177,6 +178,19 @@ export function createUI(doc = document) {
       $("stop-replay").hidden = !running;
       $("replay-trace").disabled = running || asking;
       $("replay-question").hidden = !asking;
+      const list = $("replay-calls");
+      {
+        list.replaceChildren(
+          ...(calls ?? []).map((c) => {
+            const li = doc.createElement("li");
+            li.value = c.n;
+            li.className = c.refused ? "refused" : "";
+            li.textContent = `${c.tool} · ${c.summary}${c.refused ? ` · REFUSED by policy (${c.refused}): not sent` : ""}`;
+            return li;
+          }),
+        );
+        list.hidden = !calls?.length;
+      }
       if (asking) $("confirm-replay").focus();
     },
     /** Offer `text` as a file download named `name`. */

@@ -1,19 +1,47 @@
-// The raw Data Interactive request, for what no typed tool covers.
+// The raw Data Interactive request, for what no typed tool covers, under the plugin's policy (policy.js): what
+// would reach outside the document (URLs, other documents, the plugin's own window) is refused before anything
+// is sent. codap_api_help gives the reference of CODAP's resources by topic (raw_help.js).
 
-import { MAX_TEXT, toolResult } from "./context.js";
+import { MAX_TEXT, ToolError, get, toolResult, withDigest } from "./context.js";
+import { enforcePolicy } from "./policy.js";
+import { HELP, HELP_TOPICS } from "./raw_help.js";
 
 export function createRawTools(ctx) {
-  const { ask } = ctx;
+  const { ask, send } = ctx;
+  let self = null; // the plugin's own component {id, name, title}, from get interactiveFrame, read once
+
+  /** CODAP's answers to the policy's probes, in one message with get interactiveFrame while it is unknown. */
+  async function resolve(probes) {
+    const frame = self ? [] : [get("interactiveFrame")];
+    const replies = await send([...frame, ...probes]);
+    if (!self && replies[0]?.success === true && replies[0].values?.id !== undefined) {
+      const { id, name, title } = replies[0].values;
+      self = { id, name, title };
+    }
+    return { self, replies: replies.slice(frame.length) };
+  }
 
   async function codap_api(args) {
     const { action, resource, values } = args;
-    const reply = await ask({ action, resource, ...(values !== undefined ? { values } : {}) });
+    const request = { action, resource, ...(values !== undefined ? { values } : {}) };
+    await enforcePolicy(request, { resolve });
+    const reply = await ask(request);
     const text = JSON.stringify(reply);
-    return toolResult(
+    const result = toolResult(
       `CODAP answered "${action} ${resource}" with success.\n${text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text}`,
       reply,
     );
+    return action === "get" ? result : withDigest(ctx, result);
   }
 
-  return { codap_api };
+  async function codap_api_help(args) {
+    const topic = args.topic ?? "overview";
+    if (!Object.hasOwn(HELP, topic)) {
+      throw new ToolError(`codap_api_help has no topic ${JSON.stringify(topic)}. Topics: ${HELP_TOPICS.join(", ")}.`,
+        "invalid_arguments", { available: HELP_TOPICS });
+    }
+    return toolResult(`codap_api reference: ${topic}\n${HELP[topic]}`, { topic, topics: HELP_TOPICS, text: HELP[topic] });
+  }
+
+  return { codap_api, codap_api_help };
 }
