@@ -1,0 +1,252 @@
+"""The graph tools inside the real CODAP app: a legend and a dot plot on create_codap_graph, update_codap_graph,
+and CODAP's adornments (add_codap_adornment, remove_codap_adornment). Every outcome is read back from CODAP with
+``codap.ok`` (the component, its adornment list and each adornment's values), never taken from the tool's answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from statistics import mean, median
+from typing import Any
+
+import pytest
+
+from codap_relay.testing.real_codap import CodapPage, codap_pages
+
+pytestmark = [pytest.mark.browser, pytest.mark.tools]
+
+ROWS: list[dict[str, Any]] = [
+    {"h": 150, "w": 50, "g": "A"},
+    {"h": 160, "w": 55, "g": "A"},
+    {"h": 170, "w": 70, "g": "B"},
+    {"h": 180, "w": 80, "g": "B"},
+    {"h": 175, "w": 65, "g": "A"},
+]
+HEIGHTS = [float(r["h"]) for r in ROWS]
+WEIGHTS = [float(r["w"]) for r in ROWS]
+
+
+@pytest.fixture(scope="module")
+def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
+    with codap_pages(browser, codap_url) as factory:
+        yield factory
+
+
+@pytest.fixture(scope="module")
+def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
+    return pages(f"{relay_url}/plugin/")
+
+
+def dataset(codap: CodapPage, name: str) -> None:
+    codap.done(
+        "create_codap_dataset",
+        {"datasetName": name, "dataType": "custom", "recordCount": len(ROWS), "customData": ROWS},
+    )
+
+
+def graph(codap: CodapPage, **args: Any) -> int:
+    made = codap.done("create_codap_graph", args)["structuredContent"]
+    return int(made["graphId"])
+
+
+def component(codap: CodapPage, graph_id: int) -> dict[str, Any]:
+    values: dict[str, Any] = codap.ok({"action": "get", "resource": f"component[{graph_id}]"})
+    return values
+
+
+def shown(codap: CodapPage, graph_id: int) -> set[str]:
+    """The adornments CODAP lists as visible on a graph (its own type names)."""
+    listed = codap.ok({"action": "get", "resource": f"component[{graph_id}].adornmentList"})
+    return {a["type"] for a in listed if a["isVisible"]}
+
+
+def adornment(codap: CodapPage, graph_id: int, codap_type: str) -> dict[str, Any]:
+    values: dict[str, Any] = codap.ok({"action": "get", "resource": f"component[{graph_id}].adornment[{codap_type}]"})
+    return values
+
+
+def test_create_graph_colours_by_a_legend_and_makes_dot_plots(codap: CodapPage) -> None:
+    dataset(codap, "legend data")
+    dots = graph(codap, datasetName="legend data", graphType="dot_plot", xAttribute="h", legendAttribute="g")
+    held = component(codap, dots)
+    assert (held["plotType"], held["xAttributeName"], held["legendAttributeName"]) == ("dotPlot", "h", "g")
+    assert held["yAttributeName"] is None and held["pointsAreFusedIntoBars"] is False
+    chart = graph(codap, datasetName="legend data", graphType="dot_plot", xAttribute="g")
+    held = component(codap, chart)
+    assert (held["plotType"], held["pointsAreFusedIntoBars"]) == ("dotChart", False)
+    answer = codap.done(
+        "create_codap_graph",
+        {
+            "datasetName": "legend data",
+            "graphType": "scatterplot",
+            "xAttribute": "h",
+            "yAttribute": "w",
+            "legendAttribute": "g",
+        },
+    )
+    made = answer["structuredContent"]
+    held = component(codap, made["graphId"])
+    assert (
+        (held["plotType"], held["legendAttributeName"])
+        == ("scatterPlot", "g")
+        == (made["plotType"], made["legendAttribute"])
+    )
+    assert "coloured by g" in answer["content"][0]["text"]
+    # a call valid before legends existed still makes what it made
+    old = graph(codap, datasetName="legend data", graphType="bar_chart", xAttribute="g")
+    held = component(codap, old)
+    assert (held["plotType"], held["legendAttributeName"]) == ("barChart", None)
+
+    before = len(codap.components())
+    wrong = codap.failed(
+        "create_codap_graph",
+        {"datasetName": "legend data", "graphType": "dot_plot", "xAttribute": "h", "legendAttribute": "colour"},
+    )
+    assert wrong["code"] == "attribute_not_found" and "legend" in wrong["message"]
+    assert set(wrong["data"]["available"]) == {"h", "w", "g"}
+    assert len(codap.components()) == before
+
+
+def test_update_graph_changes_what_codap_shows_and_says_what_changed(codap: CodapPage) -> None:
+    dataset(codap, "update data")
+    gid = graph(
+        codap, datasetName="update data", graphType="scatterplot", xAttribute="h", yAttribute="w", title="Sizes"
+    )
+    answer = codap.done(
+        "update_codap_graph",
+        {
+            "graph": "Sizes",
+            "legendAttribute": "g",
+            "title": "Sizes by group",
+            "pointSize": 1.5,
+            "pointColor": "#ff0000",
+            "showMeasuresForSelection": True,
+        },
+    )
+    held = component(codap, gid)
+    assert held["legendAttributeName"] == "g" and held["title"] == "Sizes by group"
+    assert held["pointSize"] == 1.5 and held["pointColor"] == "#ff0000"
+    assert held["showMeasuresForSelection"] is True
+    result = answer["structuredContent"]
+    changed = {c["setting"]: c["after"] for c in result["changes"]}
+    assert changed["legendAttribute"] == "g" and changed["title"] == "Sizes by group" and changed["pointSize"] == 1.5
+    bounds = codap.done("update_codap_graph", {"graph": gid, "xAxisMin": 100, "yAxisMax": 200})
+    held = component(codap, gid)
+    assert (held["xLowerBound"], held["yUpperBound"]) == (100, 200)
+    assert {c["setting"]: c["after"] for c in bounds["structuredContent"]["changes"]} == {
+        "xAxisMin": 100,
+        "yAxisMax": 200,
+    }
+    assert "legend (none) → g" in answer["content"][0]["text"]
+
+    lines = codap.done("update_codap_graph", {"graph": gid, "showConnectingLines": True})
+    assert component(codap, gid)["showConnectingLines"] is True and "halves" in lines["content"][0]["text"]
+
+    # "" takes the legend off, null the y attribute: CODAP then plots h alone as a dot plot
+    answer = codap.done("update_codap_graph", {"graph": gid, "legendAttribute": "", "yAttribute": None})
+    held = component(codap, gid)
+    assert (held["legendAttributeName"], held["yAttributeName"], held["plotType"]) == (None, None, "dotPlot")
+    changed = {c["setting"]: c["after"] for c in answer["structuredContent"]["changes"]}
+    assert changed == {"legendAttribute": None, "yAttribute": None, "plotType": "dotPlot"} | {
+        k: v for k, v in changed.items() if k.startswith(("xAxis", "yAxis"))
+    }
+    unbinned = codap.failed("update_codap_graph", {"graph": gid, "pointsAreFusedIntoBars": True})
+    assert "bins" in unbinned["message"] and component(codap, gid)["pointsAreFusedIntoBars"] is False
+    codap.done("update_codap_graph", {"graph": gid, "xAttribute": "g"})
+    codap.done("update_codap_graph", {"graph": gid, "pointsAreFusedIntoBars": True})
+    assert (component(codap, gid)["plotType"], component(codap, gid)["pointsAreFusedIntoBars"]) == ("barChart", True)
+    codap.done(
+        "update_codap_graph", {"graph": gid, "pointsAreFusedIntoBars": False, "xAttribute": "h", "yAttribute": "w"}
+    )
+    assert component(codap, gid)["plotType"] == "scatterPlot"
+
+    # errors: fusing a scatter plot, an unknown attribute, an unknown graph, nothing to change
+    fuse = codap.failed("update_codap_graph", {"graph": gid, "pointsAreFusedIntoBars": True})
+    assert "scatter plot" in fuse["message"] and "fusing" in fuse["message"]
+    assert component(codap, gid)["pointsAreFusedIntoBars"] is False
+    wrong = codap.failed("update_codap_graph", {"graph": gid, "xAttribute": "height"})
+    assert wrong["code"] == "attribute_not_found" and set(wrong["data"]["available"]) == {"h", "w", "g"}
+    assert component(codap, gid)["xAttributeName"] == "h"
+    lost = codap.failed("update_codap_graph", {"graph": "No such graph", "title": "x"})
+    assert lost["code"] == "graph_not_found" and any("Sizes by group" in g for g in lost["data"]["available"])
+    empty = codap.failed("update_codap_graph", {"graph": gid})
+    assert empty["code"] == "invalid_arguments" and "xAttribute" in empty["message"]
+
+
+def test_adornments_on_a_dot_plot_report_what_codap_computed(codap: CodapPage) -> None:
+    dataset(codap, "measure data")
+    gid = graph(codap, datasetName="measure data", graphType="dot_plot", xAttribute="h", title="Heights")
+    added = codap.done("add_codap_adornment", {"graph": "Heights", "adornment": "mean"})["structuredContent"]
+    held = adornment(codap, gid, "Mean")
+    assert held["data"] == [{"mean": mean(HEIGHTS)}] == added["values"] and added["added"] is True
+    med = codap.done("add_codap_adornment", {"graph": gid, "adornment": "median"})
+    assert adornment(codap, gid, "Median")["data"] == [{"median": median(HEIGHTS)}]
+    assert f"median {median(HEIGHTS):g}" in med["content"][0]["text"]
+    sd = codap.done("add_codap_adornment", {"graph": gid, "adornment": "standard_deviation"})["structuredContent"]
+    assert sd["values"] == adornment(codap, gid, "Standard Deviation")["data"]
+    count = codap.done("add_codap_adornment", {"graph": gid, "adornment": "count"})["structuredContent"]
+    assert count["values"] == [{"count": len(ROWS)}] == adornment(codap, gid, "Count")["data"]
+    plotted = codap.done("add_codap_adornment", {"graph": gid, "adornment": "plotted_value", "formula": "mean(h) + 1"})
+    held = adornment(codap, gid, "Plotted Value")
+    assert held["data"] == [{"plottedValue": mean(HEIGHTS) + 1}] and held["formula"] == '"mean(h) + 1"'
+    assert plotted["structuredContent"]["formula"] == "mean(h) + 1"
+    assert {"Mean", "Median", "Standard Deviation", "Count", "Plotted Value"} <= shown(codap, gid)
+
+    # split by a category on y: one mean per cell
+    codap.done("update_codap_graph", {"graph": gid, "yAttribute": "g"})
+    again = codap.done("add_codap_adornment", {"graph": gid, "adornment": "mean"})["structuredContent"]
+    cells = {c["categories"]["g"]: c["mean"] for c in adornment(codap, gid, "Mean")["data"]}
+    assert cells == pytest.approx({"A": mean([150, 160, 175]), "B": mean([170, 180])})
+    assert again["added"] is False and {c["categories"]["g"]: c["mean"] for c in again["values"]} == cells
+
+    # a formula CODAP cannot compute on a graph without one: refused, and not left on the graph
+    fresh = graph(codap, datasetName="measure data", graphType="dot_plot", xAttribute="w")
+    bad = codap.failed("add_codap_adornment", {"graph": fresh, "adornment": "plotted_value", "formula": "mean(nope)"})
+    assert bad["code"] == "formula_error" and "mean(nope)" in bad["message"] and "nope" in bad["data"]["codapError"]
+    assert "Plotted Value" not in shown(codap, fresh)
+    # an adornment the plot cannot take, and one CODAP's API cannot create
+    lsrl = codap.failed("add_codap_adornment", {"graph": gid, "adornment": "least_squares_line"})
+    assert lsrl["code"] == "adornment_not_supported_by_plot"
+    assert "scatter plot" in lsrl["message"] and "dot plot" in lsrl["message"]
+    box = codap.failed("add_codap_adornment", {"graph": gid, "adornment": "box_plot"})
+    assert box["code"] == "adornment_not_creatable" and "Box Plot" in box["message"]
+    assert "Box Plot" not in shown(codap, gid)
+
+    removed = codap.done("remove_codap_adornment", {"graph": gid, "adornment": "mean"})["structuredContent"]
+    assert "Mean" not in shown(codap, gid) and "Median" in shown(codap, gid)
+    assert "mean" not in removed["shown"] and "median" in removed["shown"]
+    missing = codap.failed("remove_codap_adornment", {"graph": gid, "adornment": "mean"})
+    assert missing["code"] == "adornment_not_found"
+    assert set(missing["data"]["available"]) == {"median", "standard_deviation", "count", "plotted_value"}
+    assert "median" in missing["message"]
+    lost = codap.failed("add_codap_adornment", {"graph": "Weights", "adornment": "mean"})
+    assert lost["code"] == "graph_not_found" and any("Heights" in g for g in lost["data"]["available"])
+
+
+def test_least_squares_line_and_percents(codap: CodapPage) -> None:
+    dataset(codap, "line data")
+    gid = graph(codap, datasetName="line data", graphType="scatterplot", xAttribute="h", yAttribute="w")
+    answer = codap.done("add_codap_adornment", {"graph": gid, "adornment": "least_squares_line", "showRSquared": True})
+    held = adornment(codap, gid, "LSRL")
+    (line,) = held["data"]
+    xs, ys = HEIGHTS, WEIGHTS
+    mx, my = mean(xs), mean(ys)
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    sxx, syy = sum((x - mx) ** 2 for x in xs), sum((y - my) ** 2 for y in ys)
+    assert line["slope"] == pytest.approx(sxy / sxx) and line["intercept"] == pytest.approx(my - sxy / sxx * mx)
+    assert line["rSquared"] == pytest.approx(sxy**2 / (sxx * syy)) and held["showRSquared"] is True
+    (reported,) = answer["structuredContent"]["values"]
+    assert reported["slope"] == line["slope"] and reported["rSquared"] == line["rSquared"]
+    assert "slope" in answer["content"][0]["text"]
+
+    nope = codap.failed("add_codap_adornment", {"graph": gid, "adornment": "percent"})
+    assert nope["code"] == "adornment_not_supported_by_plot" and "categorical" in nope["message"]
+    bars = graph(codap, datasetName="line data", graphType="dot_plot", xAttribute="g")
+    pct = codap.done("add_codap_adornment", {"graph": bars, "adornment": "percent"})["structuredContent"]
+    held_pct = {c["categories"]["g"]: c["percent"] for c in adornment(codap, bars, "Percent")["data"]}
+    assert held_pct == {"A": "60", "B": "40"} == {c["categories"]["g"]: c["percent"] for c in pct["values"]}
+    assert shown(codap, bars) == {"Percent"}
+    codap.done("remove_codap_adornment", {"graph": bars, "adornment": "percent"})
+    assert shown(codap, bars) == set()
+    codap.done("remove_codap_adornment", {"graph": gid, "adornment": "least_squares_line"})
+    assert "LSRL" not in shown(codap, gid)
