@@ -90,7 +90,7 @@ ODD = ["ID", "my height (cm)", "größe", "名前", "values", "__id__", "parent"
 
 
 def test_any_column_name_even_codaps_own_keeps_its_values_through_create_add_and_export(codap: CodapPage) -> None:
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "ID": 7,
             "my height (cm)": 180.5,
@@ -115,9 +115,9 @@ def test_any_column_name_even_codaps_own_keeps_its_values_through_create_add_and
         },
     ]
     custom(codap, "odd names", rows)
-    more = [{"ID": 9, "__id__": "u-3", "values": "v3"}, {"größe": "mittel"}]
+    more: list[dict[str, Any]] = [{"ID": 9, "__id__": "u-3", "values": "v3"}, {"größe": "mittel"}]
     codap.done("add_codap_cases", {"datasetName": "odd names", "cases": more})
-    blank = dict.fromkeys(ODD, "")
+    blank: dict[str, Any] = dict.fromkeys(ODD, "")
     expected = [*rows, {**blank, **more[0]}, {**blank, **more[1]}]
     assert held(codap, "odd names") == expected
     out = codap.done("export_codap_data", {"datasetName": "odd names"})["structuredContent"]
@@ -315,3 +315,27 @@ def test_group_by_two_attributes_under_an_existing_parent_and_its_errors(codap: 
     unknown = codap.failed("group_codap_cases", {"datasetName": "trees grp2", "attributes": ["age"]})
     assert unknown["code"] == "attribute_not_found" and "site" in unknown["data"]["available"]
     assert len(collections(codap, "trees grp2")) == 3
+
+
+def test_conditions_sort_and_delete_in_a_grouped_dataset(codap: CodapPage) -> None:
+    custom(codap, "trees tree", TREES)
+    codap.done("group_codap_cases", {"datasetName": "trees tree", "attributes": ["species"]})
+    # a condition on the child-most collection sees the parent's attributes too
+    changed = codap.done(
+        "update_codap_cases", {"datasetName": "trees tree", "where": 'species = "ash"', "values": {"girth": 2}}
+    )
+    assert changed["structuredContent"]["changed"] == 2
+    assert [r["girth"] for r in held(codap, "trees tree")] == [3.1, 2, 2.7, "", 2]
+    # a child attribute sorts within each parent case: the groups keep their order (oak, ash, elm)
+    sorted_ = codap.done("sort_codap_cases", {"datasetName": "trees tree", "attribute": "height"})
+    did = dataset_id(codap, "trees tree")
+    leaf = codap.ok({"action": "get", "resource": f"dataContext[{did}].collection[trees tree].allCases"})
+    heights = [c["case"]["values"]["height"] for c in leaf["cases"]]
+    assert heights == [185, 190, 150, 170, 120] and sorted_["structuredContent"]["firstValues"] == heights
+    assert "within each species groups case" in sorted_["content"][0]["text"]
+    gone = codap.done("delete_codap_cases", {"datasetName": "trees tree", "where": "height < 160"})
+    assert gone["structuredContent"]["collections"] == [
+        {"name": "species groups", "caseCount": 2},
+        {"name": "trees tree", "caseCount": 3},
+    ]
+    assert [c[:2] for c in collections(codap, "trees tree")] == [("species groups", 2), ("trees tree", 3)]
