@@ -154,6 +154,10 @@ def test_update_by_condition_and_by_ids_changes_exactly_those_cases(codap: Codap
         "update_codap_cases", {"datasetName": "trees upd", "where": 'species = "ash"', "values": {"girth": None}}
     )["structuredContent"]
     assert text_match["changed"] == 2
+    decimal = codap.done(
+        "update_codap_cases", {"datasetName": "trees upd", "where": "girth >= 2.95", "values": {"girth": 3}}
+    )
+    assert decimal["structuredContent"]["changed"] == 2  # the two tall oaks, girth 3 now
     by_id = codap.done(
         "update_codap_cases", {"datasetName": "trees upd", "caseIds": [ids[3]], "values": {"height": 121}}
     )
