@@ -6,6 +6,8 @@ import {
   generateRecords,
   inferAttributes,
   inferType,
+  itemIdColumnUpdates,
+  itemsForCreate,
   makeRng,
   normaliseRecord,
   parseDelimited,
@@ -99,5 +101,15 @@ test("flattenItems puts parent attributes first and fills blanks", () => {
   assert.deepEqual(rows, [
     { class: "A", student: "Ann", score: 90 },
     { class: "B", student: "Bo", score: "" },
+  ]);
+});
+
+test("itemsForCreate wraps each record so CODAP reads id as a column, and leaves __id__ for an update", () => {
+  const records = [{ id: 3, v: 31, __id__: "u-1" }, { id: 4, values: "x" }];
+  assert.deepEqual(itemsForCreate(records), [{ values: { id: 3, v: 31 } }, { values: { id: 4, values: "x" } }]);
+  assert.deepEqual(records[0], { id: 3, v: 31, __id__: "u-1" }); // the records are not changed
+  assert.deepEqual(itemIdColumnUpdates([11, 12], records), [
+    { id: 11, values: { __id__: "u-1" } },
+    { id: 12, values: { __id__: "" } },
   ]);
 });

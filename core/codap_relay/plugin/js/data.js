@@ -247,3 +247,27 @@ export function parseDelimited(text, sep = ",") {
   rows.push(row);
   return rows;
 }
+
+/** The attribute name CODAP reads as an item's own id wherever it meets it in an item's values. */
+export const ITEM_ID_KEY = "__id__";
+
+/**
+ * The values of an item create that CODAP takes as plain columns, whatever they are called. A bare record's `id`
+ * is read as the item's id (v3 item-handler.ts createItemsInSegments: a second item with the same id overwrites
+ * the first), so each record goes in a `{values: record}` wrapper, which CODAP unwraps. `__id__` is the item id
+ * even inside it (DataSet.addCases), so it is left out here and set afterwards (itemIdColumnUpdates).
+ */
+export function itemsForCreate(records) {
+  return records.map((record) => {
+    const { [ITEM_ID_KEY]: _ownId, ...values } = record;
+    return { values };
+  });
+}
+
+/**
+ * The item update that gives a dataset's `__id__` column its values after a create: CODAP fills that column of a
+ * new item with the item's own id, so every new item is set, blank where its record had no `__id__`.
+ */
+export function itemIdColumnUpdates(itemIds, records) {
+  return itemIds.map((id, i) => ({ id, values: { [ITEM_ID_KEY]: cellValue(records[i]?.[ITEM_ID_KEY]) } }));
+}

@@ -1,5 +1,331 @@
-// (filled in by its family's work)
+// The cases of a dataset: change values, delete, sort, and group them under a new parent collection.
+// Cases are found in a fixed handful of messages: a condition is CODAP's own formula search on the child-most
+// collection (caseFormulaSearch), then one message maps the matching cases to their items (itemByCaseID); ids
+// are checked in one message (itemByID). Changes go to CODAP as one request each (one change, one Undo).
+// The case ids the model sees are CODAP's item ids, the ids export_codap_data gives with includeCaseIds.
 
-export function createCaseTools(_ctx) {
-  return {};
+import { cellValue } from "../data.js";
+import {
+  ToolError,
+  collection,
+  dataContext,
+  get,
+  invalid,
+  plural,
+  refused,
+  toolResult,
+  unknownAttribute,
+} from "./context.js";
+
+/** How many ids a sentence lists; structuredContent has them all. */
+const SHOWN_IDS = 50;
+
+const idList = (ids) =>
+  ids.length > SHOWN_IDS ? `${ids.slice(0, SHOWN_IDS).join(", ")} … (${ids.length} in all)` : ids.join(", ");
+
+const shownValue = (v) => (typeof v === "string" ? JSON.stringify(v) : String(v));
+
+export function createCaseTools(ctx) {
+  const { send, must, findDataset, describeDatasets } = ctx;
+
+  /** The dataset described: collections (parents first) with attributes (ids, formulas) and case counts. */
+  async function describe(datasetName, types = false) {
+    const found = await findDataset(datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types });
+    return { found, dataset };
+  }
+
+  /** {attr, index} of an attribute by exact name (index: its collection's place, 0 = top), or null. */
+  function locate(dataset, name) {
+    for (const [index, c] of dataset.collections.entries()) {
+      const attr = c.attributes.find((a) => a.name === name);
+      if (attr) return { attr, index };
+    }
+    return null;
+  }
+
+  function located(dataset, name, role) {
+    const at = locate(dataset, name);
+    if (!at) throw unknownAttribute(dataset, name, role);
+    return at;
+  }
+
+  /**
+   * The items the arguments select, as CODAP gives them ({id, values}): by a formula on the child-most
+   * collection (two messages whatever the number of matches) or by ids (one message). No match is an error.
+   */
+  async function select(dataset, args) {
+    const hasWhere = typeof args.where === "string";
+    const hasIds = Array.isArray(args.caseIds);
+    if (hasWhere === hasIds) {
+      throw invalid(
+        "Give exactly one of where (a CODAP formula such as `height > 180`) and caseIds (ids from " +
+          "export_codap_data with includeCaseIds).",
+      );
+    }
+    const leaf = dataset.collections[dataset.collections.length - 1];
+    const total = leaf?.caseCount ?? 0;
+    if (hasIds) {
+      const ids = [...new Set(args.caseIds)];
+      const lookups = ids.map((id) => get(`${dataContext(dataset.id)}.itemByID[${id}]`));
+      const replies = await send(lookups);
+      const missing = ids.filter((_, i) => replies[i]?.success !== true);
+      if (missing.length) {
+        throw new ToolError(
+          `Dataset ${JSON.stringify(dataset.name)} (${plural(total, "case")}) has no case with id ` +
+            `${idList(missing)}. Get the current ids with export_codap_data and includeCaseIds, or select the ` +
+            "cases with where instead.",
+          "case_not_found",
+          { datasetName: dataset.name, missing, caseCount: total },
+        );
+      }
+      return replies.map((r) => r.values);
+    }
+    const where = args.where.trim();
+    if (!where) throw invalid("where is empty: give a CODAP formula such as `height > 180`.");
+    if (where.includes("]")) {
+      throw invalid(
+        `The condition ${JSON.stringify(where)} holds "]", which CODAP's plugin API cannot take in a search ` +
+          "(it ends the resource name). Rewrite it without ], or select the cases by caseIds.",
+      );
+    }
+    const search = get(`${collection(dataset.id, leaf.id)}.caseFormulaSearch[${where}]`);
+    const [searched] = await send([search]);
+    if (searched?.success !== true) {
+      // This handler puts its reason at the top of the reply ({success: false, error}), not under values.
+      const reason = typeof searched?.error === "string" && searched.error
+        ? searched.error
+        : refused(search, searched).data.codapError;
+      throw new ToolError(
+        `CODAP could not evaluate the condition ${JSON.stringify(where)}: ${reason}. Attributes of ` +
+          `${JSON.stringify(dataset.name)}: ${dataset.attributes.join(", ") || "(none)"}. Write text values in ` +
+          'double quotes (species = "oak") and compare with =, !=, <, >, <=, >=.',
+        "formula_error",
+        { datasetName: dataset.name, formula: where, codapError: reason, available: dataset.attributes },
+      );
+    }
+    const cases = searched.values ?? [];
+    if (cases.length === 0) {
+      throw new ToolError(
+        `No case of ${JSON.stringify(dataset.name)} matches ${JSON.stringify(where)} (the selection is empty; ` +
+          `the dataset has ${plural(total, "case")}). Check the condition: attribute names as written ` +
+          `(${dataset.attributes.join(", ") || "none"}), text values in double quotes, numbers without quotes.`,
+        "empty_selection",
+        { datasetName: dataset.name, where, caseCount: total, available: dataset.attributes },
+      );
+    }
+    const lookups = cases.map((c) => get(`${dataContext(dataset.id)}.itemByCaseID[${c.id}]`));
+    const replies = await send(lookups);
+    return replies.map((r, i) => must(lookups[i], r, `finding the case matching ${JSON.stringify(where)}`).values);
+  }
+
+  const selectionText = (args) => (typeof args.where === "string" ? `matching ${args.where.trim()}` : "with the given ids");
+
+  async function update_codap_cases(args) {
+    const { dataset } = await describe(args.datasetName, true);
+    const names = Object.keys(args.values);
+    if (names.length === 0) throw invalid("values is empty: give the new values by attribute name.");
+    for (const name of names) {
+      const { attr } = located(dataset, name, "values");
+      if (attr.formula) {
+        throw new ToolError(
+          `Attribute ${JSON.stringify(name)} of ${JSON.stringify(dataset.name)} is computed by the formula ` +
+            `${JSON.stringify(attr.formula)}; its values cannot be set. Change the formula instead.`,
+          "attribute_has_formula",
+          { datasetName: dataset.name, attribute: name, formula: attr.formula },
+        );
+      }
+    }
+    const values = Object.fromEntries(names.map((n) => [n, cellValue(args.values[n])]));
+    const items = await select(dataset, args);
+    const change = {
+      action: "update",
+      resource: `${dataContext(dataset.id)}.item`,
+      values: items.map((item) => ({ id: item.id, values })),
+    };
+    const [reply] = await send([change]);
+    const changed = must(change, reply, `changing cases of ${JSON.stringify(dataset.name)}`).values?.changedCases ?? [];
+    const set = names.map((n) => `${n} = ${shownValue(values[n])}`).join(", ");
+    return toolResult(
+      `Changed ${plural(changed.length, "case")} of ${JSON.stringify(dataset.name)} ${selectionText(args)}: ` +
+        `set ${set}. Case ids: ${idList(changed)}.`,
+      { datasetName: dataset.name, changed: changed.length, attributes: names, values, caseIds: changed },
+    );
+  }
+
+  async function delete_codap_cases(args) {
+    const { dataset } = await describe(args.datasetName);
+    const items = await select(dataset, args);
+    const removal = {
+      action: "delete",
+      resource: `${dataContext(dataset.id)}.item`,
+      values: items.map((item) => ({ id: item.id })),
+    };
+    const counts = dataset.collections.map((c) => get(`${collection(dataset.id, c.id)}.caseCount`));
+    const [reply, ...counted] = await send([removal, ...counts]);
+    const deleted = must(removal, reply, `deleting cases of ${JSON.stringify(dataset.name)}`).values ?? [];
+    const collections = dataset.collections.map((c, i) => ({ name: c.name, caseCount: must(counts[i], counted[i]).values }));
+    const remaining = collections[collections.length - 1].caseCount;
+    const parents = collections.length > 1
+      ? ` (${collections.map((c) => `${c.name}: ${c.caseCount}`).join(" > ")})`
+      : "";
+    return toolResult(
+      `Deleted ${plural(deleted.length, "case")} of ${JSON.stringify(dataset.name)} ${selectionText(args)}; ` +
+        `${plural(remaining, "case")} remain${remaining === 1 ? "s" : ""}${parents}. Deleted ids: ${idList(deleted)}. ` +
+        "CODAP's Undo brings them back.",
+      {
+        datasetName: dataset.name,
+        deleted: deleted.length,
+        remaining,
+        caseIds: deleted,
+        ...(collections.length > 1 ? { collections } : {}),
+      },
+    );
+  }
+
+  async function sort_codap_cases(args) {
+    const { dataset } = await describe(args.datasetName);
+    const { attr, index } = located(dataset, args.attribute, "sorting");
+    const descending = args.descending === true;
+    const sorted = dataset.collections[index];
+    // CODAP's case table sort, over the plugin API: update dataContext with {sort: {attr, isDescending}}
+    // (v3 data-context-handler.ts; DataSet.sortByAttribute). The first cases of the attribute's collection are
+    // read in the same message, after the sort.
+    const sort = {
+      action: "update",
+      resource: dataContext(dataset.id),
+      values: { sort: { attr: attr.id, isDescending: descending } },
+    };
+    const firstCount = Math.min(5, sorted.caseCount ?? 0);
+    const firsts = Array.from({ length: firstCount }, (_, i) => get(`${collection(dataset.id, sorted.id)}.caseByIndex[${i}]`));
+    const [reply, ...read] = await send([sort, ...firsts]);
+    must(sort, reply, `sorting ${JSON.stringify(dataset.name)} by ${JSON.stringify(attr.name)}`);
+    const first = read.map((r, i) => must(firsts[i], r).values?.case?.values?.[attr.name]);
+    const scope = index < dataset.collections.length - 1
+      ? ` The ${sorted.name} cases (a parent collection) are in the new order, their child cases with them.`
+      : index > 0
+        ? ` The cases are sorted within each ${dataset.collections[index - 1].name} case (parents keep their order).`
+        : "";
+    return toolResult(
+      `Sorted ${JSON.stringify(dataset.name)} by ${attr.name}, ${descending ? "descending" : "ascending"}.${scope} ` +
+        `First ${attr.name} values now: ${first.map(shownValue).join(", ") || "(no cases)"}.`,
+      {
+        datasetName: dataset.name,
+        attribute: attr.name,
+        descending,
+        collection: sorted.name,
+        firstValues: first,
+      },
+    );
+  }
+
+  /** A `parent` for a new collection that names no collection: CODAP then puts the new one at the top. */
+  function noCollection(dataset) {
+    let name = "root";
+    while (dataset.collections.some((c) => c.name === name || String(c.id) === name)) name += "_";
+    return name;
+  }
+
+  async function group_codap_cases(args) {
+    const { found, dataset } = await describe(args.datasetName);
+    const ungroup = args.ungroup === true;
+    const names = [...new Set(args.attributes)];
+    const places = names.map((n) => located(dataset, n, ungroup ? "ungrouping" : "grouping"));
+    const colls = dataset.collections;
+    let moves;
+    let newCollection = null;
+    if (ungroup) {
+      const leaf = colls.length - 1;
+      const flat = places.filter((p) => p.index === leaf).map((p) => p.attr.name);
+      if (flat.length) {
+        const grouping = colls.slice(0, -1).flatMap((c) => c.attributes.map((a) => a.name));
+        throw new ToolError(
+          `${flat.map((n) => JSON.stringify(n)).join(", ")} ${flat.length === 1 ? "is" : "are"} in the child-most ` +
+            `collection ${JSON.stringify(colls[leaf].name)}, not grouped. ` +
+            (grouping.length
+              ? `Grouping attributes (in parent collections): ${grouping.join(", ")}.`
+              : `${JSON.stringify(dataset.name)} is not grouped: it has one collection.`),
+          "not_grouped",
+          { datasetName: dataset.name, attributes: flat, available: grouping },
+        );
+      }
+      const position = new Map();
+      moves = places.map(({ attr, index }) => {
+        const target = colls[index + 1];
+        const at = position.get(target.id) ?? 0;
+        position.set(target.id, at + 1);
+        return { attr, values: { collection: target.id, position: at } };
+      });
+    } else {
+      const sources = [...new Set(places.map((p) => p.index))];
+      if (sources.length > 1) {
+        throw invalid(
+          `Group by attributes of one collection at a time: ${places.map((p) => `${p.attr.name} (${colls[p.index].name})`).join(", ")}.`,
+        );
+      }
+      const source = colls[sources[0]];
+      if (names.length >= source.attributes.length) {
+        throw new ToolError(
+          `Grouping by every attribute of collection ${JSON.stringify(source.name)} (${source.attributes.map((a) => a.name).join(", ")}) ` +
+            "would leave it empty, and CODAP would remove it. Keep at least one attribute in it.",
+          "invalid_arguments",
+          { datasetName: dataset.name, collection: source.name, attributes: source.attributes.map((a) => a.name) },
+        );
+      }
+      const name = args.collectionName?.trim() || `${names.join(" & ")} groups`;
+      if (colls.some((c) => c.name === name)) {
+        throw new ToolError(
+          `${JSON.stringify(dataset.name)} already has a collection named ${JSON.stringify(name)}. Give another ` +
+            `collectionName. Its collections: ${colls.map((c) => c.name).join(", ")}.`,
+          "collection_exists",
+          { datasetName: dataset.name, collectionName: name, available: colls.map((c) => c.name) },
+        );
+      }
+      // A new collection is placed under the one given as `parent`: the one above the source, or at the top
+      // (v3 collection-handler.ts create).
+      const above = colls[sources[0] - 1];
+      const create = {
+        action: "create",
+        resource: `${dataContext(dataset.id)}.collection`,
+        values: { name, title: name, parent: above ? String(above.id) : noCollection(dataset) },
+      };
+      const [made] = await send([create]);
+      const newId = must(create, made, `creating collection ${JSON.stringify(name)}`).values?.[0]?.id;
+      newCollection = { id: newId, name };
+      moves = places.map(({ attr }) => ({ attr, values: { collection: newId } }));
+    }
+    const requests = moves.map(({ attr, values }) => ({
+      action: "update",
+      resource: `${dataContext(dataset.id)}.attributeLocation[${attr.id}]`,
+      values,
+    }));
+    const replies = await send(requests);
+    const failed = replies.findIndex((r) => r?.success !== true);
+    if (failed >= 0) {
+      const error = refused(requests[failed], replies[failed], `moving attribute ${JSON.stringify(moves[failed].attr.name)}`);
+      if (newCollection && failed === 0) {
+        await send([{ action: "delete", resource: collection(dataset.id, newCollection.id) }]);
+      }
+      throw error;
+    }
+    const { datasets: [after] } = await describeDatasets([found], { types: false });
+    const collections = after.collections.map((c) => ({
+      name: c.name,
+      caseCount: c.caseCount,
+      attributes: c.attributes.map((a) => a.name),
+    }));
+    const layout = collections.map((c) => `${c.name} (${plural(c.caseCount, "case")}: ${c.attributes.join(", ")})`).join(" > ");
+    const what = ungroup
+      ? `Moved ${names.join(", ")} of ${JSON.stringify(dataset.name)} back down`
+      : `Grouped ${JSON.stringify(dataset.name)} by ${names.join(", ")} in the new parent collection ${JSON.stringify(newCollection.name)}`;
+    return toolResult(`${what}. Collections now: ${layout}.`, {
+      datasetName: dataset.name,
+      ungroup,
+      attributes: names,
+      ...(newCollection ? { newCollection: newCollection.name } : {}),
+      collections,
+    });
+  }
+
+  return { update_codap_cases, delete_codap_cases, sort_codap_cases, group_codap_cases };
 }

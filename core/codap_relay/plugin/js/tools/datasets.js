@@ -1,11 +1,14 @@
 // The datasets: create one, add cases, list them, export one.
 
 import {
+  ITEM_ID_KEY,
   MAX_RECORDS,
   flattenItems,
   generateRecords,
   hashText,
   inferAttributes,
+  itemIdColumnUpdates,
+  itemsForCreate,
   makeRng,
   normaliseRecord,
   toDelimited,
@@ -28,6 +31,12 @@ import {
 
 export function createDatasetTools(ctx) {
   const { send, must, ask, datasetList, findDataset, describeDatasets, describeAll, rng } = ctx;
+
+  /** The `__id__` column of new items, which CODAP fills with their own ids (see itemsForCreate). */
+  async function setItemIdColumn(datasetId, itemIds, records) {
+    const update = { action: "update", resource: `${dataContext(datasetId)}.item`, values: itemIdColumnUpdates(itemIds ?? [], records) };
+    if (update.values.length) await ask(update, `setting the ${ITEM_ID_KEY} column of the new cases`);
+  }
 
   async function create_codap_dataset(args) {
     const { datasetName, dataType, recordCount, customData } = args;
@@ -78,7 +87,7 @@ export function createDatasetTools(ctx) {
     const [createdReply] = await send([create]);
     const datasetId = must(create, createdReply, `creating dataset ${JSON.stringify(datasetName)}`).values?.id;
     // Rows, table and count in one message: one change in CODAP, one redraw, and the count CODAP holds after it.
-    const addRows = { action: "create", resource: `${dataContext(datasetId)}.item`, values: rows };
+    const addRows = { action: "create", resource: `${dataContext(datasetId)}.item`, values: itemsForCreate(rows) };
     const table = { action: "create", resource: "component", values: { type: "caseTable", dataContext: String(datasetId) } };
     const count = get(`${dataContext(datasetId)}.itemCount`);
     const [added, tabled, counted] = await send([addRows, table, count]);
@@ -87,6 +96,7 @@ export function createDatasetTools(ctx) {
       error.message += ` The dataset was created empty (id ${datasetId}); add rows with add_codap_cases.`;
       throw error;
     }
+    if (attrs.some((a) => a.name === ITEM_ID_KEY)) await setItemIdColumn(datasetId, added.itemIDs, rows);
     const itemCount = must(count, counted).values;
     const attrList = attrs.map((a) => `${a.name} (${a.type})`).join(", ");
     const tableText = tabled?.success === true
@@ -124,10 +134,12 @@ export function createDatasetTools(ctx) {
       throw unknownAttribute(dataset, ignored[0], "the new cases (none of their fields match)");
     }
     // All cases in one request (one change, one redraw in CODAP), the counts read in the same message.
-    const addRows = { action: "create", resource: `${dataContext(dataset.id)}.item`, values: cases.map(normaliseRecord) };
+    const records = cases.map(normaliseRecord);
+    const addRows = { action: "create", resource: `${dataContext(dataset.id)}.item`, values: itemsForCreate(records) };
     const counts = dataset.collections.map((c) => get(`${collection(dataset.id, c.id)}.caseCount`));
     const [added, ...counted] = await send([addRows, ...counts]);
     const n = must(addRows, added, `adding cases to ${JSON.stringify(dataset.name)}`).itemIDs?.length ?? 0;
+    if (known.has(ITEM_ID_KEY)) await setItemIdColumn(dataset.id, added.itemIDs, records);
     const totals = dataset.collections.map((c, i) => ({
       name: c.name,
       caseCount: must(counts[i], counted[i]).values,
@@ -188,6 +200,7 @@ export function createDatasetTools(ctx) {
     };
     const structured = { datasetName: found.name, format, rowCount: rows.length, columns: names };
     if (args.includeMetadata) structured.metadata = metadata;
+    if (args.includeCaseIds) structured.caseIds = items.map((item) => item.id);
     let shown;
     if (format === "json") {
       structured.rows = rows;
@@ -205,8 +218,13 @@ export function createDatasetTools(ctx) {
     const meta = args.includeMetadata
       ? `\nAttributes: ${columns.map((c) => `${c.name} (${c.type || "?"}${c.unit ? `, ${c.unit}` : ""}; ${c.collection})`).join(", ")}`
       : "";
+    let ids = "";
+    if (args.includeCaseIds) {
+      ids = `\nCase ids, in row order (for update_codap_cases and delete_codap_cases): ${structured.caseIds.join(", ")}`;
+      if (ids.length > MAX_TEXT) ids = `${ids.slice(0, MAX_TEXT)} … (truncated here; structuredContent.caseIds has all)`;
+    }
     return toolResult(
-      `Exported ${plural(rows.length, "row")} of ${JSON.stringify(found.name)} as ${format.toUpperCase()}.${hierarchy}${meta}\n\n${shown}`,
+      `Exported ${plural(rows.length, "row")} of ${JSON.stringify(found.name)} as ${format.toUpperCase()}.${hierarchy}${meta}\n\n${shown}${ids}`,
       structured,
     );
   }
