@@ -17,6 +17,7 @@ import httpx
 import pytest
 from servers import RestartableRelay
 
+from codap_relay.catalog import plugin_tools
 from codap_relay.testing.plugin_page import (
     CLASS_ROWS,
     CLASSES,
@@ -379,7 +380,7 @@ def mcp(codap: CodapPage) -> Iterator[McpClient]:
 
 
 def test_the_data_tools_over_mcp(codap: CodapPage, mcp: McpClient) -> None:
-    assert len(mcp.tools()) == 8
+    assert [t.name for t in mcp.tools()] == [t["name"] for t in plugin_tools()]
 
     def ok(name: str, args: dict[str, Any]) -> dict[str, Any]:
         result = mcp.call(name, args)
