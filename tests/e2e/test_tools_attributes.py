@@ -275,6 +275,17 @@ def test_update_attribute_errors_change_nothing(codap: CodapPage) -> None:
     assert after["y"]["formula"] == "x + 1" and not after["y"]["unit"]
     assert column(codap, "UpdBad", "y") == [2, 3, 6]
 
+    # A cycle (x from y, y from x) shows only on x itself: all put back, x's own values included.
+    cycle = codap.failed(
+        "update_codap_attribute", {"datasetName": "UpdBad", "name": "x", "formula": "y * 2", "unit": "cm"}
+    )
+    assert cycle["code"] == "formula_error" and "Nothing was changed" in cycle["message"], cycle
+    assert "Circular reference" in cycle["data"]["codapError"], cycle
+    after = attributes(codap, "UpdBad")
+    assert not after["x"]["formula"] and not after["x"]["unit"], after["x"]
+    assert column(codap, "UpdBad", "x") == [1, 2, 5]
+    assert column(codap, "UpdBad", "y") == [2, 3, 6]
+
     clash = codap.failed("update_codap_attribute", {"datasetName": "UpdBad", "name": "y", "newName": "x"})
     assert clash["code"] == "attribute_exists", clash
     unknown = codap.failed("update_codap_attribute", {"datasetName": "UpdBad", "name": "Y", "unit": "m"})

@@ -488,9 +488,11 @@ export function createAttributeTools(ctx) {
     if (newName !== undefined && newName !== attr.name) nameInUse(dataset, newName, "rename");
     if (newFormula && dataset.extra[0]?.success !== true) throw formulaError(formula, codapError(dataset.extra[0]));
     const base = collection(dataset.id, attr.collection.id);
+    let oldCases = [];
     if (newFormula) {
       // Tried on a scratch attribute beside it first, so a formula CODAP cannot evaluate changes nothing (a
-      // formula taken off an attribute leaves its last values, errors included).
+      // formula taken off an attribute leaves its last values, errors included). The attribute's own values
+      // are read in the same message, to put back if the formula fails on the attribute itself (a cycle).
       const scratch = `__codap_relay_check_${Date.now().toString(36)}`;
       const tryIt = { action: "create", resource: `${base}.attribute`, values: [{ name: scratch, formula }] };
       const cases = get(`${base}.allCases`);
@@ -499,6 +501,7 @@ export function createAttributeTools(ctx) {
       must(tryIt, tried, `checking the formula ${q(formula)}`);
       const { errors, count } = computed(read, scratch);
       if (errors.length) throw formulaError(formula, reasonOf(errors), { casesWithErrors: errors.length, cases: count });
+      oldCases = read?.values?.cases ?? [];
     }
     const values = {};
     if (newName !== undefined) values.name = newName;
@@ -518,6 +521,27 @@ export function createAttributeTools(ctx) {
       if (JSON.stringify(before[f]) !== JSON.stringify(facts[f])) changes[f] = { before: before[f], after: facts[f] };
     }
     const { values: computedValues, errors, count } = computed(read, facts.name);
+    if (newFormula && errors.length) {
+      // CODAP evaluates it on the attribute itself only (a cycle through another formula): put everything back.
+      const back = { formula: before.formula ?? "", unit: before.unit ?? "", description: before.description ?? "" };
+      back.name = before.name;
+      back.precision = before.precision ?? "";
+      back.hidden = before.hidden;
+      if (changes.type && before.type) back.type = before.type;
+      const undo = { action: "update", resource: `${base}.attribute[${attr.id}]`, values: back };
+      const restore = {
+        action: "update",
+        resource: `${base}.case`,
+        values: oldCases.map((c) => ({ id: c.case.id, values: { [before.name]: c.case.values?.[before.name] ?? "" } })),
+      };
+      const [undone] = await send(before.formula || oldCases.length === 0 ? [undo] : [undo, restore]);
+      const put = undone?.success === true
+        ? "Nothing was changed."
+        : `Putting the attribute back failed (${codapError(undone)}): check it with get_codap_datasets.`;
+      const err = formulaError(formula, reasonOf(errors), { casesWithErrors: errors.length, cases: count });
+      err.message = err.message.replace("Nothing was changed.", put);
+      throw err;
+    }
     const lines = Object.entries(changes).map(
       ([f, { before: b, after: a }]) => `${f}: ${b === null || b === "" ? "(none)" : q(b)} → ${a === null || a === "" ? "(none)" : q(a)}`,
     );
@@ -526,9 +550,6 @@ export function createAttributeTools(ctx) {
       : `Attribute ${q(facts.name)} of ${q(dataset.name)} already had those settings; nothing changed.`;
     if (newFormula && count) {
       text += ` First values CODAP computed: ${computedValues.slice(0, SHOWN_VALUES).map(shown).join(", ")}.`;
-      if (errors.length) {
-        text += ` CODAP gives errors for ${plural(errors.length, "case")} (${errors[0]}): change the formula again.`;
-      }
     }
     if (formula === "" && before.formula) text += " The values CODAP last computed stay as ordinary values.";
     return toolResult(text, {
