@@ -1,5 +1,720 @@
-// (filled in by its family's work)
+// The attributes and whole datasets: add, change and delete an attribute (formulas checked in CODAP first),
+// delete a dataset, import CSV text or an https CSV file as a new dataset.
 
-export function createAttributeTools(_ctx) {
-  return {};
+import { nameProblem } from "../names.js";
+import {
+  ToolError,
+  codapError,
+  collection,
+  dataContext,
+  get,
+  invalid,
+  plural,
+  refused,
+  toolResult,
+} from "./context.js";
+
+/** The most CSV text (characters) and rows one import takes. */
+export const MAX_CSV_CHARS = 5 * 1024 * 1024;
+export const MAX_CSV_ROWS = 10_000;
+/** How many computed values an answer shows. */
+const SHOWN_VALUES = 5;
+/** CODAP writes a formula's error as the value of each case it fails for: "❌ Undefined symbol foo". */
+const FORMULA_ERROR_MARK = "❌";
+
+const q = (v) => JSON.stringify(v);
+
+/** A value as a sentence shows it: numbers bare, text quoted, empty as (empty). */
+const shown = (v) => (v === "" || v === null || v === undefined ? "(empty)" : typeof v === "string" ? q(v) : String(v));
+
+/** A field CODAP reads as this very number, written the way JavaScript writes it back ("12", "-0.5", "1e21"). */
+const NUMBER_RE = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+function asNumber(field) {
+  if (!NUMBER_RE.test(field)) return null;
+  const n = Number(field);
+  return Number.isFinite(n) && String(n) === field ? n : null;
+}
+/** A number written with leading zeros ("007", "-01.5"): a code, kept as text and categorical. */
+const LEADING_ZEROS_RE = /^[+-]?0\d/;
+
+/**
+ * RFC 4180 CSV: fields separated by commas, records by CRLF or LF, a field in double quotes may hold commas,
+ * line breaks and quotes written twice. A byte order mark is dropped; a last empty line is no record.
+ * Returns an array of records (arrays of strings); throws ToolError (invalid_csv) on a quote left open or a
+ * stray character after a closing quote.
+ */
+export function parseCsv(text) {
+  const src = text.startsWith("\uFEFF") ? text.slice(1) : text;
+  const records = [];
+  let record = [];
+  let field = "";
+  let line = 1;
+  let i = 0;
+  const n = src.length;
+  const endRecord = () => {
+    record.push(field);
+    records.push(record);
+    record = [];
+    field = "";
+  };
+  while (i < n) {
+    const ch = src[i];
+    if (ch === '"' && field === "") {
+      // A quoted field: until the quote that is not doubled.
+      const start = line;
+      i++;
+      for (;;) {
+        if (i >= n) {
+          throw new ToolError(
+            `The CSV has a quoted field opened on line ${start} that is never closed. Close it with a double quote ` +
+              '(a quote inside a quoted field is written twice: "").',
+            "invalid_csv",
+            { line: start },
+          );
+        }
+        const c = src[i];
+        if (c === '"') {
+          if (src[i + 1] === '"') {
+            field += '"';
+            i += 2;
+            continue;
+          }
+          i++;
+          break;
+        }
+        if (c === "\n") line++;
+        field += c;
+        i++;
+      }
+      const next = src[i];
+      if (i < n && next !== "," && next !== "\n" && next !== "\r") {
+        throw new ToolError(
+          `The CSV has text after a closing quote on line ${line} (${q(src.slice(i, i + 20))}). Put the whole field ` +
+            'in quotes and write a quote inside it twice ("").',
+          "invalid_csv",
+          { line },
+        );
+      }
+      // A quoted empty field stays a field even at the end of a record.
+      if (i >= n) {
+        record.push(field);
+        records.push(record);
+        record = null;
+      }
+      continue;
+    }
+    if (ch === ",") {
+      record.push(field);
+      field = "";
+      i++;
+    } else if (ch === "\r" && src[i + 1] === "\n") {
+      endRecord();
+      line++;
+      i += 2;
+    } else if (ch === "\n" || ch === "\r") {
+      endRecord();
+      line++;
+      i++;
+    } else {
+      field += ch;
+      i++;
+    }
+  }
+  if (record && (field !== "" || record.length > 0)) {
+    record.push(field);
+    records.push(record);
+  }
+  return records;
+}
+
+/**
+ * CSV text → {columns: [{name, type?}], rows: [{name: value}]}, values as CODAP should hold them: a number only
+ * when CODAP reads the field as that very number, "" for an empty field, the text as written otherwise. A column
+ * holding a number with leading zeros ("007") is made categorical so CODAP keeps it as a code.
+ */
+export function csvToDataset(text) {
+  if (text.length > MAX_CSV_CHARS) {
+    throw new ToolError(
+      `The CSV is ${(text.length / 1024 / 1024).toFixed(1)} MB; the limit is 5 MB per import. Split it into ` +
+        "parts under 5 MB and 10,000 rows: import the first, then add the others with add_codap_cases.",
+      "csv_too_large",
+      { chars: text.length, limit: MAX_CSV_CHARS },
+    );
+  }
+  const records = parseCsv(text).filter((r) => !(r.length === 1 && r[0] === ""));
+  if (records.length === 0) {
+    throw new ToolError("The CSV is empty: give a header row of column names, then one line per row.", "invalid_csv");
+  }
+  const header = records[0].map((h) => h.trim());
+  const empty = header.findIndex((h) => h === "");
+  if (empty >= 0) {
+    throw new ToolError(
+      `Column ${empty + 1} of the CSV's header row has no name (header: ${header.map(q).join(", ")}). ` +
+        "Give every column a name in the first line.",
+      "invalid_csv",
+      { header },
+    );
+  }
+  const seen = new Set();
+  for (const h of header) {
+    const problem = nameProblem("Column", h);
+    if (problem) throw new ToolError(`${problem} (CSV header)`, "invalid_csv", { header });
+    if (seen.has(h)) {
+      throw new ToolError(
+        `The CSV's header row names column ${q(h)} twice; CODAP needs a different name for each column.`,
+        "invalid_csv",
+        { header },
+      );
+    }
+    seen.add(h);
+  }
+  const body = records.slice(1);
+  if (body.length > MAX_CSV_ROWS) {
+    throw new ToolError(
+      `The CSV has ${body.length} rows; the limit is ${MAX_CSV_ROWS.toLocaleString("en-US")} per import. Import the ` +
+        "first 10,000, then add the rest with add_codap_cases.",
+      "csv_too_large",
+      { rows: body.length, limit: MAX_CSV_ROWS },
+    );
+  }
+  const codes = new Set();
+  const rows = body.map((record, r) => {
+    if (record.length > header.length) {
+      throw new ToolError(
+        `Row ${r + 1} of the CSV (after the header) has ${record.length} fields; the header names ` +
+          `${header.length} columns. Quote fields that hold commas ("a, b").`,
+        "invalid_csv",
+        { row: r + 1, fields: record.length, columns: header.length },
+      );
+    }
+    const row = {};
+    header.forEach((name, c) => {
+      const field = record[c] ?? "";
+      const number = asNumber(field);
+      row[name] = number ?? field;
+      if (number === null && LEADING_ZEROS_RE.test(field) && Number.isFinite(Number(field))) codes.add(name);
+    });
+    return row;
+  });
+  const columns = header.map((name) => (codes.has(name) ? { name, type: "categorical" } : { name }));
+  return { columns, rows };
+}
+
+/** The URL an import may fetch, or a ToolError: https only (no http, file:, data:, javascript:, …). */
+export function importUrl(text) {
+  let url;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ToolError(
+      `${q(text)} is not a URL. Give the full https:// address of a CSV file, or pass the CSV text as csv.`,
+      "url_refused",
+      { url: text },
+    );
+  }
+  if (url.protocol !== "https:") {
+    throw new ToolError(
+      `Only https:// URLs can be imported; ${q(url.protocol)} is refused (${q(text.slice(0, 100))}). Use the ` +
+        "https:// address of the file, or pass the CSV text as csv.",
+      "url_refused",
+      { url: text.slice(0, 200), scheme: url.protocol.replace(/:$/, "") },
+    );
+  }
+  if (url.username || url.password) {
+    throw new ToolError(
+      "URLs with a user name or password are refused. Give the file's address without credentials, or pass the " +
+        "CSV text as csv.",
+      "url_refused",
+      { host: url.host },
+    );
+  }
+  return url;
+}
+
+/** The text of an https CSV file, read up to the size limit; ToolErrors that say why not (CORS, status, size). */
+async function fetchCsv(url, fetchImpl) {
+  let response;
+  try {
+    response = await fetchImpl(url.href, { credentials: "omit", redirect: "follow", cache: "no-store" });
+  } catch (err) {
+    throw new ToolError(
+      `The browser refused to fetch ${url.href} or could not reach ${url.host} (${err?.message ?? err}). The ` +
+        "plugin fetches the file from the user's browser, so the server must allow cross-origin requests (CORS); " +
+        "most likely it does not. Download the CSV some other way and pass its text as csv.",
+      "url_fetch_failed",
+      { url: url.href, host: url.host, reason: String(err?.message ?? err) },
+    );
+  }
+  const finalUrl = response.url ? new URL(response.url) : url;
+  if (finalUrl.protocol !== "https:") {
+    throw new ToolError(
+      `${url.href} redirected to ${finalUrl.protocol} ${finalUrl.host}; only https:// is imported.`,
+      "url_refused",
+      { url: url.href, redirectedTo: finalUrl.href },
+    );
+  }
+  if (!response.ok) {
+    throw new ToolError(
+      `${url.host} answered HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""} for ` +
+        `${url.href}. Check the address.`,
+      "url_fetch_failed",
+      { url: url.href, host: url.host, status: response.status },
+    );
+  }
+  const type = response.headers.get("content-type") ?? "";
+  if (/text\/html|application\/xhtml/i.test(type)) {
+    throw new ToolError(
+      `${url.href} gave a web page (${type}), not CSV. Give the address of the CSV file itself (for a file on a ` +
+        "code host, its raw address).",
+      "url_not_csv",
+      { url: url.href, contentType: type },
+    );
+  }
+  const tooLarge = () =>
+    new ToolError(
+      `${url.href} holds more than 5 MB; the limit is 5 MB and 10,000 rows per import. Import a smaller file.`,
+      "csv_too_large",
+      { url: url.href, limit: MAX_CSV_CHARS },
+    );
+  const length = Number(response.headers.get("content-length"));
+  if (Number.isFinite(length) && length > MAX_CSV_CHARS) throw tooLarge();
+  if (!response.body?.getReader) {
+    const text = await response.text();
+    if (text.length > MAX_CSV_CHARS) throw tooLarge();
+    return text;
+  }
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    if (bytes > MAX_CSV_CHARS) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge();
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+  return text + decoder.decode();
+}
+
+/** What an attribute looks like in an answer and in structured data (CODAP's own fields). */
+const ATTRIBUTE_FIELDS = ["name", "type", "formula", "unit", "description", "precision", "hidden"];
+function attributeFacts(a, collectionName) {
+  const out = { collection: collectionName };
+  for (const f of ATTRIBUTE_FIELDS) out[f] = a?.[f] ?? (f === "hidden" ? false : f === "name" ? "" : null);
+  if (out.type === "") out.type = null;
+  return out;
+}
+
+export function createAttributeTools(ctx) {
+  const { send, must, findDataset, datasetList } = ctx;
+  const fetchImpl = ctx.fetch ?? ((...a) => globalThis.fetch(...a));
+
+  /**
+   * A dataset's collections with their attributes as CODAP describes them (type, formula, unit, precision,
+   * hidden…) and case counts: two messages. `extra` requests ride along in the first.
+   */
+  async function readDataset(found, extra = []) {
+    const listRequest = get(`${dataContext(found.id)}.collectionList`);
+    const [listed, ...extraReplies] = await send([listRequest, ...extra]);
+    const colls = must(listRequest, listed).values ?? [];
+    const requests = colls.flatMap((c) => [get(collection(found.id, c.id)), get(`${collection(found.id, c.id)}.caseCount`)]);
+    const replies = await send(requests);
+    const collections = colls.map((c, i) => ({
+      id: c.id,
+      name: c.name,
+      title: c.title || c.name,
+      caseCount: must(requests[2 * i + 1], replies[2 * i + 1]).values,
+      attributes: must(requests[2 * i], replies[2 * i]).values?.attrs ?? [],
+    }));
+    return {
+      ...found,
+      collections,
+      attributes: collections.flatMap((c) => c.attributes.map((a) => ({ ...a, collection: c }))),
+      extra: extraReplies,
+    };
+  }
+
+  function findAttribute(dataset, name) {
+    const exact = dataset.attributes.filter((a) => a.name === name);
+    if (exact.length) return exact[0];
+    const names = dataset.attributes.map((a) => a.name);
+    const near = dataset.attributes.filter((a) => a.name.toLowerCase() === String(name).toLowerCase() || a.title === name);
+    throw new ToolError(
+      `Dataset ${q(dataset.name)} has no attribute ${q(name)}.` +
+        (near.length ? ` Did you mean ${near.map((a) => q(a.name)).join(" or ")}?` : "") +
+        ` Its attributes: ${names.join(", ") || "(none)"}.`,
+      "attribute_not_found",
+      { datasetName: dataset.name, attribute: name, available: names },
+    );
+  }
+
+  function pickCollection(dataset, wanted) {
+    const colls = dataset.collections;
+    if (wanted === undefined || wanted === null || wanted === "") return colls[colls.length - 1];
+    const lower = String(wanted).toLowerCase();
+    const match =
+      colls.find((c) => c.name === wanted) ??
+      colls.find((c) => c.title === wanted) ??
+      colls.find((c) => c.name.toLowerCase() === lower || c.title.toLowerCase() === lower);
+    if (match) return match;
+    const names = colls.map((c) => c.name);
+    throw new ToolError(
+      `Dataset ${q(dataset.name)} has no collection ${q(wanted)}. Its collections, parent first: ${names.join(" > ")}. ` +
+        "Leave collection out to use the child-most one.",
+      "collection_not_found",
+      { datasetName: dataset.name, collection: wanted, available: names },
+    );
+  }
+
+  function nameInUse(dataset, name, what) {
+    const clash = dataset.attributes.find((a) => a.name === name);
+    if (!clash) return;
+    throw new ToolError(
+      `Dataset ${q(dataset.name)} already has an attribute ${q(name)} (in collection ${q(clash.collection.name)}). ` +
+        (what === "add"
+          ? "Change it with update_codap_attribute, or choose another name."
+          : "Choose another name, or delete that attribute first with delete_codap_attribute."),
+      "attribute_exists",
+      { datasetName: dataset.name, attribute: name, collection: clash.collection.name },
+    );
+  }
+
+  /** CODAP's own check of a formula's syntax (formulaEngine evalExpression compiles it): its reason, or null. */
+  const syntaxCheck = (formula) => ({
+    action: "notify",
+    resource: "formulaEngine",
+    values: { request: "evalExpression", source: formula, records: [] },
+  });
+
+  function formulaError(formula, reason, data = {}) {
+    return new ToolError(
+      `CODAP cannot evaluate the formula ${q(formula)}: ${reason}. Nothing was changed. Check the attribute and ` +
+        "function names (backquotes around names with spaces) and that a formula in a parent collection uses " +
+        "only its own or parent attributes or aggregates such as mean().",
+      "formula_error",
+      { formula, codapError: reason, ...data },
+    );
+  }
+
+  /** The values CODAP computed for attribute `name` in an allCases reply, and its error values. */
+  function computed(reply, name) {
+    const cases = reply?.success === true ? reply.values?.cases ?? [] : [];
+    const values = cases.map((c) => c.case?.values?.[name]);
+    const errors = values.filter((v) => typeof v === "string" && v.startsWith(FORMULA_ERROR_MARK));
+    return { values, errors, count: values.length };
+  }
+
+  const reasonOf = (errors) => errors[0].slice(FORMULA_ERROR_MARK.length).trim();
+
+  async function add_codap_attribute(args) {
+    const { datasetName, name, formula } = args;
+    const problem = nameProblem("Attribute", name);
+    if (problem) throw invalid(problem);
+    const found = await findDataset(datasetName);
+    const hasFormula = typeof formula === "string" && formula.trim() !== "";
+    const dataset = await readDataset(found, hasFormula ? [syntaxCheck(formula)] : []);
+    nameInUse(dataset, name, "add");
+    const target = pickCollection(dataset, args.collection);
+    if (hasFormula && dataset.extra[0]?.success !== true) {
+      throw formulaError(formula, codapError(dataset.extra[0]));
+    }
+    const values = { name };
+    if (hasFormula) values.formula = formula;
+    for (const f of ["type", "unit", "description", "precision"]) if (args[f] !== undefined) values[f] = args[f];
+    const base = collection(dataset.id, target.id);
+    const create = { action: "create", resource: `${base}.attribute`, values: [values] };
+    const cases = get(`${base}.allCases`);
+    // The attribute and its computed values in one message: CODAP computes a formula as the attribute is added.
+    const [created, read] = await send([create, cases]);
+    const attr = must(create, created, `adding attribute ${q(name)} to ${q(dataset.name)}`).values?.attrs?.[0];
+    const { values: computedValues, errors, count } = computed(read, name);
+    if (hasFormula && errors.length) {
+      const remove = { action: "delete", resource: `${base}.attribute[${attr?.id ?? name}]` };
+      const [removed] = await send([remove]);
+      const left = removed?.success === true ? "" : ` Removing it failed (${codapError(removed)}): delete it with delete_codap_attribute.`;
+      const err = formulaError(formula, reasonOf(errors), { casesWithErrors: errors.length, cases: count });
+      if (left) err.message = err.message.replace("Nothing was changed.", `The attribute was added, then removed.${left}`);
+      throw err;
+    }
+    const facts = attributeFacts(attr, target.name);
+    const first = computedValues.slice(0, SHOWN_VALUES);
+    const details = [
+      facts.type ? `type ${facts.type}` : null,
+      facts.unit ? `unit ${facts.unit}` : null,
+      facts.precision !== null && facts.precision !== undefined ? `precision ${facts.precision}` : null,
+      facts.description ? `description ${q(facts.description)}` : null,
+    ].filter(Boolean);
+    let text =
+      `Added attribute ${q(facts.name)} to collection ${q(target.name)} of dataset ${q(dataset.name)}` +
+      (details.length ? ` (${details.join(", ")})` : "") + ".";
+    if (hasFormula) {
+      text += count
+        ? ` Formula ${q(facts.formula)}; CODAP computed ${plural(count, "value")}, the first: ${first.map(shown).join(", ")}.`
+        : ` Formula ${q(facts.formula)}; the collection has no cases yet, so CODAP computed nothing (only the ` +
+          "formula's syntax was checked).";
+    } else {
+      text += ` Its ${plural(count, "value")} are empty; fill them with update_codap_cases.`;
+    }
+    return toolResult(text, {
+      datasetName: dataset.name,
+      attribute: facts,
+      caseCount: count,
+      ...(hasFormula ? { firstValues: first } : {}),
+    });
+  }
+
+  async function update_codap_attribute(args) {
+    const { datasetName, name, newName, formula } = args;
+    const changing = ["newName", "formula", "type", "unit", "description", "precision", "hidden"].filter(
+      (f) => args[f] !== undefined,
+    );
+    if (changing.length === 0) {
+      throw invalid(
+        "Say what to change: newName, formula, type, unit, description, precision or hidden (give only what changes).",
+      );
+    }
+    if (newName !== undefined) {
+      const problem = nameProblem("Attribute", newName);
+      if (problem) throw invalid(problem);
+    }
+    const found = await findDataset(datasetName);
+    const newFormula = typeof formula === "string" && formula.trim() !== "";
+    const dataset = await readDataset(found, newFormula ? [syntaxCheck(formula)] : []);
+    const attr = findAttribute(dataset, name);
+    if (newName !== undefined && newName !== attr.name) nameInUse(dataset, newName, "rename");
+    if (newFormula && dataset.extra[0]?.success !== true) throw formulaError(formula, codapError(dataset.extra[0]));
+    const base = collection(dataset.id, attr.collection.id);
+    let oldCases = [];
+    if (newFormula) {
+      // Tried on a scratch attribute beside it first, so a formula CODAP cannot evaluate changes nothing (a
+      // formula taken off an attribute leaves its last values, errors included). The attribute's own values
+      // are read in the same message, to put back if the formula fails on the attribute itself (a cycle).
+      const scratch = `__codap_relay_check_${Date.now().toString(36)}`;
+      const tryIt = { action: "create", resource: `${base}.attribute`, values: [{ name: scratch, formula }] };
+      const cases = get(`${base}.allCases`);
+      const drop = { action: "delete", resource: `${base}.attribute[${scratch}]` };
+      const [tried, read] = await send([tryIt, cases, drop]);
+      must(tryIt, tried, `checking the formula ${q(formula)}`);
+      const { errors, count } = computed(read, scratch);
+      if (errors.length) throw formulaError(formula, reasonOf(errors), { casesWithErrors: errors.length, cases: count });
+      oldCases = read?.values?.cases ?? [];
+    }
+    const values = {};
+    if (newName !== undefined) values.name = newName;
+    for (const f of ["formula", "type", "unit", "description", "precision", "hidden"]) {
+      if (args[f] !== undefined) values[f] = args[f];
+    }
+    const update = { action: "update", resource: `${base}.attribute[${attr.id}]`, values };
+    const readBack = get(`${base}.attribute[${attr.id}]`);
+    const cases = get(`${base}.allCases`);
+    const [updated, after, read] = await send([update, readBack, cases]);
+    must(update, updated, `changing attribute ${q(attr.name)} of ${q(dataset.name)}`);
+    const now = must(readBack, after).values;
+    const before = attributeFacts(attr, attr.collection.name);
+    const facts = attributeFacts(now, attr.collection.name);
+    const changes = {};
+    for (const f of ATTRIBUTE_FIELDS) {
+      if (JSON.stringify(before[f]) !== JSON.stringify(facts[f])) changes[f] = { before: before[f], after: facts[f] };
+    }
+    const { values: computedValues, errors, count } = computed(read, facts.name);
+    if (newFormula && errors.length) {
+      // CODAP evaluates it on the attribute itself only (a cycle through another formula): put everything back.
+      const back = { formula: before.formula ?? "", unit: before.unit ?? "", description: before.description ?? "" };
+      back.name = before.name;
+      back.precision = before.precision ?? "";
+      back.hidden = before.hidden;
+      if (changes.type && before.type) back.type = before.type;
+      const undo = { action: "update", resource: `${base}.attribute[${attr.id}]`, values: back };
+      const restore = {
+        action: "update",
+        resource: `${base}.case`,
+        values: oldCases.map((c) => ({ id: c.case.id, values: { [before.name]: c.case.values?.[before.name] ?? "" } })),
+      };
+      const [undone] = await send(before.formula || oldCases.length === 0 ? [undo] : [undo, restore]);
+      const put = undone?.success === true
+        ? "Nothing was changed."
+        : `Putting the attribute back failed (${codapError(undone)}): check it with get_codap_datasets.`;
+      const err = formulaError(formula, reasonOf(errors), { casesWithErrors: errors.length, cases: count });
+      err.message = err.message.replace("Nothing was changed.", put);
+      throw err;
+    }
+    const lines = Object.entries(changes).map(
+      ([f, { before: b, after: a }]) => `${f}: ${b === null || b === "" ? "(none)" : q(b)} → ${a === null || a === "" ? "(none)" : q(a)}`,
+    );
+    let text = lines.length
+      ? `Changed attribute ${q(facts.name)} of ${q(dataset.name)}: ${lines.join("; ")}.`
+      : `Attribute ${q(facts.name)} of ${q(dataset.name)} already had those settings; nothing changed.`;
+    if (newFormula && count) {
+      text += ` First values CODAP computed: ${computedValues.slice(0, SHOWN_VALUES).map(shown).join(", ")}.`;
+    }
+    if (formula === "" && before.formula) text += " The values CODAP last computed stay as ordinary values.";
+    return toolResult(text, {
+      datasetName: dataset.name,
+      attribute: facts,
+      changes,
+      ...(newFormula ? { firstValues: computedValues.slice(0, SHOWN_VALUES) } : {}),
+    });
+  }
+
+  async function delete_codap_attribute(args) {
+    const found = await findDataset(args.datasetName);
+    const dataset = await readDataset(found);
+    const attr = findAttribute(dataset, args.name);
+    if (dataset.attributes.length === 1) {
+      throw new ToolError(
+        `${q(attr.name)} is the only attribute of dataset ${q(dataset.name)}; CODAP would keep its ` +
+          `${plural(attr.collection.caseCount, "case")} with no attribute at all. Add another attribute first, or ` +
+          "delete the whole dataset with delete_codap_dataset.",
+        "last_attribute",
+        { datasetName: dataset.name, attribute: attr.name },
+      );
+    }
+    const remove = { action: "delete", resource: `${collection(dataset.id, attr.collection.id)}.attribute[${attr.id}]` };
+    const [removed] = await send([remove]);
+    must(remove, removed, `deleting attribute ${q(attr.name)} of ${q(dataset.name)}`);
+    const after = await readDataset(found);
+    const gone = after.attributes.some((a) => a.id === attr.id);
+    if (gone) throw new ToolError(`CODAP still lists attribute ${q(attr.name)} after deleting it.`, "codap_error");
+    const removedCollection = !after.collections.some((c) => c.id === attr.collection.id);
+    const escaped = attr.name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const mentions = new RegExp(`(^|[^\\w])\`?${escaped}\`?($|[^\\w])`);
+    const broken = after.attributes.filter((a) => a.formula && mentions.test(a.formula)).map((a) => a.name);
+    const remaining = after.collections.map((c) => ({
+      name: c.name,
+      caseCount: c.caseCount,
+      attributes: c.attributes.map((a) => a.name),
+    }));
+    let text =
+      `Deleted attribute ${q(attr.name)} (collection ${q(attr.collection.name)}) from ${q(dataset.name)}.` +
+      (removedCollection ? ` It was the only attribute of collection ${q(attr.collection.name)}, so CODAP removed that collection.` : "") +
+      ` Remaining attributes: ${remaining.map((c) => `${c.name}: ${c.attributes.join(", ")}`).join(" > ")}` +
+      ` (${plural(remaining[remaining.length - 1].caseCount, "case")}).`;
+    if (broken.length) {
+      text += ` The formulas of ${broken.map(q).join(", ")} used it and now give errors: change them with update_codap_attribute.`;
+    }
+    return toolResult(text, {
+      datasetName: dataset.name,
+      deleted: attributeFacts(attr, attr.collection.name),
+      removedCollection: removedCollection ? attr.collection.name : null,
+      collections: remaining,
+      brokenFormulas: broken,
+    });
+  }
+
+  async function delete_codap_dataset(args) {
+    const found = await findDataset(args.datasetName);
+    const dataset = await readDataset(found, [get("componentList")]);
+    const componentsBefore = dataset.extra[0]?.success === true ? dataset.extra[0].values ?? [] : [];
+    const remove = { action: "delete", resource: dataContext(dataset.id) };
+    const list = get("dataContextList");
+    const comps = get("componentList");
+    const [removed, listed, compReply] = await send([remove, list, comps]);
+    must(remove, removed, `deleting dataset ${q(dataset.name)}`);
+    const remaining = datasetList(must(list, listed));
+    if (remaining.some((d) => d.id === dataset.id)) {
+      throw new ToolError(`CODAP still lists dataset ${q(dataset.name)} after deleting it.`, "codap_error");
+    }
+    const componentsAfter = compReply?.success === true ? compReply.values ?? [] : componentsBefore;
+    const closed = componentsBefore
+      .filter((c) => !componentsAfter.some((a) => a.id === c.id))
+      .map((c) => ({ id: c.id, type: c.type, title: c.title || c.name || "" }));
+    const cases = dataset.collections.length ? dataset.collections[dataset.collections.length - 1].caseCount : 0;
+    const attrNames = dataset.attributes.map((a) => a.name);
+    const hierarchy = dataset.collections.length > 1
+      ? ` in ${plural(dataset.collections.length, "collection")} (${dataset.collections.map((c) => `${c.name} ${c.caseCount}`).join(" > ")})`
+      : "";
+    const text =
+      `Deleted dataset ${q(dataset.name)}: ${plural(cases, "case")}${hierarchy} and ${plural(attrNames.length, "attribute")} ` +
+      `(${attrNames.join(", ") || "none"}).` +
+      (closed.length ? ` CODAP closed ${plural(closed.length, "component")} showing it (${closed.map((c) => c.type).join(", ")}).` : "") +
+      (remaining.length
+        ? ` Datasets remaining: ${remaining.map((d) => d.name).join(", ")}.`
+        : " CODAP has no datasets now.");
+    return toolResult(text, {
+      datasetName: dataset.name,
+      removed: {
+        cases,
+        attributes: attrNames,
+        collections: dataset.collections.map((c) => ({ name: c.name, caseCount: c.caseCount })),
+      },
+      closedComponents: closed,
+      remainingDatasets: remaining.map((d) => d.name),
+    });
+  }
+
+  async function import_codap_data(args) {
+    const { datasetName, csv, url } = args;
+    const problem = nameProblem("Dataset", datasetName);
+    if (problem) throw invalid(problem);
+    if ((csv === undefined) === (url === undefined)) {
+      throw invalid("Give exactly one of csv (the CSV text) or url (an https:// address of a CSV file).");
+    }
+    const address = url !== undefined ? importUrl(url) : null;
+    const list = get("dataContextList");
+    const [listed] = await send([list]);
+    if (datasetList(must(list, listed)).some((d) => d.name === datasetName)) {
+      throw new ToolError(
+        `CODAP already has a dataset named ${q(datasetName)}. Choose another name, or delete that one first with ` +
+          "delete_codap_dataset.",
+        "dataset_exists",
+        { datasetName },
+      );
+    }
+    const text = address ? await fetchCsv(address, fetchImpl) : csv;
+    const { columns, rows } = csvToDataset(text);
+    // CODAP answers a create for an existing name with that dataset, so the check above comes first.
+    const create = {
+      action: "create",
+      resource: "dataContext",
+      values: { name: datasetName, title: datasetName, collections: [{ name: datasetName, attrs: columns }] },
+    };
+    const [createdReply] = await send([create]);
+    const datasetId = must(create, createdReply, `creating dataset ${q(datasetName)}`).values?.id;
+    const colls = get(`${dataContext(datasetId)}.collectionList`);
+    const addRows = { action: "create", resource: `${dataContext(datasetId)}.item`, values: rows };
+    const table = { action: "create", resource: "component", values: { type: "caseTable", dataContext: String(datasetId) } };
+    const count = get(`${dataContext(datasetId)}.itemCount`);
+    // Rows, table and count in one message: one change in CODAP, and the count CODAP holds after it.
+    const replies = await send([colls, ...(rows.length ? [addRows] : []), table, count]);
+    const collReply = replies[0];
+    const added = rows.length ? replies[1] : { success: true };
+    const [tabled, counted] = replies.slice(-2);
+    if (added?.success !== true) {
+      const error = refused(addRows, added, `the rows of the new dataset ${q(datasetName)}`);
+      error.message += ` The dataset was created empty; delete it with delete_codap_dataset and try again.`;
+      throw error;
+    }
+    const itemCount = must(count, counted).values;
+    const collId = (must(colls, collReply).values ?? [])[0]?.id;
+    const described = collId !== undefined ? await send([get(collection(datasetId, collId))]) : [];
+    const attrs = described[0]?.success === true ? described[0].values?.attrs ?? [] : [];
+    const types = columns.map((c) => ({ name: c.name, type: attrs.find((a) => a.name === c.name)?.type || "" }));
+    const source = address ? `from ${address.host} (${address.href})` : "from CSV text";
+    const tableText = tabled?.success === true ? " A case table shows it." : ` CODAP did not open a case table: ${codapError(tabled)}.`;
+    return toolResult(
+      `Imported ${plural(itemCount, "row")} ${source} into new dataset ${q(datasetName)} with ` +
+        `${plural(types.length, "attribute")}: ${types.map((t) => `${t.name}${t.type ? ` (${t.type})` : ""}`).join(", ")}.` +
+        tableText,
+      {
+        datasetName,
+        source: address ? { url: address.href, host: address.host } : "csv",
+        rowCount: itemCount,
+        attributes: types,
+        sample: rows.slice(0, 3),
+        caseTableId: tabled?.success === true ? tabled.values?.id ?? null : null,
+      },
+    );
+  }
+
+  return {
+    add_codap_attribute,
+    update_codap_attribute,
+    delete_codap_attribute,
+    delete_codap_dataset,
+    import_codap_data,
+  };
 }
