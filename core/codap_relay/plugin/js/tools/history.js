@@ -1,5 +1,58 @@
-// (filled in by its family's work)
+// CODAP's own undo and redo: what its Undo and Redo buttons do.
+//
+// CODAP 3.1.0 keeps in its undo history the changes a person makes in CODAP (moving a component, editing a cell,
+// changing a graph); the changes plugins make through the Data Interactive API are recorded without undo (its
+// handlers call applyModelChange without undo strings, which is withoutUndo), so these tools cannot take back a
+// tool's own change. CODAP answers each press with only {canUndo, canRedo}: it does not say what was undone.
 
-export function createHistoryTools(_ctx) {
-  return {};
+import { toolResult } from "./context.js";
+
+const press = (operation) => ({ action: "notify", resource: "undoChangeNotice", values: { operation } });
+
+export function createHistoryTools(ctx) {
+  const { send, must } = ctx;
+
+  /** Presses CODAP's Undo (or Redo) up to `steps` times, stopping once CODAP has nothing more to take back. */
+  async function pressButton(kind, steps) {
+    const request = press(kind === "undo" ? "undoButtonPress" : "redoButtonPress");
+    const more = kind === "undo" ? "canUndo" : "canRedo";
+    const other = kind === "undo" ? "canRedo" : "canUndo";
+    let done = 0;
+    let state = null;
+    for (let i = 0; i < steps; i++) {
+      const [reply] = await send([request]);
+      state = must(request, reply, `CODAP's ${kind}`).values ?? {};
+      // A press that changed something leaves the opposite button available; without it nothing was there.
+      if (state[other] !== true) break;
+      done += 1;
+      if (state[more] !== true) break;
+    }
+    return { done, canUndo: state?.canUndo === true, canRedo: state?.canRedo === true };
+  }
+
+  function answer(kind, steps, outcome) {
+    const { done, canUndo, canRedo } = outcome;
+    const button = kind === "undo" ? "Undo" : "Redo";
+    const first = done === 0
+      ? `CODAP had nothing to ${kind}.`
+      : `${button} ${done === 1 ? "once" : `${done} times`} in CODAP` +
+        (done < steps ? ` (of ${steps} asked: then there was nothing more to ${kind})` : "") + ".";
+    return toolResult(
+      `${first} CODAP can now undo: ${canUndo ? "yes" : "no"}; redo: ${canRedo ? "yes" : "no"}. CODAP does not say ` +
+        "which changes these were; look at the document (get_codap_status) to see.",
+      { [kind === "undo" ? "undone" : "redone"]: done, requested: steps, canUndo, canRedo },
+    );
+  }
+
+  async function undo_codap(args) {
+    const steps = args.steps ?? 1;
+    return answer("undo", steps, await pressButton("undo", steps));
+  }
+
+  async function redo_codap(args) {
+    const steps = args.steps ?? 1;
+    return answer("redo", steps, await pressButton("redo", steps));
+  }
+
+  return { undo_codap, redo_codap };
 }
