@@ -26,7 +26,13 @@ def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
 
 def make_dataset(codap: CodapPage, name: str, rows: list[dict[str, Any]]) -> None:
     attrs = [{"name": k} for k in rows[0]]
-    codap.ok({"action": "create", "resource": "dataContext", "values": {"name": name, "collections": [{"name": name, "attrs": attrs}]}})
+    codap.ok(
+        {
+            "action": "create",
+            "resource": "dataContext",
+            "values": {"name": name, "collections": [{"name": name, "attrs": attrs}]},
+        }
+    )
     codap.ok({"action": "create", "resource": f"dataContext[{name}].item", "values": rows})
 
 
@@ -79,8 +85,13 @@ def test_slider_makes_a_global_that_formulas_use(codap: CodapPage) -> None:
     assert codap.ok({"action": "get", "resource": "global[slope]"})["value"] == 2
     # a formula sees the global value by name
     make_dataset(codap, "CompSlide", [{"x": 1}, {"x": 3}])
-    codap.ok({"action": "create", "resource": "dataContext[CompSlide].collection[CompSlide].attribute",
-              "values": [{"name": "y", "formula": "slope * x"}]})
+    codap.ok(
+        {
+            "action": "create",
+            "resource": "dataContext[CompSlide].collection[CompSlide].attribute",
+            "values": [{"name": "y", "formula": "slope * x"}],
+        }
+    )
     assert sorted(i["values"]["y"] for i in codap.items("CompSlide")) == [2, 6]
 
     again = codap.failed("create_codap_slider", {"name": "slope", "value": 1, "min": 0, "max": 2})
@@ -99,14 +110,22 @@ def test_map_says_when_there_is_nothing_to_place(codap: CodapPage) -> None:
     make_dataset(codap, "CompNoGeo", [{"a": 1}])
     bare = codap.done("create_codap_map", {"datasetName": "CompNoGeo"})
     assert component(codap, bare["structuredContent"]["componentId"])["type"] == "map"
-    assert "no latitude or longitude" in bare["content"][0]["text"] and "latitude (or lat)" in bare["content"][0]["text"]
+    assert (
+        "no latitude or longitude" in bare["content"][0]["text"] and "latitude (or lat)" in bare["content"][0]["text"]
+    )
 
 
 def test_update_moves_resizes_retitles_hides_and_shows(codap: CodapPage) -> None:
     cid = codap.done("create_codap_text", {"text": "move me", "title": "Mover"})["structuredContent"]["componentId"]
-    done = codap.done("update_codap_component", {
-        "component": "Mover", "title": "Moved", "position": {"left": 420, "top": 260}, "size": {"width": 300, "height": 180},
-    })["structuredContent"]
+    done = codap.done(
+        "update_codap_component",
+        {
+            "component": "Mover",
+            "title": "Moved",
+            "position": {"left": 420, "top": 260},
+            "size": {"width": 300, "height": 180},
+        },
+    )["structuredContent"]
     shown = component(codap, cid)
     assert shown["title"] == "Moved"
     assert shown["position"] == {"left": 420, "top": 260} and shown["dimensions"] == {"width": 300, "height": 180}
@@ -135,12 +154,13 @@ def test_delete_closes_a_component(codap: CodapPage) -> None:
 def test_the_plugin_itself_is_never_changed_or_closed(codap: CodapPage) -> None:
     pid = plugin_id(codap)
     before = component(codap, pid)
-    for name, args in [
+    attempts: list[tuple[str, dict[str, Any]]] = [
         ("update_codap_component", {"component": pid, "hidden": True}),
         ("update_codap_component", {"component": "CODAP Relay", "position": {"left": 900, "top": 900}}),
         ("delete_codap_component", {"component": pid}),
         ("delete_codap_component", {"component": "plugin"}),
-    ]:
+    ]
+    for name, args in attempts:
         error = codap.failed(name, args)
         assert error["code"] == "plugin_protected" and "plugin" in error["message"], error
         assert all(str(pid) not in a for a in error["data"]["available"])
