@@ -51,3 +51,72 @@ def test_undo_and_redo_a_persons_change_not_a_tools(browser: Any, codap_url: str
         redone = codap.done("redo_codap", {})["structuredContent"]
         assert redone["redone"] == 1 and redone["canRedo"] is False and redone["canUndo"] is True
         assert position(codap, cid) == moved
+
+
+def globals_named(codap: Any) -> list[str]:
+    return [str(g["name"]) for g in codap.ok({"action": "get", "resource": "globalList"})]
+
+
+def drag_title(codap: Any, title: str, dx: float, dy: float) -> None:
+    """A person drags a component by its title bar in CODAP's own page."""
+    bar = codap.page.locator("[data-testid=component-title-bar]", has_text=title).first
+    box = bar.bounding_box()
+    assert box is not None
+    codap.page.mouse.move(box["x"] + 20, box["y"] + box["height"] / 2)
+    codap.page.mouse.down()
+    codap.page.mouse.move(box["x"] + 20 + dx, box["y"] + box["height"] / 2 + dy, steps=8)
+    codap.page.mouse.up()
+
+
+def test_take_back_tool_calls_and_refuse_over_a_persons_change(browser: Any, codap_url: str, relay_url: str) -> None:
+    with codap_pages(browser, codap_url) as pages:
+        codap = pages(f"{relay_url}/plugin/")
+        pid = int(codap.ok({"action": "get", "resource": "interactiveFrame"})["id"])
+        first = codap.tool("create_codap_text", {"text": "kept", "title": "Kept"})
+        second = codap.tool("create_codap_slider", {"name": "speed", "value": 1, "min": 0, "max": 9})
+        codap.done("update_codap_component", {"component": "Kept", "position": {"left": 450, "top": 300}})
+        assert first["status"] == second["status"] == "completed"
+        assert len(codap.components()) == 3 and "speed" in globals_named(codap)
+
+        back = codap.done("undo_codap_tool_calls", {"sinceRequestId": second["id"]})
+        taken = back["structuredContent"]["undone"]
+        assert [c["tool"] for c in taken] == ["create_codap_slider", "update_codap_component"]
+        assert taken[0]["requestId"] == second["id"] and back["structuredContent"]["finished"] is True
+        kept = [c for c in codap.components() if c["id"] != pid]
+        assert [(c["type"], c["title"]) for c in kept] == [("text", "Kept")]
+        assert "speed" not in globals_named(codap)  # the slider's global value went with it
+        assert codap.status() == "Connected" and any(c["id"] == pid for c in codap.components())
+
+        codap.done("undo_codap_tool_calls", {"lastCalls": 1})
+        assert [c["id"] for c in codap.components()] == [pid]
+
+        unknown = codap.failed("undo_codap_tool_calls", {"sinceRequestId": "no-such-call"})
+        assert unknown["code"] == "call_not_found" and "no-such-call" in unknown["message"]
+        too_many = codap.failed("undo_codap_tool_calls", {"lastCalls": 5})
+        assert too_many["code"] == "call_not_found"
+
+        # The person drags a tool's text box: taking the call back would undo the drag too, so it is refused.
+        made = codap.tool("create_codap_text", {"text": "mine now", "title": "Dragged by person"})
+        cid = made["result"]["structuredContent"]["componentId"]
+        drag_title(codap, "Dragged by person", 150, 90)
+        moved = codap.ok({"action": "get", "resource": f"component[{cid}]"})["position"]
+        refused = codap.failed("undo_codap_tool_calls", {"sinceRequestId": made["id"]})
+        assert refused["code"] == "changed_outside", refused
+        assert (
+            'component "Dragged by person" changed' in refused["message"]
+            and "nothing was changed" in refused["message"]
+        )
+        assert codap.ok({"action": "get", "resource": f"component[{cid}]"})["position"] == moved
+
+        # Another plugin-like channel (codap.ok) adds a dataset after a tool call: refused as well.
+        codap.done("create_codap_text", {"text": "later", "title": "Later"})
+        codap.ok(
+            {
+                "action": "create",
+                "resource": "dataContext",
+                "values": {"name": "ByHand", "collections": [{"name": "ByHand", "attrs": [{"name": "v"}]}]},
+            }
+        )
+        refused = codap.failed("undo_codap_tool_calls", {"lastCalls": 1})
+        assert refused["code"] == "changed_outside" and 'dataset "ByHand" added' in refused["message"]
+        assert "ByHand" in codap.dataset_names() and any(c["title"] == "Later" for c in codap.components())

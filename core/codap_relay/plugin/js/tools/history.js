@@ -1,11 +1,15 @@
-// CODAP's own undo and redo: what its Undo and Redo buttons do.
+// CODAP's own undo and redo (what its Undo and Redo buttons do), and taking back the LLM's own tool calls.
 //
 // CODAP 3.1.0 keeps in its undo history the changes a person makes in CODAP (moving a component, editing a cell,
 // changing a graph); the changes plugins make through the Data Interactive API are recorded without undo (its
 // handlers call applyModelChange without undo strings, which is withoutUndo), so these tools cannot take back a
 // tool's own change. CODAP answers each press with only {canUndo, canRedo}: it does not say what was undone.
+// undo_codap_tool_calls takes back the tools' own calls from the plugin's restore points (journal.js).
 
-import { toolResult } from "./context.js";
+import { ToolError, plural, toolResult } from "./context.js";
+
+/** Tools that are not journaled: taking calls back is not itself a call to take back. */
+export const NOT_JOURNALED = new Set(["undo_codap_tool_calls"]);
 
 const press = (operation) => ({ action: "notify", resource: "undoChangeNotice", values: { operation } });
 
@@ -54,5 +58,26 @@ export function createHistoryTools(ctx) {
     return answer("redo", steps, await pressButton("redo", steps));
   }
 
-  return { undo_codap, redo_codap };
+  async function undo_codap_tool_calls(args) {
+    const { journal } = ctx;
+    if (!journal) {
+      throw new ToolError("This plugin keeps no restore points here (no tool catalog loaded).", "journal_unavailable");
+    }
+    const at = journal.startOf(args);
+    const { calls, finished } = await journal.takeBack(at);
+    const first = calls[0];
+    const named = calls.map((e) => journal.callLabel(e));
+    return toolResult(
+      `Took back ${plural(calls.length, "tool call")} (${named.join(", ")}): the document is as it was before ` +
+        `${journal.callLabel(first)}.` +
+        (finished ? "" : " CODAP had not said it finished restoring after 20 s; check the document (get_codap_status)."),
+      {
+        undone: calls.map((e) => ({ requestId: e.id, tool: e.tool })),
+        restoredToBefore: first.id,
+        finished,
+      },
+    );
+  }
+
+  return { undo_codap, redo_codap, undo_codap_tool_calls };
 }
