@@ -95,7 +95,8 @@ def test_quick_run_times_every_tool_inside_real_codap(tmp_path: Path, monkeypatc
     assert set(rows) == {t["name"] for t in DEFAULT_TOOLS} | {"get_codap_graph_image", "codap_api"}
     messages = {r["label"]: r["messages"] for r in codap["rows"]}
     assert messages["get_codap_status"] == messages["get_codap_datasets"] == 3
-    assert messages["create_codap_dataset"] == 3 and messages["create_codap_graph"] == 5
+    # a changing tool: its own messages, plus two restore points of the document (tools/journal.js)
+    assert messages["create_codap_dataset"] == 3 + 2 and messages["create_codap_graph"] == 5 + 2
     assert messages["codap_api (get dataContextList)"] == 1
     for row in codap["rows"]:
         assert row["first_ms"] > 0 and row["llm_p50_ms"] > 0 and 0 < row["codap_share"] <= 1, row

@@ -24,11 +24,22 @@ const client = new RelayClient(relayBase);
 const storage = openStorage(globalThis);
 const store = new PluginStore(storage.storage, relayBase);
 
-const phone = new CodapPhone({ win: window });
+// CODAP's notifications to the plugin, heard by the tools that wait for one (the journal's document snapshots).
+const listeners = new Set();
+const phone = new CodapPhone({
+  win: window,
+  onNotification: (value) => {
+    for (const listener of listeners) listener(value);
+  },
+});
+const listen = (listener) => {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+};
 const manifest = await loadManifest();
 const TOOLS = manifest.tools;
 const tools = createTools(
-  { call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster() },
+  { call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster(), listen },
   manifest,
 );
 
@@ -89,6 +100,9 @@ function setupFrame() {
           version: VERSION,
           dimensions: FRAME,
           preventDataContextReorg: false,
+          // CODAP sends its document to a subscribed plugin (the journal's restore points) and keeps the
+          // plugin's own window as it is when a document is restored.
+          subscribeToDocuments: true,
         },
       });
     } catch {

@@ -110,12 +110,15 @@ export class Runner {
     }
   }
 
-  /** The tool itself, for relayed and local calls alike: its outcome as the body posted ({result} or {error}). */
-  async _call(tool, args) {
+  /**
+   * The tool itself, for relayed and local calls alike: its outcome as the body posted ({result} or {error}).
+   * The tool gets the call's request id as well (`{id}`), so what it records can be named by that id later.
+   */
+  async _call(tool, args, id) {
     try {
       const fn = Object.hasOwn(this.tools, tool) ? this.tools[tool] : undefined; // never Object.prototype's
       if (!fn) throw new ToolError(`This plugin has no tool named ${JSON.stringify(tool)}.`, "unknown_tool");
-      return { result: await fn(args ?? {}) };
+      return { result: await fn(args ?? {}, { id }) };
     } catch (err) {
       return { error: errorBody(err) };
     }
@@ -127,7 +130,7 @@ export class Runner {
     if (timing) timing.started = this.timeline.now();
     const started = this.now();
     this.onActivity({ id, tool, args, status: "running", startedAt: started });
-    const body = await this._call(tool, args);
+    const body = await this._call(tool, args, id);
     if (timing) timing.finished = this.timeline.now();
     this.store.saveOutcome(id, body);
     const ms = this.now() - started;
@@ -139,7 +142,7 @@ export class Runner {
     local.started();
     const started = this.now();
     this.onActivity({ id, tool, args, label, status: "running", startedAt: started });
-    const body = await this._call(tool, args);
+    const body = await this._call(tool, args, id);
     this.onActivity({ id, tool, args, label, status: body.error ? "failed" : "done", body, ms: this.now() - started });
     local.resolve(body);
   }

@@ -1,5 +1,285 @@
-// (filled in by its family's work)
+// Components: tables, text boxes, sliders and maps to make; any component (but this plugin) to move, resize,
+// retitle, hide, show or close.
 
-export function createComponentTools(_ctx) {
-  return {};
+import { ToolError, get, invalid, toolResult } from "./context.js";
+
+/** Names CODAP recognizes (lower case) for a map's point coordinates (v3 map-types.ts, kLatNames/kLongNames). */
+const LAT_NAMES = ["latitude", "lat", "latitud", "breitengrad", "緯度", "عرض جغرافیایی"];
+const LONG_NAMES = ["longitude", "long", "lng", "lon", "longitud", "längengrad", "経度", "طول جغرافیایی"];
+
+/** CODAP's slider animation settings are indexes into these lists (v3 slider-types.ts). */
+const DIRECTIONS = ["backAndForth", "lowToHigh", "highToLow"];
+const MODES = ["nonStop", "onceOnly"];
+
+const TYPE_WORDS = {
+  caseTable: "case table",
+  caseCard: "case card",
+  text: "text box",
+  slider: "slider",
+  map: "map",
+  graph: "graph",
+  calculator: "calculator",
+  game: "plugin",
+  webView: "web page",
+  guideView: "guide",
+  image: "image",
+};
+
+const typeWord = (type) => TYPE_WORDS[type] ?? type ?? "component";
+const label = (c) => `${JSON.stringify(c.title || c.name || `${typeWord(c.type)} ${c.id}`)} (${typeWord(c.type)}, id ${c.id})`;
+
+/** The plain text of a text component as CODAP gives it back (its rich-text value). */
+function plainText(value) {
+  if (typeof value === "string") return value;
+  const nodes = Array.isArray(value) ? value : value?.document?.children ?? [];
+  const textOf = (node) =>
+    typeof node?.text === "string" ? node.text : Array.isArray(node?.children) ? node.children.map(textOf).join("") : "";
+  return nodes.map(textOf).join("\n");
+}
+
+export function createComponentTools(ctx) {
+  const { send, must, findDataset, describeDatasets } = ctx;
+
+  /** Every component with the title CODAP shows, and this plugin's own id: two messages. */
+  async function listComponents() {
+    const frame = get("interactiveFrame");
+    const list = get("componentList");
+    const [framed, listed] = await send([frame, list]);
+    const frameId = must(frame, framed).values?.id;
+    const listing = must(list, listed).values ?? [];
+    const details = await send(listing.map((c) => get(`component[${c.id}]`)));
+    const components = listing.map((c, i) => {
+      const detail = details[i]?.success === true ? details[i].values ?? {} : {};
+      return { ...c, title: detail.title || c.title || detail.dataContext || "", detail };
+    });
+    return { components, frameId };
+  }
+
+  /** The component `wanted` names (id, name or title), or an error naming the components CODAP has. */
+  function pickComponent({ components, frameId }, wanted) {
+    const key = String(wanted).trim();
+    const lower = key.toLowerCase();
+    const others = components.filter((c) => c.id !== frameId);
+    const available = others.map(label);
+    const listing = others.length ? `Components in CODAP: ${available.join(", ")}.` : "CODAP has no components but this plugin.";
+    const tests = [
+      (c) => String(c.id) === key,
+      (c) => c.name === key,
+      (c) => c.title === key,
+      (c) => String(c.name ?? "").toLowerCase() === lower || String(c.title ?? "").toLowerCase() === lower,
+    ];
+    for (const matches of tests) {
+      const found = components.filter(matches);
+      if (found.length === 1) {
+        if (found[0].id === frameId) {
+          throw new ToolError(
+            `${label(found[0])} is this codap-relay plugin itself: the tools do not move, hide or close it, so the ` +
+              `person always sees it. ${listing}`,
+            "plugin_protected",
+            { component: { id: found[0].id, type: found[0].type }, available },
+          );
+        }
+        return found[0];
+      }
+      if (found.length > 1) {
+        throw new ToolError(
+          `${found.length} components are called ${JSON.stringify(key)}: ${found.map(label).join(", ")}. ` +
+            "Give the id of the one you mean.",
+          "invalid_arguments",
+          { available },
+        );
+      }
+    }
+    throw new ToolError(`CODAP has no component called ${JSON.stringify(key)}. ${listing}`, "component_not_found", {
+      component: key,
+      available,
+    });
+  }
+
+  /** The new component read back: CODAP's own values for it. */
+  async function readBack(id) {
+    const read = get(`component[${id}]`);
+    const [reply] = await send([read]);
+    return must(read, reply, `reading the new component ${id}`).values ?? {};
+  }
+
+  async function create(values, what) {
+    const request = { action: "create", resource: "component", values };
+    const [reply] = await send([request]);
+    const id = must(request, reply, `creating ${what}`).values?.id;
+    return { id, detail: await readBack(id) };
+  }
+
+  const titled = (title) => (title ? { name: title, title } : {});
+
+  async function create_codap_table(args) {
+    const { datasetName, title } = args;
+    const asCard = args.asCard === true;
+    const dataset = await findDataset(datasetName);
+    const type = asCard ? "caseCard" : "caseTable";
+    // CODAP finds the dataset by name or id: the id cannot reach another dataset whose title is this name.
+    const { id, detail } = await create({ type, dataContext: String(dataset.id), ...titled(title) }, `a ${typeWord(type)}`);
+    const shownTitle = detail.title || dataset.name;
+    return toolResult(
+      `Showing ${JSON.stringify(dataset.name)} in a ${typeWord(detail.type ?? type)} (id ${id}, title ` +
+        `${JSON.stringify(shownTitle)}). CODAP keeps one table or card per dataset: asking again shows the same one.`,
+      { componentId: id, type: detail.type ?? type, datasetName: detail.dataContext ?? dataset.name, title: shownTitle },
+    );
+  }
+
+  async function create_codap_text(args) {
+    const { text, title } = args;
+    const { id, detail } = await create({ type: "text", text, ...titled(title) }, "a text box");
+    const shown = plainText(detail.text);
+    return toolResult(
+      `Created a text box (id ${id}${detail.title ? `, title ${JSON.stringify(detail.title)}` : ""}) showing ` +
+        `${shown.length} characters.`,
+      { componentId: id, title: detail.title ?? "", text: shown },
+    );
+  }
+
+  async function create_codap_slider(args) {
+    const { name, value, min, max, step, title, animationDirection, animationMode } = args;
+    if (!(min < max)) throw invalid(`min (${min}) must be less than max (${max}).`);
+    if (value < min || value > max) throw invalid(`value (${value}) must lie between min (${min}) and max (${max}).`);
+    const global = { action: "create", resource: "global", values: { name, value } };
+    const globals = get("globalList");
+    const [made, listed] = await send([global, globals]);
+    if (made?.success !== true) {
+      const names = (listed?.success === true ? listed.values ?? [] : []).map((g) => g.name);
+      const taken = names.includes(name);
+      throw new ToolError(
+        taken
+          ? `CODAP already has a global value named ${JSON.stringify(name)} (each has at most one slider). Choose ` +
+              `another name. Global values in CODAP: ${names.join(", ")}.`
+          : `CODAP refused the global value ${JSON.stringify(name)}: ${made?.values?.error ?? "no reason given"}.`,
+        taken ? "global_exists" : "codap_error",
+        { name, available: names },
+      );
+    }
+    const values = {
+      type: "slider",
+      globalValueName: name,
+      lowerBound: min,
+      upperBound: max,
+      ...(step !== undefined ? { multipleOf: step } : {}),
+      ...(animationDirection ? { animationDirection: DIRECTIONS.indexOf(animationDirection) } : {}),
+      ...(animationMode ? { animationMode: MODES.indexOf(animationMode) } : {}),
+      ...titled(title),
+    };
+    const { id, detail } = await create(values, `a slider for ${name}`);
+    const read = get(`global[${name}]`);
+    const [globalReply] = await send([read]);
+    const now = must(read, globalReply, `reading the global value ${name}`).values ?? {};
+    return toolResult(
+      `Created a slider (id ${id}) for the global value ${name} = ${now.value}, from ${detail.lowerBound} to ` +
+        `${detail.upperBound}${detail.multipleOf ? ` in steps of ${detail.multipleOf}` : ""}. Formulas can use ` +
+        `${name} by name; they update as the slider moves.`,
+      {
+        componentId: id,
+        name: detail.globalValueName ?? name,
+        value: now.value,
+        min: detail.lowerBound,
+        max: detail.upperBound,
+        ...(detail.multipleOf ? { step: detail.multipleOf } : {}),
+        animationDirection: DIRECTIONS[detail.animationDirection] ?? null,
+        animationMode: MODES[detail.animationMode] ?? null,
+        title: detail.title ?? "",
+      },
+    );
+  }
+
+  async function create_codap_map(args) {
+    const { datasetName, title } = args;
+    const found = await findDataset(datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    const names = dataset.attributes;
+    const lat = names.find((n) => LAT_NAMES.includes(n.toLowerCase()));
+    const long = names.find((n) => LONG_NAMES.includes(n.toLowerCase()));
+    const { id, detail } = await create({ type: "map", dataContext: String(dataset.id), ...titled(title) }, "a map");
+    const notes = [];
+    if (!lat || !long) {
+      notes.push(
+        `${JSON.stringify(dataset.name)} has no ${[!lat && "latitude", !long && "longitude"].filter(Boolean).join(" or ")} ` +
+          "attribute, so the map shows none of its points. CODAP plots points from attributes named latitude (or lat) " +
+          "and longitude (or long, lng, lon): add or rename them, then make the map again.",
+      );
+    }
+    return toolResult(
+      `Created a map (id ${id}${detail.title ? `, title ${JSON.stringify(detail.title)}` : ""})` +
+        (lat && long ? ` showing ${JSON.stringify(dataset.name)} at ${lat}, ${long}.` : ".") +
+        (notes.length ? ` ${notes.join(" ")}` : ""),
+      {
+        componentId: id,
+        datasetName: dataset.name,
+        latitude: lat ?? null,
+        longitude: long ?? null,
+        title: detail.title ?? "",
+        notes,
+      },
+    );
+  }
+
+  async function update_codap_component(args) {
+    const { component, title, position, size, hidden } = args;
+    if (title === undefined && !position && !size && hidden === undefined) {
+      throw invalid("Say what to change: title, position, size or hidden.");
+    }
+    const target = pickComponent(await listComponents(), component);
+    const values = {
+      ...(title !== undefined ? { title } : {}),
+      ...(position ? { position } : {}),
+      ...(size ? { dimensions: size } : {}),
+      ...(hidden !== undefined ? { isVisible: !hidden } : {}),
+    };
+    const resource = `component[${target.id}]`;
+    const update = { action: "update", resource, values };
+    const read = get(resource);
+    const list = get("componentList");
+    const [updated, after, listed] = await send([update, read, list]);
+    must(update, updated, `changing ${label(target)}`);
+    const now = must(read, after).values ?? {};
+    const isHidden = (must(list, listed).values ?? []).find((c) => c.id === target.id)?.hidden === true;
+    const state = {
+      componentId: target.id,
+      type: now.type ?? target.type,
+      title: now.title ?? "",
+      position: now.position ?? null,
+      size: now.dimensions ?? null,
+      hidden: isHidden,
+    };
+    const parts = [
+      `title ${JSON.stringify(state.title)}`,
+      state.position && `at left ${state.position.left}, top ${state.position.top}`,
+      state.size && `${state.size.width} × ${state.size.height} px`,
+      isHidden ? "hidden" : "shown",
+    ].filter(Boolean);
+    return toolResult(`Updated ${typeWord(state.type)} ${target.id}: now ${parts.join(", ")}.`, state);
+  }
+
+  async function delete_codap_component(args) {
+    const target = pickComponent(await listComponents(), args.component);
+    const remove = { action: "delete", resource: `component[${target.id}]` };
+    const list = get("componentList");
+    const [removed, listed] = await send([remove, list]);
+    must(remove, removed, `closing ${label(target)}`);
+    const left = (must(list, listed).values ?? []).find((c) => c.id === target.id);
+    const outcome = !left ? "closed" : left.hidden ? "hidden" : "still shown";
+    const sentence = outcome === "closed"
+      ? `Closed ${label(target)}.`
+      : outcome === "hidden"
+        ? `CODAP hid ${label(target)} rather than closing it (it keeps tables and cards of a dataset); show it again ` +
+          "with update_codap_component and hidden false."
+        : `CODAP did not close ${label(target)}.`;
+    return toolResult(sentence, { componentId: target.id, type: target.type, title: target.title, outcome });
+  }
+
+  return {
+    create_codap_table,
+    create_codap_text,
+    create_codap_slider,
+    create_codap_map,
+    update_codap_component,
+    delete_codap_component,
+  };
 }

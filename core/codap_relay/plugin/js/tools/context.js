@@ -83,7 +83,9 @@ export const datasetLine = (d) =>
 /**
  * The tools' shared state and helpers. `call` is the transport to CODAP; `rng` draws generated data (without
  * one, each dataset's numbers come from its own arguments, so a replayed trace re-creates them); `raster`
- * decodes and encodes pictures (a canvas in the browser); `sleep` and `now` pace waits on CODAP.
+ * decodes and encodes pictures (a canvas in the browser); `sleep` and `now` pace waits on CODAP. `listen(fn)`
+ * hears CODAP's notifications to the plugin (fn(value) for each) and returns a function that stops it; null where
+ * there are none (unit tests).
  */
 export function createToolContext({
   call,
@@ -92,6 +94,7 @@ export function createToolContext({
   raster = null,
   sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   now = () => Date.now(),
+  listen = null,
 }) {
   const codap = createCodapQuery({ call, sleep, now });
 
@@ -166,7 +169,7 @@ export function createToolContext({
     };
   }
 
-  return { ...codap, codap, rng, pluginVersion, raster, sleep, now, graphPicture, documentDigest };
+  return { ...codap, codap, rng, pluginVersion, raster, sleep, now, listen, graphPicture, documentDigest };
 }
 
 /**

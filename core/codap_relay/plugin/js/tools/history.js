@@ -1,5 +1,83 @@
-// (filled in by its family's work)
+// CODAP's own undo and redo (what its Undo and Redo buttons do), and taking back the LLM's own tool calls.
+//
+// CODAP 3.1.0 keeps in its undo history the changes a person makes in CODAP (moving a component, editing a cell,
+// changing a graph); the changes plugins make through the Data Interactive API are recorded without undo (its
+// handlers call applyModelChange without undo strings, which is withoutUndo), so these tools cannot take back a
+// tool's own change. CODAP answers each press with only {canUndo, canRedo}: it does not say what was undone.
+// undo_codap_tool_calls takes back the tools' own calls from the plugin's restore points (journal.js).
 
-export function createHistoryTools(_ctx) {
-  return {};
+import { ToolError, plural, toolResult } from "./context.js";
+
+/** Tools that are not journaled: taking calls back is not itself a call to take back. */
+export const NOT_JOURNALED = new Set(["undo_codap_tool_calls"]);
+
+const press = (operation) => ({ action: "notify", resource: "undoChangeNotice", values: { operation } });
+
+export function createHistoryTools(ctx) {
+  const { send, must } = ctx;
+
+  /** Presses CODAP's Undo (or Redo) up to `steps` times, stopping once CODAP has nothing more to take back. */
+  async function pressButton(kind, steps) {
+    const request = press(kind === "undo" ? "undoButtonPress" : "redoButtonPress");
+    const more = kind === "undo" ? "canUndo" : "canRedo";
+    const other = kind === "undo" ? "canRedo" : "canUndo";
+    let done = 0;
+    let state = null;
+    for (let i = 0; i < steps; i++) {
+      const [reply] = await send([request]);
+      state = must(request, reply, `CODAP's ${kind}`).values ?? {};
+      // A press that changed something leaves the opposite button available; without it nothing was there.
+      if (state[other] !== true) break;
+      done += 1;
+      if (state[more] !== true) break;
+    }
+    return { done, canUndo: state?.canUndo === true, canRedo: state?.canRedo === true };
+  }
+
+  function answer(kind, steps, outcome) {
+    const { done, canUndo, canRedo } = outcome;
+    const button = kind === "undo" ? "Undo" : "Redo";
+    const first = done === 0
+      ? `CODAP had nothing to ${kind}.`
+      : `${button} ${done === 1 ? "once" : `${done} times`} in CODAP` +
+        (done < steps ? ` (of ${steps} asked: then there was nothing more to ${kind})` : "") + ".";
+    return toolResult(
+      `${first} CODAP can now undo: ${canUndo ? "yes" : "no"}; redo: ${canRedo ? "yes" : "no"}. CODAP does not say ` +
+        "which changes these were; look at the document (get_codap_status) to see.",
+      { [kind === "undo" ? "undone" : "redone"]: done, requested: steps, canUndo, canRedo },
+    );
+  }
+
+  async function undo_codap(args) {
+    const steps = args.steps ?? 1;
+    return answer("undo", steps, await pressButton("undo", steps));
+  }
+
+  async function redo_codap(args) {
+    const steps = args.steps ?? 1;
+    return answer("redo", steps, await pressButton("redo", steps));
+  }
+
+  async function undo_codap_tool_calls(args) {
+    const { journal } = ctx;
+    if (!journal) {
+      throw new ToolError("This plugin keeps no restore points here (no tool catalog loaded).", "journal_unavailable");
+    }
+    const at = journal.startOf(args);
+    const { calls, finished } = await journal.takeBack(at);
+    const first = calls[0];
+    const named = calls.map((e) => journal.callLabel(e));
+    return toolResult(
+      `Took back ${plural(calls.length, "tool call")} (${named.join(", ")}): the document is as it was before ` +
+        `${journal.callLabel(first)}.` +
+        (finished ? "" : " CODAP had not said it finished restoring after 20 s; check the document (get_codap_status)."),
+      {
+        undone: calls.map((e) => ({ requestId: e.id, tool: e.tool })),
+        restoredToBefore: first.id,
+        finished,
+      },
+    );
+  }
+
+  return { undo_codap, redo_codap, undo_codap_tool_calls };
 }

@@ -9,7 +9,8 @@ import { createToolContext, withDigest } from "./context.js";
 import { createDatasetTools } from "./datasets.js";
 import { createDocumentTools } from "./document.js";
 import { createGraphTools } from "./graphs.js";
-import { createHistoryTools } from "./history.js";
+import { NOT_JOURNALED, createHistoryTools } from "./history.js";
+import { createJournal } from "./journal.js";
 import { createRawTools } from "./raw.js";
 
 export { jsonPreview } from "./datasets.js";
@@ -39,6 +40,8 @@ const OWN_DIGEST = new Set(["codap_api"]);
  */
 export function createTools(deps, manifest = null) {
   const ctx = createToolContext(deps);
+  // Restore points around each changing call, for undo_codap_tool_calls (journal.js); kept only with a manifest.
+  if (manifest) ctx.journal = createJournal(ctx);
   /** @type {Record<string, (args: object) => Promise<any>>} */
   const fns = {};
   for (const [family, create] of Object.entries(FAMILIES)) {
@@ -58,7 +61,11 @@ export function createTools(deps, manifest = null) {
   const tools = {};
   for (const name of Object.keys(fns)) {
     const changes = !manifest.readOnly.has(name) && !OWN_DIGEST.has(name);
-    tools[name] = changes ? async (args) => withDigest(ctx, await fns[name](args)) : fns[name];
+    // Every call that may change the document is journaled (a raw "get" changes nothing).
+    const journaled = !manifest.readOnly.has(name) && !NOT_JOURNALED.has(name)
+      ? ctx.journal.around(name, fns[name], name === "codap_api" ? (args) => args?.action !== "get" : undefined)
+      : fns[name];
+    tools[name] = changes ? async (args, call) => withDigest(ctx, await journaled(args, call)) : journaled;
   }
   return tools;
 }

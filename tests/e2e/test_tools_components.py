@@ -1,0 +1,169 @@
+"""Component tools in the real CODAP: tables, text boxes, sliders and maps made, any component but the plugin's own
+window moved, resized, retitled, hidden, shown and closed. Every outcome is read back from CODAP with codap.ok."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from codap_relay.testing.real_codap import CodapPage, codap_pages
+
+pytestmark = [pytest.mark.browser, pytest.mark.tools]
+
+
+@pytest.fixture(scope="module")
+def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
+    with codap_pages(browser, codap_url) as factory:
+        yield factory
+
+
+@pytest.fixture(scope="module")
+def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
+    return pages(f"{relay_url}/plugin/")
+
+
+def make_dataset(codap: CodapPage, name: str, rows: list[dict[str, Any]]) -> None:
+    attrs = [{"name": k} for k in rows[0]]
+    codap.ok(
+        {
+            "action": "create",
+            "resource": "dataContext",
+            "values": {"name": name, "collections": [{"name": name, "attrs": attrs}]},
+        }
+    )
+    codap.ok({"action": "create", "resource": f"dataContext[{name}].item", "values": rows})
+
+
+def component(codap: CodapPage, cid: int) -> dict[str, Any]:
+    values: dict[str, Any] = codap.ok({"action": "get", "resource": f"component[{cid}]"})
+    return values
+
+
+def listed(codap: CodapPage, cid: int) -> dict[str, Any] | None:
+    return next((c for c in codap.components() if c["id"] == cid), None)
+
+
+def plugin_id(codap: CodapPage) -> int:
+    return int(codap.ok({"action": "get", "resource": "interactiveFrame"})["id"])
+
+
+def test_table_and_card(codap: CodapPage) -> None:
+    make_dataset(codap, "CompTable", [{"x": 1}, {"x": 2}])
+    made = codap.done("create_codap_table", {"datasetName": "CompTable", "title": "Table of x"})
+    cid = made["structuredContent"]["componentId"]
+    shown = component(codap, cid)
+    assert shown["type"] == "caseTable" and shown["dataContext"] == "CompTable" and shown["title"] == "Table of x"
+    assert "Document now:" in made["content"][0]["text"]
+
+    make_dataset(codap, "CompCard", [{"y": 1}])
+    card = codap.done("create_codap_table", {"datasetName": "CompCard", "asCard": True})["structuredContent"]
+    assert component(codap, card["componentId"])["type"] == "caseCard"
+
+    error = codap.failed("create_codap_table", {"datasetName": "NoSuchData"})
+    assert error["code"] == "dataset_not_found" and "CompTable" in error["data"]["available"]
+
+
+def test_text(codap: CodapPage) -> None:
+    made = codap.done("create_codap_text", {"text": "Heights rise with age.\nSecond line", "title": "Note"})
+    cid = made["structuredContent"]["componentId"]
+    shown = component(codap, cid)
+    assert shown["type"] == "text" and shown["title"] == "Note"
+    words = str(shown["text"])
+    assert "Heights rise with age." in words and "Second line" in words
+    assert made["structuredContent"]["text"] == "Heights rise with age.\nSecond line"
+
+
+def test_slider_makes_a_global_that_formulas_use(codap: CodapPage) -> None:
+    args = {"name": "slope", "value": 2, "min": 0, "max": 5, "step": 0.5, "title": "Slope", "animationMode": "nonStop"}
+    made = codap.done("create_codap_slider", args)["structuredContent"]
+    shown = component(codap, made["componentId"])
+    assert shown["type"] == "slider" and shown["globalValueName"] == "slope"
+    assert (shown["lowerBound"], shown["upperBound"], shown["multipleOf"]) == (0, 5, 0.5)
+    assert shown["animationMode"] == 0  # nonStop
+    assert codap.ok({"action": "get", "resource": "global[slope]"})["value"] == 2
+    # a formula sees the global value by name
+    make_dataset(codap, "CompSlide", [{"x": 1}, {"x": 3}])
+    codap.ok(
+        {
+            "action": "create",
+            "resource": "dataContext[CompSlide].collection[CompSlide].attribute",
+            "values": [{"name": "y", "formula": "slope * x"}],
+        }
+    )
+    assert sorted(i["values"]["y"] for i in codap.items("CompSlide")) == [2, 6]
+
+    again = codap.failed("create_codap_slider", {"name": "slope", "value": 1, "min": 0, "max": 2})
+    assert again["code"] == "global_exists" and "slope" in again["data"]["available"]
+    bad = codap.failed("create_codap_slider", {"name": "k", "value": 1, "min": 3, "max": 2})
+    assert bad["code"] == "invalid_arguments" and "min" in bad["message"]
+
+
+def test_map_says_when_there_is_nothing_to_place(codap: CodapPage) -> None:
+    make_dataset(codap, "CompPlaces", [{"city": "Oslo", "Latitude": 59.9, "lng": 10.7}])
+    made = codap.done("create_codap_map", {"datasetName": "CompPlaces", "title": "Cities"})["structuredContent"]
+    assert (made["latitude"], made["longitude"], made["notes"]) == ("Latitude", "lng", [])
+    shown = component(codap, made["componentId"])
+    assert shown["type"] == "map" and shown["title"] == "Cities"
+
+    make_dataset(codap, "CompNoGeo", [{"a": 1}])
+    bare = codap.done("create_codap_map", {"datasetName": "CompNoGeo"})
+    assert component(codap, bare["structuredContent"]["componentId"])["type"] == "map"
+    assert (
+        "no latitude or longitude" in bare["content"][0]["text"] and "latitude (or lat)" in bare["content"][0]["text"]
+    )
+
+
+def test_update_moves_resizes_retitles_hides_and_shows(codap: CodapPage) -> None:
+    cid = codap.done("create_codap_text", {"text": "move me", "title": "Mover"})["structuredContent"]["componentId"]
+    done = codap.done(
+        "update_codap_component",
+        {
+            "component": "Mover",
+            "title": "Moved",
+            "position": {"left": 420, "top": 260},
+            "size": {"width": 300, "height": 180},
+        },
+    )["structuredContent"]
+    shown = component(codap, cid)
+    assert shown["title"] == "Moved"
+    assert shown["position"] == {"left": 420, "top": 260} and shown["dimensions"] == {"width": 300, "height": 180}
+    assert done["position"] == shown["position"] and done["size"] == shown["dimensions"]
+
+    codap.done("update_codap_component", {"component": cid, "hidden": True})
+    assert listed(codap, cid)["hidden"] is True  # type: ignore[index]
+    codap.done("update_codap_component", {"component": "moved", "hidden": False})  # titles match without case
+    assert listed(codap, cid)["hidden"] is False  # type: ignore[index]
+
+    missing = codap.failed("update_codap_component", {"component": "Nowhere", "hidden": True})
+    assert missing["code"] == "component_not_found" and any("Moved" in a for a in missing["data"]["available"])
+    assert "Nowhere" in missing["message"] and "Moved" in missing["message"]
+    nothing = codap.failed("update_codap_component", {"component": cid})
+    assert nothing["code"] == "invalid_arguments"
+
+
+def test_delete_closes_a_component(codap: CodapPage) -> None:
+    cid = codap.done("create_codap_text", {"text": "bye", "title": "Doomed"})["structuredContent"]["componentId"]
+    gone = codap.done("delete_codap_component", {"component": "Doomed"})["structuredContent"]
+    assert gone["outcome"] == "closed" and listed(codap, cid) is None
+    again = codap.failed("delete_codap_component", {"component": "Doomed"})
+    assert again["code"] == "component_not_found"
+
+
+def test_the_plugin_itself_is_never_changed_or_closed(codap: CodapPage) -> None:
+    pid = plugin_id(codap)
+    before = component(codap, pid)
+    attempts: list[tuple[str, dict[str, Any]]] = [
+        ("update_codap_component", {"component": pid, "hidden": True}),
+        ("update_codap_component", {"component": "CODAP Relay", "position": {"left": 900, "top": 900}}),
+        ("delete_codap_component", {"component": pid}),
+        ("delete_codap_component", {"component": "plugin"}),
+    ]
+    for name, args in attempts:
+        error = codap.failed(name, args)
+        assert error["code"] == "plugin_protected" and "plugin" in error["message"], error
+        assert all(str(pid) not in a for a in error["data"]["available"])
+    after = component(codap, pid)
+    assert (after["position"], after["dimensions"]) == (before["position"], before["dimensions"])
+    assert listed(codap, pid)["hidden"] is False  # type: ignore[index]
