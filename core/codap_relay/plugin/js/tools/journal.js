@@ -55,6 +55,7 @@ export function createJournal({ send, listen, sleep }) {
   const entries = []; // {id, tool, before: {text, key} | null, after: {key} | null}
   let frameId = null;
   let off = null; // why the journal stopped recording in this page, if it did
+  let afterwards = Promise.resolve(); // the restore point being taken after the last changing call
 
   /** Resolves with the first notification `match` accepts, or null after `ms`. */
   function waitFor(match, ms) {
@@ -100,6 +101,7 @@ export function createJournal({ send, listen, sleep }) {
   function around(tool, fn, changes = () => true) {
     return async (args, call) => {
       if (!changes(args)) return fn(args, call);
+      await settled();
       const entry = { id: call?.id ?? null, tool, before: null, after: null };
       if (!off) {
         try {
@@ -111,17 +113,28 @@ export function createJournal({ send, listen, sleep }) {
       try {
         return await fn(args, call);
       } finally {
-        if (entry.before) {
-          try {
-            entry.after = { key: (await snapshot()).key };
-          } catch (err) {
-            off = err.message;
-          }
-        }
         entries.push(entry);
         if (entries.length > MAX_CALLS) entries.shift();
+        // The restore point after the call is taken once its answer is on its way: the model does not wait for
+        // it, and the next changing call (or a take-back) waits for it first. CODAP answers messages in order, so
+        // it still sees the document as this call left it.
+        if (entry.before) {
+          afterwards = snapshot().then(
+            (taken) => {
+              entry.after = { key: taken.key };
+            },
+            (err) => {
+              off = err.message;
+            },
+          );
+        }
       }
     };
+  }
+
+  /** Until the last call's restore point is taken. */
+  async function settled() {
+    await afterwards;
   }
 
   const callLabel = (e) => `${e.tool}${e.id ? ` (request ${e.id})` : ""}`;
@@ -163,6 +176,7 @@ export function createJournal({ send, listen, sleep }) {
 
   /** Puts the document back as it was before entries[at]; refuses when anything else changed it since. */
   async function takeBack(at) {
+    await settled();
     const calls = entries.slice(at);
     const missing = calls.find((e) => !e.before || !e.after);
     if (missing) {
