@@ -47,6 +47,8 @@ const STATISTICS = {
 };
 const DEFAULT_STATISTICS = ["count", "mean", "median", "sd", "min", "max", "q1", "q3"];
 const MAX_GROUPS = 50;
+/** At most this many case values read by the aggregates of one call (a few seconds of CODAP's time). */
+const MAX_WORK = 1_000_000;
 const NO_VALUE = "(no value)";
 /** How CODAP shows a formula's error as the attribute's value. */
 const ERROR_MARK = "❌";
@@ -103,17 +105,17 @@ export function createAnalysisTools(ctx) {
   }
 
   /**
-   * CODAP's values of `formulas` (a list) in the collection's cases: one message adds them as hidden attributes,
-   * reads the cases (`reads`: requests for cases), and removes them. Returns the read replies. The removal is
-   * checked, and retried once in a message of its own; if it still fails the error names what stayed.
+   * CODAP's values of `temporary` ([{name, formula}]) in the collection's cases: one message adds them as hidden
+   * attributes, reads the cases (`reads`: requests for cases), and removes them. Returns the read replies. The
+   * removal is checked, and retried once in a message of its own; if it still fails the error names what stayed.
    */
-  async function withTemporaryFormulas(dataset, coll, formulas, reads, prefix = temporaryPrefix(dataset)) {
-    const names = formulas.map((_, i) => `${prefix}${i}`);
+  async function withTemporaryFormulas(dataset, coll, temporary, reads) {
+    const names = temporary.map((t) => t.name);
     const base = collection(dataset.id, coll.id);
     const create = {
       action: "create",
       resource: `${base}.attribute`,
-      values: formulas.map((formula, i) => ({ name: names[i], formula, hidden: true })),
+      values: temporary.map(({ name, formula }) => ({ name, formula, hidden: true })),
     };
     const removals = names.map((n) => ({ action: "delete", resource: `${base}.attribute[${n}]` }));
     const replies = await send([create, ...reads, ...removals]);
@@ -133,7 +135,7 @@ export function createAnalysisTools(ctx) {
       }
     }
     must(create, created, `adding temporary formula attributes to ${JSON.stringify(dataset.name)}`);
-    return { names, readReplies };
+    return { readReplies };
   }
 
   async function compute_codap_statistics(args) {
@@ -197,19 +199,22 @@ export function createAnalysisTools(ctx) {
         { label: NO_VALUE, condition: `${ref(grouping.name)} = ""` }];
     }
 
-    // The formulas: the where alone (for CODAP's own reason when it is wrong); per group, the condition a case
-    // must meet, as an attribute of its own evaluated case by case (CODAP's `and` cannot combine conditions
-    // inside an aggregate's filter: "Unexpected type of argument in function and … actual: Array"), the number
-    // of cases meeting it, and each statistic of each attribute with that attribute being true as the filter.
+    // Two hidden attributes whatever the number of groups, statistics and attributes (each added attribute
+    // costs CODAP a pass over every case; the aggregates inside one formula are what CODAP computes anyway):
+    // - the where condition as it stands, evaluated case by case (its errors are CODAP's reasons for it, and
+    //   CODAP's `and` cannot work inside an aggregate's filter, where values come as arrays: "Unexpected type of
+    //   argument in function and … actual: Array"; `if` can);
+    // - one concat() of every statistic of every row, each as the aggregate CODAP offers, with the row's filter:
+    //   the where attribute (if() reads its "true"/"false") and/or the group's value. Numbers come back as the
+    //   text JavaScript gives a number (it reads back as the same number), joined by "|".
     const prefix = temporaryPrefix(dataset);
-    const formulas = [];
-    const add = (formula) => formulas.push(formula) - 1;
-    const whereSlot = where === undefined ? null : add(`(${where})`);
+    const whereName = `${prefix}where`;
+    const fields = [];
+    const add = (formula) => fields.push(formula) - 1;
     const rows = groups.map((g) => {
-      const condition = [where === undefined ? null : `(${where})`, g?.condition ?? null].filter(Boolean)
-        .join(" and ");
-      // The attribute holds "true"/"false" as text, and an aggregate's filter takes any text as true: compare.
-      const filter = condition ? `${ref(`${prefix}${add(condition)}`)} = true` : null;
+      const cond = g?.condition ?? null;
+      const filter = where === undefined ? cond : `if(${ref(whereName)}, ${cond ?? "true"}, false)`;
+      const condition = [where === undefined ? null : `(${where})`, cond].filter(Boolean).join(" and ");
       const casesSlot = filter ? add(`count(${filter})`) : null;
       return {
         group: g,
@@ -226,14 +231,29 @@ export function createAnalysisTools(ctx) {
         })),
       };
     });
+    const aggregate = /\b(count|mean|median|stdDev|variance|min|max|sum|mad|percentile)\(/g;
+    const passes = fields.reduce((n, f) => n + (f.match(aggregate)?.length ?? 0), 0);
+    if (passes * top.caseCount > MAX_WORK) {
+      throw new ToolError(
+        `That is ${passes} aggregate computations over ${plural(top.caseCount, "case")}, more than CODAP can do ` +
+          `in a few seconds (at most ${MAX_WORK.toLocaleString("en")} case values). Ask for fewer statistics, ` +
+          "attributes or groups at a time.",
+        "too_much_work",
+        { datasetName: dataset.name, aggregates: passes, caseCount: top.caseCount },
+      );
+    }
+    const temporary = [
+      ...(where === undefined ? [] : [{ name: whereName, formula: where }]),
+      { name: `${prefix}stats`, formula: `concat(${fields.join(', "|", ')})` },
+    ];
     const read = get(`${collection(dataset.id, top.id)}.caseByIndex[0]`);
-    const { names, readReplies: [caseReply] } = await withTemporaryFormulas(dataset, top, formulas, [read], prefix);
+    const { readReplies: [caseReply] } = await withTemporaryFormulas(dataset, top, temporary, [read]);
     const values = must(read, caseReply, `reading the computed statistics of ${JSON.stringify(dataset.name)}`)
       .values?.case?.values ?? {};
-    const value = (slot) => values[names[slot]];
 
-    if (whereSlot !== null && isError(value(whereSlot))) {
-      const reason = errorText(value(whereSlot));
+    const whereValue = values[whereName];
+    if (where !== undefined && isError(whereValue)) {
+      const reason = errorText(whereValue);
       throw new ToolError(
         `CODAP cannot evaluate the where condition ${JSON.stringify(where)} on ${JSON.stringify(dataset.name)}: ` +
           `${reason}. Attributes of ${JSON.stringify(top.name)}: ${top.attributes.map((a) => a.name).join(", ")}.`,
@@ -241,21 +261,25 @@ export function createAnalysisTools(ctx) {
         { datasetName: dataset.name, where, codapError: reason },
       );
     }
-    for (const row of rows) {
-      for (const cell of row.cells) {
-        for (const s of cell.slots) {
-          if (isError(value(s.slot))) {
-            const reason = errorText(value(s.slot));
-            throw new ToolError(
-              `CODAP could not compute ${s.statistic} of ${JSON.stringify(cell.attribute)} with the formula ` +
-                `${JSON.stringify(s.shownFormula)}${row.condition ? ` (condition: ${row.condition})` : ""}: ${reason}.`,
-              "formula_error",
-              { datasetName: dataset.name, formula: s.shownFormula, codapError: reason },
-            );
-          }
-        }
-      }
+    const statsValue = values[`${prefix}stats`];
+    if (isError(statsValue)) {
+      const reason = errorText(statsValue);
+      throw new ToolError(
+        `CODAP could not compute the statistics of ${attrs.map((a) => JSON.stringify(a.name)).join(", ")} ` +
+          `(formulas such as ${JSON.stringify(rows[0].cells[0].slots[0].shownFormula)}): ${reason}.`,
+        "formula_error",
+        { datasetName: dataset.name, formula: rows[0].cells[0].slots[0].shownFormula, codapError: reason },
+      );
     }
+    const texts = statsValue === undefined || statsValue === null ? [] : String(statsValue).split("|");
+    if (texts.length !== fields.length) {
+      throw new ToolError(
+        `CODAP gave ${texts.length} values for ${fields.length} statistics: ${String(statsValue).slice(0, 200)}`,
+        "codap_error",
+        { datasetName: dataset.name },
+      );
+    }
+    const value = (slot) => (texts[slot] === "" ? null : Number(texts[slot]));
 
     const out = [];
     const empty = [];
@@ -271,7 +295,7 @@ export function createAnalysisTools(ctx) {
           attribute: cell.attribute,
           cases,
         };
-        for (const s of cell.slots) r[s.statistic] = valueOf(value(s.slot));
+        for (const s of cell.slots) r[s.statistic] = value(s.slot);
         out.push(r);
       }
     }
@@ -394,7 +418,8 @@ export function createAnalysisTools(ctx) {
       ? args.caseIds.map((id) => get(`${dataContext(dataset.id)}.caseByID[${id}]`))
       : Array.from({ length: Math.min(args.cases ?? 5, coll.caseCount) }, (_, i) =>
         get(`${collection(dataset.id, coll.id)}.caseByIndex[${i}]`));
-    const { names, readReplies } = await withTemporaryFormulas(dataset, coll, [formula], reads);
+    const name = `${temporaryPrefix(dataset)}value`;
+    const { readReplies } = await withTemporaryFormulas(dataset, coll, [{ name, formula }], reads);
     const results = [];
     const missing = [];
     readReplies.forEach((reply, i) => {
@@ -403,7 +428,7 @@ export function createAnalysisTools(ctx) {
         missing.push(args.caseIds ? args.caseIds[i] : i);
         return;
       }
-      const { [names[0]]: v, ...own } = c.values ?? {};
+      const { [name]: v, ...own } = c.values ?? {};
       results.push({ caseId: c.id, value: v === undefined ? null : v, values: own });
     });
     if (args.caseIds && results.length === 0) {
