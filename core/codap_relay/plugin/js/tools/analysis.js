@@ -1,5 +1,618 @@
-// (filled in by its family's work)
+// Analysis: statistics and formulas computed by CODAP's own formula engine, and the selection.
+//
+// CODAP evaluates aggregates (mean, median, stdDev, percentile…) only inside a formula attribute: the
+// formulaEngine resource of the plugin API evaluates an expression over plain records, without a dataset, and
+// its aggregates fail ("a.getCaseAggregateGroupId is not a function"); caseFormulaSearch answers only which cases
+// a condition holds for. So a number is computed the way a teacher would in CODAP: hidden formula attributes
+// are added, their values read and the attributes removed, all in ONE message (CODAP handles a message in one
+// browser task, so nothing is drawn in between). CODAP's plugin API adds and removes attributes outside the undo
+// history (applyModelChange without undo strings → withoutUndo), so the undo and redo stacks are unchanged.
 
-export function createAnalysisTools(_ctx) {
-  return {};
+import {
+  ToolError,
+  collection,
+  dataContext,
+  get,
+  invalid,
+  plural,
+  toolResult,
+  unknownAttribute,
+} from "./context.js";
+
+/** How CODAP's formula text names an attribute: always in backticks, so any name works. */
+const ref = (name) => `\`${name.replace(/\\/g, "\\\\").replace(/`/g, "\\`")}\``;
+
+const call = (fn, x, filter, extra = null) =>
+  `${fn}(${[x, ...(extra === null ? [] : [extra]), ...(filter ? [filter] : [])].join(", ")})`;
+
+/** Each statistic as a CODAP formula of an attribute reference, a filter condition (or null) and the percentile. */
+const STATISTICS = {
+  count: { numeric: false, formula: (x, f) => call("count", x, f) },
+  mean: { numeric: true, formula: (x, f) => call("mean", x, f) },
+  median: { numeric: true, formula: (x, f) => call("median", x, f) },
+  sd: { numeric: true, formula: (x, f) => call("stdDev", x, f) },
+  variance: { numeric: true, formula: (x, f) => call("variance", x, f) },
+  min: { numeric: true, formula: (x, f) => call("min", x, f) },
+  max: { numeric: true, formula: (x, f) => call("max", x, f) },
+  sum: { numeric: true, formula: (x, f) => call("sum", x, f) },
+  q1: { numeric: true, formula: (x, f) => call("percentile", x, f, "0.25") },
+  q3: { numeric: true, formula: (x, f) => call("percentile", x, f, "0.75") },
+  iqr: {
+    numeric: true,
+    formula: (x, f) => `${call("percentile", x, f, "0.75")} - ${call("percentile", x, f, "0.25")}`,
+  },
+  range: { numeric: true, formula: (x, f) => `${call("max", x, f)} - ${call("min", x, f)}` },
+  mad: { numeric: true, formula: (x, f) => call("mad", x, f) },
+  percentile: { numeric: true, formula: (x, f, p) => call("percentile", x, f, String(p / 100)) },
+};
+const DEFAULT_STATISTICS = ["count", "mean", "median", "sd", "min", "max", "q1", "q3"];
+const MAX_GROUPS = 50;
+/** At most this many case values read by the aggregates of one call (a few seconds of CODAP's time). */
+const MAX_WORK = 1_000_000;
+const NO_VALUE = "(no value)";
+/** How CODAP shows a formula's error as the attribute's value. */
+const ERROR_MARK = "❌";
+
+const isError = (v) => typeof v === "string" && v.startsWith(ERROR_MARK);
+const errorText = (v) => v.slice(ERROR_MARK.length).trim();
+/** CODAP's value for "no value" (an aggregate over no numbers) is the empty string. */
+const valueOf = (v) => (v === "" || v === undefined ? null : v);
+
+/** A number as shown in the text table: CODAP's full value in structuredContent. */
+function shown(v) {
+  if (v === null || v === undefined) return "—";
+  if (typeof v !== "number") return String(v);
+  if (Number.isInteger(v)) return String(v);
+  return String(Number(v.toPrecision(6)));
+}
+
+export function createAnalysisTools(ctx) {
+  const { send, must, findDataset, describeDatasets } = ctx;
+
+  /** The dataset, described, and one of its collections (by name, or the child-most one). */
+  async function datasetAndCollection(datasetName, collectionName) {
+    const found = await findDataset(datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    if (dataset.collections.length === 0) {
+      throw new ToolError(`Dataset ${JSON.stringify(dataset.name)} has no collections.`, "no_cases", {
+        datasetName: dataset.name,
+      });
+    }
+    let coll = dataset.collections[dataset.collections.length - 1];
+    if (collectionName !== undefined) {
+      coll = dataset.collections.find((c) => c.name === collectionName) ??
+        dataset.collections.find((c) => c.title === collectionName);
+      if (!coll) {
+        const names = dataset.collections.map((c) => c.name);
+        throw new ToolError(
+          `Dataset ${JSON.stringify(dataset.name)} has no collection ${JSON.stringify(collectionName)}. ` +
+            `Its collections: ${names.join(", ")}.`,
+          "collection_not_found",
+          { datasetName: dataset.name, collectionName, available: names },
+        );
+      }
+    }
+    return { dataset, coll };
+  }
+
+  /** A name for a temporary attribute that no attribute of the dataset has. */
+  function temporaryPrefix(dataset) {
+    const taken = new Set(dataset.attributes);
+    for (;;) {
+      const prefix = `__codapRelayTemp${Math.random().toString(36).slice(2, 8)}_`;
+      if (![...taken].some((n) => n.startsWith(prefix))) return prefix;
+    }
+  }
+
+  /**
+   * CODAP's values of `temporary` ([{name, formula}]) in the collection's cases: one message adds them as hidden
+   * attributes, reads the cases (`reads`: requests for cases), and removes them. Returns the read replies. The
+   * removal is checked, and retried once in a message of its own; if it still fails the error names what stayed.
+   */
+  async function withTemporaryFormulas(dataset, coll, temporary, reads) {
+    const names = temporary.map((t) => t.name);
+    const base = collection(dataset.id, coll.id);
+    const create = {
+      action: "create",
+      resource: `${base}.attribute`,
+      values: temporary.map(({ name, formula }) => ({ name, formula, hidden: true })),
+    };
+    const removals = names.map((n) => ({ action: "delete", resource: `${base}.attribute[${n}]` }));
+    const replies = await send([create, ...reads, ...removals]);
+    const created = replies[0];
+    const readReplies = replies.slice(1, 1 + reads.length);
+    let left = names.filter((_, i) => replies[1 + reads.length + i]?.success !== true);
+    if (created?.success === true && left.length) {
+      const retry = await send(left.map((n) => ({ action: "delete", resource: `${base}.attribute[${n}]` })));
+      left = left.filter((_, i) => retry[i]?.success !== true);
+      if (left.length) {
+        throw new ToolError(
+          `CODAP computed the values but did not remove ${plural(left.length, "temporary attribute")} from ` +
+            `${JSON.stringify(dataset.name)}: ${left.join(", ")}. Delete them in CODAP (or with codap_api).`,
+          "codap_error",
+          { datasetName: dataset.name, temporaryAttributes: left },
+        );
+      }
+    }
+    must(create, created, `adding temporary formula attributes to ${JSON.stringify(dataset.name)}`);
+    return { readReplies };
+  }
+
+  async function compute_codap_statistics(args) {
+    const statistics = args.statistics ?? DEFAULT_STATISTICS;
+    const { where, groupBy, percentile } = args;
+    if (statistics.includes("percentile") && percentile === undefined) {
+      throw invalid('The statistic "percentile" needs the `percentile` argument (0-100, e.g. 90).');
+    }
+    if (where !== undefined && where.trim() === "") throw invalid("where must be a CODAP condition, or left out.");
+    const found = await findDataset(args.datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    const attrInfo = (name, role) => {
+      for (const [index, c] of dataset.collections.entries()) {
+        const a = c.attributes.find((x) => x.name === name);
+        if (a) return { ...a, coll: c, index };
+      }
+      throw unknownAttribute(dataset, name, role);
+    };
+    const attrs = args.attributes.map((n) => attrInfo(n, "statistics"));
+    const grouping = groupBy === undefined ? null : attrInfo(groupBy, "groupBy");
+    const used = grouping ? [...attrs, grouping] : attrs;
+    const top = dataset.collections[0];
+    const outside = used.filter((a) => a.index !== 0);
+    if (outside.length) {
+      const a = outside[0];
+      throw new ToolError(
+        `Attribute ${JSON.stringify(a.name)} is in collection ${JSON.stringify(a.coll.name)}, a child of ` +
+          `${JSON.stringify(top.name)}. In a hierarchical dataset CODAP's aggregate functions compute one value ` +
+          "per parent case, never over all the cases of a child collection, so CODAP cannot give these statistics. " +
+          `Only attributes of the top collection ${JSON.stringify(top.name)} can be summarised (${top.attributes
+            .map((x) => x.name)
+            .join(", ")}); to summarise ${JSON.stringify(a.name)}, move it (or its parents' attributes) so the ` +
+          "dataset is flat.",
+        "hierarchical_dataset",
+        { datasetName: dataset.name, attribute: a.name, collection: a.coll.name, topCollection: top.name },
+      );
+    }
+    if (top.caseCount === 0) {
+      throw new ToolError(`Dataset ${JSON.stringify(dataset.name)} has no cases yet.`, "no_cases", {
+        datasetName: dataset.name,
+      });
+    }
+
+    // The groups: the values CODAP lists as the attribute's categories (its non-empty values, in CODAP's order).
+    let groups = [null];
+    if (grouping) {
+      const request = get(`${collection(dataset.id, top.id)}.attribute[${grouping.id}]`);
+      const [reply] = await send([request]);
+      const order = must(request, reply, `reading the values of ${JSON.stringify(grouping.name)}`)
+        .values?._categoryMap?.__order ?? [];
+      if (order.length > MAX_GROUPS) {
+        throw new ToolError(
+          `Attribute ${JSON.stringify(grouping.name)} has ${order.length} distinct values; groupBy takes an ` +
+            `attribute with at most ${MAX_GROUPS}. Group by an attribute with fewer values, or narrow the cases ` +
+            "with where.",
+          "too_many_groups",
+          { datasetName: dataset.name, groupBy: grouping.name, groups: order.length, max: MAX_GROUPS },
+        );
+      }
+      groups = [...order.map((v) => ({ label: v, condition: `${ref(grouping.name)} = ${JSON.stringify(v)}` })),
+        { label: NO_VALUE, condition: `${ref(grouping.name)} = ""` }];
+    }
+
+    // Two hidden attributes whatever the number of groups, statistics and attributes (each added attribute
+    // costs CODAP a pass over every case; the aggregates inside one formula are what CODAP computes anyway):
+    // - the where condition as it stands, evaluated case by case (its errors are CODAP's reasons for it, and
+    //   CODAP's `and` cannot work inside an aggregate's filter, where values come as arrays: "Unexpected type of
+    //   argument in function and … actual: Array"; `if` can);
+    // - one concat() of every statistic of every row, each as the aggregate CODAP offers, with the row's filter:
+    //   the where attribute (if() reads its "true"/"false") and/or the group's value. Numbers come back as the
+    //   text JavaScript gives a number (it reads back as the same number), joined by "|".
+    const prefix = temporaryPrefix(dataset);
+    const whereName = `${prefix}where`;
+    const fields = [];
+    const add = (formula) => fields.push(formula) - 1;
+    const rows = groups.map((g) => {
+      const cond = g?.condition ?? null;
+      const filter = where === undefined ? cond : `if(${ref(whereName)}, ${cond ?? "true"}, false)`;
+      const condition = [where === undefined ? null : `(${where})`, cond].filter(Boolean).join(" and ");
+      const casesSlot = filter ? add(`count(${filter})`) : null;
+      return {
+        group: g,
+        condition,
+        casesSlot,
+        cells: attrs.map((a) => ({
+          attribute: a.name,
+          slots: statistics.map((s) => {
+            const formula = STATISTICS[s].formula(ref(a.name), filter, percentile);
+            // As the answer shows it: the row's condition by name.
+            const shownFormula = STATISTICS[s].formula(ref(a.name), condition ? "condition" : null, percentile);
+            return { statistic: s, formula, shownFormula, slot: add(formula) };
+          }),
+        })),
+      };
+    });
+    const aggregate = /\b(count|mean|median|stdDev|variance|min|max|sum|mad|percentile)\(/g;
+    const passes = fields.reduce((n, f) => n + (f.match(aggregate)?.length ?? 0), 0);
+    if (passes * top.caseCount > MAX_WORK) {
+      throw new ToolError(
+        `That is ${passes} aggregate computations over ${plural(top.caseCount, "case")}, more than CODAP can do ` +
+          `in a few seconds (at most ${MAX_WORK.toLocaleString("en")} case values). Ask for fewer statistics, ` +
+          "attributes or groups at a time.",
+        "too_much_work",
+        { datasetName: dataset.name, aggregates: passes, caseCount: top.caseCount },
+      );
+    }
+    const temporary = [
+      ...(where === undefined ? [] : [{ name: whereName, formula: where }]),
+      { name: `${prefix}stats`, formula: `concat(${fields.join(', "|", ')})` },
+    ];
+    const read = get(`${collection(dataset.id, top.id)}.caseByIndex[0]`);
+    const { readReplies: [caseReply] } = await withTemporaryFormulas(dataset, top, temporary, [read]);
+    const values = must(read, caseReply, `reading the computed statistics of ${JSON.stringify(dataset.name)}`)
+      .values?.case?.values ?? {};
+
+    const whereValue = values[whereName];
+    if (where !== undefined && isError(whereValue)) {
+      const reason = errorText(whereValue);
+      throw new ToolError(
+        `CODAP cannot evaluate the where condition ${JSON.stringify(where)} on ${JSON.stringify(dataset.name)}: ` +
+          `${reason}. Attributes of ${JSON.stringify(top.name)}: ${top.attributes.map((a) => a.name).join(", ")}.`,
+        "formula_error",
+        { datasetName: dataset.name, where, codapError: reason },
+      );
+    }
+    const statsValue = values[`${prefix}stats`];
+    if (isError(statsValue)) {
+      const reason = errorText(statsValue);
+      throw new ToolError(
+        `CODAP could not compute the statistics of ${attrs.map((a) => JSON.stringify(a.name)).join(", ")} ` +
+          `(formulas such as ${JSON.stringify(rows[0].cells[0].slots[0].shownFormula)}): ${reason}.`,
+        "formula_error",
+        { datasetName: dataset.name, formula: rows[0].cells[0].slots[0].shownFormula, codapError: reason },
+      );
+    }
+    const texts = statsValue === undefined || statsValue === null ? [] : String(statsValue).split("|");
+    if (texts.length !== fields.length) {
+      throw new ToolError(
+        `CODAP gave ${texts.length} values for ${fields.length} statistics: ${String(statsValue).slice(0, 200)}`,
+        "codap_error",
+        { datasetName: dataset.name },
+      );
+    }
+    const value = (slot) => (texts[slot] === "" ? null : Number(texts[slot]));
+
+    const out = [];
+    const empty = [];
+    for (const row of rows) {
+      const cases = row.casesSlot === null ? top.caseCount : value(row.casesSlot);
+      if (row.group && cases === 0) {
+        if (row.group.label !== NO_VALUE) empty.push(row.group.label);
+        continue;
+      }
+      for (const cell of row.cells) {
+        const r = {
+          ...(row.group ? { group: row.group.label } : {}),
+          attribute: cell.attribute,
+          cases,
+        };
+        for (const s of cell.slots) r[s.statistic] = value(s.slot);
+        out.push(r);
+      }
+    }
+    const matched = rows.reduce((n, row) => n + (row.casesSlot === null ? top.caseCount : value(row.casesSlot)), 0);
+    if (matched === 0) {
+      throw new ToolError(
+        `No case of ${JSON.stringify(dataset.name)} matches where ${JSON.stringify(where)} ` +
+          `(${plural(top.caseCount, "case")} checked), so there is nothing to summarise. Loosen the condition.`,
+        "no_matching_cases",
+        { datasetName: dataset.name, where, caseCount: top.caseCount },
+      );
+    }
+    const numericAsked = statistics.filter((s) => STATISTICS[s].numeric);
+    if (numericAsked.length) {
+      for (const a of attrs) {
+        const mine = out.filter((r) => r.attribute === a.name);
+        if (mine.every((r) => numericAsked.every((s) => r[s] === null))) {
+          const withValues = mine.reduce((n, r) => n + (r.count ?? 0), 0);
+          throw new ToolError(
+            `Attribute ${JSON.stringify(a.name)} has no numeric values` +
+              `${where === undefined ? "" : ` in the cases matching ${JSON.stringify(where)}`}, so ` +
+              `${numericAsked.join(", ")} do not apply to it: the statistic that applies is count (cases with a ` +
+              `value${statistics.includes("count") ? `: ${withValues}` : ""}). To count each of its values, use ` +
+              `groupBy ${JSON.stringify(a.name)} with statistics ["count"].`,
+            "non_numeric_attribute",
+            { datasetName: dataset.name, attribute: a.name, applicable: ["count"] },
+          );
+        }
+      }
+    }
+
+    const header = [...(grouping ? [grouping.name] : []), "attribute", "cases", ...statistics.map((s) =>
+      s === "percentile" ? `p${percentile}` : s)];
+    const lines = out.map((r) =>
+      [...(grouping ? [r.group] : []), r.attribute, r.cases, ...statistics.map((s) => shown(r[s]))].join(" | "));
+    const scope = [
+      where === undefined ? null : `where ${where}`,
+      grouping ? `grouped by ${grouping.name}` : null,
+    ].filter(Boolean);
+    let text = `Statistics of ${JSON.stringify(dataset.name)} computed by CODAP` +
+      `${scope.length ? ` (${scope.join(", ")})` : ""}, ${plural(matched, "case")}` +
+      `${where === undefined ? "" : ` of ${top.caseCount}`}:\n${header.join(" | ")}\n${lines.join("\n")}`;
+    if (empty.length) text += `\nGroups with no matching case: ${empty.join(", ")}.`;
+    text += "\nShown to 6 significant digits; structuredContent has CODAP's full values. sd and variance divide " +
+      "by n−1; q1, q3 and percentiles interpolate between sorted values (CODAP's percentile()).";
+    const first = rows[0].cells[0].slots; // how CODAP computed the first row
+    return toolResult(text, {
+      datasetName: dataset.name,
+      attributes: attrs.map((a) => a.name),
+      statistics,
+      ...(percentile === undefined ? {} : { percentile }),
+      ...(grouping ? { groupBy: grouping.name } : {}),
+      ...(where === undefined ? {} : { where }),
+      casesMatched: matched,
+      caseCount: top.caseCount,
+      rows: out,
+      ...(empty.length ? { groupsWithoutCases: empty } : {}),
+      firstRow: {
+        ...(rows[0].condition ? { condition: rows[0].condition } : {}),
+        formulas: Object.fromEntries(first.map((s) => [s.statistic, s.shownFormula])),
+      },
+    });
+  }
+
+  /** CODAP's reason for a formula it cannot evaluate on its own (no dataset), or null if it can. */
+  function engineError(reply) {
+    if (reply?.success !== true) {
+      const e = reply?.values?.error ?? reply?.error;
+      return typeof e === "string" && e ? e : "CODAP reported a failure without a message";
+    }
+    const [v] = reply.values ?? [];
+    if (typeof v === "string" && /^[A-Za-z]*Error: /.test(v)) return v;
+    return null;
+  }
+
+  async function evaluate_codap_formula(args) {
+    const { formula, datasetName } = args;
+    if (formula.trim() === "") throw invalid("formula must be a CODAP formula, e.g. `round(sqrt(2), 3)`.");
+    if (datasetName === undefined) {
+      if (args.collectionName !== undefined || args.caseIds !== undefined) {
+        throw invalid("collectionName and caseIds need datasetName.");
+      }
+      const request = {
+        action: "notify",
+        resource: "formulaEngine",
+        values: { request: "evalExpression", source: formula, records: [{}] },
+      };
+      const [reply] = await send([request]);
+      const reason = engineError(reply);
+      if (reason) {
+        const aggregate = /AggregateGroupId|AggregateContext|getCaseChildrenCount|is not a function/.test(reason);
+        const symbol = /Undefined symbol/.test(reason);
+        throw new ToolError(
+          `CODAP cannot evaluate the formula ${JSON.stringify(formula)} on its own: ${reason}.` +
+            (aggregate
+              ? " It uses a function that works over cases (mean, count, prev, lookups…): give datasetName."
+              : "") +
+            (symbol ? " If it names an attribute, give datasetName." : ""),
+          "formula_error",
+          { formula, codapError: reason },
+        );
+      }
+      const value = reply.values[0];
+      return toolResult(`CODAP evaluates ${JSON.stringify(formula)} to ${JSON.stringify(value)}.`, {
+        formula,
+        value: valueOf(value),
+      });
+    }
+
+    const { dataset, coll } = await datasetAndCollection(datasetName, args.collectionName);
+    if (coll.caseCount === 0) {
+      throw new ToolError(
+        `Collection ${JSON.stringify(coll.name)} of ${JSON.stringify(dataset.name)} has no cases to evaluate the ` +
+          "formula for. Add cases first, or leave out datasetName for a formula without attributes.",
+        "no_cases",
+        { datasetName: dataset.name, collectionName: coll.name },
+      );
+    }
+    const reads = args.caseIds
+      ? args.caseIds.map((id) => get(`${dataContext(dataset.id)}.caseByID[${id}]`))
+      : Array.from({ length: Math.min(args.cases ?? 5, coll.caseCount) }, (_, i) =>
+        get(`${collection(dataset.id, coll.id)}.caseByIndex[${i}]`));
+    const name = `${temporaryPrefix(dataset)}value`;
+    const { readReplies } = await withTemporaryFormulas(dataset, coll, [{ name, formula }], reads);
+    const results = [];
+    const missing = [];
+    readReplies.forEach((reply, i) => {
+      const c = reply?.success === true ? reply.values?.case : null;
+      if (!c || (args.caseIds && c.collection?.id !== coll.id)) {
+        missing.push(args.caseIds ? args.caseIds[i] : i);
+        return;
+      }
+      const { [name]: v, ...own } = c.values ?? {};
+      results.push({ caseId: c.id, value: v === undefined ? null : v, values: own });
+    });
+    if (args.caseIds && results.length === 0) {
+      throw new ToolError(
+        `None of the caseIds (${args.caseIds.join(", ")}) is a case of collection ${JSON.stringify(coll.name)} ` +
+          `of ${JSON.stringify(dataset.name)}. Leave out caseIds for its first cases, or take ids from ` +
+          "get_codap_selection or export_codap_data.",
+        "case_not_found",
+        { datasetName: dataset.name, collectionName: coll.name, caseIds: args.caseIds },
+      );
+    }
+    const errors = results.filter((r) => isError(r.value));
+    if (errors.length && errors.length === results.length) {
+      const reason = errorText(errors[0].value);
+      throw new ToolError(
+        `CODAP cannot evaluate the formula ${JSON.stringify(formula)} in ${JSON.stringify(dataset.name)} ` +
+          `(collection ${JSON.stringify(coll.name)}): ${reason}. Attributes there: ` +
+          `${coll.attributes.map((a) => a.name).join(", ")}.`,
+        "formula_error",
+        { formula, datasetName: dataset.name, collectionName: coll.name, codapError: reason },
+      );
+    }
+    for (const r of results) r.value = isError(r.value) ? r.value : valueOf(r.value);
+    const same = results.length > 1 && results.every((r) => r.value === results[0].value);
+    const lines = results.map((r) => `• case ${r.caseId}: ${JSON.stringify(r.value)}`);
+    let text = `CODAP evaluates ${JSON.stringify(formula)} in ${JSON.stringify(dataset.name)} (collection ` +
+      `${JSON.stringify(coll.name)}, ${plural(coll.caseCount, "case")}) to:\n${lines.join("\n")}`;
+    if (same) text += "\nThe same value for each case shown.";
+    if (errors.length) text += `\n${plural(errors.length, "case")} gave an error (shown as CODAP shows it).`;
+    if (missing.length && args.caseIds) text += `\nNot cases of this collection: ${missing.join(", ")}.`;
+    text += "\nEmpty (null) is CODAP's result when there is no value (e.g. an aggregate over no numbers).";
+    return toolResult(text, {
+      formula,
+      datasetName: dataset.name,
+      collectionName: coll.name,
+      caseCount: coll.caseCount,
+      results,
+      ...(missing.length && args.caseIds ? { notCases: missing } : {}),
+    });
+  }
+
+  /** Selected case ids of a collection, and its case count, in one message (with `extra` requests first). */
+  function selectionRequests(dataset, coll) {
+    return [
+      get(`${collection(dataset.id, coll.id)}.selectionList`),
+      get(`${collection(dataset.id, coll.id)}.caseCount`),
+    ];
+  }
+
+  async function select_codap_cases(args) {
+    const mode = args.mode ?? "replace";
+    const { where, caseIds } = args;
+    if (mode === "clear" && (where !== undefined || caseIds !== undefined)) {
+      throw invalid('mode "clear" selects nothing: leave out where and caseIds (or use mode replace).');
+    }
+    if (mode !== "clear" && (where === undefined) === (caseIds === undefined)) {
+      throw invalid(`mode "${mode}" needs exactly one of where (a CODAP condition) and caseIds.`);
+    }
+    if (where !== undefined && where.trim() === "") throw invalid("where must be a CODAP condition.");
+    if (where !== undefined && where.includes("]")) {
+      throw invalid('CODAP\'s plugin API cannot search with a condition holding "]"; write it without one.');
+    }
+    const { dataset, coll } = await datasetAndCollection(args.datasetName, args.collectionName);
+    const sel = `${dataContext(dataset.id)}.selectionList`;
+    const counts = selectionRequests(dataset, coll);
+    const [before, total] = await (async () => {
+      const r = await send(counts);
+      return [must(counts[0], r[0]).values ?? [], must(counts[1], r[1]).values];
+    })();
+
+    let ids = [];
+    let notCases = [];
+    if (where !== undefined) {
+      const search = get(`${collection(dataset.id, coll.id)}.caseFormulaSearch[${where}]`);
+      const [found] = await send([search]);
+      if (found?.success !== true) {
+        let reason = found?.values?.error ?? found?.error ?? "CODAP reported a failure without a message";
+        if (reason === "Unable to parse query.") {
+          // CODAP's search gives no reason for a formula it cannot read; its formula engine does.
+          const check = {
+            action: "notify",
+            resource: "formulaEngine",
+            values: { request: "evalExpression", source: where, records: [{}] },
+          };
+          const [checked] = await send([check]);
+          const why = checked?.success === true ? null : checked?.values?.error;
+          if (why) reason = `${reason} (${why})`;
+        }
+        throw new ToolError(
+          `CODAP cannot evaluate the where condition ${JSON.stringify(where)} on ${JSON.stringify(dataset.name)}: ` +
+            `${reason}. Attributes of ${JSON.stringify(coll.name)}: ${coll.attributes.map((a) => a.name).join(", ")}.` +
+            " Nothing was selected.",
+          "formula_error",
+          { datasetName: dataset.name, where, codapError: reason },
+        );
+      }
+      ids = (found.values ?? []).map((c) => c.id);
+      if (ids.length === 0) {
+        throw new ToolError(
+          `No case of ${JSON.stringify(dataset.name)} (collection ${JSON.stringify(coll.name)}, ` +
+            `${plural(total, "case")}) matches where ${JSON.stringify(where)}. The selection was left as it was: ` +
+            `${before.length} of ${total} selected.`,
+          "no_matching_cases",
+          { datasetName: dataset.name, where, caseCount: total, selectedCount: before.length },
+        );
+      }
+    } else if (caseIds !== undefined) {
+      const reads = caseIds.map((id) => get(`${dataContext(dataset.id)}.caseByID[${id}]`));
+      const replies = await send(reads);
+      ids = caseIds.filter((_, i) => replies[i]?.success === true);
+      notCases = caseIds.filter((_, i) => replies[i]?.success !== true);
+      if (ids.length === 0) {
+        throw new ToolError(
+          `None of the caseIds (${caseIds.join(", ")}) is a case of ${JSON.stringify(dataset.name)}. The ` +
+            `selection was left as it was: ${before.length} of ${total} selected. Take ids from ` +
+            "get_codap_selection or export_codap_data, or select with where.",
+          "case_not_found",
+          { datasetName: dataset.name, caseIds, selectedCount: before.length },
+        );
+      }
+    }
+
+    const change = mode === "extend"
+      ? { action: "update", resource: sel, values: ids }
+      : { action: "create", resource: sel, values: ids };
+    const replies = await send([change, ...counts]);
+    must(change, replies[0], `changing the selection of ${JSON.stringify(dataset.name)}`);
+    const now = must(counts[0], replies[1]).values ?? [];
+    const caseCount = must(counts[1], replies[2]).values;
+    const what = mode === "clear"
+      ? "Cleared the selection"
+      : `${mode === "extend" ? "Added" : "Selected"} ${plural(ids.length, "case")}` +
+        `${where === undefined ? "" : ` matching ${JSON.stringify(where)}`}` +
+        `${mode === "extend" ? " to the selection" : ""}`;
+    let text = `${what} in ${JSON.stringify(dataset.name)}: ${now.length} of ${plural(caseCount, "case")} of ` +
+      `collection ${JSON.stringify(coll.name)} selected now (${before.length} before).`;
+    if (notCases.length) text += ` Not cases of this dataset, ignored: ${notCases.join(", ")}.`;
+    return toolResult(text, {
+      datasetName: dataset.name,
+      collectionName: coll.name,
+      mode,
+      ...(where === undefined ? {} : { where }),
+      matched: ids.length,
+      selectedCount: now.length,
+      caseCount,
+      selectedBefore: before.length,
+      ...(notCases.length ? { notCases } : {}),
+    });
+  }
+
+  async function get_codap_selection(args) {
+    const max = args.maxCases ?? 50;
+    const { dataset, coll } = await datasetAndCollection(args.datasetName, args.collectionName);
+    const counts = selectionRequests(dataset, coll);
+    const r = await send(counts);
+    const selected = must(counts[0], r[0]).values ?? [];
+    const caseCount = must(counts[1], r[1]).values;
+    const listed = selected.slice(0, max);
+    const reads = listed.map((s) => get(`${dataContext(dataset.id)}.caseByID[${s.caseID}]`));
+    const replies = await send(reads);
+    const cases = listed.map((s, i) => ({
+      id: s.caseID,
+      values: replies[i]?.success === true ? replies[i].values?.case?.values ?? {} : null,
+    }));
+    const head = `${selected.length} of ${plural(caseCount, "case")} of ${JSON.stringify(dataset.name)} ` +
+      `(collection ${JSON.stringify(coll.name)}) ${selected.length === 1 ? "is" : "are"} selected in CODAP.`;
+    const lines = cases.map((c) => `• ${c.id}: ${JSON.stringify(c.values)}`);
+    let text = head;
+    if (lines.length) text += `\n${lines.join("\n")}`;
+    const truncated = selected.length > listed.length;
+    if (truncated) {
+      text += `\nOnly the first ${plural(listed.length, "selected case")} ${listed.length === 1 ? "is" : "are"} ` +
+        `listed (maxCases ${max}); ${selected.length - listed.length} more are selected.`;
+    }
+    return toolResult(text, {
+      datasetName: dataset.name,
+      collectionName: coll.name,
+      selectedCount: selected.length,
+      caseCount,
+      cases,
+      truncated,
+      ...(truncated ? { moreSelected: selected.length - listed.length } : {}),
+    });
+  }
+
+  return { compute_codap_statistics, evaluate_codap_formula, select_codap_cases, get_codap_selection };
 }

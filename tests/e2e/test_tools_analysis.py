@@ -1,0 +1,285 @@
+"""The analysis tools inside the real CODAP app: statistics, formulas and the selection.
+
+Every number is checked independently of the tool: the values are read back from CODAP (``codap.ok``) and the
+statistics computed here with Python's ``statistics`` module, using CODAP's definitions (v3.1.0,
+models/formula/functions/univariate-stats-functions.ts): stdDev and variance are the sample ones (n-1, mathjs
+``std``); median is the middle value or the mean of the two middle ones; percentile(x, p) interpolates linearly at
+index (n-1)*p of the sorted numbers (utilities/math-utils.ts quantileOfSortedArray: Python's
+``quantiles(method="inclusive")``); mad is the median of the absolute deviations from the median, unscaled;
+count(x) counts the non-empty values; numeric aggregates ignore values that are not numbers.
+"""
+
+from __future__ import annotations
+
+import statistics as st
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from codap_relay.testing.real_codap import CodapPage, codap_pages
+
+pytestmark = [pytest.mark.browser, pytest.mark.tools]
+
+ROWS: list[dict[str, Any]] = [
+    {"height": 151.5, "arm span": 150, "group": "a", "name": "Ann"},
+    {"height": 162.25, "arm span": 160, "group": "b", "name": "Bo"},
+    {"height": 170, "arm span": 171, "group": "a", "name": "Cy"},
+    {"height": 148.75, "arm span": 149, "group": "c", "name": "Di"},
+    {"height": 181, "arm span": 183, "group": "b", "name": "Ed"},
+    {"height": "", "arm span": 158, "group": "a", "name": "Flo"},
+    {"height": 159.5, "arm span": 161, "group": "", "name": "Gus"},
+    {"height": 166, "arm span": 164, "group": "b", "name": "Hal"},
+]
+
+
+@pytest.fixture(scope="module")
+def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
+    with codap_pages(browser, codap_url) as factory:
+        yield factory
+
+
+@pytest.fixture(scope="module")
+def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
+    return pages(f"{relay_url}/plugin/")
+
+
+def make_dataset(codap: CodapPage, name: str, rows: list[dict[str, Any]] = ROWS) -> None:
+    attrs = [{"name": k} for k in rows[0]]
+    codap.ok({"action": "create", "resource": "dataContext",
+              "values": {"name": name, "collections": [{"name": "people", "attrs": attrs}]}})
+    codap.ok({"action": "create", "resource": f"dataContext[{name}].item", "values": rows})
+
+
+def cases(codap: CodapPage, dataset: str, coll: str = "people") -> list[dict[str, Any]]:
+    """Every case of a collection as CODAP holds it: ``[{id, values}]``."""
+    values = codap.ok({"action": "get", "resource": f"dataContext[{dataset}].collection[{coll}].allCases"})
+    return [{"id": c["case"]["id"], "values": c["case"]["values"]} for c in values["cases"]]
+
+
+def numbers(values: list[Any]) -> list[float]:
+    return [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+
+
+def codap_stats(xs: list[float], p: float = 90) -> dict[str, float]:
+    """The statistics by CODAP's definitions (see the module docstring), computed here."""
+    q1, _, q3 = st.quantiles(xs, n=4, method="inclusive")
+    s = sorted(xs)
+    i = (len(s) - 1) * p / 100
+    lo, hi = int(i), min(int(i) + 1, len(s) - 1)
+    med = st.median(xs)
+    return {
+        "mean": st.mean(xs), "median": med, "sd": st.stdev(xs), "variance": st.variance(xs), "min": min(xs),
+        "max": max(xs), "sum": sum(xs), "q1": q1, "q3": q3, "iqr": q3 - q1, "range": max(xs) - min(xs),
+        "mad": st.median([abs(x - med) for x in xs]), "percentile": s[lo] + (s[hi] - s[lo]) * (i - lo),
+    }
+
+
+def attribute_names(codap: CodapPage, dataset: str) -> list[str]:
+    listed = codap.ok({"action": "get", "resource": f"dataContext[{dataset}].collection[people].attributeList"})
+    return [a["name"] for a in listed]
+
+
+ALL = ["count", "mean", "median", "sd", "variance", "min", "max", "sum", "q1", "q3", "iqr", "range", "mad",
+       "percentile"]
+
+
+# --- compute_codap_statistics -------------------------------------------------------------------------------
+
+
+def test_statistics_are_codaps_and_leave_the_document_and_undo_history_as_they_were(
+    pages: Callable[..., CodapPage], relay_url: str,
+) -> None:
+    codap = pages(f"{relay_url}/plugin/")  # a fresh page: its undo history holds nothing of other tests
+    make_dataset(codap, "Heights")
+    before = codap.ok({"action": "get", "resource": "dataContext[Heights].collection[people].attributeList"})
+    out = codap.done("compute_codap_statistics", {
+        "datasetName": "Heights", "attributes": ["height", "arm span"], "statistics": ALL, "percentile": 90,
+    })
+    rows = out["structuredContent"]["rows"]
+    assert [r["attribute"] for r in rows] == ["height", "arm span"]
+    held = cases(codap, "Heights")
+    for row in rows:
+        values = [c["values"][row["attribute"]] for c in held]
+        xs = numbers(values)
+        assert row["cases"] == len(held) == 8
+        assert row["count"] == len([v for v in values if v != ""])
+        for stat, expected in codap_stats(xs).items():
+            assert row[stat] == pytest.approx(expected, rel=1e-12, abs=1e-12), (row["attribute"], stat)
+    text = out["content"][0]["text"]
+    assert "height | 8 | 7 | " in text and "sd and variance divide by n\u22121" in text
+    # The temporary formula attributes are gone, the others untouched; nothing went on the undo or redo stack.
+    after = codap.ok({"action": "get", "resource": "dataContext[Heights].collection[people].attributeList"})
+    assert after == before
+    undo = codap.ok({"action": "notify", "resource": "undoChangeNotice", "values": {"operation": "undoButtonPress"}})
+    assert undo == {"canUndo": False, "canRedo": False}
+    # A value CODAP gives through a formula of its own agrees.
+    mean = codap.done("evaluate_codap_formula", {"datasetName": "Heights", "formula": "mean(height)", "cases": 1})
+    assert mean["structuredContent"]["results"][0]["value"] == rows[0]["mean"]
+
+
+def test_statistics_grouped_and_filtered(codap: CodapPage) -> None:
+    make_dataset(codap, "Grouped")
+    where = "`arm span` >= 150"
+    out = codap.done("compute_codap_statistics", {
+        "datasetName": "Grouped", "attributes": ["height"], "groupBy": "group", "where": where,
+        "statistics": ["count", "mean", "median", "sd", "q1", "q3"],
+    })
+    data = out["structuredContent"]
+    held = [c["values"] for c in cases(codap, "Grouped") if c["values"]["arm span"] >= 150]
+    assert data["casesMatched"] == len(held) == 7
+    expected_groups = ["a", "b", "(no value)"]  # "c" (Di, arm span 149) matches no case
+    assert [r["group"] for r in data["rows"]] == expected_groups
+    assert data["groupsWithoutCases"] == ["c"]
+    for row in data["rows"]:
+        members = [v for v in held if v["group"] == ("" if row["group"] == "(no value)" else row["group"])]
+        xs = numbers([v["height"] for v in members])
+        assert row["cases"] == len(members)
+        assert row["count"] == len(xs)
+        assert row["mean"] == pytest.approx(st.mean(xs), rel=1e-12)
+        assert row["median"] == pytest.approx(st.median(xs), rel=1e-12)
+        if len(xs) > 1:
+            assert row["sd"] == pytest.approx(st.stdev(xs), rel=1e-12)
+            q = codap_stats(xs)
+            assert (row["q1"], row["q3"]) == (pytest.approx(q["q1"]), pytest.approx(q["q3"]))
+        else:
+            assert row["sd"] == 0  # CODAP's stdDev of one value (mathjs std)
+    group_a = data["rows"][0]
+    assert group_a["cases"] == 3 and group_a["count"] == 2  # Flo has no height
+    assert "Groups with no matching case: c." in out["content"][0]["text"]
+    assert attribute_names(codap, "Grouped") == ["height", "arm span", "group", "name"]
+
+
+def test_statistics_errors_name_what_exists(codap: CodapPage) -> None:
+    make_dataset(codap, "Errs")
+    base = {"datasetName": "Errs", "attributes": ["height"]}
+    err = codap.failed("compute_codap_statistics", {**base, "datasetName": "Nope"})
+    assert err["code"] == "dataset_not_found" and "Errs" in err["data"]["available"]
+    err = codap.failed("compute_codap_statistics", {**base, "attributes": ["height", "weight"]})
+    assert err["code"] == "attribute_not_found" and "weight" in err["message"] and "arm span" in err["message"]
+    err = codap.failed("compute_codap_statistics", {**base, "groupBy": "colour"})
+    assert err["code"] == "attribute_not_found" and "groupBy" in err["message"]
+    err = codap.failed("compute_codap_statistics", {**base, "attributes": ["name"], "statistics": ["count", "mean"]})
+    assert err["code"] == "non_numeric_attribute"
+    assert "mean do not apply" in err["message"] and "count" in err["message"]
+    assert err["data"]["applicable"] == ["count"]
+    err = codap.failed("compute_codap_statistics", {**base, "where": "weight > 3"})
+    assert err["code"] == "formula_error" and "Undefined symbol weight" in err["message"]
+    assert "weight > 3" in err["message"]
+    err = codap.failed("compute_codap_statistics", {**base, "where": "height >"})
+    assert err["code"] == "formula_error" and "Syntax error" in err["message"], err
+    err = codap.failed("compute_codap_statistics", {**base, "where": "height > 1000"})
+    assert err["code"] == "no_matching_cases" and "8 cases checked" in err["message"]
+    err = codap.failed("compute_codap_statistics", {**base, "statistics": ["percentile"]})
+    assert err["code"] == "invalid_arguments" and "percentile" in err["message"]
+    # A where combining conditions with `and` (CODAP's `and` fails inside an aggregate's filter; not here).
+    out = codap.done("compute_codap_statistics", {**base, "where": 'height > 150 and group = "b"'})
+    xs = [c["values"]["height"] for c in cases(codap, "Errs")
+          if c["values"]["group"] == "b" and isinstance(c["values"]["height"], (int, float))
+          and c["values"]["height"] > 150]
+    row = out["structuredContent"]["rows"][0]
+    assert (row["cases"], row["count"]) == (len(xs), len(xs)) == (3, 3)
+    assert row["mean"] == pytest.approx(st.mean(xs), rel=1e-12) and row["sd"] == pytest.approx(st.stdev(xs), rel=1e-12)
+    # Only count of a text attribute is fine.
+    out = codap.done("compute_codap_statistics", {**base, "attributes": ["name"], "statistics": ["count"]})
+    assert out["structuredContent"]["rows"][0]["count"] == 8
+    assert attribute_names(codap, "Errs") == ["height", "arm span", "group", "name"]
+
+
+def test_statistics_of_a_child_collection_are_refused(codap: CodapPage) -> None:
+    codap.ok({"action": "create", "resource": "dataContext", "values": {"name": "Nested", "collections": [
+        {"name": "classes", "attrs": [{"name": "class"}]},
+        {"name": "pupils", "parent": "classes", "attrs": [{"name": "score"}]}]}})
+    codap.ok({"action": "create", "resource": "dataContext[Nested].item",
+              "values": [{"class": "A", "score": 3}, {"class": "A", "score": 5}, {"class": "B", "score": 9}]})
+    err = codap.failed("compute_codap_statistics", {"datasetName": "Nested", "attributes": ["score"]})
+    assert err["code"] == "hierarchical_dataset" and "per parent case" in err["message"] and "classes" in err["message"]
+
+
+# --- evaluate_codap_formula ---------------------------------------------------------------------------------
+
+
+def test_evaluate_formula_without_and_with_a_dataset(codap: CodapPage) -> None:
+    out = codap.done("evaluate_codap_formula", {"formula": "round(sqrt(2), 3)"})
+    assert out["structuredContent"]["value"] == 1.414
+    err = codap.failed("evaluate_codap_formula", {"formula": "mean(height)"})
+    assert err["code"] == "formula_error" and "datasetName" in err["message"] and "mean(height)" in err["message"]
+    err = codap.failed("evaluate_codap_formula", {"formula": "2 +* 3"})
+    assert err["code"] == "formula_error" and "Value expected" in err["message"]
+
+    make_dataset(codap, "Formulas")
+    held = cases(codap, "Formulas")
+    args = {"datasetName": "Formulas", "formula": "`arm span` - height", "cases": 3}
+    out = codap.done("evaluate_codap_formula", args)
+    results = out["structuredContent"]["results"]
+    assert [r["caseId"] for r in results] == [c["id"] for c in held[:3]]
+    for r, c in zip(results, held[:3], strict=True):
+        assert r["value"] == pytest.approx(c["values"]["arm span"] - c["values"]["height"])
+        assert r["values"] == c["values"]
+    out = codap.done("evaluate_codap_formula", {
+        "datasetName": "Formulas", "formula": "height > mean(height)", "caseIds": [held[4]["id"], held[3]["id"]],
+    })
+    # CODAP stores a condition's value in an attribute as text.
+    assert [r["value"] for r in out["structuredContent"]["results"]] == ["true", "false"]  # Ed 181, Di 148.75
+    err = codap.failed("evaluate_codap_formula", {"datasetName": "Formulas", "formula": "height * weight"})
+    assert err["code"] == "formula_error" and "Undefined symbol weight" in err["message"]
+    assert "height * weight" in err["message"] and "arm span" in err["message"]
+    err = codap.failed("evaluate_codap_formula", {"datasetName": "Formulas", "formula": "1", "caseIds": [1]})
+    assert err["code"] == "case_not_found"
+    err = codap.failed("evaluate_codap_formula", {"datasetName": "Formulas", "formula": "1", "collectionName": "x"})
+    assert err["code"] == "collection_not_found" and err["data"]["available"] == ["people"]
+    assert attribute_names(codap, "Formulas") == ["height", "arm span", "group", "name"]
+
+
+# --- select_codap_cases and get_codap_selection -------------------------------------------------------------
+
+
+def selected_ids(codap: CodapPage, dataset: str) -> set[int]:
+    values = codap.ok({"action": "get", "resource": f"dataContext[{dataset}].collection[people].selectionList"})
+    return {s["caseID"] for s in values}
+
+
+def test_select_cases_by_where_and_ids_then_read_the_selection(codap: CodapPage) -> None:
+    make_dataset(codap, "Sel")
+    held = cases(codap, "Sel")
+    tall = {c["id"] for c in held if isinstance(c["values"]["height"], (int, float)) and c["values"]["height"] > 160}
+    out = codap.done("select_codap_cases", {"datasetName": "Sel", "where": "height > 160"})
+    assert selected_ids(codap, "Sel") == tall
+    data = out["structuredContent"]
+    assert (data["selectedCount"], data["caseCount"], data["matched"]) == (len(tall), 8, len(tall))
+    assert f"{len(tall)} of 8 cases" in out["content"][0]["text"]
+
+    ann = held[0]["id"]
+    out = codap.done("select_codap_cases", {"datasetName": "Sel", "caseIds": [ann, 999], "mode": "extend"})
+    assert selected_ids(codap, "Sel") == tall | {ann}
+    assert out["structuredContent"]["notCases"] == [999] and out["structuredContent"]["selectedCount"] == len(tall) + 1
+
+    shown = codap.done("get_codap_selection", {"datasetName": "Sel", "maxCases": 2})["structuredContent"]
+    assert shown["selectedCount"] == len(tall) + 1 and shown["caseCount"] == 8 and shown["truncated"] is True
+    by_id = {c["id"]: c["values"] for c in held}
+    assert len(shown["cases"]) == 2
+    for c in shown["cases"]:
+        assert c["id"] in tall | {ann} and c["values"] == by_id[c["id"]]
+
+    # A where that matches nothing changes nothing, and says so.
+    err = codap.failed("select_codap_cases", {"datasetName": "Sel", "where": "height > 500"})
+    assert err["code"] == "no_matching_cases" and f"{len(tall) + 1} of 8 selected" in err["message"]
+    assert selected_ids(codap, "Sel") == tall | {ann}
+    err = codap.failed("select_codap_cases", {"datasetName": "Sel", "where": "weight > 5"})
+    assert err["code"] == "formula_error" and "Undefined symbol weight" in err["message"]
+    err = codap.failed("select_codap_cases", {"datasetName": "Sel", "where": "height >* 5"})
+    assert err["code"] == "formula_error" and "Value expected" in err["message"], err
+    err = codap.failed("select_codap_cases", {"datasetName": "Sel", "caseIds": [1, 2]})
+    assert err["code"] == "case_not_found"
+    err = codap.failed("select_codap_cases", {"datasetName": "Sel"})
+    assert err["code"] == "invalid_arguments"
+    assert selected_ids(codap, "Sel") == tall | {ann}
+
+    out = codap.done("select_codap_cases", {"datasetName": "Sel", "caseIds": [ann]})
+    assert selected_ids(codap, "Sel") == {ann} and out["structuredContent"]["selectedCount"] == 1
+    out = codap.done("select_codap_cases", {"datasetName": "Sel", "mode": "clear"})
+    assert selected_ids(codap, "Sel") == set() and out["structuredContent"]["selectedCount"] == 0
+    shown = codap.done("get_codap_selection", {"datasetName": "Sel"})
+    assert shown["structuredContent"]["selectedCount"] == 0 and shown["structuredContent"]["cases"] == []
+    err = codap.failed("get_codap_selection", {"datasetName": "Nope"})
+    assert err["code"] == "dataset_not_found" and "Sel" in err["data"]["available"]
