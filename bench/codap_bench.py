@@ -63,11 +63,13 @@ class Timings:
     llm_ms: list[float] = field(default_factory=list)
     messages: list[int] = field(default_factory=list)
     codap_ms: list[float] = field(default_factory=list)
+    typed: bool = False  # one of issue 19's typed tools, held to its goal
 
     def report(self, baseline_ms: float | None) -> dict[str, Any]:
         later = self.plugin_ms[1:]
         out: dict[str, Any] = {
             "label": self.label,
+            "typed": self.typed,
             "calls": len(self.plugin_ms),
             "first_ms": round(self.plugin_ms[0], 1) if self.plugin_ms else None,
             "later_p50_ms": round(statistics.median(later), 1) if later else None,
@@ -93,7 +95,7 @@ class Session:
         self.codap = codap
         self.timings: dict[str, Timings] = {}
 
-    def call(self, label: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    def call(self, label: str, tool: str, args: dict[str, Any], *, typed: bool = False) -> dict[str, Any]:
         from codap_relay.testing.plugin_page import call_tool, ok_result
 
         started = time.perf_counter()
@@ -101,7 +103,7 @@ class Session:
         llm_ms = (time.perf_counter() - started) * 1000
         structured: dict[str, Any] = ok_result(body)["structuredContent"]
         tool_measure, messages = self._measures(body["id"])
-        entry = self.timings.setdefault(label, Timings(label))
+        entry = self.timings.setdefault(label, Timings(label, typed=typed))
         entry.plugin_ms.append(tool_measure["duration"])
         entry.llm_ms.append(llm_ms)
         entry.messages.append(len(messages))
@@ -230,6 +232,8 @@ def measure_document(session: Session, *, cases: int, repeats: int, big_adds: in
         )
         session.delete_component(made["graphId"])
 
+    measure_typed_tools(session, cases=cases, repeats=repeats)
+
     call(
         "create_codap_dataset (big)",
         "create_codap_dataset",
@@ -248,6 +252,122 @@ def measure_document(session: Session, *, cases: int, repeats: int, big_adds: in
             call(
                 f"export_codap_data ({fmt}, {total:,} rows)", "export_codap_data", {"datasetName": "big", "format": fmt}
             )
+
+
+def csv_text(rows: int) -> str:
+    lines = ["name,grade,score"] + [f"student {i},{9 + i % 4},{50 + i % 50}" for i in range(rows)]
+    return "\r\n".join(lines) + "\r\n"
+
+
+def measure_typed_tools(session: Session, *, cases: int, repeats: int) -> None:
+    """Every typed tool on the document of 3 datasets (s0, s1, s2), each call undone by the next where it
+    changes the document, so every repeat meets the same document. Only the tool named first in a label is timed
+    under that label; the calls that set a repeat up are timed under labels of their own."""
+
+    def call(label: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        return session.call(label, tool, args, typed=not label.startswith("add_codap_cases"))
+
+    runs = range(1 + repeats)
+    for r in runs:
+        call(
+            "update_codap_cases (where, 1/4 of the cases)",
+            "update_codap_cases",
+            {"datasetName": "s0", "where": "grade = 9", "values": {"study_hours": r}},
+        )
+    for r in runs:
+        call(
+            "add_codap_cases (1 case, to delete)",
+            "add_codap_cases",
+            {"datasetName": "s0", "cases": [{"name": f"bench {r}", "grade": 9, "score": 1}]},
+        )
+        call(
+            "delete_codap_cases (where, 1 case)",
+            "delete_codap_cases",
+            {"datasetName": "s0", "where": f'name = "bench {r}"'},
+        )
+    for r in runs:
+        call(
+            "sort_codap_cases",
+            "sort_codap_cases",
+            {"datasetName": "s0", "attribute": "score", "descending": r % 2 == 0},
+        )
+    for _ in runs:
+        call("group_codap_cases", "group_codap_cases", {"datasetName": "s1", "attributes": ["grade"]})
+        call(
+            "group_codap_cases (ungroup)",
+            "group_codap_cases",
+            {"datasetName": "s1", "attributes": ["grade"], "ungroup": True},
+        )
+    for r in runs:
+        call(
+            "add_codap_attribute (formula)",
+            "add_codap_attribute",
+            {"datasetName": "s0", "name": f"half{r}", "formula": "score / 2"},
+        )
+        call(
+            "update_codap_attribute (unit, precision)",
+            "update_codap_attribute",
+            {"datasetName": "s0", "name": f"half{r}", "unit": "points", "precision": 1},
+        )
+        call("delete_codap_attribute", "delete_codap_attribute", {"datasetName": "s0", "name": f"half{r}"})
+    for r in runs:
+        call(
+            f"import_codap_data (csv, {cases:,} rows)",
+            "import_codap_data",
+            {"datasetName": f"imported{r}", "csv": csv_text(cases)},
+        )
+        call(f"delete_codap_dataset ({cases:,} cases)", "delete_codap_dataset", {"datasetName": f"imported{r}"})
+    for _ in runs:
+        call(
+            "compute_codap_statistics (2 attributes, 4 statistics, by grade)",
+            "compute_codap_statistics",
+            {
+                "datasetName": "s0",
+                "attributes": ["score", "height_cm"],
+                "statistics": ["count", "mean", "median", "sd"],
+                "groupBy": "grade",
+            },
+        )
+    for _ in runs:
+        call("evaluate_codap_formula (mean)", "evaluate_codap_formula", {"formula": "mean(score)", "datasetName": "s0"})
+    for _ in runs:
+        call("select_codap_cases (where)", "select_codap_cases", {"datasetName": "s0", "where": "score > 80"})
+        call("get_codap_selection", "get_codap_selection", {"datasetName": "s0"})
+    for r in runs:
+        call(
+            "update_codap_graph (legend)",
+            "update_codap_graph",
+            {"graph": "s0", "legendAttribute": "favorite_subject" if r % 2 == 0 else None},
+        )
+    for _ in runs:
+        call(
+            "add_codap_adornment (least-squares line)",
+            "add_codap_adornment",
+            {"graph": "s0", "adornment": "least_squares_line"},
+        )
+        call("remove_codap_adornment", "remove_codap_adornment", {"graph": "s0", "adornment": "least_squares_line"})
+    for r in runs:
+        call("create_codap_text", "create_codap_text", {"text": f"note {r}", "title": f"note {r}"})
+        call(
+            "update_codap_component (move)",
+            "update_codap_component",
+            {"component": f"note {r}", "position": {"left": 20 + r, "top": 20}},
+        )
+        call("delete_codap_component", "delete_codap_component", {"component": f"note {r}"})
+    for r in runs:
+        call("create_codap_slider", "create_codap_slider", {"name": f"level{r}", "value": 5, "min": 0, "max": 10})
+        call("create_codap_table", "create_codap_table", {"datasetName": "s1", "title": f"table {r}"})
+        call("create_codap_map", "create_codap_map", {"datasetName": "s1", "title": f"map {r}"})
+        call("delete_codap_component (table)", "delete_codap_component", {"component": f"table {r}"})
+        call("delete_codap_component (map)", "delete_codap_component", {"component": f"map {r}"})
+    for r in runs:
+        call("create_codap_text (to take back)", "create_codap_text", {"text": f"undo me {r}"})
+        call("undo_codap_tool_calls (the last call)", "undo_codap_tool_calls", {"lastCalls": 1})
+    for _ in runs:
+        call("undo_codap", "undo_codap", {})
+        call("redo_codap", "redo_codap", {})
+    for _ in runs:
+        call("codap_api_help (overview)", "codap_api_help", {"topic": "overview"})
 
 
 def measure_webgl(browser: Any, codap_url: str, relay: str, *, cases: int) -> dict[str, Any]:

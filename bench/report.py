@@ -307,6 +307,9 @@ def cost_section(c: dict[str, Any]) -> list[str]:
     return out + table(header, rows)
 
 
+TYPED_GOAL_MS = 300.0  # issue 19: each typed tool's first call and p50 in real CODAP, 3 datasets of 1,000 cases
+
+
 def codap_section(c: dict[str, Any]) -> list[str]:
     out = ["", "## Tool time in the real CODAP (plugin side: from the tool-request event to POST /response)", ""]
     if "skipped" in c:
@@ -345,6 +348,20 @@ def codap_section(c: dict[str, Any]) -> list[str]:
         ],
         rows,
     )
+    typed = [r for r in c["rows"] if r.get("typed")]
+    if typed:
+        slow = [r for r in typed if max(r["first_ms"] or 0, r["later_p50_ms"] or 0) > TYPED_GOAL_MS]
+        out += [
+            "",
+            f"Typed tools against the goal of {TYPED_GOAL_MS:g} ms (first call and later p50): "
+            f"{len(typed) - len(slow)} of {len(typed)} met"
+            + (
+                ": missed by "
+                + "; ".join(f"{r['label']} ({ms(r['first_ms'])} / {ms(r['later_p50_ms'])})" for r in slow)
+                if slow
+                else "."
+            ),
+        ]
     if "webgl" in c:
         w = c["webgl"]
         out += ["", "The first get_codap_status after a new graph (the issue's 15 s), by how CODAP draws points:", ""]
