@@ -57,6 +57,11 @@ def cases(codap: CodapPage, dataset: str, coll: str = "people") -> list[dict[str
     return [{"id": c["case"]["id"], "values": c["case"]["values"]} for c in values["cases"]]
 
 
+def rows(codap: CodapPage, dataset: str) -> list[dict[str, Any]]:
+    """Every row (item) as CODAP holds it: ``[{id, values}]``, ids being item ids (the tools' caseIds)."""
+    return [{"id": i["id"], "values": i["values"]} for i in codap.items(dataset)]
+
+
 def numbers(values: list[Any]) -> list[float]:
     return [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
@@ -208,7 +213,8 @@ def test_evaluate_formula_without_and_with_a_dataset(codap: CodapPage) -> None:
     assert err["code"] == "formula_error" and "Value expected" in err["message"]
 
     make_dataset(codap, "Formulas")
-    held = cases(codap, "Formulas")
+    held = rows(codap, "Formulas")  # a flat dataset: rows in the cases' order
+    assert [c["values"] for c in held] == [c["values"] for c in cases(codap, "Formulas")]
     args = {"datasetName": "Formulas", "formula": "`arm span` - height", "cases": 3}
     out = codap.done("evaluate_codap_formula", args)
     results = out["structuredContent"]["results"]
@@ -225,6 +231,10 @@ def test_evaluate_formula_without_and_with_a_dataset(codap: CodapPage) -> None:
     assert err["code"] == "formula_error" and "Undefined symbol weight" in err["message"]
     assert "height * weight" in err["message"] and "arm span" in err["message"]
     err = codap.failed("evaluate_codap_formula", {"datasetName": "Formulas", "formula": "1", "caseIds": [1]})
+    assert err["code"] == "case_not_found" and "includeCaseIds" in err["message"]
+    # A case id is not a row id.
+    case_id = cases(codap, "Formulas")[0]["id"]
+    err = codap.failed("evaluate_codap_formula", {"datasetName": "Formulas", "formula": "1", "caseIds": [case_id]})
     assert err["code"] == "case_not_found"
     err = codap.failed("evaluate_codap_formula", {"datasetName": "Formulas", "formula": "1", "collectionName": "x"})
     assert err["code"] == "collection_not_found" and err["data"]["available"] == ["people"]
@@ -234,14 +244,16 @@ def test_evaluate_formula_without_and_with_a_dataset(codap: CodapPage) -> None:
 # --- select_codap_cases and get_codap_selection -------------------------------------------------------------
 
 
-def selected_ids(codap: CodapPage, dataset: str) -> set[int]:
-    values = codap.ok({"action": "get", "resource": f"dataContext[{dataset}].collection[people].selectionList"})
-    return {s["caseID"] for s in values}
+def selected_ids(codap: CodapPage, dataset: str, coll: str = "people") -> set[int]:
+    """The item ids of the selected rows, as CODAP holds them (selectionList's cases, mapped to their items)."""
+    values = codap.ok({"action": "get", "resource": f"dataContext[{dataset}].collection[{coll}].selectionList"})
+    return {codap.ok({"action": "get", "resource": f"dataContext[{dataset}].itemByCaseID[{s['caseID']}]"})["id"]
+            for s in values}
 
 
 def test_select_cases_by_where_and_ids_then_read_the_selection(codap: CodapPage) -> None:
     make_dataset(codap, "Sel")
-    held = cases(codap, "Sel")
+    held = rows(codap, "Sel")
     tall = {c["id"] for c in held if isinstance(c["values"]["height"], (int, float)) and c["values"]["height"] > 160}
     out = codap.done("select_codap_cases", {"datasetName": "Sel", "where": "height > 160"})
     assert selected_ids(codap, "Sel") == tall
@@ -259,7 +271,8 @@ def test_select_cases_by_where_and_ids_then_read_the_selection(codap: CodapPage)
     by_id = {c["id"]: c["values"] for c in held}
     assert len(shown["cases"]) == 2
     for c in shown["cases"]:
-        assert c["id"] in tall | {ann} and c["values"] == by_id[c["id"]]
+        assert c["caseId"] in tall | {ann} and c["values"] == by_id[c["caseId"]]
+    assert shown["caseIds"] == [c["caseId"] for c in shown["cases"]]
 
     # A where that matches nothing changes nothing, and says so.
     err = codap.failed("select_codap_cases", {"datasetName": "Sel", "where": "height > 500"})
@@ -270,6 +283,9 @@ def test_select_cases_by_where_and_ids_then_read_the_selection(codap: CodapPage)
     err = codap.failed("select_codap_cases", {"datasetName": "Sel", "where": "height >* 5"})
     assert err["code"] == "formula_error" and "Value expected" in err["message"], err
     err = codap.failed("select_codap_cases", {"datasetName": "Sel", "caseIds": [1, 2]})
+    assert err["code"] == "case_not_found" and "includeCaseIds" in err["message"]
+    case_ids = [c["id"] for c in cases(codap, "Sel")]  # CODAP's case ids are not the rows' ids
+    err = codap.failed("select_codap_cases", {"datasetName": "Sel", "caseIds": case_ids[:2]})
     assert err["code"] == "case_not_found"
     err = codap.failed("select_codap_cases", {"datasetName": "Sel"})
     assert err["code"] == "invalid_arguments"
@@ -283,3 +299,63 @@ def test_select_cases_by_where_and_ids_then_read_the_selection(codap: CodapPage)
     assert shown["structuredContent"]["selectedCount"] == 0 and shown["structuredContent"]["cases"] == []
     err = codap.failed("get_codap_selection", {"datasetName": "Nope"})
     assert err["code"] == "dataset_not_found" and "Sel" in err["data"]["available"]
+
+
+# --- the same ids in every tool --------------------------------------------------------------------------------
+
+
+def test_row_ids_carry_between_tools_also_after_grouping(codap: CodapPage) -> None:
+    make_dataset(codap, "Carry")
+    exported = codap.done("export_codap_data", {"datasetName": "Carry", "includeCaseIds": True})["structuredContent"]
+    row_id = {r["name"]: i for i, r in zip(exported["caseIds"], exported["rows"], strict=True)}
+    assert sorted(row_id.values()) == sorted(r["id"] for r in rows(codap, "Carry"))
+    assert not set(row_id.values()) & {c["id"] for c in cases(codap, "Carry")}  # item ids, not case ids
+
+    def changed_rows(attr: str, value: Any) -> set[int]:
+        return {r["id"] for r in rows(codap, "Carry") if r["values"][attr] == value}
+
+    # export -> select -> get_codap_selection -> update, evaluate: the same rows.
+    picked = [row_id["Bo"], row_id["Ed"]]
+    out = codap.done("select_codap_cases", {"datasetName": "Carry", "caseIds": picked})
+    assert selected_ids(codap, "Carry") == set(picked) and out["structuredContent"]["selectedCount"] == 2
+    shown = codap.done("get_codap_selection", {"datasetName": "Carry"})["structuredContent"]
+    assert sorted(shown["caseIds"]) == sorted(picked) and shown["selectedCount"] == 2
+    assert {c["caseId"]: c["values"]["name"] for c in shown["cases"]} == {row_id["Bo"]: "Bo", row_id["Ed"]: "Ed"}
+    out = codap.done("update_codap_cases", {"datasetName": "Carry", "caseIds": shown["caseIds"],
+                                            "values": {"group": "z"}})
+    assert sorted(out["structuredContent"]["caseIds"]) == sorted(picked)
+    assert changed_rows("group", "z") == set(picked)
+    ev = codap.done("evaluate_codap_formula", {"datasetName": "Carry", "formula": "name", "caseIds": picked})
+    assert [(r["caseId"], r["value"]) for r in ev["structuredContent"]["results"]] == [
+        (row_id["Bo"], "Bo"), (row_id["Ed"], "Ed")]
+    first = codap.done("evaluate_codap_formula", {"datasetName": "Carry", "formula": "name", "cases": 2})
+    assert [r["caseId"] for r in first["structuredContent"]["results"]] == [row_id["Ann"], row_id["Bo"]]
+
+    # Grouping rebuilds CODAP's cases; the row ids stay valid.
+    codap.done("group_codap_cases", {"datasetName": "Carry", "attributes": ["group"], "collectionName": "groups"})
+    again = codap.done("export_codap_data", {"datasetName": "Carry", "includeCaseIds": True})["structuredContent"]
+    assert {r["name"]: i for i, r in zip(again["caseIds"], again["rows"], strict=True)} == row_id
+    group_a = [row_id["Ann"], row_id["Cy"], row_id["Flo"]]
+    out = codap.done("select_codap_cases", {"datasetName": "Carry", "caseIds": group_a})
+    assert selected_ids(codap, "Carry") == set(group_a)
+    shown = codap.done("get_codap_selection", {"datasetName": "Carry"})["structuredContent"]
+    assert shown["collectionName"] == "people" and sorted(shown["caseIds"]) == sorted(group_a)
+    assert {c["values"]["group"] for c in shown["cases"]} == {"a"}  # a row's values hold its parent's
+    # The parent collection: CODAP counts group "a" selected (all its rows are); listed by values, no ids.
+    parent = codap.done("get_codap_selection", {"datasetName": "Carry", "collectionName": "groups"})
+    data = parent["structuredContent"]
+    assert (data["selectedCount"], data["cases"]) == (1, [{"values": {"group": "a"}}]) and "caseIds" not in data
+    assert "rows' ids are not given" in parent["content"][0]["text"]
+    out = codap.done("update_codap_cases", {"datasetName": "Carry", "caseIds": shown["caseIds"],
+                                            "values": {"arm span": 1}})
+    assert changed_rows("arm span", 1) == set(group_a)
+    # A row in a parent collection gives its case's value.
+    ev = codap.done("evaluate_codap_formula", {"datasetName": "Carry", "formula": "count(name)",
+                                               "collectionName": "groups", "caseIds": [row_id["Cy"], row_id["Bo"]]})
+    assert [(r["caseId"], r["value"]) for r in ev["structuredContent"]["results"]] == [
+        (row_id["Cy"], 3), (row_id["Bo"], 2)]  # group a: Ann, Cy, Flo; group z: Bo, Ed
+    # Selecting by row ids with a parent collection named: the rows are selected, the parent counted.
+    out = codap.done("select_codap_cases", {"datasetName": "Carry", "collectionName": "groups",
+                                            "caseIds": [row_id["Bo"], row_id["Ed"]]})
+    assert selected_ids(codap, "Carry") == {row_id["Bo"], row_id["Ed"]}
+    assert out["structuredContent"]["selectedCount"] == 1 and "all its rows" in out["content"][0]["text"]

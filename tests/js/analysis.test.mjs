@@ -79,3 +79,31 @@ test("the percentile statistic needs its argument", async () => {
   );
   assert.equal(env.messages.length, 0);
 });
+
+test("the selection lists the selected rows as items (item ids), in one message bounded by maxCases", async () => {
+  // 300 of 500 cases selected; the scripted CODAP answers itemByCaseID[c] with the item id c + 1000.
+  const messages = [];
+  const call = async (requests) => {
+    messages.push(requests);
+    return requests.map((r) => {
+      if (r.resource === "dataContextList") return { success: true, values: [{ id: 1, name: "D", title: "D" }] };
+      if (r.resource.endsWith(".collectionList")) return { success: true, values: [{ id: 2, name: "c", title: "c" }] };
+      if (r.resource.endsWith(".attributeList")) return { success: true, values: [{ id: 3, name: "x" }] };
+      if (r.resource.endsWith(".caseCount")) return { success: true, values: 500 };
+      if (r.resource.endsWith(".selectionList")) {
+        return { success: true, values: Array.from({ length: 300 }, (_, i) => ({ caseID: i + 1 })) };
+      }
+      const m = /\.itemByCaseID\[(\d+)\]$/.exec(r.resource);
+      if (m) return { success: true, values: { id: Number(m[1]) + 1000, values: { x: Number(m[1]) } } };
+      return { success: false, values: { error: `unexpected ${r.resource}` } };
+    });
+  };
+  const tools = createAnalysisTools(createToolContext({ call }));
+  const { structuredContent: out } = await tools.get_codap_selection({ datasetName: "D", maxCases: 3 });
+  assert.deepEqual(messages[messages.length - 1].map((r) => r.resource),
+    [1, 2, 3].map((c) => `dataContext[1].itemByCaseID[${c}]`));
+  assert.deepEqual(out.caseIds, [1001, 1002, 1003]);
+  assert.deepEqual(out.cases[0], { caseId: 1001, values: { x: 1 } });
+  assert.equal(out.selectedCount, 300);
+  assert.equal(out.moreSelected, 297);
+});

@@ -50,6 +50,11 @@ const MAX_GROUPS = 50;
 /** At most this many case values read by the aggregates of one call (a few seconds of CODAP's time). */
 const MAX_WORK = 1_000_000;
 const NO_VALUE = "(no value)";
+/** What the caseIds of every tool are (the same sentence in each tool's description). */
+const ROW_IDS = "the ids export_codap_data gives with includeCaseIds (CODAP's item ids: one per row, stable " +
+  "across sorting and grouping)";
+/** The child-most collection of a described dataset: its cases are the rows. */
+const leafOf = (dataset) => dataset.collections[dataset.collections.length - 1];
 /** How CODAP shows a formula's error as the attribute's value. */
 const ERROR_MARK = "❌";
 
@@ -414,30 +419,55 @@ export function createAnalysisTools(ctx) {
         { datasetName: dataset.name, collectionName: coll.name },
       );
     }
-    const reads = args.caseIds
-      ? args.caseIds.map((id) => get(`${dataContext(dataset.id)}.caseByID[${id}]`))
-      : Array.from({ length: Math.min(args.cases ?? 5, coll.caseCount) }, (_, i) =>
-        get(`${collection(dataset.id, coll.id)}.caseByIndex[${i}]`));
+    // Results are rows, named by item id (the ids every tool takes as caseIds): given ids are read with
+    // itemByID (an item's values hold every attribute's value, its parents' included); without ids, the first
+    // cases of the child-most collection are found by index and read as their items (itemByCaseID). The first
+    // cases of a parent collection are read as cases: one row id would not stand for all of their rows.
+    const leaf = coll === leafOf(dataset);
+    const first = Math.min(args.cases ?? 5, coll.caseCount);
+    let reads;
+    if (args.caseIds) {
+      reads = args.caseIds.map((id) => get(`${dataContext(dataset.id)}.itemByID[${id}]`));
+    } else {
+      const byIndex = Array.from({ length: first }, (_, i) => get(`${collection(dataset.id, coll.id)}.caseByIndex[${i}]`));
+      if (leaf) {
+        const found = await send(byIndex);
+        const caseIds = found.map((r, i) => must(byIndex[i], r, `finding the first cases of ${JSON.stringify(coll.name)}`)
+          .values?.case?.id);
+        reads = caseIds.map((id) => get(`${dataContext(dataset.id)}.itemByCaseID[${id}]`));
+      } else {
+        reads = byIndex;
+      }
+    }
+    const byItem = args.caseIds !== undefined || leaf;
     const name = `${temporaryPrefix(dataset)}value`;
     const { readReplies } = await withTemporaryFormulas(dataset, coll, [{ name, formula }], reads);
     const results = [];
     const missing = [];
     readReplies.forEach((reply, i) => {
-      const c = reply?.success === true ? reply.values?.case : null;
-      if (!c || (args.caseIds && c.collection?.id !== coll.id)) {
+      const found = reply?.success === true ? (byItem ? reply.values : reply.values?.case) : null;
+      if (!found) {
         missing.push(args.caseIds ? args.caseIds[i] : i);
         return;
       }
-      const { [name]: v, ...own } = c.values ?? {};
-      results.push({ caseId: c.id, value: v === undefined ? null : v, values: own });
+      const { [name]: v, ...own } = found.values ?? {};
+      results.push({ ...(byItem ? { caseId: found.id } : {}), value: v === undefined ? null : v, values: own });
     });
     if (args.caseIds && results.length === 0) {
       throw new ToolError(
-        `None of the caseIds (${args.caseIds.join(", ")}) is a case of collection ${JSON.stringify(coll.name)} ` +
-          `of ${JSON.stringify(dataset.name)}. Leave out caseIds for its first cases, or take ids from ` +
-          "get_codap_selection or export_codap_data.",
+        `None of the caseIds (${args.caseIds.join(", ")}) is a row of ${JSON.stringify(dataset.name)}. caseIds are ` +
+          `${ROW_IDS}. Leave out caseIds for the first cases, or take ids from export_codap_data or ` +
+          "get_codap_selection.",
         "case_not_found",
         { datasetName: dataset.name, collectionName: coll.name, caseIds: args.caseIds },
+      );
+    }
+    if (!args.caseIds && missing.length) {
+      throw new ToolError(
+        `CODAP did not give the values of the first cases of ${JSON.stringify(coll.name)} in ` +
+          `${JSON.stringify(dataset.name)}. Try again, or give caseIds.`,
+        "codap_error",
+        { datasetName: dataset.name, collectionName: coll.name },
       );
     }
     const errors = results.filter((r) => isError(r.value));
@@ -453,12 +483,19 @@ export function createAnalysisTools(ctx) {
     }
     for (const r of results) r.value = isError(r.value) ? r.value : valueOf(r.value);
     const same = results.length > 1 && results.every((r) => r.value === results[0].value);
-    const lines = results.map((r) => `• case ${r.caseId}: ${JSON.stringify(r.value)}`);
+    const lines = results.map((r) =>
+      byItem ? `• case ${r.caseId}: ${JSON.stringify(r.value)}` : `• ${JSON.stringify(r.values)}: ${JSON.stringify(r.value)}`);
     let text = `CODAP evaluates ${JSON.stringify(formula)} in ${JSON.stringify(dataset.name)} (collection ` +
       `${JSON.stringify(coll.name)}, ${plural(coll.caseCount, "case")}) to:\n${lines.join("\n")}`;
     if (same) text += "\nThe same value for each case shown.";
     if (errors.length) text += `\n${plural(errors.length, "case")} gave an error (shown as CODAP shows it).`;
-    if (missing.length && args.caseIds) text += `\nNot cases of this collection: ${missing.join(", ")}.`;
+    if (args.caseIds && !leaf) {
+      text += `\nEach row's value is that of its case in ${JSON.stringify(coll.name)} (a parent collection).`;
+    } else if (!byItem) {
+      text += `\nThese are cases of the parent collection ${JSON.stringify(coll.name)}, shown by their values; ` +
+        "their rows' ids are not given (give caseIds, or leave out collectionName, to evaluate by row).";
+    }
+    if (missing.length && args.caseIds) text += `\nNot rows of this dataset, ignored: ${missing.join(", ")}.`;
     text += "\nEmpty (null) is CODAP's result when there is no value (e.g. an aggregate over no numbers).";
     return toolResult(text, {
       formula,
@@ -536,15 +573,17 @@ export function createAnalysisTools(ctx) {
         );
       }
     } else if (caseIds !== undefined) {
-      const reads = caseIds.map((id) => get(`${dataContext(dataset.id)}.caseByID[${id}]`));
+      // Rows, by item id: CODAP's selectionList takes item ids as well as case ids (selection-list-handler.ts
+      // _toV3Id tries a case id, then an item id) and selects rows; a case counts as selected when all its rows are.
+      const reads = caseIds.map((id) => get(`${dataContext(dataset.id)}.itemByID[${id}]`));
       const replies = await send(reads);
       ids = caseIds.filter((_, i) => replies[i]?.success === true);
       notCases = caseIds.filter((_, i) => replies[i]?.success !== true);
       if (ids.length === 0) {
         throw new ToolError(
-          `None of the caseIds (${caseIds.join(", ")}) is a case of ${JSON.stringify(dataset.name)}. The ` +
-            `selection was left as it was: ${before.length} of ${total} selected. Take ids from ` +
-            "get_codap_selection or export_codap_data, or select with where.",
+          `None of the caseIds (${caseIds.join(", ")}) is a row of ${JSON.stringify(dataset.name)}: caseIds are ` +
+            `${ROW_IDS}. The selection was left as it was: ${before.length} of ${total} selected. Take ids from ` +
+            "export_codap_data or get_codap_selection, or select with where.",
           "case_not_found",
           { datasetName: dataset.name, caseIds, selectedCount: before.length },
         );
@@ -565,13 +604,18 @@ export function createAnalysisTools(ctx) {
         `${mode === "extend" ? " to the selection" : ""}`;
     let text = `${what} in ${JSON.stringify(dataset.name)}: ${now.length} of ${plural(caseCount, "case")} of ` +
       `collection ${JSON.stringify(coll.name)} selected now (${before.length} before).`;
-    if (notCases.length) text += ` Not cases of this dataset, ignored: ${notCases.join(", ")}.`;
+    if (caseIds !== undefined && coll !== leafOf(dataset)) {
+      text += ` CODAP selected the ${plural(ids.length, "row")} given; a case of ${JSON.stringify(coll.name)} (a ` +
+        "parent collection) counts as selected when all its rows are.";
+    }
+    if (notCases.length) text += ` Not rows of this dataset (ids are ${ROW_IDS}), ignored: ${notCases.join(", ")}.`;
     return toolResult(text, {
       datasetName: dataset.name,
       collectionName: coll.name,
       mode,
       ...(where === undefined ? {} : { where }),
       matched: ids.length,
+      ...(caseIds === undefined ? {} : { caseIds: ids }),
       selectedCount: now.length,
       caseCount,
       selectedBefore: before.length,
@@ -587,17 +631,27 @@ export function createAnalysisTools(ctx) {
     const selected = must(counts[0], r[0]).values ?? [];
     const caseCount = must(counts[1], r[1]).values;
     const listed = selected.slice(0, max);
-    const reads = listed.map((s) => get(`${dataContext(dataset.id)}.caseByID[${s.caseID}]`));
-    const replies = await send(reads);
-    const cases = listed.map((s, i) => ({
-      id: s.caseID,
-      values: replies[i]?.success === true ? replies[i].values?.case?.values ?? {} : null,
-    }));
+    // The child-most collection's cases are the rows: each is listed as its item (id and values, parents'
+    // included), the id every tool takes as caseIds. A parent collection's cases are listed by their values.
+    const leaf = coll === leafOf(dataset);
+    const reads = listed.map((s) =>
+      get(`${dataContext(dataset.id)}.${leaf ? "itemByCaseID" : "caseByID"}[${s.caseID}]`));
+    const replies = reads.length ? await send(reads) : [];
+    const cases = listed.map((_, i) => {
+      const ok = replies[i]?.success === true;
+      if (leaf) return { caseId: ok ? replies[i].values?.id ?? null : null, values: ok ? replies[i].values?.values ?? {} : null };
+      return { values: ok ? replies[i].values?.case?.values ?? {} : null };
+    });
     const head = `${selected.length} of ${plural(caseCount, "case")} of ${JSON.stringify(dataset.name)} ` +
       `(collection ${JSON.stringify(coll.name)}) ${selected.length === 1 ? "is" : "are"} selected in CODAP.`;
-    const lines = cases.map((c) => `• ${c.id}: ${JSON.stringify(c.values)}`);
+    const lines = cases.map((c) => (leaf ? `• ${c.caseId}: ${JSON.stringify(c.values)}` : `• ${JSON.stringify(c.values)}`));
     let text = head;
-    if (lines.length) text += `\n${lines.join("\n")}`;
+    if (lines.length) {
+      text += leaf
+        ? ` Selected rows (case id: values; ids as export_codap_data gives them, for caseIds):\n${lines.join("\n")}`
+        : `\n${lines.join("\n")}\nThese are cases of the parent collection ${JSON.stringify(coll.name)}; their ` +
+          "rows' ids are not given: leave out collectionName to list the selected rows with their ids.";
+    }
     const truncated = selected.length > listed.length;
     if (truncated) {
       text += `\nOnly the first ${plural(listed.length, "selected case")} ${listed.length === 1 ? "is" : "are"} ` +
@@ -609,6 +663,7 @@ export function createAnalysisTools(ctx) {
       selectedCount: selected.length,
       caseCount,
       cases,
+      ...(leaf ? { caseIds: cases.map((c) => c.caseId).filter((id) => id !== null) } : {}),
       truncated,
       ...(truncated ? { moreSelected: selected.length - listed.length } : {}),
     });

@@ -220,7 +220,7 @@ export function createDatasetTools(ctx) {
       : "";
     let ids = "";
     if (args.includeCaseIds) {
-      ids = `\nCase ids, in row order (for update_codap_cases and delete_codap_cases): ${structured.caseIds.join(", ")}`;
+      ids = `\nCase ids (item ids), in row order, for caseIds of update_codap_cases, delete_codap_cases, select_codap_cases and evaluate_codap_formula: ${structured.caseIds.join(", ")}`;
       if (ids.length > MAX_TEXT) ids = `${ids.slice(0, MAX_TEXT)} … (truncated here; structuredContent.caseIds has all)`;
     }
     return toolResult(
