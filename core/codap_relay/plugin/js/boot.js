@@ -1,3 +1,4 @@
+// @ts-check
 // A classic script that runs before the plugin's modules: if they fail to load or to start (a missing file, a
 // script error), it says so in the frame instead of leaving "Starting…" on screen for good.
 (function () {

@@ -1,3 +1,4 @@
+// @ts-check
 // CODAP's side channel: the iframe-phone protocol over window.postMessage.
 //   child -> parent {type: "hello"} every 200 ms until the parent answers {type: "hello"};
 //   calls are {type: "data-interactive", content: {messageType: "call", uuid, value}} and the answer
@@ -31,7 +32,7 @@ export class CodapPhone {
     changeTimeoutMs = 120_000,
     helloIntervalMs = 200,
     helloTimeoutMs = 60_000,
-    onNotification = () => {},
+    onNotification = /** @type {(notice: any) => void} */ (() => {}),
     timeline = globalThis.performance,
   } = {}) {
     this.win = win;

@@ -1,3 +1,4 @@
+// @ts-check
 // The CODAP query layer: how the tools talk to CODAP, and the reads they share (datasets, their collections and
 // attributes, graphs and their pictures). `call` is the transport (CodapPhone.call); nothing here touches the DOM.
 //

@@ -1,3 +1,4 @@
+// @ts-check
 // Pure data helpers: sample generators, attribute type inference, flattening and delimited export.
 // No DOM and no network here, so `node --test` can exercise every function.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // One error type for everything a tool can fail with; `code` becomes the relay error's code.
 
 export class ToolError extends Error {

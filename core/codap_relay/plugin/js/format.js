@@ -1,3 +1,4 @@
+// @ts-check
 // Pure text helpers for the activity log and the status line.
 
 const MAX_SUMMARY = 90;
@@ -54,6 +55,7 @@ function hostOf(url) {
 }
 
 // How the arguments the typed tools share read in the log, in this order; the rest follow as name=value.
+/** @type {Array<[string, (value: any) => string]>} */
 const SHARED_ARGS = [
   ["datasetName", (v) => quote(v)],
   ["graph", (v) => `graph ${quote(v)}`],

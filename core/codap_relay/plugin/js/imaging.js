@@ -1,3 +1,4 @@
+// @ts-check
 // Pictures of graphs for the model. CODAP hands the plugin a PNG (a data URI) as large as the graph on screen
 // times the screen's pixel ratio. A model needs far less, and the picture must stay well inside the relay's limit
 // for one image and what MCP clients accept, so `fit` keeps CODAP's own PNG when it is small enough and otherwise

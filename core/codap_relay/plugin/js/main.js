@@ -1,3 +1,4 @@
+// @ts-check
 // Wiring: CODAP handshake, session (kept across reloads where the browser allows storage), stream, runner, UI.
 
 import { CodapPhone } from "./codap.js";

@@ -1,3 +1,4 @@
+// @ts-check
 // Names the tools accept for datasets and attributes. The tools address datasets and collections by CODAP id,
 // so a name may hold any character; only an empty or overlong name is refused.
 

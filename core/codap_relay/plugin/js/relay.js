@@ -1,3 +1,4 @@
+// @ts-check
 // Talking to the relay: plain HTTP calls (session, response, status) and the SSE stream with
 // reconnect/backoff, a cursor, and a heartbeat watchdog.
 

@@ -1,3 +1,4 @@
+// @ts-check
 // Replaying a saved trace: its calls run again, in order, against the CODAP document open now, through the same
 // runner and tools as the LLM's calls. Read-only calls and calls that failed when recorded are skipped; the first
 // failure stops the replay with its reason. A trace may come from someone else: when calls of tools that can delete
@@ -18,6 +19,10 @@ const RAN = new Set(["done", "interrupted"]); // never run again on a continued 
 const PASSED = new Set(["skipped", "refused"]); // never sent to CODAP
 
 /** The calls a replay would make, for the person: {n, tool, summary, refused (the rule) or null}. */
+/**
+ * @param {any[]} plan
+ * @param {(p: any, i: number) => boolean} [pending]
+ */
 function listed(plan, pending = () => true) {
   return plan
     .map((p, i) => ({ p, i }))
@@ -46,7 +51,14 @@ export class Replayer {
     persistent = true,
     now = () => new Date(),
   }) {
-    Object.assign(this, { store, runner, tools, readOnly, destructive, onProgress, persistent, now });
+    this.store = store;
+    this.runner = runner;
+    this.tools = tools;
+    this.readOnly = readOnly;
+    this.destructive = destructive;
+    this.onProgress = onProgress;
+    this.persistent = persistent;
+    this.now = now;
     this.state = null;
     this.running = false;
     this.stopAsked = false;

@@ -1,3 +1,4 @@
+// @ts-check
 // Runs tool requests one at a time in seq order, each id at most once, and delivers every outcome to
 // the relay, retrying failed POSTs. The ledger in storage makes this hold across reloads of the frame.
 // Calls that do not come from the relay (a replayed trace) run through the same queue and the same tool call,
@@ -23,7 +24,8 @@ const INDETERMINATE =
 export class Runner {
   /**
    * @param {object} options
-   * @param {Record<string, (args: object) => Promise<object>>} options.tools the tool functions by name
+   * @param {Record<string, (args: object, call?: {id: string}) => Promise<object>>} options.tools the tool
+   *   functions by name; each gets the call's request id too
    * @param {import("./storage.js").PluginStore} options.store the ledger of requests run and answers posted
    * @param {(id: string, body: object) => Promise<unknown>} options.post posts an answer to the relay
    * @param {(update: object) => void} [options.onActivity] told of every change of a request's state

@@ -1,3 +1,4 @@
+// @ts-check
 // The text behind each copy button: what each kind of LLM needs to reach this CODAP session.
 
 export function mcpUrl(relayBase, code) {

@@ -1,3 +1,4 @@
+// @ts-check
 // What survives a reload of the plugin frame, in sessionStorage (per tab, per relay):
 //   - the session (code, browser token, ttl, expiry), so a reload keeps the same pairing code;
 //   - a ledger of request ids: "started" before a tool runs, then its outcome until the relay took it;

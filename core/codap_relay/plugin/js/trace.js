@@ -1,3 +1,4 @@
+// @ts-check
 // The trace file: what a session did in CODAP, saved as JSON to keep, share, or run again on another document.
 // Pure code: building the file from the relay's log, and reading one back (every check happens before anything
 // runs, so a file that is refused changes nothing). docs/plugin.md documents the format.

@@ -1,3 +1,4 @@
+// @ts-check
 // The DOM: pairing code, status, copy buttons, superseded banner, activity log, trace buttons and replay
 // progress. No logic beyond display.
 
@@ -24,7 +25,9 @@ const STATE_TEXT = {
 };
 
 export function createUI(doc = document) {
-  const $ = (id) => doc.getElementById(id);
+  // Elements by id; each is the kind index.html gives it (buttons, inputs, a progress bar), used as such.
+  const $ = /** @type {(id: string) => any} */ ((id) => doc.getElementById(id));
+  const copyButtons = () => /** @type {NodeListOf<HTMLButtonElement>} */ (doc.querySelectorAll("[data-copy]"));
   const entries = new Map();
   let expiresAt = null;
   let countdownTimer = null;
@@ -49,7 +52,7 @@ export function createUI(doc = document) {
 
   /** The copy buttons only while there is a code to copy (``disabled``: keyboard users skip them too). */
   function offerCopies(on) {
-    for (const button of [$("copy-code"), ...doc.querySelectorAll("[data-copy]")]) button.disabled = !on;
+    for (const button of [$("copy-code"), ...copyButtons()]) button.disabled = !on;
   }
 
   /** The picture a tool sent to the LLM, shown small under its line, so the person sees what the model saw. */
@@ -220,7 +223,7 @@ export function createUI(doc = document) {
       $(id).addEventListener("click", handler);
     },
     onCopy(handler) {
-      doc.querySelectorAll("[data-copy]").forEach((b) => b.addEventListener("click", () => handler(b.dataset.copy, b)));
+      copyButtons().forEach((b) => b.addEventListener("click", () => handler(b.dataset.copy, b)));
     },
   };
 }

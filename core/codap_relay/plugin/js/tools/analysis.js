@@ -1,3 +1,4 @@
+// @ts-check
 // Analysis: statistics and formulas computed by CODAP's own formula engine, and the selection.
 //
 // CODAP evaluates aggregates (mean, median, stdDev, percentile…) only inside a formula attribute: the
@@ -318,7 +319,7 @@ export function createAnalysisTools(ctx) {
       for (const a of attrs) {
         const mine = out.filter((r) => r.attribute === a.name);
         if (mine.every((r) => numericAsked.every((s) => r[s] === null))) {
-          const withValues = mine.reduce((n, r) => n + (r.count ?? 0), 0);
+          const withValues = mine.reduce((n, r) => n + (/** @type {any} */ (r).count ?? 0), 0);
           throw new ToolError(
             `Attribute ${JSON.stringify(a.name)} has no numeric values` +
               `${where === undefined ? "" : ` in the cases matching ${JSON.stringify(where)}`}, so ` +

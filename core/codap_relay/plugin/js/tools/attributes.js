@@ -1,3 +1,4 @@
+// @ts-check
 // The attributes and whole datasets: add, change and delete an attribute (formulas checked in CODAP first),
 // delete a dataset, import CSV text or an https CSV file as a new dataset.
 
@@ -311,7 +312,8 @@ function attributeFacts(a, collectionName) {
 
 export function createAttributeTools(ctx) {
   const { send, must, findDataset, datasetList } = ctx;
-  const fetchImpl = ctx.fetch ?? ((...a) => globalThis.fetch(...a));
+  /** @type {typeof fetch} */
+  const fetchImpl = ctx.fetch ?? ((input, init) => globalThis.fetch(input, init));
 
   /**
    * A dataset's collections with their attributes as CODAP describes them (type, formula, unit, precision,

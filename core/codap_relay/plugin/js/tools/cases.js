@@ -1,3 +1,4 @@
+// @ts-check
 // The cases of a dataset: change values, delete, sort, and group them under a new parent collection.
 // Cases are found in a fixed handful of messages: a condition is CODAP's own formula search on the child-most
 // collection (caseFormulaSearch), then one message maps the matching cases to their items (itemByCaseID); ids

@@ -1,3 +1,4 @@
+// @ts-check
 // The tool definitions: one JSON file per family beside its code (datasets.json beside datasets.js), listed in
 // order by catalog.json. The plugin registers them with its session; the relay reads the same files (package
 // data) for what it tells MCP clients of tools it knows. Each definition is {name, title, description,

@@ -1,3 +1,4 @@
+// @ts-check
 // Components: tables, text boxes, sliders and maps to make; any component (but this plugin) to move, resize,
 // retitle, hide, show or close.
 
@@ -118,7 +119,14 @@ export function createComponentTools(ctx) {
     const dataset = await findDataset(datasetName);
     const type = asCard ? "caseCard" : "caseTable";
     // CODAP finds the dataset by name or id: the id cannot reach another dataset whose title is this name.
-    const { id, detail } = await create({ type, dataContext: String(dataset.id), ...titled(title) }, `a ${typeWord(type)}`);
+    let { id, detail } = await create({ type, dataContext: String(dataset.id), ...titled(title) }, `a ${typeWord(type)}`);
+    if (title && detail.title !== title) {
+      // CODAP showed the dataset's existing table, which keeps its title: give it the one asked for.
+      const retitle = { action: "update", resource: `component[${id}]`, values: titled(title) };
+      const [retitled] = await send([retitle]);
+      must(retitle, retitled, `retitling the ${typeWord(type)}`);
+      detail = await readBack(id);
+    }
     const shownTitle = detail.title || dataset.name;
     return toolResult(
       `Showing ${JSON.stringify(dataset.name)} in a ${typeWord(detail.type ?? type)} (id ${id}, title ` +

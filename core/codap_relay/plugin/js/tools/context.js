@@ -1,3 +1,4 @@
+// @ts-check
 // What every tool family shares: the CODAP query layer, the result shape, the sentences and errors the tools
 // have in common, and the digest that ends each answer of a tool that changes the document.
 // A family module (datasets.js, graphs.js, …) exports `create…Tools(ctx)` returning its tools by name; its

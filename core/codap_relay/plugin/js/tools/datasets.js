@@ -1,3 +1,4 @@
+// @ts-check
 // The datasets: create one, add cases, list them, export one.
 
 import {

@@ -1,3 +1,4 @@
+// @ts-check
 // The document as a whole: what CODAP holds and shows.
 
 import { datasetLine, get, plotName, plural, publicDataset, toolResult } from "./context.js";

@@ -1,3 +1,4 @@
+// @ts-check
 // Graphs: make one, change one, show statistics on one (CODAP's adornments), and look at one as CODAP draws it.
 
 import { DEFAULT_MAX_SIZE } from "../imaging.js";

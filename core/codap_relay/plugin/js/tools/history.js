@@ -1,3 +1,4 @@
+// @ts-check
 // CODAP's own undo and redo (what its Undo and Redo buttons do), and taking back the LLM's own tool calls.
 //
 // CODAP 3.1.0 keeps in its undo history the changes a person makes in CODAP (moving a component, editing a cell,

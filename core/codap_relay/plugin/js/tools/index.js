@@ -1,3 +1,4 @@
+// @ts-check
 // The tools the plugin runs, from every family, checked against their definitions: each defined tool has code
 // and each piece of code a definition. Tools that change the document end their answer with its digest.
 
@@ -39,6 +40,7 @@ const OWN_DIGEST = new Set(["codap_api"]);
  * @returns {Record<string, (args: object) => Promise<any>>}
  */
 export function createTools(deps, manifest = null) {
+  /** @type {ReturnType<typeof createToolContext> & {journal?: ReturnType<typeof createJournal>}} */
   const ctx = createToolContext(deps);
   // Restore points around each changing call, for undo_codap_tool_calls (journal.js); kept only with a manifest.
   if (manifest) ctx.journal = createJournal(ctx);

@@ -1,3 +1,4 @@
+// @ts-check
 // The journal of the LLM's changing tool calls, to take them back later (undo_codap_tool_calls).
 //
 // CODAP 3.1.0 does not record plugin changes in its undo history (its Data Interactive handlers apply them
@@ -34,10 +35,12 @@ const componentName = (c) =>
 export function differences(a, b) {
   const out = [];
   const byGuid = (list) => new Map((list ?? []).map((x) => [x.guid, x]));
-  for (const [kind, key, name] of [
+  /** @type {Array<[string, string, (x: any) => string]>} */
+  const kinds = [
     ["component", "components", componentName],
     ["dataset", "contexts", (d) => JSON.stringify(d?.name ?? "dataset")],
-  ]) {
+  ];
+  for (const [kind, key, name] of kinds) {
     const before = byGuid(a?.[key]);
     const after = byGuid(b?.[key]);
     for (const [guid, x] of after) {
@@ -97,6 +100,11 @@ export function createJournal({ send, listen, sleep }) {
   /**
    * Wraps a changing tool: restore points before and after it (`changes(args)` false: a call that changes
    * nothing, not journaled). A failure to record never fails the tool; it stops the journal for this page.
+   */
+  /**
+   * @param {string} tool
+   * @param {(args: any, call?: {id: string}) => Promise<any>} fn
+   * @param {(args: any) => boolean} [changes]
    */
   function around(tool, fn, changes = () => true) {
     return async (args, call) => {

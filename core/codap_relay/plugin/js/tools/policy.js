@@ -1,3 +1,4 @@
+// @ts-check
 // What the raw tool (codap_api) may ask of CODAP: ONE list of rules, checked in the plugin before a request
 // reaches CODAP (codap_api runs it for every request it sends; a replayed trace marks and skips what it refuses).
 // The raw Data Interactive API can reach outside the document: a webView, game (plugin), guideView or

@@ -1,3 +1,4 @@
+// @ts-check
 // The raw Data Interactive request, for what no typed tool covers, under the plugin's policy (policy.js): what
 // would reach outside the document (URLs, other documents, the plugin's own window) is refused before anything
 // is sent. codap_api_help gives the reference of CODAP's resources by topic (raw_help.js).

@@ -1,3 +1,4 @@
+// @ts-check
 // codap_api_help's reference: CODAP's Data Interactive API by topic, written from CODAP v3.1.0's handlers
 // (v3/src/data-interactive/handlers/*.ts and the component handlers under v3/src/components). Each topic stays
 // short (under 3 KB) so the model asks for the one it needs instead of receiving the whole API every turn.
