@@ -175,3 +175,17 @@ def test_serve_rejects_bad_settings_clearly(tmp_path: Path) -> None:
         timeout=30,
     )
     assert out.returncode == 2 and b"absolute path" in out.stderr
+
+
+def test_forwarded_for_from_loopback_does_not_reset_limits_without_trust_proxy(
+    tmp_path: Path, server_env: dict[str, str]
+) -> None:
+    """With TRUST_PROXY off (the default), X-Forwarded-For is the client's own word: a new value per request must
+    not make a new address for the per-address session limit (uvicorn's proxy_headers would, from loopback)."""
+    env = {**server_env, "RATE_LIMIT_SESSION_PER_IP": "3"}
+    with serve_process("--store", "memory:", env=env) as (base, _):
+        statuses = [
+            httpx.post(f"{base}/api/sessions", json={}, headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code
+            for i in range(5)
+        ]
+    assert statuses == [201, 201, 201, 429, 429]

@@ -61,5 +61,16 @@ def run(args: argparse.Namespace) -> int:
         "answer Allow (README: the local path).",
         flush=True,
     )
-    uvicorn.run(app, host=args.host, port=args.port, access_log=False, log_config=None, timeout_graceful_shutdown=3)
+    # proxy_headers off: uvicorn would otherwise take X-Forwarded-For from any loopback peer as the client's
+    # address, so one process on this machine could reset every per-address limit. The relay reads that header
+    # itself, and only with TRUST_PROXY on (http/context.py client_ip).
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        access_log=False,
+        log_config=None,
+        timeout_graceful_shutdown=3,
+        proxy_headers=False,
+    )
     return 0
