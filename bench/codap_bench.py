@@ -88,6 +88,20 @@ def coarse(value: float | None) -> float | None:
     return None if value is None else float(round(value)) if value >= 100 else value
 
 
+def waiting_ms(tool: dict[str, Any], messages: list[dict[str, Any]]) -> float:
+    """How long the call waited for CODAP: the union of its messages' times within the call. Messages may overlap
+    (the journal's restore point after a call is in flight while the digest is read) and may outlast the call."""
+    end = tool["start"] + tool["duration"]
+    spans = sorted((m["start"], min(m["start"] + m["duration"], end)) for m in messages)
+    total, reach = 0.0, float("-inf")
+    for start, stop in spans:
+        start = max(start, reach)
+        if stop > start:
+            total += stop - start
+            reach = stop
+    return total
+
+
 class Session:
     """The LLM side of one paired CODAP page, reading the plugin's own timings after each call."""
 
@@ -107,7 +121,7 @@ class Session:
         entry.plugin_ms.append(tool_measure["duration"])
         entry.llm_ms.append(llm_ms)
         entry.messages.append(len(messages))
-        entry.codap_ms.append(sum(m["duration"] for m in messages))
+        entry.codap_ms.append(waiting_ms(tool_measure, messages))
         return structured
 
     def _measures(self, request_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -57,6 +57,29 @@ async def test_create_session_contract(client: httpx.AsyncClient) -> None:
     assert empty.status_code == 201
 
 
+async def test_answers_bearing_tokens_or_results_are_never_cached_and_never_sniffed(
+    client: httpx.AsyncClient, session: dict[str, Any]
+) -> None:
+    created = await client.post("/api/sessions", json={})
+    code = session["code"]
+    queued = await client.post("/request", json={"code": code, "tool": "get_codap_datasets", "args": {}})
+    answers = [
+        created,
+        queued,
+        await client.get("/response", params={"code": code, "id": queued.json()["id"]}),
+        await client.get(f"/api/sessions/{code}/log", headers=auth(session)),
+        await client.get("/metadata", params={"code": code}),
+        await client.get(f"/api/sessions/{code}"),
+        await client.get("/api/sessions/ZZZZZZZZ"),
+    ]
+    for r in answers:
+        assert r.headers["cache-control"] == "no-store", (r.request.url, r.headers)
+        assert r.headers["x-content-type-options"] == "nosniff" and r.headers["referrer-policy"] == "no-referrer"
+    page = await client.get("/plugin/js/version.js")
+    assert page.status_code == 200 and page.headers["x-content-type-options"] == "nosniff"
+    assert "no-store" not in page.headers.get("cache-control", "")  # the plugin's files may be cached
+
+
 @pytest.mark.in_process  # deployed, the correlation id is API Gateway's request id (test_lambda_handlers.py)
 async def test_every_response_has_a_correlation_id_and_keeps_a_valid_incoming_one(client: httpx.AsyncClient) -> None:
     r = await client.get("/healthz", headers={"X-Correlation-Id": "abc-123"})

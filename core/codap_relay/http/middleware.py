@@ -45,6 +45,28 @@ def _code_hint(scope: Scope) -> str | None:
     return None
 
 
+# Files that may be cached (the plugin's page and scripts, a served CODAP build); every other answer is per session
+# and may carry a browser token or a tool's result, so no cache keeps it.
+CACHEABLE_PREFIXES = ("/plugin", "/codap")
+
+
+def _is_static(scope: Scope) -> bool:
+    """Whether the request is for a static file; read before routing (a Mount changes root_path in the scope)."""
+    path, root = str(scope.get("path", "")), str(scope.get("root_path", ""))
+    if root and path.startswith(root):  # ASGI paths include the public prefix (a stage, a custom domain's path)
+        path = path[len(root) :]
+    return any(path == p or path.startswith(p + "/") for p in CACHEABLE_PREFIXES)
+
+
+def _security_headers(static: bool, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """Headers every answer gets: no MIME sniffing, no referrer sent on (a page's URL may hold a pairing code),
+    and ``no-store`` on answers that are not static files, unless the route chose its own caching."""
+    extra = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer")]
+    if not static and not any(name.lower() == b"cache-control" for name, _ in headers):
+        extra.append((b"cache-control", b"no-store"))
+    return extra
+
+
 class CorrelationAndAccessLog:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -57,6 +79,7 @@ class CorrelationAndAccessLog:
         scope.setdefault("state", {})["correlation_id"] = cid
         started = time.perf_counter()
         status = 0
+        static = _is_static(scope)
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -64,6 +87,7 @@ class CorrelationAndAccessLog:
                 status = message["status"]
                 headers = list(message.get("headers", []))
                 headers.append((b"x-correlation-id", cid.encode()))
+                headers.extend(_security_headers(static, headers))
                 message = {**message, "headers": headers}
             await send(message)
 
