@@ -269,7 +269,17 @@ class Relay:
         """The plugin role: code plus browser token (unless REQUIRE_BROWSER_TOKEN=false).
 
         Unknown codes count towards the guessing guard here too: otherwise 404 (unknown) against 401/403
-        (known, wrong token) would tell a guesser which codes are live, with no limit."""
+        (known, wrong token) would tell a guesser which codes are live, with no limit. A call that carries its
+        session's own token passes the guard: a school behind one address keeps its live plugins when someone
+        there guesses codes. An unknown code and a wrong token still meet the guard alike."""
+        if token:
+            try:
+                mine = await self._load(code, allow_closed=allow_closed, grace=grace)
+            except SessionNotFound:
+                pass  # answered below, through the guard, as any unknown code is
+            else:
+                if token_matches(token, mine.token_hash):
+                    return mine
         session = await self._load_guarded(code, client, allow_closed=allow_closed, grace=grace)
         if not self.settings.require_browser_token and not token:
             return session

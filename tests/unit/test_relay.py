@@ -334,6 +334,26 @@ async def test_guessing_guard_blocks_all_lookups_after_too_many_unknown_codes(cl
     assert (await relay.metadata(s.code, client="6.6.6.6")).version == "1.0.0"
 
 
+async def test_a_plugin_with_its_own_token_passes_the_guard_a_wrong_token_does_not(clock: FakeClock) -> None:
+    """Security finding: 21 unknown-code lookups from a school's address cut off every live plugin there. The
+    plugin's calls carry their session's token and pass; a guesser's wrong token or unknown code does not."""
+    relay = make_relay(clock, guess_limit_per_ip=3)
+    clock.set(1_800_000_000.0)
+    s, token = await relay.create_session()
+    for guess in ["AAAAAAAA", "BBBBBBBB", "CCCCCCCC"]:
+        with pytest.raises(e.SessionNotFound):
+            await relay.metadata(guess, client="6.6.6.6")
+    with pytest.raises(e.RateLimited):  # the address is cut off now
+        await relay.metadata("DDDDDDDD", client="6.6.6.6")
+    assert (await relay.session_for_plugin(s.code, token, client="6.6.6.6")).code == s.code
+    with pytest.raises(e.RateLimited):
+        await relay.session_for_plugin(s.code, token + "x", client="6.6.6.6")
+    with pytest.raises(e.RateLimited):
+        await relay.session_for_plugin("EEEEEEEE", token, client="6.6.6.6")
+    with pytest.raises(e.RateLimited):  # the LLM's role has no token: the code alone stays guarded
+        await relay.metadata(s.code, client="6.6.6.6")
+
+
 async def test_activity_log_hides_arguments_unless_asked(relay: Relay) -> None:
     s, token = await relay.create_session()
     r, _ = await relay.submit(s.code, "create_codap_dataset", DATASET)
