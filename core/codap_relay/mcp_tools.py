@@ -18,8 +18,8 @@ from mcp.shared.exceptions import MCPError
 
 from . import errors as e
 from .catalog import plugin_tool
-from .manifest import ANNOTATION_HINTS, find_tool, validate_args
-from .records import SessionRecord
+from .manifest import ANNOTATION_HINTS, _validator, find_tool, validate_args
+from .records import SessionRecord, canonical_json
 from .relay import Relay
 
 INSTRUCTIONS = (
@@ -70,6 +70,7 @@ def mcp_tools(manifest: list[dict[str, Any]]) -> list[types.Tool]:
                 title=title,
                 description=spec.get("description") or title,
                 input_schema=spec["inputSchema"],
+                output_schema=spec.get("outputSchema"),
                 annotations=tool_annotations(spec["name"], title, spec.get("annotations")),
             )
         )
@@ -152,7 +153,7 @@ async def call_tool(relay: Relay, caller: Caller, name: str, arguments: dict[str
         return await _call_tool(relay, caller, name, {} if arguments is None else arguments)
     except e.RelayError as exc:
         if surface_for(exc).in_tool_result:
-            return text_result(exc.message, is_error=True)
+            return error_result(exc.message, error_data(exc))
         raise protocol_error(exc) from exc
 
 
@@ -160,15 +161,75 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
     session = caller.session
     validate_args(find_tool(relay.manifest(session), name), args)
     if not relay.is_connected(session):
-        return text_result(_not_connected_text(relay, session), is_error=True)
+        return error_result(_not_connected_text(relay, session), {"error": "plugin_not_connected"})
     timeout = relay.settings.mcp_tool_timeout_seconds
     record, answer = await relay.call(caller.code, name, args, wait=timeout, client=caller.client, session=session)
     if answer.response is None:
-        return text_result(_timeout_text(caller, name, record.id, timeout), is_error=True)
+        return error_result(
+            _timeout_text(caller, name, record.id, timeout),
+            {"error": "timeout", "requestId": record.id, "check": _check_url(caller, record.id)},
+        )
     body = answer.response.body
     if "error" in body:
-        return text_result(_browser_error_text(name, body["error"]), is_error=True)
-    return tool_result(body.get("result"))
+        return error_result(_browser_error_text(name, body["error"]), browser_error_data(body["error"]))
+    return typed(find_tool(relay.manifest(session), name), tool_result(body.get("result")))
+
+
+def typed(spec: dict[str, Any], result: types.CallToolResult) -> types.CallToolResult:
+    """A tool that declares an outputSchema answers structuredContent that follows it (MCP clients such as the SDK's
+    reject a result that does not). A plugin answer that does not is an error naming the rule it broke, its text
+    kept, so the model still reads what the plugin said."""
+    schema = spec.get("outputSchema")
+    if schema is None or result.is_error:
+        return result
+    problem = output_problem(schema, result.structured_content)
+    if problem is None:
+        return result
+    text = f"The plugin's answer to {spec['name']} does not follow the tool's outputSchema ({problem})."
+    result.content.insert(0, types.TextContent(text=text))
+    return types.CallToolResult(
+        content=result.content,
+        is_error=True,
+        structured_content={"error": "invalid_result", "message": text},
+    )
+
+
+def output_problem(schema: dict[str, Any], structured: Any) -> str | None:
+    if structured is None:
+        return "no structuredContent"
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator(canonical_json(schema)).iter_errors(structured))
+    if error is None:
+        return None
+    path = "structuredContent" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{path}: {error.message}"
+
+
+def error_result(text: str, data: dict[str, Any]) -> types.CallToolResult:
+    """A failed call as the model reads it: the sentence, and the same as structuredContent
+    ``{error: code, message, …}`` (``available``: what exists instead, where the failure names it). A client that
+    validates typed results checks only successful ones (MCP: outputSchema describes a result without isError)."""
+    structured = {"error": data.get("error") or "tool_failed", "message": data.get("message") or text}
+    structured.update({k: v for k, v in data.items() if k not in ("error", "message")})
+    return text_result(text, is_error=True, structured=structured)
+
+
+def browser_error_data(error: Any) -> dict[str, Any]:
+    """The plugin's error (errors.js errorBody: {message, code, data?}) as the structured body's fields: the code,
+    and the fields of its data (``available``, ``datasetName``, …); data that is not an object stays ``data``."""
+    if not isinstance(error, dict):
+        return {"error": "plugin_error"}
+    code = error.get("code")
+    out: dict[str, Any] = {"error": code if isinstance(code, str) and code else "plugin_error"}
+    if isinstance(error.get("message"), str) and error["message"]:
+        out["message"] = error["message"]
+    data = error.get("data")
+    if isinstance(data, dict):
+        out.update({k: v for k, v in data.items() if k not in ("error", "message")})
+    elif data is not None:
+        out["data"] = data
+    return out
 
 
 def tool_result(result: Any) -> types.CallToolResult:
@@ -208,8 +269,12 @@ def _not_connected_text(relay: Relay, session: SessionRecord) -> str:
     )
 
 
+def _check_url(caller: Caller, request_id: str) -> str:
+    return f"{caller.base_url}/response?{urlencode({'code': caller.code, 'id': request_id})}"
+
+
 def _timeout_text(caller: Caller, tool: str, request_id: str, timeout: float) -> str:
-    check = f"{caller.base_url}/response?{urlencode({'code': caller.code, 'id': request_id})}"
+    check = _check_url(caller, request_id)
     return (
         f"CODAP did not answer {tool} (request id {request_id}) within {timeout:g} s. The request stays queued "
         f"and may still complete in CODAP. Before retrying, check its outcome with GET {check} (200 = done, "

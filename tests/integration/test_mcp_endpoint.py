@@ -182,7 +182,7 @@ async def test_browser_error_is_a_tool_error_with_codaps_message(live: Live, tra
         result = await client.call_tool("export_codap_data", {"datasetName": "Birds"})
     assert result.is_error is True
     assert CODAP_ERROR["message"] in text_of(result)
-    assert result.structured_content is None
+    assert result.structured_content == {"error": "not_found", "message": CODAP_ERROR["message"]}
     assert [e["status"] for e in await live.log(session)] == ["failed"]
 
 
@@ -203,6 +203,9 @@ async def test_timeout_names_the_request_and_how_to_check_it(
     request_id = entry["id"]
     assert request_id in text and "may still complete" in text and "not idempotent" in text
     check_url = next(word for word in text.split() if "/response?" in word)
+    assert result.structured_content is not None
+    assert result.structured_content["error"] == "timeout" and result.structured_content["requestId"] == request_id
+    assert result.structured_content["check"] == check_url and result.structured_content["message"] == text
     assert check_url.startswith(live.base if transport == "uvicorn" else ASGI_BASE)
     path = check_url.split("://", 1)[1].split("/", 1)[1]
     pending = await live.http.get(f"/{path}")
@@ -227,6 +230,7 @@ async def test_plugin_not_connected_fails_at_once_and_queues_nothing(
         assert result.is_error is True
         text = text_of(result)
         assert phrase in text and "nothing was sent" in text and "open CODAP" in text
+        assert result.structured_content == {"error": "plugin_not_connected", "message": text}
         assert await live.log(session) == []
 
 
@@ -239,6 +243,9 @@ async def test_bad_arguments_are_a_tool_error_naming_the_field(live: Live, trans
         missing = await client.call_tool("add_codap_cases", {"datasetName": "x"})
         wrong_type = await client.call_tool("get_codap_status", {"includeDatasets": "yes"})
     assert too_many.is_error and "recordCount" in text_of(too_many)
+    assert too_many.structured_content is not None
+    assert too_many.structured_content["error"] == "invalid_arguments"
+    assert too_many.structured_content["path"] == "args.recordCount"
     assert missing.is_error and "'cases'" in text_of(missing)
     assert wrong_type.is_error and "includeDatasets" in text_of(wrong_type)
     assert plugin.executed == [] and await live.log(session) == []
