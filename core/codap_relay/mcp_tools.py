@@ -8,18 +8,23 @@ JSON-RPC error.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from . import errors as e
 from .catalog import plugin_tool
 from .manifest import ANNOTATION_HINTS, _validator, find_tool, validate_args
-from .records import SessionRecord, canonical_json
+from .records import RequestRecord, SessionRecord, canonical_json
 from .relay import Relay
 
 INSTRUCTIONS = (
@@ -31,6 +36,7 @@ INSTRUCTIONS = (
 
 
 # --- tool presentation -----------------------------------------------------------------------------------
+
 
 def tool_title(spec: dict[str, Any]) -> str:
     title = spec.get("title")
@@ -141,6 +147,31 @@ class Caller:
     client: str | None
     base_url: str  # where the relay's HTTP API lives, for the "check before retrying" hint
     session: SessionRecord
+    rpc_id: Any = None  # the JSON-RPC id of the tools/call, which a notifications/cancelled names
+    progress: Progress | None = None  # sends notifications/progress (a no-op without the client's progressToken)
+
+
+Progress = Callable[[float, str], Awaitable[None]]
+PROGRESS_EVERY = 2.0  # seconds between progress notifications while a call waits on the plugin
+STATE_TEXT = {
+    "queued": "Queued at the relay; waiting for the CODAP plugin to take it",
+    "delivered": "Delivered to the CODAP plugin; running in CODAP",
+}
+
+
+def request_prefix(client: str | None, rpc_id: Any) -> str:
+    """The start of the relay request id of an MCP call: the same for the client's JSON-RPC id (and address), so a
+    ``notifications/cancelled`` that arrives in another POST, perhaps another process, finds the request in the
+    store. Ids of different calls differ in the random part after it."""
+    key = json.dumps([client, rpc_id], default=str)
+    return f"mcp-{hashlib.sha256(key.encode()).hexdigest()[:16]}-"
+
+
+async def cancel_call(relay: Relay, code: str, client: str | None, rpc_id: Any) -> list[str]:
+    """``notifications/cancelled`` for the call with JSON-RPC id ``rpc_id``: withdraw it if the plugin has not
+    received it yet (Relay.cancel)."""
+    ids = await relay.pending_ids(code, request_prefix(client, rpc_id))
+    return await relay.cancel(code, ids) if ids else []
 
 
 def list_tools(relay: Relay, session: SessionRecord) -> types.ListToolsResult:
@@ -163,7 +194,26 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
     if not relay.is_connected(session):
         return error_result(_not_connected_text(relay, session), {"error": "plugin_not_connected"})
     timeout = relay.settings.mcp_tool_timeout_seconds
-    record, answer = await relay.call(caller.code, name, args, wait=timeout, client=caller.client, session=session)
+    request_id = request_prefix(caller.client, caller.rpc_id) + uuid.uuid4().hex[:12]
+    on_wait = None if caller.progress is None else _reporter(relay, caller.progress)
+    try:
+        record, answer = await relay.call(
+            caller.code,
+            name,
+            args,
+            request_id,
+            wait=timeout,
+            client=caller.client,
+            session=session,
+            on_wait=on_wait,
+            every=PROGRESS_EVERY,
+        )
+    except anyio.get_cancelled_exc_class():
+        # The client went away (2026-07-28: it cancels by closing the response stream): withdraw the request if
+        # the plugin has not taken it yet.
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await relay.cancel(caller.code, [request_id])
+        raise
     if answer.response is None:
         return error_result(
             _timeout_text(caller, name, record.id, timeout),
@@ -204,6 +254,21 @@ def output_problem(schema: dict[str, Any], structured: Any) -> str | None:
         return None
     path = "structuredContent" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
     return f"{path}: {error.message}"
+
+
+def _reporter(relay: Relay, progress: Progress) -> Callable[[RequestRecord], Awaitable[None]]:
+    """Progress for a waiting call: the request's state (queued at the relay, delivered to the plugin) and the
+    seconds it has waited; the progress value counts the notifications, so it always increases."""
+    sent = 0
+
+    async def report(request: RequestRecord) -> None:
+        nonlocal sent
+        sent += 1
+        waited = max(0, int(relay.now() - request.created_at))
+        with contextlib.suppress(Exception):  # a client that stopped listening does not fail the call
+            await progress(float(sent), f"{STATE_TEXT.get(request.status, request.status)} ({waited} s).")
+
+    return report
 
 
 def error_result(text: str, data: dict[str, Any]) -> types.CallToolResult:
