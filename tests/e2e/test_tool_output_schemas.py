@@ -4,10 +4,14 @@ Lesson validates every answer) every tool that declares an outputSchema is cover
 
 from __future__ import annotations
 
+import concurrent.futures
+import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from codap_relay.catalog import plugin_tool, plugin_tools
@@ -118,3 +122,94 @@ def test_typed_results_over_mcp_with_the_sdk_client(codap: CodapPage) -> None:
         body = failed.structured_content
         assert body["error"] == "dataset_not_found" and "typed over mcp" in body["available"]
         assert "no such data" in body["message"] and "no such data" in failed.content[0].text
+
+
+def sse_messages(body: str) -> list[dict[str, Any]]:
+    return [json.loads(line[5:]) for line in body.splitlines() if line.startswith("data:") and line[5:].strip()]
+
+
+HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+
+
+def streamed_call(url: str, rpc_id: str, name: str, args: dict[str, Any]) -> httpx.Response:
+    call = {
+        "jsonrpc": "2.0",
+        "id": rpc_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": args, "_meta": {"progressToken": rpc_id}},
+    }
+    return httpx.post(url, json=call, headers=HEADERS, timeout=30)
+
+
+def cancel(url: str, rpc_id: str) -> None:
+    note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rpc_id}}
+    assert httpx.post(url, json=note, headers=HEADERS, timeout=10).status_code == 202
+
+
+def test_progress_while_codap_runs_a_held_call_and_a_started_call_is_not_withdrawn(
+    browser: Any, codap_url: str, relay_url: str
+) -> None:
+    """The browser goes offline after the plugin's stream is open: the request reaches the plugin, CODAP runs it,
+    but its answer cannot reach the relay until the browser is back. Meanwhile the call's progress says where the
+    request stands (queued, then delivered and running in CODAP) every 2 s. The client's cancellation comes too
+    late to withdraw it: the plugin had it, so it finishes and its answer is kept."""
+    with codap_pages(browser, codap_url) as pages:
+        codap = pages(f"{relay_url}/plugin/")
+        url = f"{relay_url}/mcp/{codap.code()}"
+        args = {"datasetName": "made offline", "dataType": "random_numbers", "recordCount": 3}
+        codap.page.context.set_offline(True)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                waiting = pool.submit(streamed_call, url, "held-1", "create_codap_dataset", args)
+                time.sleep(4.5)
+                cancel(url, "held-1")
+                time.sleep(1)
+                codap.page.context.set_offline(False)
+                answered = waiting.result(30)
+        finally:
+            codap.page.context.set_offline(False)
+        assert answered.headers["content-type"].startswith("text/event-stream")
+        messages = sse_messages(answered.text)
+        progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
+        assert len(progress) >= 3 and all(p["progressToken"] == "held-1" for p in progress), messages
+        assert "Queued" in progress[0]["message"] and "running in CODAP" in progress[-1]["message"], progress
+        assert [p["progress"] for p in progress] == sorted({p["progress"] for p in progress})
+        result = messages[-1]["result"]
+        assert result.get("isError") is not True, result
+        check_output("create_codap_dataset", result["structuredContent"])
+        assert len(codap.items("made offline")) == 3
+
+
+def test_a_cancelled_call_the_plugin_never_received_never_changes_codap(
+    browser: Any, codap_url: str, relay_url: str
+) -> None:
+    """The plugin frame reloads while its stream cannot connect: the relay still counts the plugin as connected
+    (seen moments ago), so a call is queued and waits, with progress saying so. The client cancels it; once the
+    stream can connect again the plugin reconnects and never receives it: CODAP has no such dataset, and the next
+    call runs as usual."""
+    with codap_pages(browser, codap_url) as pages:
+        codap = pages(f"{relay_url}/plugin/")
+        code = codap.code()
+        url = f"{relay_url}/mcp/{code}"
+        context = codap.page.context
+        context.route("**/stream?**", lambda route: route.abort())
+        try:
+            codap.reload_plugin()
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                args = {"datasetName": "never made", "dataType": "random_numbers", "recordCount": 3}
+                waiting = pool.submit(streamed_call, url, "queued-1", "create_codap_dataset", args)
+                time.sleep(4.5)
+                cancel(url, "queued-1")
+                answered = waiting.result(20)
+        finally:
+            context.unroute("**/stream?**")
+        messages = sse_messages(answered.text)
+        progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
+        assert len(progress) >= 2 and all("Queued" in p["message"] for p in progress), progress
+        result = messages[-1]["result"]
+        assert result["isError"] is True and result["structuredContent"]["error"] == "cancelled", result
+        assert codap.wait_paired() == code  # the same session, its stream open again
+        time.sleep(1)
+        assert "never made" not in codap.dataset_names()
+        assert codap.done("get_codap_datasets", {})["structuredContent"]["datasets"] == []
+        assert "never made" not in codap.dataset_names()
