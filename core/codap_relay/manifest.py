@@ -60,7 +60,22 @@ def check_manifest(tools: Any) -> list[dict[str, Any]]:
             raise InvalidManifest(
                 f"{where}.inputSchema is not a valid JSON Schema: {exc.message}", path=f"{where}.inputSchema"
             ) from exc
+        if "outputSchema" in tool:
+            _check_output_schema(tool["outputSchema"], f"{where}.outputSchema")
     return tools
+
+
+def _check_output_schema(schema: Any, where: str) -> None:
+    """MCP's typed results: a tool may declare the JSON Schema its structuredContent follows, always an object."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise InvalidManifest(f'{where} must be a JSON Schema with "type": "object".', path=where)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise InvalidManifest(f"{where} is not a valid JSON Schema: {exc.message}", path=where) from exc
 
 
 ANNOTATION_HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")

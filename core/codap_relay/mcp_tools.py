@@ -8,18 +8,23 @@ JSON-RPC error.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from . import errors as e
 from .catalog import plugin_tool
-from .manifest import ANNOTATION_HINTS, find_tool, validate_args
-from .records import SessionRecord
+from .manifest import ANNOTATION_HINTS, _validator, find_tool, validate_args
+from .records import RequestRecord, SessionRecord, canonical_json
 from .relay import Relay
 
 INSTRUCTIONS = (
@@ -31,6 +36,7 @@ INSTRUCTIONS = (
 
 
 # --- tool presentation -----------------------------------------------------------------------------------
+
 
 def tool_title(spec: dict[str, Any]) -> str:
     title = spec.get("title")
@@ -70,6 +76,7 @@ def mcp_tools(manifest: list[dict[str, Any]]) -> list[types.Tool]:
                 title=title,
                 description=spec.get("description") or title,
                 input_schema=spec["inputSchema"],
+                output_schema=spec.get("outputSchema"),
                 annotations=tool_annotations(spec["name"], title, spec.get("annotations")),
             )
         )
@@ -140,6 +147,31 @@ class Caller:
     client: str | None
     base_url: str  # where the relay's HTTP API lives, for the "check before retrying" hint
     session: SessionRecord
+    rpc_id: Any = None  # the JSON-RPC id of the tools/call, which a notifications/cancelled names
+    progress: Progress | None = None  # sends notifications/progress (a no-op without the client's progressToken)
+
+
+Progress = Callable[[float, str], Awaitable[None]]
+PROGRESS_EVERY = 2.0  # seconds between progress notifications while a call waits on the plugin
+STATE_TEXT = {
+    "queued": "Queued at the relay; waiting for the CODAP plugin to take it",
+    "delivered": "Delivered to the CODAP plugin; running in CODAP",
+}
+
+
+def request_prefix(client: str | None, rpc_id: Any) -> str:
+    """The start of the relay request id of an MCP call: the same for the client's JSON-RPC id (and address), so a
+    ``notifications/cancelled`` that arrives in another POST, perhaps another process, finds the request in the
+    store. Ids of different calls differ in the random part after it."""
+    key = json.dumps([client, rpc_id], default=str)
+    return f"mcp-{hashlib.sha256(key.encode()).hexdigest()[:16]}-"
+
+
+async def cancel_call(relay: Relay, code: str, client: str | None, rpc_id: Any) -> list[str]:
+    """``notifications/cancelled`` for the call with JSON-RPC id ``rpc_id``: withdraw it if the plugin has not
+    received it yet (Relay.cancel)."""
+    ids = await relay.pending_ids(code, request_prefix(client, rpc_id))
+    return await relay.cancel(code, ids) if ids else []
 
 
 def list_tools(relay: Relay, session: SessionRecord) -> types.ListToolsResult:
@@ -152,7 +184,7 @@ async def call_tool(relay: Relay, caller: Caller, name: str, arguments: dict[str
         return await _call_tool(relay, caller, name, {} if arguments is None else arguments)
     except e.RelayError as exc:
         if surface_for(exc).in_tool_result:
-            return text_result(exc.message, is_error=True)
+            return error_result(exc.message, error_data(exc))
         raise protocol_error(exc) from exc
 
 
@@ -160,15 +192,109 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
     session = caller.session
     validate_args(find_tool(relay.manifest(session), name), args)
     if not relay.is_connected(session):
-        return text_result(_not_connected_text(relay, session), is_error=True)
+        return error_result(_not_connected_text(relay, session), {"error": "plugin_not_connected"})
     timeout = relay.settings.mcp_tool_timeout_seconds
-    record, answer = await relay.call(caller.code, name, args, wait=timeout, client=caller.client, session=session)
+    request_id = request_prefix(caller.client, caller.rpc_id) + uuid.uuid4().hex[:12]
+    on_wait = None if caller.progress is None else _reporter(relay, caller.progress)
+    try:
+        record, answer = await relay.call(
+            caller.code,
+            name,
+            args,
+            request_id,
+            wait=timeout,
+            client=caller.client,
+            session=session,
+            on_wait=on_wait,
+            every=PROGRESS_EVERY,
+        )
+    except anyio.get_cancelled_exc_class():
+        # The client went away (2026-07-28: it cancels by closing the response stream): withdraw the request if
+        # the plugin has not taken it yet.
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await relay.cancel(caller.code, [request_id])
+        raise
     if answer.response is None:
-        return text_result(_timeout_text(caller, name, record.id, timeout), is_error=True)
+        return error_result(
+            _timeout_text(caller, name, record.id, timeout),
+            {"error": "timeout", "requestId": record.id, "check": _check_url(caller, record.id)},
+        )
     body = answer.response.body
     if "error" in body:
-        return text_result(_browser_error_text(name, body["error"]), is_error=True)
-    return tool_result(body.get("result"))
+        return error_result(_browser_error_text(name, body["error"]), browser_error_data(body["error"]))
+    return typed(find_tool(relay.manifest(session), name), tool_result(body.get("result")))
+
+
+def typed(spec: dict[str, Any], result: types.CallToolResult) -> types.CallToolResult:
+    """A tool that declares an outputSchema answers structuredContent that follows it (MCP clients such as the SDK's
+    reject a result that does not). A plugin answer that does not is an error naming the rule it broke, its text
+    kept, so the model still reads what the plugin said."""
+    schema = spec.get("outputSchema")
+    if schema is None or result.is_error:
+        return result
+    problem = output_problem(schema, result.structured_content)
+    if problem is None:
+        return result
+    text = f"The plugin's answer to {spec['name']} does not follow the tool's outputSchema ({problem})."
+    result.content.insert(0, types.TextContent(text=text))
+    return types.CallToolResult(
+        content=result.content,
+        is_error=True,
+        structured_content={"error": "invalid_result", "message": text},
+    )
+
+
+def output_problem(schema: dict[str, Any], structured: Any) -> str | None:
+    if structured is None:
+        return "no structuredContent"
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator(canonical_json(schema)).iter_errors(structured))
+    if error is None:
+        return None
+    path = "structuredContent" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{path}: {error.message}"
+
+
+def _reporter(relay: Relay, progress: Progress) -> Callable[[RequestRecord], Awaitable[None]]:
+    """Progress for a waiting call: the request's state (queued at the relay, delivered to the plugin) and the
+    seconds it has waited; the progress value counts the notifications, so it always increases."""
+    sent = 0
+
+    async def report(request: RequestRecord) -> None:
+        nonlocal sent
+        sent += 1
+        waited = max(0, int(relay.now() - request.created_at))
+        with contextlib.suppress(Exception):  # a client that stopped listening does not fail the call
+            await progress(float(sent), f"{STATE_TEXT.get(request.status, request.status)} ({waited} s).")
+
+    return report
+
+
+def error_result(text: str, data: dict[str, Any]) -> types.CallToolResult:
+    """A failed call as the model reads it: the sentence, and the same as structuredContent
+    ``{error: code, message, …}`` (``available``: what exists instead, where the failure names it). A client that
+    validates typed results checks only successful ones (MCP: outputSchema describes a result without isError)."""
+    structured = {"error": data.get("error") or "tool_failed", "message": data.get("message") or text}
+    structured.update({k: v for k, v in data.items() if k not in ("error", "message")})
+    return text_result(text, is_error=True, structured=structured)
+
+
+def browser_error_data(error: Any) -> dict[str, Any]:
+    """The plugin's error (errors.js errorBody: {message, code, data?}) as the structured body's fields: the code,
+    and the fields of its data (``available``, ``datasetName``, …); data that is not an object stays ``data``."""
+    if not isinstance(error, dict):
+        return {"error": "plugin_error"}
+    code = error.get("code")
+    out: dict[str, Any] = {"error": code if isinstance(code, str) and code else "plugin_error"}
+    if isinstance(error.get("message"), str) and error["message"]:
+        out["message"] = error["message"]
+    data = error.get("data")
+    if isinstance(data, dict):
+        out.update({k: v for k, v in data.items() if k not in ("error", "message")})
+    elif data is not None:
+        out["data"] = data
+    return out
 
 
 def tool_result(result: Any) -> types.CallToolResult:
@@ -208,8 +334,12 @@ def _not_connected_text(relay: Relay, session: SessionRecord) -> str:
     )
 
 
+def _check_url(caller: Caller, request_id: str) -> str:
+    return f"{caller.base_url}/response?{urlencode({'code': caller.code, 'id': request_id})}"
+
+
 def _timeout_text(caller: Caller, tool: str, request_id: str, timeout: float) -> str:
-    check = f"{caller.base_url}/response?{urlencode({'code': caller.code, 'id': request_id})}"
+    check = _check_url(caller, request_id)
     return (
         f"CODAP did not answer {tool} (request id {request_id}) within {timeout:g} s. The request stays queued "
         f"and may still complete in CODAP. Before retrying, check its outcome with GET {check} (200 = done, "

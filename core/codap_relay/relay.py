@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import re
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -411,14 +411,55 @@ class Relay:
         wait: float,
         client: str | None = None,
         session: SessionRecord | None = None,
+        on_wait: Callable[[RequestRecord], Awaitable[None]] | None = None,
+        every: float = 2.0,
     ) -> tuple[RequestRecord, Answer]:
         """Queue a tool request and wait up to ``wait`` s for its answer (``POST /request?wait``, MCP tools/call).
         A request created here has no answer yet, so waiting starts without reading: the first read is the one
-        that can find the answer."""
+        that can find the answer. ``on_wait``: called with the request as it stands (queued, delivered) once it
+        is queued and then every ``every`` s while no answer has come (MCP progress)."""
         with self.notifier.listen(answers_key(code)) as listener:  # before the request exists: no wake-up missed
             record, created = await self.submit(code, tool, args, request_id, client=client, session=session)
             known = Answer(record, None) if created else None
-            return record, await self._wait(code, record.id, wait, listener, client=client, known=known)
+            if on_wait is None:
+                return record, await self._wait(code, record.id, wait, listener, client=client, known=known)
+            deadline = time.monotonic() + max(0.0, min(wait, self.settings.max_wait_seconds))
+            current = known or await self.answer(code, record.id, client=client)
+            while not current.done and current.request is not None:
+                await on_wait(current.request)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                current = await self._wait(code, record.id, min(every, remaining), listener, client=client)
+            return record, current
+
+    async def cancel(self, code: str, request_ids: list[str]) -> list[str]:
+        """Withdraw requests the plugin has not received yet (MCP ``notifications/cancelled``): each one still
+        queued is answered with the error ``cancelled``, so the stream never delivers it and a caller waiting on it
+        learns so. One already delivered is left to finish (its answer is kept, the client drops it). Returns the
+        ids withdrawn."""
+        session = await self._load(code)
+        withdrawn = []
+        for request_id in request_ids:
+            request = await self._read(self.store.get_request, code, request_id)
+            if request is None or request.status != "queued":
+                continue
+            error = {
+                "code": "cancelled",
+                "message": "The MCP client cancelled this request before the CODAP plugin received it; it never ran.",
+            }
+            done = await self.io(self.store.complete_request, self._response(session, request_id, error=error))
+            if done.fresh:
+                withdrawn.append(request_id)
+        if withdrawn:
+            self.notifier.notify(stream_key(code))
+            self.notifier.notify(answers_key(code))
+        return withdrawn
+
+    async def pending_ids(self, code: str, prefix: str) -> list[str]:
+        """The ids of this session's pending requests that start with ``prefix``."""
+        pending = await self._read(self.store.pending_requests, code, 0, self.now())
+        return [r.id for r in pending if r.id.startswith(prefix)]
 
     async def answer(self, code: str, request_id: str, *, client: str | None = None) -> Answer:
         """The LLM's view of one request. Results outlive the pairing code; a request still waiting does not:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from codap_relay.testing.output_schema import check_output
 from codap_relay.testing.real_codap import CodapPage, codap_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
@@ -71,6 +72,7 @@ class Lesson:
         assert tool != "codap_api", "the class session uses typed tools only"
         self.calls.setdefault(self.ask, []).append(tool)
         structured: dict[str, Any] = self.codap.done(tool, args)["structuredContent"]
+        check_output(tool, structured)  # typed results: the answer follows the tool's outputSchema
         return structured
 
     # --- CODAP's state, read past the plugin ---------------------------------------------------------------

@@ -6,6 +6,7 @@ A FakePlugin (an SSE client over real HTTP) plays the browser against the same r
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -182,7 +183,7 @@ async def test_browser_error_is_a_tool_error_with_codaps_message(live: Live, tra
         result = await client.call_tool("export_codap_data", {"datasetName": "Birds"})
     assert result.is_error is True
     assert CODAP_ERROR["message"] in text_of(result)
-    assert result.structured_content is None
+    assert result.structured_content == {"error": "not_found", "message": CODAP_ERROR["message"]}
     assert [e["status"] for e in await live.log(session)] == ["failed"]
 
 
@@ -203,6 +204,9 @@ async def test_timeout_names_the_request_and_how_to_check_it(
     request_id = entry["id"]
     assert request_id in text and "may still complete" in text and "not idempotent" in text
     check_url = next(word for word in text.split() if "/response?" in word)
+    assert result.structured_content is not None
+    assert result.structured_content["error"] == "timeout" and result.structured_content["requestId"] == request_id
+    assert result.structured_content["check"] == check_url and result.structured_content["message"] == text
     assert check_url.startswith(live.base if transport == "uvicorn" else ASGI_BASE)
     path = check_url.split("://", 1)[1].split("/", 1)[1]
     pending = await live.http.get(f"/{path}")
@@ -227,6 +231,7 @@ async def test_plugin_not_connected_fails_at_once_and_queues_nothing(
         assert result.is_error is True
         text = text_of(result)
         assert phrase in text and "nothing was sent" in text and "open CODAP" in text
+        assert result.structured_content == {"error": "plugin_not_connected", "message": text}
         assert await live.log(session) == []
 
 
@@ -239,6 +244,9 @@ async def test_bad_arguments_are_a_tool_error_naming_the_field(live: Live, trans
         missing = await client.call_tool("add_codap_cases", {"datasetName": "x"})
         wrong_type = await client.call_tool("get_codap_status", {"includeDatasets": "yes"})
     assert too_many.is_error and "recordCount" in text_of(too_many)
+    assert too_many.structured_content is not None
+    assert too_many.structured_content["error"] == "invalid_arguments"
+    assert too_many.structured_content["path"] == "args.recordCount"
     assert missing.is_error and "'cases'" in text_of(missing)
     assert wrong_type.is_error and "includeDatasets" in text_of(wrong_type)
     assert plugin.executed == [] and await live.log(session) == []
@@ -361,3 +369,112 @@ def test_allowed_hosts_come_from_settings(host_settings: Settings, clock: FakeCl
                 assert r.status_code == status, (host, origin, r.text)
                 if status != 200:
                     assert r.json()["message"], r.text
+
+
+# --- calls that outlive the wait: progress and cancellation ------------------------------------------------
+
+
+@pytest.mark.parametrize("transport", IN_PROCESS)
+async def test_progress_arrives_while_a_call_waits_on_a_slow_plugin(
+    live: Live, relay: Relay, transport: str, mode: str
+) -> None:
+    """A tools/call with a progressToken, from a client that accepts text/event-stream, is answered with a stream:
+    notifications/progress (the request's state: queued, then delivered to the plugin) come before the result."""
+    relay.settings = relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 10})
+    session = await live.new_session()
+
+    async def slow(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(2.6)
+        return {"result": DATASETS}
+
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    plugin = FakePlugin(live.base, session["code"], session["browserToken"], handler=slow, client=live.http)
+    async with plugin, live.mcp(transport, mode, f"/mcp/{session['code']}") as client:
+        result = await client.call_tool("get_codap_datasets", {}, progress_callback=on_progress)
+        plain = await client.call_tool("get_codap_datasets", {})  # no token: JSON as before, nothing extra
+    assert result.is_error is False and result.structured_content == DATASETS
+    assert plain.is_error is False
+    assert len(seen) >= 2, seen
+    assert [done for done, _ in seen] == sorted({done for done, _ in seen})  # always increasing
+    messages = [m or "" for _, m in seen]
+    assert any("running in CODAP" in m for m in messages), messages
+    assert all("Queued" in m or "Delivered" in m for m in messages)
+
+
+async def ignore_progress(progress: float, total: float | None, message: str | None) -> None:
+    pass
+
+
+@pytest.mark.parametrize("transport", IN_PROCESS)
+async def test_a_cancelled_queued_request_never_runs(live: Live, relay: Relay, transport: str, mode: str) -> None:
+    """notifications/cancelled comes in a POST of its own (stateless: perhaps another process): the relay finds the
+    call's request in its store and withdraws it while the plugin has not received it, so it never runs. The SDK's
+    client cancels when its own read timeout ends a call; the call streams (it asked for progress), so the cancel
+    reaches the relay in both eras: 2025 as a POST, 2026-07-28 by closing the call's stream."""
+    relay.settings = relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 1.5})
+    session = await live.new_session()
+    code = session["code"]
+    await relay.touch(await relay.session_for_llm(code))  # seen just now, but its stream is not open
+    async with live.mcp(transport, mode, f"/mcp/{code}") as client:
+        with pytest.raises(BaseException):  # noqa: B017 - the SDK's timeout, in whatever group wraps it
+            await client.call_tool(
+                "create_codap_dataset",
+                {"datasetName": "Never", "dataType": "random_numbers", "recordCount": 3},
+                read_timeout_seconds=0.8,
+                progress_callback=ignore_progress,
+            )
+    for _ in range(100):  # the client's cancellation is a notification: it lands shortly after
+        (entry,) = await live.log(session)
+        if entry["status"] != "queued":
+            break
+        await asyncio.sleep(0.05)
+    assert entry["status"] == "failed", entry
+    answer = await live.http.get("/response", params={"code": code, "id": entry["id"]})
+    assert answer.json()["error"]["code"] == "cancelled", answer.text
+    async with live.plugin(session) as plugin:  # the plugin comes back: nothing is delivered to it
+        await asyncio.sleep(0.5)
+    assert plugin.executed == []
+
+
+async def test_a_cancellation_posted_while_the_call_waits_withdraws_it_and_ends_the_wait(
+    live: Live, relay: Relay
+) -> None:
+    """Two POSTs on two connections, as a stateless client (or two Lambda invocations) sends them: the call waits,
+    the cancellation withdraws its request, the waiting call ends at once with the error ``cancelled``; the plugin,
+    when it comes, never receives it. A cancellation names only the sender's own calls (its JSON-RPC id and
+    address) and a running request is left to finish."""
+    relay.settings = relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 10})
+    session = await live.new_session()
+    code = session["code"]
+    await relay.touch(await relay.session_for_llm(code))
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+    args = {"datasetName": "Withdrawn", "dataType": "random_numbers", "recordCount": 3}
+    call = {
+        "jsonrpc": "2.0",
+        "id": "call-7",
+        "method": "tools/call",
+        "params": {"name": "create_codap_dataset", "arguments": args},
+    }
+    waiting = asyncio.create_task(live.http.post(f"/mcp/{code}", json=call, headers=headers, timeout=20))
+    for _ in range(100):
+        if await live.log(session):
+            break
+        await asyncio.sleep(0.05)
+    started = asyncio.get_running_loop().time()
+    other = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "call-8"}}
+    assert (await live.http.post(f"/mcp/{code}", json=other, headers=headers)).status_code == 202
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "call-7", "reason": "no"}}
+    assert (await live.http.post(f"/mcp/{code}", json=cancel, headers=headers)).status_code == 202
+    answered = await waiting
+    assert asyncio.get_running_loop().time() - started < 5  # not the 10 s wait
+    result = answered.json()["result"]
+    assert result["isError"] is True and result["structuredContent"]["error"] == "cancelled", result
+    (entry,) = await live.log(session)
+    assert entry["status"] == "failed"
+    async with live.plugin(session) as plugin:
+        await asyncio.sleep(0.5)
+    assert plugin.executed == []

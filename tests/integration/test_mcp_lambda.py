@@ -160,3 +160,41 @@ def test_expired_code_is_a_json_rpc_error_saying_to_get_a_new_code(function: Mod
     assert status == 200
     assert body["error"]["data"]["error"] == "session_not_found"
     assert "plugin" in body["error"]["message"]
+
+
+class SlowPluginThread(PluginThread):
+    """Answers each request 2.5 s after it arrives."""
+
+    async def _run(self) -> None:
+        events = await self.relay.stream(self.code, self.token, None)
+        self.connected.set()
+        async for ev in events:
+            if ev.event == "tool-request":
+                await asyncio.sleep(2.5)
+                self.answered.append(ev.data["id"])
+                await self.relay.respond(self.code, self.token, ev.data["id"], result=DATASETS)
+            elif ev.event in ("closed", "expired", "superseded"):
+                return
+
+
+def test_progress_through_the_buffered_lambda_arrives_whole_with_the_result(function: ModuleType) -> None:
+    """A tools/call with a progressToken from a client that accepts text/event-stream: the function answers a
+    stream, which API Gateway (buffered) hands over whole at the end: the progress notifications, then the result,
+    in one text/event-stream body. A call without a token is answered JSON, as before."""
+    relay = function.runtime.relay
+    create_event_session(relay)
+    ev = event("mcp-tools-call")
+    call = json.loads(ev["body"])
+    call["params"]["_meta"] = {"progressToken": "p-1"}
+    ev["body"] = json.dumps(call)
+    with SlowPluginThread(relay, EVENT_CODE, TOKEN):
+        response = function.handler(ev, LambdaContext(function_name="codap-relay-mcp"))
+    assert response["statusCode"] == 200
+    headers = {k.lower(): v for k, v in (response.get("headers") or {}).items()}
+    assert headers["content-type"].startswith("text/event-stream")
+    raw = response["body"] if not response.get("isBase64Encoded") else base64.b64decode(response["body"]).decode()
+    messages = [json.loads(line[5:]) for line in raw.splitlines() if line.startswith("data:") and line[5:].strip()]
+    progress = [m for m in messages if m.get("method") == "notifications/progress"]
+    assert len(progress) >= 2 and all(m["params"]["progressToken"] == "p-1" for m in progress)
+    assert "running in CODAP" in progress[-1]["params"]["message"]
+    assert messages[-1]["id"] == call["id"] and messages[-1]["result"]["structuredContent"] == DATASETS

@@ -175,3 +175,67 @@ def test_a_manifest_with_malformed_annotations_is_refused() -> None:
     for bad in ("read-only", {"readOnlyHint": "yes"}):
         with pytest.raises(e.InvalidManifest, match="annotations"):
             check_manifest([{**tool, "annotations": bad}])
+
+
+def test_a_manifest_output_schema_must_be_an_object_json_schema() -> None:
+    from codap_relay.manifest import check_manifest
+
+    tool = {"name": "t", "inputSchema": {"type": "object"}}
+    check_manifest([{**tool, "outputSchema": {"type": "object", "properties": {"n": {"type": "number"}}}}])
+    for bad, why in (
+        ({"type": "array"}, '"type": "object"'),
+        ([], '"type": "object"'),
+        ({"type": "object", "required": "n"}, "not a valid JSON Schema"),
+    ):
+        with pytest.raises(e.InvalidManifest, match=why) as caught:
+            check_manifest([{**tool, "outputSchema": bad}])
+        assert caught.value.data["path"] == "tools[0].outputSchema"
+
+
+def test_every_typed_plugin_tool_lists_its_output_schema_and_codap_api_none() -> None:
+    from codap_relay.catalog import plugin_tools
+    from codap_relay.manifest import check_manifest
+
+    specs = list(plugin_tools())
+    check_manifest(specs)
+    listed = {t.name: t for t in mcp_tools(specs)}
+    for spec in specs:
+        assert listed[spec["name"]].output_schema == spec.get("outputSchema")
+    assert [n for n, t in listed.items() if t.output_schema is None] == ["codap_api"]
+    wire = listed["get_codap_datasets"].model_dump(by_alias=True, exclude_none=True)
+    assert wire["outputSchema"]["type"] == "object" and wire["outputSchema"]["required"] == ["datasets"]
+
+
+def test_a_plugin_error_becomes_a_structured_error_body() -> None:
+    from codap_relay.mcp_tools import browser_error_data, error_result
+
+    error = {
+        "message": 'No dataset "Birds". Datasets: Mammals.',
+        "code": "dataset_not_found",
+        "data": {"available": ["Mammals"], "error": "ignored", "datasetName": "Birds"},
+    }
+    r = error_result("CODAP could not run x: …", browser_error_data(error))
+    assert r.is_error is True and r.content[0].text == "CODAP could not run x: …"  # type: ignore[union-attr]
+    assert r.structured_content == {
+        "error": "dataset_not_found",
+        "message": 'No dataset "Birds". Datasets: Mammals.',
+        "available": ["Mammals"],
+        "datasetName": "Birds",
+    }
+    assert browser_error_data({"message": "m", "code": "c", "data": [1]}) == {"error": "c", "message": "m", "data": [1]}
+    assert browser_error_data("boom") == {"error": "plugin_error"}
+
+
+def test_a_typed_tools_answer_that_breaks_its_output_schema_is_an_error_keeping_the_text() -> None:
+    from codap_relay.mcp_tools import tool_result, typed
+
+    spec = {"name": "t", "outputSchema": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}}
+    good = tool_result({"content": [{"type": "text", "text": "ok"}], "structuredContent": {"n": 1}})
+    assert typed(spec, good) is good
+    bad = typed(spec, tool_result({"content": [{"type": "text", "text": "ok"}], "structuredContent": {"n": "1"}}))
+    assert bad.is_error is True and [c.text for c in bad.content][1] == "ok"  # type: ignore[union-attr]
+    assert bad.structured_content is not None and bad.structured_content["error"] == "invalid_result"
+    assert "structuredContent.n" in bad.structured_content["message"]
+    bare = typed(spec, tool_result("just text"))
+    assert bare.is_error is True and "no structuredContent" in bare.content[0].text  # type: ignore[union-attr]
+    assert typed({"name": "u"}, tool_result("just text")).is_error is False

@@ -32,6 +32,7 @@ from ..relay import Relay
 from ..settings import Settings
 from .context import allowed_origins, client_ip, mcp_code, public_base, relay_of
 from .errors import error_response
+from .mcp_calls import read_call
 
 SCOPE_KEY = "codap_relay.mcp"
 
@@ -85,7 +86,14 @@ async def _on_call_tool(
 ) -> types.CallToolResult:
     call = _call_of(ctx)
     assert call.session is not None
-    caller = Caller(code=call.session.code, client=call.client, base_url=call.base_url, session=call.session)
+    caller = Caller(
+        code=call.session.code,
+        client=call.client,
+        base_url=call.base_url,
+        session=call.session,
+        rpc_id=ctx.request_id,
+        progress=lambda done, message: ctx.session.report_progress(done, message=message),
+    )
     return await call_tool(call.relay, caller, params.name, params.arguments)
 
 
@@ -164,10 +172,11 @@ class McpEndpoint:
         if rejected is not None:
             await rejected(scope, receive, send)
             return
+        json_response, receive = await read_call(request, receive, relay, scope[SCOPE_KEY].raw_code, client_ip(request))
         manager = StreamableHTTPSessionManager(
             app=self.server,
             stateless=True,
-            json_response=True,
+            json_response=json_response,
             security_settings=security,
             max_request_body_size=settings.max_request_bytes,
         )

@@ -1,0 +1,94 @@
+"""What the MCP endpoint reads of a POST before the SDK serves it: whether to answer with a stream, and a
+cancellation to apply.
+
+A stateless Streamable HTTP server answers each POST on its own. The SDK answers JSON (``json_response=True``)
+or a ``text/event-stream`` (``False``, which it demands the client accept). The relay picks per POST: a
+``tools/call`` that carries ``_meta.progressToken`` from a client that accepts ``text/event-stream`` gets the
+stream, so ``notifications/progress`` can come before the result; everything else stays JSON, as before. Behind a
+buffered gateway (API Gateway REST + Lambda, local-api) the stream reaches the client whole at the end: the same
+events, progress first, then the result.
+
+``notifications/cancelled`` arrives as a POST of its own, perhaps in another process than the call it names, so
+it is applied through the relay's store (``mcp_tools.cancel_call``) before the SDK acknowledges it with 202.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from mcp.server.streamable_http import check_accept_headers
+from starlette.requests import Request
+from starlette.types import Message, Receive
+
+from ..codes import normalise_code
+from ..errors import RelayError
+from ..mcp_tools import cancel_call
+from ..relay import Relay
+
+
+async def _read_some(receive: Receive, limit: int) -> tuple[list[Message], bytes | None]:
+    """The request's messages up to the end of its body, or until more than ``limit`` bytes came: (the messages
+    read, the whole body or None when it was not all read)."""
+    messages: list[Message] = []
+    size = 0
+    while True:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            return messages, None  # the client went away: the SDK will see it
+        size += len(message.get("body", b""))
+        if size > limit:
+            return messages, None
+        if not message.get("more_body", False):
+            return messages, b"".join(m.get("body", b"") for m in messages)
+
+
+def _replay(messages: list[Message], receive: Receive) -> Receive:
+    """``receive`` as if nothing had been read: the messages read first, then the client's own (the rest of a
+    long body, its disconnect, as the SDK watches for it)."""
+    pending = list(messages)
+
+    async def again() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return again
+
+
+async def read_call(
+    request: Request, receive: Receive, relay: Relay, raw_code: str | None, client: str | None
+) -> tuple[bool, Receive]:
+    """(json_response, the receive to serve the POST with). At most MAX_REQUEST_BYTES of the body are read here;
+    a longer one is left to the SDK, which refuses it."""
+    messages, body = await _read_some(receive, relay.settings.max_request_bytes)
+    replay = _replay(messages, receive)
+    if body is None:
+        return True, replay
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return True, replay
+    if not isinstance(message, dict):
+        return True, replay
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
+    method = message.get("method")
+    if method == "notifications/cancelled" and "id" not in message and raw_code:
+        await _cancel(relay, raw_code, client, params.get("requestId"))
+        return True, replay
+    meta = params.get("_meta")
+    wants_progress = method == "tools/call" and isinstance(meta, dict) and meta.get("progressToken") is not None
+    return not (wants_progress and check_accept_headers(request)[1]), replay
+
+
+async def _cancel(relay: Relay, raw_code: str, client: str | None, rpc_id: Any) -> None:
+    """Best effort, as notifications are: an unknown code or id, or a store fault, cancels nothing."""
+    if not isinstance(rpc_id, str | int) or isinstance(rpc_id, bool):
+        return
+    with contextlib.suppress(RelayError):
+        code = normalise_code(raw_code)
+        await relay.session_for_llm(code, client=client)
+        await cancel_call(relay, code, client, rpc_id)
