@@ -73,6 +73,8 @@ def build(store_url: str, *, poll: bool, heartbeat: float, wakeups: bool = True)
         rate_limit_session_per_ip=UNLIMITED,
         rate_limit_request_per_code=UNLIMITED,
         guess_limit_per_ip=UNLIMITED,
+        rate_limit_status_per_ip=UNLIMITED,
+        request_bytes_per_ip_per_hour=UNLIMITED * 1000,
     )
     store = CountingStore(open_store(settings.relay_store), pushes=False if poll else None)
     relay = Relay(settings, store, notifier=None if wakeups else NoWakeups())  # type: ignore[arg-type]

@@ -594,9 +594,9 @@ async def test_a_request_reads_its_session_and_counts_its_rate_at_once(clock: Fa
                 raise TimeoutError("the session was read before the rate count started")
             return super().get_session(code)
 
-        def incr_counter(self, key: str, expires_at: float, now: float) -> int:
+        def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
             counted.set()
-            return super().incr_counter(key, expires_at, now)
+            return super().incr_counter(key, expires_at, now, amount)
 
     store = Networked()
     relay = Relay(make_settings(), store, clock=clock)
