@@ -103,6 +103,9 @@ class MemoryStore:
             return Lookup(data.session, request, response)
 
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
+        return self._pending(code, after_seq, now)
+
+    def _pending(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
         data = self._sessions.get(code)
         if data is None:
             return []
@@ -111,7 +114,7 @@ class MemoryStore:
         return [r for r in items if r.pending and r.expires_at > now]
 
     def count_pending(self, code: str, now: float) -> PendingTotals:
-        pending = self.pending_requests(code, 0, now)
+        pending = self._pending(code, 0, now)
         return PendingTotals(len(pending), sum(args_bytes(r.args) for r in pending))
 
     def deliver(
