@@ -139,7 +139,12 @@ def test_pending_filters_cursor_answered_and_expired(store: Store) -> None:
 
 def test_count_pending_counts_what_pending_requests_would_return_and_its_bytes(store: Store) -> None:
     store.create_session(session())
-    args = {"a": {"text": "x" * 5000}, "b": {}, "c": {"n": [1, 2.5, None], "s": "é"}, "d": {"k": "v"}}
+    args: dict[str, dict[str, Any]] = {
+        "a": {"text": "x" * 5000},
+        "b": {},
+        "c": {"n": [1, 2.5, None], "s": "é"},
+        "d": {"k": "v"},
+    }
     for rid, a in args.items():
         store.add_request("ABCDEFGH", new(rid, args=a, ttl=100 if rid == "d" else 3600))
     store.complete_request(response("b", result={"ok": True}))
