@@ -149,7 +149,7 @@ class Relay:
             return fn(*args, **kwargs)
 
     async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """A store read: in a worker thread only where reads can wait (a network), else right here."""
+        """A store read: in a worker thread wherever reads can wait (a network, a file), else right here (memory)."""
         if self.store.blocking_reads:
             return await self.io(fn, *args, **kwargs)
         with store_failures_unavailable():
@@ -364,8 +364,8 @@ class Relay:
             )
         limit = self.settings.rate_limit_request_per_code
         if session is None and client is not None and self.store.blocking_reads:
-            # Independent round trips to a networked store (DynamoDB), side by side: one round trip fewer per call.
-            # A store whose reads never wait gains nothing from it (two tasks cost more than they save).
+            # Independent calls to a store whose reads wait (DynamoDB's round trips, SQLite's worker threads), side by
+            # side: one wait fewer per call. The memory store gains nothing (two tasks cost more than they save).
             found, admitted = await asyncio.gather(
                 self.session_for_llm(code, client=client),
                 self.admit("request", f"{client}:{code}", limit),

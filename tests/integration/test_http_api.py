@@ -350,6 +350,23 @@ async def test_rate_limit_is_429_with_retry_after(clock: FakeClock) -> None:
         assert "scope" not in body  # a rate limit's scope is for the relay's logs
 
 
+async def test_a_session_full_of_pending_requests_is_429_with_retry_after(
+    client: httpx.AsyncClient, session: dict[str, Any]
+) -> None:
+    """MAX_PENDING_REQUESTS_PER_SESSION at its default (50), in process and in the deployed shape."""
+    code = session["code"]
+    call = {"code": code, "tool": "get_codap_datasets", "args": {}}
+    statuses = await asyncio.gather(*(client.post("/request", json=call) for _ in range(10)))
+    statuses += [await client.post("/request", json=call) for _ in range(40)]
+    assert [r.status_code for r in statuses] == [202] * 50
+    r = await client.post("/request", json=call)
+    body = assert_error(r, 429, "too_many_pending")
+    assert body["limit"] == 50 and body["retryAfter"] == int(r.headers["retry-after"]) == 60
+    assert "not connected" in body["message"]
+    status = await client.get(f"/api/sessions/{code}")
+    assert status.status_code == 200 and status.json()["pending"] == 50
+
+
 async def test_bounded_work_is_429_with_retry_after_or_413(clock: FakeClock) -> None:
     """Status reads per address, pending requests and bytes per session, request bytes per address (issue 24)."""
     settings = make_settings(
