@@ -2,11 +2,11 @@
 
 Sections (all by default; ``--only`` picks some): round trips over HTTP (``?wait`` and ``GET /response``) and MCP
 at several concurrencies on the default store (SQLite), store operations per call type, the other stores (memory,
-DynamoDB Local), throughput at saturation, idle SSE streams, cold start of the Lambda handlers, the deployed shape
-(local-api on DynamoDB Local) with the cost model priced from it, and each tool's time inside the real CODAP build
-(codap). Each figure comes with a baseline measured in the same run on the same server: a trivial endpoint (and the
-floor, two bare POSTs in a row), the same client, the same concurrency (for codap: one Data Interactive message to
-CODAP).
+DynamoDB Local), throughput at saturation, /healthz while status reads hammer a full session (pressure), idle SSE
+streams, cold start of the Lambda handlers, the deployed shape (local-api on DynamoDB Local) with the cost model
+priced from it, and each tool's time inside the real CODAP build (codap). Each figure comes with a baseline
+measured in the same run on the same server: a trivial endpoint (and the floor, two bare POSTs in a row), the same
+client, the same concurrency (for codap: one Data Interactive message to CODAP).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import codap_bench, coldstart, cost, deployed, load
+from bench import codap_bench, coldstart, cost, deployed, load, pressure
 from bench.dynamo import LocalTable, dynamodb_local
 from bench.idle import idle_streams
 from bench.report import render
@@ -30,7 +30,7 @@ from bench.server import run_target
 from bench.stats import ratio, summary
 from codap_relay.testing.servers import raise_fd_limit
 
-SECTIONS = ("roundtrip", "ops", "stores", "throughput", "idle", "coldstart", "deployed", "codap")
+SECTIONS = ("roundtrip", "ops", "stores", "throughput", "pressure", "idle", "coldstart", "deployed", "codap")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -45,6 +45,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--store-round-trips", type=int, default=60)
     p.add_argument("--throughput-concurrency", type=int, default=32)
     p.add_argument("--throughput-seconds", type=float, default=5.0)
+    p.add_argument("--pressure-readers", type=int, default=12, help="concurrent status readers (pressure section)")
+    p.add_argument("--pressure-seconds", type=float, default=5.0, help="how long /healthz is timed, alone and loaded")
     p.add_argument("--idle-connections", type=int, default=1000)
     p.add_argument("--idle-heartbeat", type=float, default=5.0, help="heartbeat interval during the idle test (s)")
     p.add_argument("--idle-hold", type=float, default=12.0, help="how long the idle streams are held (s)")
@@ -73,6 +75,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.coldstart_repeat, args.deployed_calls, args.idle_plugins = 1, 3, 1
         args.idle_measure_seconds, args.resume_idle_seconds = 1.0, 3.0
         args.ops_calls = 3
+        args.pressure_seconds = 0.5
         args.no_codap_webgl = True
     args.sections = SECTIONS if not args.only else tuple(s.strip() for s in args.only.split(",") if s.strip())
     unknown = set(args.sections) - set(SECTIONS)
@@ -337,6 +340,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             run_deployed(args, results, dynamo)
     if "ops" in args.sections:
         run_ops(args, results)
+    if "pressure" in args.sections:
+        print("status reads against a full session (pressure) …", file=sys.stderr, flush=True)
+        with tempfile.TemporaryDirectory() as tmp, run_target(sqlite_url(tmp)) as target:
+            results["pressure"] = pressure.run(
+                target.base, readers=args.pressure_readers, seconds=args.pressure_seconds
+            )
     if "idle" in args.sections:
         run_idle(args, results)
     if "coldstart" in args.sections:

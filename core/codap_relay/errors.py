@@ -162,6 +162,29 @@ class RateLimited(RelayError):
         self.scope = scope
 
 
+class PendingLimit(RateLimited):
+    """A session holds as many unanswered requests (or bytes of them) as it may: it takes more once its plugin has
+    answered some. ``limit`` is the number (requests or bytes) that was reached."""
+
+    error = "too_many_pending"
+
+    def __init__(self, message: str, *, retry_after: int, scope: str, limit: int) -> None:
+        super().__init__(message, retry_after=retry_after, scope=scope)
+        self.data["limit"] = limit
+        self.limit = limit
+
+
+class ByteBudgetExceeded(RateLimited):
+    """One client address queued as many bytes of requests as it may in this window (across its sessions)."""
+
+    error = "request_bytes_exceeded"
+
+    def __init__(self, message: str, *, retry_after: int, scope: str, limit: int) -> None:
+        super().__init__(message, retry_after=retry_after, scope=scope)
+        self.data["limit"] = limit
+        self.limit = limit
+
+
 class StoreUnavailable(RelayError):
     """The store failed or throttled; nothing was half-written. Safe to retry after ``retry_after`` seconds."""
 

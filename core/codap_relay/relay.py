@@ -22,8 +22,11 @@ from .delivery import Delivery, StreamEvent
 from .errors import (
     AlreadyAnswered,
     BadInput,
+    ByteBudgetExceeded,
     CodeCollision,
     DuplicateRequestId,
+    PayloadTooLarge,
+    PendingLimit,
     RateLimited,
     RelayError,
     RequestExpired,
@@ -39,13 +42,14 @@ from .notify import Listener, Notifier, answers_key, stream_key
 from .observe import NullObserver, Observer
 from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, fingerprint
 from .settings import Settings
-from .store.base import Store
+from .store.base import Store, args_bytes
 from .tool_content import check_result
 
 T = TypeVar("T")
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
 CODE_ATTEMPTS = 8
 RATE_WINDOW_SECONDS = 60
+BYTES_WINDOW_SECONDS = 3600  # the window of REQUEST_BYTES_PER_IP_PER_HOUR
 __all__ = ["Answer", "LogItem", "Metadata", "Relay", "SessionState"]
 # A page of the log with answers (the trace, the full log) stops growing past this many bytes of JSON, so a long
 # session is read in several answers that each fit Lambda's 6 MB response: the entry that crosses the mark adds at
@@ -145,7 +149,7 @@ class Relay:
             return fn(*args, **kwargs)
 
     async def _read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """A store read: in a worker thread only where reads can wait (a network), else right here."""
+        """A store read: in a worker thread wherever reads can wait (a network, a file), else right here (memory)."""
         if self.store.blocking_reads:
             return await self.io(fn, *args, **kwargs)
         with store_failures_unavailable():
@@ -303,9 +307,13 @@ class Relay:
         return session.last_seen is not None and self.now() - session.last_seen <= self.settings.connected_grace_seconds
 
     async def status(self, code: str, *, client: str | None = None) -> SessionState:
+        """The session as the LLM sees it. The pending requests are counted, never read (their arguments can be
+        MAX_PENDING_BYTES_PER_SESSION), and each address gets RATE_LIMIT_STATUS_PER_IP status reads a minute."""
+        if client is not None:
+            await self.admit("status", client, self.settings.rate_limit_status_per_ip)
         session = await self.session_for_llm(code, client=client)
-        pending = await self._read(self.store.pending_requests, code, 0, self.now())
-        return SessionState(session, self.is_connected(session), len(pending))
+        pending = await self._read(self.store.count_pending, code, self.now())
+        return SessionState(session, self.is_connected(session), pending.requests)
 
     async def touch(self, session: SessionRecord, *, consumer: str | None = None) -> None:
         """A sign of life from the plugin: slide the expiry and record when it was seen."""
@@ -356,8 +364,8 @@ class Relay:
             )
         limit = self.settings.rate_limit_request_per_code
         if session is None and client is not None and self.store.blocking_reads:
-            # Independent round trips to a networked store (DynamoDB), side by side: one round trip fewer per call.
-            # A store whose reads never wait gains nothing from it (two tasks cost more than they save).
+            # Independent calls to a store whose reads wait (DynamoDB's round trips, SQLite's worker threads), side by
+            # side: one wait fewer per call. The memory store gains nothing (two tasks cost more than they save).
             found, admitted = await asyncio.gather(
                 self.session_for_llm(code, client=client),
                 self.admit("request", f"{client}:{code}", limit),
@@ -375,6 +383,8 @@ class Relay:
                 await self.admit("request", f"{client}:{code}", limit)
         spec = find_tool(self.manifest(session), tool)
         validate_args(spec, args)
+        size = args_bytes(args)
+        charged = await self._bounded(session, size, request_id, client)
         now = self.now()
         rid = request_id or self.ids()
         new = NewRequest(
@@ -388,8 +398,14 @@ class Relay:
         try:
             record, created = await self.io(self.store.add_request, code, new, last_seq=session.last_seq)
         except SessionNotFound:
+            await self._refund(charged)
             await self._load(code)  # ended or expired meanwhile: raise with the message that says what to do
             raise
+        except BaseException:
+            await self._refund(charged)
+            raise
+        if not created:
+            await self._refund(charged)  # a retry stores nothing new
         if not created and record.fingerprint != new.fingerprint:
             raise DuplicateRequestId(
                 f"Request id {rid!r} was already used for a different tool call in this session. "
@@ -400,6 +416,92 @@ class Relay:
             self.notifier.notify(stream_key(code))
             self.observer.request_queued(tool)
         return record, created
+
+    async def _bounded(
+        self, session: SessionRecord, size: int, request_id: str | None, client: str | None
+    ) -> tuple[str, float, int] | None:
+        """What a new request may add, checked before it is stored: a session holds at most
+        MAX_PENDING_REQUESTS_PER_SESSION unanswered requests of MAX_PENDING_BYTES_PER_SESSION bytes together, and
+        an address queues at most REQUEST_BYTES_PER_IP_PER_HOUR bytes across its sessions. A retry of a request
+        already stored passes (it stores nothing). The pending count is read, then the request appended: requests
+        sent at the same moment may each pass, so the count can overshoot by how many arrive at once (each session
+        takes RATE_LIMIT_REQUEST_PER_CODE a minute). Returns the address's charge, for ``_refund``."""
+        s = self.settings
+        code = session.code
+        for limit, name, what in (
+            (s.max_pending_bytes_per_session, "MAX_PENDING_BYTES_PER_SESSION", "a session holds of pending requests"),
+            (
+                s.request_bytes_per_ip_per_hour if client is not None else size,
+                "REQUEST_BYTES_PER_IP_PER_HOUR",
+                "one address may queue in an hour",
+            ),
+        ):
+            if size > limit:
+                raise PayloadTooLarge(
+                    f"This request's arguments are {size} bytes of JSON, more than the {limit} bytes {what} "
+                    f"({name}): it can never be queued. Send smaller arguments (fewer cases or values per call).",
+                    limit=limit,
+                )
+        pending = await self._read(self.store.count_pending, code, self.now())
+        full = None
+        if pending.requests >= s.max_pending_requests_per_session:
+            full = (
+                "pending_requests",
+                s.max_pending_requests_per_session,
+                f"This session already has {pending.requests} requests waiting for the CODAP plugin; it holds at "
+                f"most {s.max_pending_requests_per_session} (MAX_PENDING_REQUESTS_PER_SESSION).",
+            )
+        elif pending.bytes + size > s.max_pending_bytes_per_session:
+            full = (
+                "pending_bytes",
+                s.max_pending_bytes_per_session,
+                f"This session's waiting requests hold {pending.bytes} bytes of arguments and this one {size} more; "
+                f"a session holds at most {s.max_pending_bytes_per_session} (MAX_PENDING_BYTES_PER_SESSION).",
+            )
+        if full is not None and not await self._stored(code, request_id):
+            scope, limit, said = full
+            connected = self.is_connected(session)
+            retry = 5 if connected else 60
+            todo = (
+                f"Wait for their answers, then send this again (in {retry} s)."
+                if connected
+                else "The CODAP plugin is not connected, so nothing runs them: ask the user to open the codap-relay "
+                f"plugin in CODAP (they then run, or expire after {s.request_ttl_seconds} s), and send this again."
+            )
+            self.observer.rate_limited(scope)
+            raise PendingLimit(f"{said} {todo}", retry_after=retry, scope=scope, limit=limit)
+        if client is None:
+            return None
+        now = self.now()
+        window = int(now // BYTES_WINDOW_SECONDS)
+        window_end = (window + 1) * BYTES_WINDOW_SECONDS
+        key = f"rl:bytes:{client}:{window}"
+        total = await self.io(self.store.incr_counter, key, float(window_end), now, size)
+        charged = (key, float(window_end), size)
+        if total > s.request_bytes_per_ip_per_hour and not await self._stored(code, request_id):
+            await self._refund(charged)  # what was refused takes nothing from the budget
+            self.observer.rate_limited("request_bytes")
+            retry = max(1, int(window_end - now + 0.999))
+            raise ByteBudgetExceeded(
+                f"This address has queued {total - size} bytes of requests this hour, across its sessions; "
+                f"{s.request_bytes_per_ip_per_hour} is the most (REQUEST_BYTES_PER_IP_PER_HOUR), and this request "
+                f"adds {size}. Send smaller arguments, or wait {retry} s for the next hour's budget.",
+                retry_after=retry,
+                scope="request_bytes",
+                limit=s.request_bytes_per_ip_per_hour,
+            )
+        return charged
+
+    async def _stored(self, code: str, request_id: str | None) -> bool:
+        """Whether ``request_id`` is already a request of the session: then a send of it is a retry."""
+        return request_id is not None and await self._read(self.store.get_request, code, request_id) is not None
+
+    async def _refund(self, charged: tuple[str, float, int] | None) -> None:
+        """Give back bytes charged to an address for a request that was not stored (best effort)."""
+        if charged is not None:
+            key, window_end, size = charged
+            with contextlib.suppress(StoreUnavailable):
+                await self.io(self.store.incr_counter, key, window_end, self.now(), -size)
 
     async def call(
         self,

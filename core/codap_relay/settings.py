@@ -42,6 +42,16 @@ class Settings(BaseModel):
     rate_limit_session_per_ip: int = Field(30, ge=1)
     rate_limit_request_per_code: int = Field(60, ge=1)
     guess_limit_per_ip: int = Field(20, ge=1)
+    # Session status reads (GET /api/sessions/{code}) per minute per client address. A status read is one count
+    # from an index; the limit caps what one address can make the relay do all the same.
+    rate_limit_status_per_ip: int = Field(300, ge=1)
+    # What one session may hold unanswered (its plugin away or slow): so many requests, so many bytes of arguments
+    # (their JSON). A class of 30 students, each with a few calls pending, holds a few per session.
+    max_pending_requests_per_session: int = Field(50, ge=1)
+    max_pending_bytes_per_session: int = Field(4 * 1024 * 1024, ge=1024)
+    # Bytes of request arguments one client address may queue per hour, across all its sessions: what it can make
+    # the store keep (for REQUEST_TTL_SECONDS plus a day). 30 students x 60 calls x 10 KB = 18 MB an hour fit.
+    request_bytes_per_ip_per_hour: int = Field(32 * 1024 * 1024, ge=1024)
     cors_origin: tuple[str, ...] = tuple(DEFAULT_CORS.split(","))
     require_browser_token: bool = True
     max_request_bytes: int = Field(262_144, ge=1024)

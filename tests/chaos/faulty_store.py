@@ -23,6 +23,7 @@ METHODS = (
     "get_request",
     "lookup",
     "pending_requests",
+    "count_pending",
     "deliver",
     "list_requests",
     "complete_request",

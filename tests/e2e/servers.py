@@ -22,6 +22,8 @@ def e2e_settings(**overrides: Any) -> Settings:
         "heartbeat_seconds": 1,
         "rate_limit_session_per_ip": 10_000,
         "rate_limit_request_per_code": 10_000,
+        "rate_limit_status_per_ip": 10_000,
+        "request_bytes_per_ip_per_hour": 10**10,
     }
     base.update(overrides)
     return Settings(**base)

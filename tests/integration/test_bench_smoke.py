@@ -41,6 +41,7 @@ def test_quick_run_reports_every_section(tmp_path: Path) -> None:
         "## Store operations per relayed call",
         "## Stores",
         "## Throughput",
+        "## Bounded work",
         "## Idle streams",
         "## Cold start",
         "## Deployed shape",
@@ -63,6 +64,10 @@ def test_quick_run_reports_every_section(tmp_path: Path) -> None:
 
     assert {row["store"] for row in figures["stores"]["rows"]} == {"memory", "sqlite"}
     assert figures["throughput"]["round_trips_per_second"] > 0 and figures["throughput"]["errors"] == 0
+
+    pressure = figures["pressure"]  # a session at its pending limits, bursts of status reads, /healthz timed
+    assert pressure["pending_requests"] == pressure["held_requests"] == 50 and pressure["errors"] == 0
+    assert pressure["healthz_alone"]["n"] > 0 and pressure["healthz_under_reads"]["n"] > 0 and pressure["bursts"] > 0
 
     idle = figures["idle"]
     assert idle["relay"]["connected"] == idle["baseline"]["connected"] == 20

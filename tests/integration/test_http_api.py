@@ -350,6 +350,66 @@ async def test_rate_limit_is_429_with_retry_after(clock: FakeClock) -> None:
         assert "scope" not in body  # a rate limit's scope is for the relay's logs
 
 
+# in_process for now: local-api's functions import the core installed in the interpreter (the main checkout), not a
+# worktree's; drop the mark once this is on main, and the deployed shape is checked too.
+@pytest.mark.in_process
+async def test_a_session_full_of_pending_requests_is_429_with_retry_after(
+    client: httpx.AsyncClient, session: dict[str, Any]
+) -> None:
+    """MAX_PENDING_REQUESTS_PER_SESSION at its default (50), in process and in the deployed shape."""
+    code = session["code"]
+    call = {"code": code, "tool": "get_codap_datasets", "args": {}}
+    statuses = await asyncio.gather(*(client.post("/request", json=call) for _ in range(10)))
+    statuses += [await client.post("/request", json=call) for _ in range(40)]
+    assert [r.status_code for r in statuses] == [202] * 50
+    r = await client.post("/request", json=call)
+    body = assert_error(r, 429, "too_many_pending")
+    assert body["limit"] == 50 and body["retryAfter"] == int(r.headers["retry-after"]) == 60
+    assert "not connected" in body["message"]
+    status = await client.get(f"/api/sessions/{code}")
+    assert status.status_code == 200 and status.json()["pending"] == 50
+
+
+async def test_bounded_work_is_429_with_retry_after_or_413(clock: FakeClock) -> None:
+    """Status reads per address, pending requests and bytes per session, request bytes per address (issue 24)."""
+    settings = make_settings(
+        rate_limit_status_per_ip=2,
+        max_pending_requests_per_session=2,
+        max_pending_bytes_per_session=4096,
+        request_bytes_per_ip_per_hour=6000,
+    )
+    relay = Relay(settings, MemoryStore(), clock=clock)
+    transport = httpx.ASGITransport(app=build_app(relay), client=("198.51.100.1", 1))
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        code = (await c.post("/api/sessions", json={})).json()["code"]
+        assert [(await c.get(f"/api/sessions/{code}")).status_code for _ in range(2)] == [200, 200]
+        r = await c.get(f"/api/sessions/{code}")
+        body = assert_error(r, 429, "rate_limited")
+        assert body["retryAfter"] == int(r.headers["retry-after"]) and "per minute" in body["message"]
+
+        def call(n: int) -> dict[str, Any]:
+            return {"code": code, "tool": "create_codap_dataset", **{"args": {**DATASET, "datasetName": "d" * n}}}
+
+        assert [(await c.post("/request", json=call(10))).status_code for _ in range(2)] == [202, 202]
+        r = await c.post("/request", json=call(10))
+        body = assert_error(r, 429, "too_many_pending")
+        assert body["limit"] == 2 and body["retryAfter"] == int(r.headers["retry-after"]) == 60
+        assert "MAX_PENDING_REQUESTS_PER_SESSION" in body["message"]
+
+        other = (await c.post("/api/sessions", json={})).json()["code"]
+        r = await c.post("/request", json={**call(5000), "code": other})
+        body = assert_error(r, 413, "payload_too_large")
+        assert body["limit"] == 4096 and "retry-after" not in r.headers
+        assert (await c.post("/request", json={**call(2500), "code": other})).status_code == 202
+        second = (await c.post("/api/sessions", json={})).json()["code"]
+        assert (await c.post("/request", json={**call(2500), "code": second})).status_code == 202
+        third = (await c.post("/api/sessions", json={})).json()["code"]
+        r = await c.post("/request", json={**call(2500), "code": third})
+        body = assert_error(r, 429, "request_bytes_exceeded")
+        assert body["limit"] == 6000 and 1 <= int(r.headers["retry-after"]) <= 3600
+        assert "REQUEST_BYTES_PER_IP_PER_HOUR" in body["message"]
+
+
 async def test_trust_proxy_uses_forwarded_for(clock: FakeClock) -> None:
     relay = Relay(make_settings(rate_limit_session_per_ip=1, trust_proxy=True), MemoryStore(), clock=clock)
     transport = httpx.ASGITransport(app=build_app(relay), client=("10.0.0.1", 1))

@@ -11,7 +11,7 @@ import pytest
 from codap_relay.errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
 from codap_relay.records import Lookup, NewRequest, ResponseRecord, SessionRecord, fingerprint
 from codap_relay.settings import Settings
-from codap_relay.store.base import PURGE_GRACE_SECONDS, Store
+from codap_relay.store.base import PURGE_GRACE_SECONDS, PendingTotals, Store, args_bytes
 from codap_relay.store.memory import MemoryStore
 from store_backends import BACKENDS, sweep_expired
 
@@ -137,6 +137,26 @@ def test_pending_filters_cursor_answered_and_expired(store: Store) -> None:
     assert [r.seq for r in store.list_requests("ABCDEFGH")] == [1, 2, 3, 4]
 
 
+def test_count_pending_counts_what_pending_requests_would_return_and_its_bytes(store: Store) -> None:
+    store.create_session(session())
+    args: dict[str, dict[str, Any]] = {
+        "a": {"text": "x" * 5000},
+        "b": {},
+        "c": {"n": [1, 2.5, None], "s": "é"},
+        "d": {"k": "v"},
+    }
+    for rid, a in args.items():
+        store.add_request("ABCDEFGH", new(rid, args=a, ttl=100 if rid == "d" else 3600))
+    store.complete_request(response("b", result={"ok": True}))
+    assert args_bytes(args["c"]) == len('{"n": [1, 2.5, null], "s": "\\u00e9"}')
+    want = PendingTotals(3, sum(args_bytes(args[r]) for r in "acd"))
+    assert store.count_pending("ABCDEFGH", T0) == want
+    assert store.count_pending("ABCDEFGH", T0 + 100) == PendingTotals(2, want.bytes - args_bytes(args["d"]))
+    assert store.count_pending("ABCDEFGH", T0 + 3600) == PendingTotals(0, 0)
+    assert store.count_pending("ZZZZZZZZ", T0) == PendingTotals(0, 0)
+    assert len(store.pending_requests("ABCDEFGH", 0, T0)) == 3
+
+
 def test_deliver_marks_what_it_hands_out_once_and_keeps_the_first_time(store: Store) -> None:
     store.create_session(session())
     store.update_session("ABCDEFGH", consumer="tab-1")
@@ -258,6 +278,11 @@ def test_counters_count_and_restart_after_expiry(store: Store) -> None:
     assert [store.incr_counter("k", T0 + 60, T0) for _ in range(3)] == [1, 2, 3]
     assert store.incr_counter("other", T0 + 60, T0) == 1
     assert store.incr_counter("k", T0 + 120, T0 + 60) == 1  # the old window has ended
+    # By an amount (bytes), and back (a refund)
+    assert store.incr_counter("bytes", T0 + 60, T0, 1000) == 1000
+    assert store.incr_counter("bytes", T0 + 60, T0, 250) == 1250
+    assert store.incr_counter("bytes", T0 + 60, T0, -1000) == 250
+    assert store.incr_counter("bytes", T0 + 120, T0 + 60, 70) == 70  # a new window starts from the amount
 
 
 def test_concurrent_appends_stay_gapless(store: Store) -> None:
@@ -318,8 +343,8 @@ def test_a_closed_session_takes_no_new_requests_but_answers_retries(store: Store
 
 
 def test_sqlite_reads_do_not_wait_for_a_writer(tmp_path: Any) -> None:
-    """The relay reads SQLite on its event loop (blocking_reads is False): a read must never wait for a write
-    in progress (a commit's fsync), or every request would stall behind it."""
+    """A read must never wait for a write in progress (a commit's fsync), or every request would stall behind it.
+    The relay reads SQLite in worker threads (blocking_reads), never on its event loop."""
     from codap_relay.store.sqlite import SqliteStore
 
     store = SqliteStore(tmp_path / "relay.db")
@@ -346,7 +371,46 @@ def test_sqlite_reads_do_not_wait_for_a_writer(tmp_path: Any) -> None:
         release.set()
         writer.join(10)
         store.close()
-    assert store.blocking_reads is False
+    assert store.blocking_reads is True
+
+
+def test_sqlite_counts_pending_from_an_index_and_upgrades_an_older_database(tmp_path: Any) -> None:
+    """The count never reads a request's row (its arguments sit in overflow pages); a database made before
+    requests had ``arg_bytes`` gets the column, filled in, and the index."""
+    import sqlite3
+
+    from codap_relay.store.sqlite import SCHEMA, SqliteStore
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA.replace(" arg_bytes INTEGER,", ""))
+    db.execute(
+        "INSERT INTO sessions (code, token_hash, created_at, expires_at, last_seq) VALUES ('ABCDEFGH', 'h', ?, ?, 1)",
+        (T0, T0 + 600),
+    )
+    db.execute(
+        "INSERT INTO requests (code, seq, id, tool, args, fingerprint, created_at, expires_at, status) "
+        "VALUES ('ABCDEFGH', 1, 'old', 't', ?, 'f', ?, ?, 'queued')",
+        ('{"a": "xyz"}', T0, T0 + 3600),
+    )
+    db.commit()
+    db.close()
+    store = SqliteStore(path)
+    try:
+        store.add_request("ABCDEFGH", new("new", args={"b": 1}))
+        assert store.count_pending("ABCDEFGH", T0) == PendingTotals(2, len('{"a": "xyz"}') + len('{"b": 1}'))
+        with store._reading() as reader:
+            plan = " ".join(
+                str(row[-1])
+                for row in reader.execute(
+                    "EXPLAIN QUERY PLAN SELECT COUNT(*), SUM(arg_bytes) FROM requests WHERE code = ? "
+                    "AND status IN ('queued', 'delivered') AND expires_at > ?",
+                    ("ABCDEFGH", T0),
+                )
+            )
+        assert "COVERING INDEX requests_pending" in plan, plan
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize("ended", ["closed", "expired"])

@@ -532,7 +532,8 @@ async def test_a_wait_reads_everything_first_and_last_and_only_the_response_betw
     assert set(store.calls[1:-1]) == {"get_response"} and len(store.calls) > 4
     store.calls.clear()
     await relay.call(s.code, "get_codap_datasets", {}, wait=0.05)
-    assert store.calls[:3] == ["get_session", "add_request", "get_response"]  # a new request: no first read
+    # a new request: no first read (the pending count is the limits' check)
+    assert store.calls[:4] == ["get_session", "count_pending", "add_request", "get_response"]
 
 
 async def test_the_plugins_answer_is_a_sign_of_life_only_when_one_is_due(clock: FakeClock) -> None:
@@ -594,9 +595,9 @@ async def test_a_request_reads_its_session_and_counts_its_rate_at_once(clock: Fa
                 raise TimeoutError("the session was read before the rate count started")
             return super().get_session(code)
 
-        def incr_counter(self, key: str, expires_at: float, now: float) -> int:
+        def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
             counted.set()
-            return super().incr_counter(key, expires_at, now)
+            return super().incr_counter(key, expires_at, now, amount)
 
     store = Networked()
     relay = Relay(make_settings(), store, clock=clock)
@@ -604,3 +605,138 @@ async def test_a_request_reads_its_session_and_counts_its_rate_at_once(clock: Fa
     counted.clear()
     record, created = await relay.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
     assert created and record.seq == 1
+
+
+# --- bounded work (security issue 24, medium 1 and 2) ---------------------------------------------------------
+
+FREE_TOOLS = [{"name": "t", "description": "any arguments", "inputSchema": {"type": "object"}}]
+
+
+class CountOnly(MemoryStore):
+    """A store whose pending requests cannot be read in bulk: what a status read may not do."""
+
+    def pending_requests(self, code: str, after_seq: int, now: float) -> Any:
+        raise AssertionError("a status read loaded the pending requests")
+
+
+async def test_status_counts_pending_requests_without_reading_them(clock: FakeClock) -> None:
+    relay = Relay(make_settings(), CountOnly(), clock=clock)
+    s, _ = await relay.create_session()
+    for _ in range(3):
+        await relay.submit(s.code, "get_codap_datasets", {})
+    assert (await relay.status(s.code, client="198.51.100.9")).pending == 3
+
+
+async def test_sqlite_reads_run_off_the_event_loop(tmp_path: Any, clock: FakeClock) -> None:
+    import threading
+
+    from codap_relay.store.sqlite import SqliteStore
+
+    threads: list[threading.Thread] = []
+
+    class Watched(SqliteStore):
+        def count_pending(self, code: str, now: float) -> Any:
+            threads.append(threading.current_thread())
+            return super().count_pending(code, now)
+
+    store = Watched(tmp_path / "relay.db")
+    try:
+        relay = Relay(make_settings(), store, clock=clock)
+        s, _ = await relay.create_session()
+        await relay.status(s.code)
+        assert threads and threads[0] is not threading.main_thread()
+    finally:
+        store.close()
+
+
+async def test_status_reads_are_rate_limited_per_address(clock: FakeClock) -> None:
+    relay = make_relay(clock, rate_limit_status_per_ip=2)
+    s, _ = await relay.create_session()
+    for _ in range(2):
+        await relay.status(s.code, client="198.51.100.1")
+    with pytest.raises(e.RateLimited) as info:
+        await relay.status(s.code, client="198.51.100.1")
+    assert info.value.scope == "status" and 1 <= info.value.retry_after <= 60
+    assert "2 per minute" in info.value.message
+    await relay.status(s.code, client="198.51.100.2")  # another address has its own
+    clock.advance(60)
+    await relay.status(s.code, client="198.51.100.1")  # the next window
+
+
+async def test_a_session_holds_at_most_so_many_pending_requests(clock: FakeClock) -> None:
+    relay = make_relay(clock, max_pending_requests_per_session=3)
+    s, token = await relay.create_session()
+    for i in range(3):
+        await relay.submit(s.code, "get_codap_datasets", {}, f"r{i}", client="198.51.100.1")
+    with pytest.raises(e.PendingLimit) as info:
+        await relay.submit(s.code, "get_codap_datasets", {}, client="198.51.100.1")
+    exc = info.value
+    assert isinstance(exc, e.RateLimited) and exc.error == "too_many_pending" and exc.limit == 3
+    assert exc.retry_after == 60 and "MAX_PENDING_REQUESTS_PER_SESSION" in exc.message
+    assert "not connected" in exc.message and "open the codap-relay plugin" in exc.message
+    again, created = await relay.submit(s.code, "get_codap_datasets", {}, "r0", client="198.51.100.1")
+    assert (again.id, created) == ("r0", False)  # a retry of a stored request still gets it
+    await relay.respond(s.code, token, "r0", result={"ok": True})
+    await relay.submit(s.code, "get_codap_datasets", {}, client="198.51.100.1")  # room again
+    other, _ = await relay.create_session()
+    await relay.submit(other.code, "get_codap_datasets", {})  # each session has its own
+
+
+async def test_a_session_holds_at_most_so_many_pending_bytes(clock: FakeClock) -> None:
+    relay = make_relay(clock, max_pending_bytes_per_session=4096)
+    s, _ = await relay.create_session(FREE_TOOLS)
+    await relay.touch(s)  # connected: waiting helps, soon
+    await relay.submit(s.code, "t", {"x": "a" * 3000})
+    with pytest.raises(e.PendingLimit) as info:
+        await relay.submit(s.code, "t", {"x": "a" * 1500})
+    exc = info.value
+    assert exc.limit == 4096 and exc.retry_after == 5 and "MAX_PENDING_BYTES_PER_SESSION" in exc.message
+    await relay.submit(s.code, "t", {"x": "a" * 1000})  # what fits, fits
+    with pytest.raises(e.PayloadTooLarge) as too_big:  # more than a session ever holds: 413, no Retry-After
+        await relay.submit(s.code, "t", {"x": "a" * 5000})
+    assert too_big.value.limit == 4096 and "never be queued" in too_big.value.message
+
+
+async def test_an_address_has_a_byte_budget_across_its_sessions(clock: FakeClock) -> None:
+    relay = make_relay(clock, request_bytes_per_ip_per_hour=10_000)
+    clock.advance(3600 - clock.now() % 3600 + 3000)  # ten minutes before the hour ends
+    me = "198.51.100.1"
+    for _ in range(3):  # a fresh session brings no fresh budget
+        s, _ = await relay.create_session(FREE_TOOLS)
+        await relay.submit(s.code, "t", {"x": "a" * 3000}, client=me)
+    s, _ = await relay.create_session(FREE_TOOLS)
+    with pytest.raises(e.ByteBudgetExceeded) as info:
+        await relay.submit(s.code, "t", {"x": "a" * 3000}, client=me)
+    exc = info.value
+    assert isinstance(exc, e.RateLimited) and exc.limit == 10_000 and exc.retry_after == 600
+    assert "REQUEST_BYTES_PER_IP_PER_HOUR" in exc.message and exc.error == "request_bytes_exceeded"
+    await relay.submit(s.code, "t", {"x": "a" * 900}, client=me)  # the refused bytes were not counted
+    await relay.submit(s.code, "t", {"x": "a" * 3000}, client="198.51.100.2")  # another address
+    clock.advance(300)
+    s, _ = await relay.create_session(FREE_TOOLS)
+    clock.advance(300)
+    await relay.submit(s.code, "t", {"x": "a" * 3000}, client=me)  # the next hour
+    with pytest.raises(e.PayloadTooLarge):
+        await relay.submit(s.code, "t", {"x": "a" * 10_001}, client=me)
+
+
+def test_the_new_limits_surface_in_mcp_as_rate_limits_and_invalid_params() -> None:
+    from mcp import types
+
+    from codap_relay.mcp_tools import RATE_LIMITED, error_data, surface_for
+
+    for exc in (
+        e.PendingLimit("full", retry_after=5, scope="pending_requests", limit=50),
+        e.ByteBudgetExceeded("spent", retry_after=99, scope="request_bytes", limit=10),
+    ):
+        assert surface_for(exc).rpc_code == RATE_LIMITED and surface_for(exc).in_tool_result
+        assert error_data(exc) == {"error": exc.error, "limit": exc.limit, "retryAfter": exc.retry_after}
+    assert surface_for(e.PayloadTooLarge("big", limit=1)).rpc_code == types.INVALID_PARAMS
+
+
+def test_defaults_leave_room_for_a_class() -> None:
+    """30 students, each with 5 calls waiting of 10 KB, and 60 calls an hour each, all behind one address."""
+    s = make_settings()
+    assert s.max_pending_requests_per_session >= 5 * 4 and s.max_pending_bytes_per_session >= 5 * 10_000 * 4
+    assert s.request_bytes_per_ip_per_hour >= 30 * 60 * 10_000
+    assert s.max_pending_bytes_per_session >= s.max_request_bytes  # any body the relay accepts can be queued

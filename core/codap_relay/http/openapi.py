@@ -48,7 +48,8 @@ def _errors(*statuses: int) -> dict[str, Any]:
         404: "Unknown or expired session or request",
         409: "Conflicting reuse of an id",
         413: "Body over the size limit; nothing stored",
-        429: "Rate limited; see Retry-After",
+        429: "Rate limited, or a pending-work limit reached (too_many_pending, request_bytes_exceeded); the "
+        "message names the limit and what to do; see Retry-After",
         503: "Store unavailable; see Retry-After",
     }
     return {str(code): _json(s.ErrorBody, text[code]) for code in statuses}

@@ -7,7 +7,9 @@ service, checked on every read, because real TTL deletion is lazy.
 
 from __future__ import annotations
 
-from typing import Protocol
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
 
@@ -15,6 +17,20 @@ from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRec
 #: so late readers get "expired" rather than "unknown" and an ended session's log stays readable for the
 #: LOG_GRACE_SECONDS setting, which may not exceed it.
 PURGE_GRACE_SECONDS = 86_400
+
+
+def args_bytes(args: Any) -> int:
+    """The size a request's arguments count for in the pending and per-address byte limits: their JSON (as
+    ``json.dumps`` writes it, ASCII) in bytes. One definition, so every backend and the service agree."""
+    return len(json.dumps(args).encode())
+
+
+@dataclass(frozen=True)
+class PendingTotals:
+    """What a session's pending requests add up to: how many, and their arguments' bytes (``args_bytes``)."""
+
+    requests: int
+    bytes: int
 
 
 class StoreUrlError(ValueError):
@@ -27,8 +43,8 @@ class Store(Protocol):
     pushes: bool
     #: True when calls do I/O and must not run on the event loop.
     blocking: bool
-    #: True when reads can wait too (a network round trip), so they also run in a worker thread. False where a
-    #: read never waits: memory, or SQLite's reads of its own file in WAL mode, which no writer holds up.
+    #: True when reads can wait (a network round trip, a file), so they run in a worker thread, never on the event
+    #: loop. False only where a read never waits: the memory store.
     blocking_reads: bool
 
     def create_session(self, session: SessionRecord) -> None:
@@ -68,6 +84,11 @@ class Store(Protocol):
         """Unanswered requests with seq > after_seq and expires_at > now, in seq order."""
         ...
 
+    def count_pending(self, code: str, now: float) -> PendingTotals:
+        """How many requests ``pending_requests(code, 0, now)`` would return and their arguments' bytes, without
+        reading the arguments themselves (a status read, the pending limits)."""
+        ...
+
     def deliver(
         self, code: str, consumer: str, after_seq: int, now: float
     ) -> tuple[SessionRecord | None, list[RequestRecord]]:
@@ -98,8 +119,9 @@ class Store(Protocol):
 
     def get_response(self, code: str, request_id: str) -> ResponseRecord | None: ...
 
-    def incr_counter(self, key: str, expires_at: float, now: float) -> int:
-        """Atomically add one to a counter and return the new value; an expired counter starts again at 1."""
+    def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
+        """Atomically add ``amount`` (one, or a byte count; negative to give some back) to a counter and return the
+        new value; an expired counter starts again from ``amount``."""
         ...
 
     def close(self) -> None: ...

@@ -52,7 +52,7 @@ from ..errors import (
     StoreUnavailable,
 )
 from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
-from .base import PURGE_GRACE_SECONDS, StoreUrlError
+from .base import PURGE_GRACE_SECONDS, PendingTotals, StoreUrlError, args_bytes
 
 Item = dict[str, dict[str, Any]]
 
@@ -492,6 +492,7 @@ class DynamoStore:
         pk = _pk(code)
         purge = _purge_at(new.expires_at)
         args, chunks = self._pack("args", new.args, pk, purge)
+        size = args_bytes(new.args)
         last = last_seq  # the caller's view of last_seq: tried first, read afresh if the transaction refuses it
 
         def attempt(n: int) -> Attempt[tuple[RequestRecord, bool]]:
@@ -514,6 +515,7 @@ class DynamoStore:
                 "created_at": _n(new.created_at),
                 "expires_at": _n(new.expires_at),
                 "status": _s("queued"),
+                "arg_bytes": _n(size),
                 TTL_ATTRIBUTE: _n(purge),
             }
             reasons = self._transact(self._appending(pk, seq, last, request, new.id, new.created_at, purge))
@@ -632,6 +634,28 @@ class DynamoStore:
             },
         )
         return [self._request(code, item) for item in items]
+
+    def count_pending(self, code: str, now: float) -> PendingTotals:
+        """One Query over the session's requests that hands back only each pending one's ``arg_bytes``, never its
+        arguments (the read units are those of the items, as for any Query; the pending limits keep them few).
+        Requests stored before ``arg_bytes`` existed count as 0 bytes; they expire within REQUEST_TTL_SECONDS."""
+        count = size = 0
+        for item in self._query(
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            FilterExpression="#status IN (:queued, :delivered) AND expires_at > :now",
+            ProjectionExpression="#bytes",
+            ExpressionAttributeNames={"#status": "status", "#bytes": "arg_bytes"},
+            ExpressionAttributeValues={
+                ":pk": _s(_pk(code)),
+                ":prefix": _s("REQ#"),
+                ":queued": _s("queued"),
+                ":delivered": _s("delivered"),
+                ":now": _n(now),
+            },
+        ):
+            count += 1
+            size += int(item["arg_bytes"]["N"]) if "arg_bytes" in item else 0
+        return PendingTotals(count, size)
 
     def deliver(
         self, code: str, consumer: str, after_seq: int, now: float
@@ -775,7 +799,7 @@ class DynamoStore:
 
     # --- counters ---------------------------------------------------------------------------------------
 
-    def incr_counter(self, key: str, expires_at: float, now: float) -> int:
+    def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
         counter_key = _key(f"COUNTER#{key}", "COUNTER")
         purge = _n(math.ceil(expires_at))
         for attempt in range(TRANSACTION_ATTEMPTS):
@@ -791,7 +815,7 @@ class DynamoStore:
                     ConditionExpression="attribute_not_exists(pk) OR expires_at > :now",
                     ExpressionAttributeNames={"#count": "count", "#purge": TTL_ATTRIBUTE},
                     ExpressionAttributeValues={
-                        ":one": _n(1),
+                        ":one": _n(amount),
                         ":exp": _n(expires_at),
                         ":purge": purge,
                         ":now": _n(now),
@@ -807,11 +831,11 @@ class DynamoStore:
                 self._call(
                     "put_item",
                     TableName=self.table,
-                    Item={**counter_key, "count": _n(1), "expires_at": _n(expires_at), TTL_ATTRIBUTE: purge},
+                    Item={**counter_key, "count": _n(amount), "expires_at": _n(expires_at), TTL_ATTRIBUTE: purge},
                     ConditionExpression="expires_at <= :now",
                     ExpressionAttributeValues={":now": _n(now)},
                 )
-                return 1
+                return amount
             except ClientError as exc:
                 if _code(exc) != "ConditionalCheckFailedException":
                     raise

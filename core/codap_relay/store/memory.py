@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
 from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from .base import PendingTotals, args_bytes
 
 
 @dataclass
@@ -102,12 +103,19 @@ class MemoryStore:
             return Lookup(data.session, request, response)
 
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
+        return self._pending(code, after_seq, now)
+
+    def _pending(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
         data = self._sessions.get(code)
         if data is None:
             return []
         with self._lock:
             items = [data.requests[rid] for rid in data.by_seq[max(0, after_seq) :]]
         return [r for r in items if r.pending and r.expires_at > now]
+
+    def count_pending(self, code: str, now: float) -> PendingTotals:
+        pending = self._pending(code, 0, now)
+        return PendingTotals(len(pending), sum(args_bytes(r.args) for r in pending))
 
     def deliver(
         self, code: str, consumer: str, after_seq: int, now: float
@@ -155,12 +163,12 @@ class MemoryStore:
         data = self._sessions.get(code)
         return data.responses.get(request_id) if data else None
 
-    def incr_counter(self, key: str, expires_at: float, now: float) -> int:
+    def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
         with self._lock:
             count, exp = self._counters.get(key, (0, expires_at))
             if exp <= now:
                 count, exp = 0, expires_at
-            count += 1
+            count += amount
             self._counters[key] = (count, exp)
             if len(self._counters) > 10_000:  # drop dead windows so the dict cannot grow without bound
                 self._counters = {k: v for k, v in self._counters.items() if v[1] > now}

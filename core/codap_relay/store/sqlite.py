@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound, StoreUnavailable
 from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
-from .base import PURGE_GRACE_SECONDS
+from .base import PURGE_GRACE_SECONDS, PendingTotals
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE TABLE IF NOT EXISTS requests (
   code TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, tool TEXT NOT NULL, args TEXT NOT NULL,
   fingerprint TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL, status TEXT NOT NULL,
-  delivered_at REAL, completed_at REAL, error_code TEXT,
+  delivered_at REAL, completed_at REAL, error_code TEXT, arg_bytes INTEGER,
   PRIMARY KEY (code, seq), UNIQUE (code, id)
 );
 CREATE TABLE IF NOT EXISTS responses (
@@ -32,6 +32,9 @@ CREATE TABLE IF NOT EXISTS responses (
 );
 CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, count INTEGER NOT NULL, expires_at REAL NOT NULL);
 """
+# A session's pending requests are counted (status reads, the pending limits) from this index alone: the rows,
+# with their arguments in overflow pages, are never read for it.
+PENDING_INDEX = "CREATE INDEX IF NOT EXISTS requests_pending ON requests (code, status, expires_at, arg_bytes)"
 
 # Rows are kept PURGE_GRACE_SECONDS past their expiry (for the activity log and late readers), then purged.
 PURGE_EVERY_N_SESSIONS = 200
@@ -40,7 +43,10 @@ PURGE_EVERY_N_SESSIONS = 200
 class SqliteStore:
     pushes = True
     blocking = True
-    blocking_reads = False  # reads use a connection of their thread's own: in WAL mode no writer holds them up
+    # Reads go to a worker thread too: a read of a large session (or a cold page cache) takes real time, and on the
+    # event loop it would hold up every other request. Each thread reads on a connection of its own; in WAL mode no
+    # writer holds them up.
+    blocking_reads = True
 
     def __init__(self, path: str | Path, *, shared: bool = False) -> None:
         """``shared``: other processes write this file too (local-api runs each function in its own process),
@@ -59,7 +65,18 @@ class SqliteStore:
         # FULL: a commit is on disk before we answer 2xx, not merely handed to the OS.
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(SCHEMA)
+        self._migrate()
         self._created = 0
+
+    def _migrate(self) -> None:
+        """Bring a database of an earlier version up to this one: requests gained ``arg_bytes``."""
+        columns = {row["name"] for row in self._db.execute("PRAGMA table_info(requests)")}
+        if "arg_bytes" not in columns:
+            with self._tx() as db:
+                if "arg_bytes" not in {row["name"] for row in db.execute("PRAGMA table_info(requests)")}:
+                    db.execute("ALTER TABLE requests ADD COLUMN arg_bytes INTEGER")
+                    db.execute("UPDATE requests SET arg_bytes = LENGTH(args)")  # json.dumps writes ASCII
+        self._db.execute(PENDING_INDEX)
 
     @contextmanager
     def _tx(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -212,10 +229,11 @@ class SqliteStore:
                 raise SessionNotFound("session closed", reason="closed")
             seq = row["last_seq"] + 1
             db.execute("UPDATE sessions SET last_seq = ? WHERE code = ?", (seq, code))
+            args = json.dumps(new.args)
             db.execute(
-                "INSERT INTO requests (code, seq, id, tool, args, fingerprint, created_at, expires_at, status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued')",
-                (code, seq, new.id, new.tool, json.dumps(new.args), new.fingerprint, new.created_at, new.expires_at),
+                "INSERT INTO requests (code, seq, id, tool, args, fingerprint, created_at, expires_at, status, "
+                "arg_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
+                (code, seq, new.id, new.tool, args, new.fingerprint, new.created_at, new.expires_at, len(args)),
             )
         return (
             RequestRecord(
@@ -253,6 +271,15 @@ class SqliteStore:
             (code, after_seq, now),
         )
         return [self._request(r) for r in rows]
+
+    def count_pending(self, code: str, now: float) -> PendingTotals:
+        row = self._one(
+            "SELECT COUNT(*) AS n, COALESCE(SUM(arg_bytes), 0) AS b FROM requests INDEXED BY requests_pending "
+            "WHERE code = ? AND status IN ('queued', 'delivered') AND expires_at > ?",
+            (code, now),
+        )
+        assert row is not None
+        return PendingTotals(int(row["n"]), int(row["b"]))
 
     def deliver(
         self, code: str, consumer: str, after_seq: int, now: float
@@ -343,14 +370,14 @@ class SqliteStore:
 
     # --- counters and housekeeping ----------------------------------------------------------------------
 
-    def incr_counter(self, key: str, expires_at: float, now: float) -> int:
+    def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
         with self._tx(durable=False) as db:
             db.execute(
-                "INSERT INTO counters (key, count, expires_at) VALUES (?, 1, ?) ON CONFLICT(key) DO UPDATE SET "
-                "count = CASE WHEN counters.expires_at <= ? THEN 1 ELSE counters.count + 1 END, "
-                "expires_at = CASE WHEN counters.expires_at <= ? THEN excluded.expires_at "
+                "INSERT INTO counters (key, count, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+                "count = CASE WHEN counters.expires_at <= ? THEN excluded.count ELSE counters.count + excluded.count "
+                "END, expires_at = CASE WHEN counters.expires_at <= ? THEN excluded.expires_at "
                 "ELSE counters.expires_at END",
-                (key, expires_at, now, now),
+                (key, amount, expires_at, now, now),
             )
             row = db.execute("SELECT count FROM counters WHERE key = ?", (key,)).fetchone()
         return int(row["count"])
