@@ -350,9 +350,6 @@ async def test_rate_limit_is_429_with_retry_after(clock: FakeClock) -> None:
         assert "scope" not in body  # a rate limit's scope is for the relay's logs
 
 
-# in_process for now: local-api's functions import the core installed in the interpreter (the main checkout), not a
-# worktree's; drop the mark once this is on main, and the deployed shape is checked too.
-@pytest.mark.in_process
 async def test_a_session_full_of_pending_requests_is_429_with_retry_after(
     client: httpx.AsyncClient, session: dict[str, Any]
 ) -> None:
