@@ -6,6 +6,9 @@ role's credential (``?code=`` or ``Authorization: Bearer``). Deployed in the MCP
 
 from __future__ import annotations
 
+from typing import Any
+
+from pydantic import BaseModel, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -16,6 +19,35 @@ from ..prompts import PROMPTS
 from ..resources import TEMPLATES, DocumentReader, ResourceError
 from .context import authorization_bearer, client_ip, relay_of
 from .errors import error_response
+
+
+class ResourceItem(BaseModel):
+    uri: str = Field(description="codap://… (names URL-encoded)")
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mimeType: str | None = None
+
+
+class ResourceList(BaseModel):
+    resources: list[ResourceItem] = Field(description="The open document's resources, read live from CODAP")
+    resourceTemplates: list[dict[str, Any]] = Field(description="uriTemplate, name, title, description, mimeType")
+    prompts: list[dict[str, Any]] = Field(description="Class routines: name, title, description, arguments")
+
+
+class ResourceContents(BaseModel):
+    uri: str
+    mimeType: str
+    text: str | None = Field(None, description="JSON or CSV text")
+    blob: str | None = Field(None, description="base64 (a PNG picture of a graph)")
+    meta: dict[str, Any] | None = Field(
+        None, alias="_meta", description="For CSV pages: page, pages, firstRow, lastRow, next (the next page's uri)"
+    )
+
+
+class ResourceRead(BaseModel):
+    contents: list[ResourceContents]
+
 
 KIND_STATUS = {"not_found": 404, "invalid": 400, "not_connected": 503, "timeout": 504, "codap_error": 502}
 
