@@ -305,26 +305,49 @@ class DocumentReader:
 
     async def dataset(self, name: str) -> dict[str, Any]:
         exported = await self._export(name, {"format": "json", "includeMetadata": True})
+        found = str(exported.get("datasetName", name))
         metadata = exported.get("metadata", {})
         columns = {c.get("name"): c for c in metadata.get("attributes", [])}
+        details = await self._attribute_details(found)
         rows = exported.get("rows", [])
         collections = [
             {
                 "name": c.get("name"),
                 "attributes": [
-                    {k: v for k, v in columns.get(a, {"name": a}).items() if k != "collection"}
-                    for a in c.get("attributes", [])
+                    attribute(columns.get(a, {"name": a}), details.get(a, {})) for a in c.get("attributes", [])
                 ],
             }
             for c in metadata.get("collections", [])
         ]
         return {
-            "name": exported.get("datasetName", name),
+            "name": found,
             "title": metadata.get("title"),
             "caseCount": exported.get("rowCount", len(rows)),
             "collections": collections,
             "exampleCases": rows[:EXAMPLE_CASES],
-            "casesUri": dataset_uri(str(exported.get("datasetName", name)), "/cases"),
+            "casesUri": dataset_uri(found, "/cases"),
+        }
+
+    async def _attribute_details(self, dataset: str) -> dict[str, dict[str, Any]]:
+        """Each attribute as CODAP describes it (formula, description, precision), read with ``codap_api``
+        (``get dataContext[…]``: collections and attributes, no cases). Empty where the session's plugin has no
+        codap_api or CODAP refuses the name: the export's types and units still stand."""
+        if not any(t.get("name") == "codap_api" for t in self.relay.manifest(self.session)):
+            return {}
+        try:
+            got = await self.structured("codap_api", {"action": "get", "resource": f"dataContext[{dataset}]"})
+        except ResourceError as exc:
+            if exc.kind in ("not_connected", "timeout"):
+                raise
+            return {}
+        values = got.get("values", got)
+        collections = values.get("collections", []) if isinstance(values, dict) else []
+        return {
+            str(a.get("name")): a
+            for c in collections
+            if isinstance(c, dict)
+            for a in c.get("attrs", [])
+            if isinstance(a, dict)
         }
 
     async def cases(self, uri: str, name: str, page: int) -> Contents:
@@ -368,6 +391,20 @@ class DocumentReader:
 
     async def _export(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         return await self.structured("export_codap_data", {"datasetName": name, **args})
+
+
+DETAILS = ("formula", "description", "precision")
+
+
+def attribute(column: dict[str, Any], detail: dict[str, Any]) -> dict[str, Any]:
+    """An attribute for codap://datasets/{name}: the export's name, type, unit, title, and CODAP's formula,
+    description and precision where it has them."""
+    out = {k: v for k, v in column.items() if k != "collection"}
+    for key in DETAILS:
+        value = detail.get(key)
+        if value not in (None, ""):
+            out[key] = value
+    return out
 
 
 def page_uri(dataset: str, page: int) -> str:

@@ -181,9 +181,6 @@ export function flattenItems(collections, items) {
         type: attr.type ?? "",
         ...(attr.unit ? { unit: attr.unit } : {}),
         ...(attr.title && attr.title !== attr.name ? { title: attr.title } : {}),
-        ...(attr.formula ? { formula: attr.formula } : {}),
-        ...(attr.description ? { description: attr.description } : {}),
-        ...(attr.precision !== undefined && attr.precision !== null && attr.precision !== "" ? { precision: attr.precision } : {}),
       });
     }
   }
