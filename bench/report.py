@@ -386,6 +386,15 @@ def codap_section(c: dict[str, Any]) -> list[str]:
                 else "."
             ),
         ]
+    if "mcp_read" in c:
+        m = c["mcp_read"]
+        met = "met" if m["p50_ms"] <= m["goal_ms"] else "missed"
+        out += [
+            "",
+            f"{m['label']}: {m['bytes']:,} bytes in {m['pages']} page(s) (the first read); first {ms(m['first_ms'])} "
+            f"ms, later p50 {ms(m['p50_ms'])} ms, the official MCP SDK client's round trip: goal {m['goal_ms']:g} "
+            f"ms {met}.",
+        ]
     if "webgl" in c:
         w = c["webgl"]
         out += ["", "The first get_codap_status after a new graph (the issue's 15 s), by how CODAP draws points:", ""]

@@ -6,5 +6,5 @@ per request, so warm invocations never depend on an ASGI lifespan or on a manage
 
 from relay_lambda import build
 
-runtime = build(["mcp"])
+runtime = build(["mcp", "resources"])  # and GET /resources, /resources/read
 handler = runtime.handler

@@ -109,6 +109,9 @@ def test_quick_run_times_every_tool_inside_real_codap(tmp_path: Path, monkeypatc
         assert row["first_ms"] > 0 and row["llm_p50_ms"] > 0 and (row["codap_share"] > 0) == asks_codap, row
         assert row["codap_share"] <= 1, row
     assert codap["baseline_one_message_ms"] > 0
+    read = codap["mcp_read"]  # MCP resources/read of the big dataset's cases, through the official SDK client
+    assert read["p50_ms"] > 0 and read["pages"] == 1 and read["bytes"] > 0
+    assert "MCP resources/read codap://datasets/big/cases" in stdout
 
 
 def test_unknown_section_is_refused(tmp_path: Path) -> None:

@@ -501,9 +501,16 @@ async def test_openapi_document_is_valid_and_complete(client: httpx.AsyncClient)
     doc = (await client.get("/openapi.json")).json()
     validate(doc)
     assert doc["openapi"].startswith("3.1")
-    assert {"/api/sessions", "/stream", "/request", "/response", "/metadata", "/api/sessions/{code}/log"} <= set(
-        doc["paths"]
-    )
+    assert {
+        "/api/sessions",
+        "/stream",
+        "/request",
+        "/response",
+        "/metadata",
+        "/api/sessions/{code}/log",
+        "/resources",
+        "/resources/read",
+    } <= set(doc["paths"])
 
 
 @pytest.mark.in_process

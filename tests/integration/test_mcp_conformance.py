@@ -90,3 +90,23 @@ def test_inspector_cli_shows_the_unknown_code_message(mcp_url: str) -> None:
     run = inspector(mcp_url.rsplit("/", 1)[0] + "/ABCDEFGH", "--method", "tools/list")
     assert run.returncode != 0
     assert "open the codap-relay plugin" in run.stdout + run.stderr
+
+
+@pytest.mark.skipif(not INSPECTOR.exists(), reason=f"@modelcontextprotocol/inspector {MISSING}")
+def test_inspector_cli_lists_resources_templates_and_prompts(mcp_url: str) -> None:
+    """The TypeScript SDK's view: with no plugin connected, the list holds the two fixed resources (reading them
+    says the plugin is not connected); the templates and the six class prompts are always there."""
+    run = inspector(mcp_url, "--method", "resources/list")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert [r["uri"] for r in json.loads(run.stdout)["resources"]] == ["codap://datasets", "codap://components"]
+    run = inspector(mcp_url, "--method", "resources/templates/list")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    templates = {t["uriTemplate"] for t in json.loads(run.stdout)["resourceTemplates"]}
+    assert templates == {"codap://datasets/{name}", "codap://datasets/{name}/cases", "codap://graphs/{name}/image"}
+    run = inspector(mcp_url, "--method", "prompts/list")
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    prompts = {p["name"]: p for p in json.loads(run.stdout)["prompts"]}
+    assert len(prompts) >= 6 and {"explore_dataset", "fit_line", "explain_screen"} <= set(prompts)
+    assert [a["name"] for a in prompts["fit_line"]["arguments"]] == ["datasetName", "xAttribute", "yAttribute"]
+    run = inspector(mcp_url, "--method", "resources/read", "--uri", "codap://datasets")
+    assert run.returncode != 0 and "not connected" in run.stdout + run.stderr

@@ -22,6 +22,7 @@ from .context import allowed_origins
 from .errors import error_response, http_error_handler, internal_error_handler, relay_error_handler
 from .llms import routes as llms_routes
 from .middleware import CorrelationAndAccessLog
+from .resources import routes as resource_routes
 from .routes import GROUPS
 
 log = logging.getLogger("codap_relay")
@@ -60,6 +61,7 @@ LAZY_GROUPS: dict[str, Callable[[], list[BaseRoute]]] = {
     "plugin": plugin_routes,
     "mcp": mcp_routes,
     "llms": llms_routes,
+    "resources": resource_routes,
 }
 ALL_GROUPS = (*GROUPS, *LAZY_GROUPS)
 

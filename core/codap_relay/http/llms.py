@@ -12,6 +12,7 @@ from starlette.routing import BaseRoute, Route
 
 from ..catalog import tools_text
 from ..codes import normalise_code
+from ..prompts import prompts_text
 from .context import public_base, relay_of
 
 TEMPLATE = """\
@@ -66,6 +67,27 @@ the graphs), or create_codap_graph with "includeImage": true. The picture comes 
 JPEG) file. Large pictures are scaled down (at most "maxSize" pixels on the longer side) or re-encoded to stay
 small; the text says when that happened.
 
+## The document as resources (read-only)
+
+GET {base}/resources?code={code}
+
+Answer: {{"resources": [{{"uri", "name", "description", "mimeType"}}], "resourceTemplates": [...], "prompts": [...]}}:
+the open document's datasets, their cases and its graphs, read live from CODAP.
+
+GET {base}/resources/read?code={code}&uri=codap://datasets
+
+Answer: {{"contents": [{{"uri", "mimeType", "text"}}]}} (a picture has "blob", base64, instead of "text"). URL-encode
+the uri. codap://datasets (every dataset), codap://components (what is on screen), codap://datasets/NAME (its
+attributes: type, unit, formula, description, precision; a few example cases), codap://datasets/NAME/cases (CSV:
+when large, in pages whose first line says "page N of M" and gives the next uri), codap://graphs/NAME/image (PNG).
+404 names what exists; 503 not_connected means the plugin is not open.
+
+## Class routines (MCP prompts)
+
+An MCP client offers these as prompts; over HTTP, follow the same steps yourself:
+
+{prompts}
+
 ## Session status
 
 GET {base}/api/sessions/{code}
@@ -92,7 +114,9 @@ async def llms_txt(request: Request) -> Response:
         code = "CODE"
         code_line = "Replace CODE below with the pairing code the user gives you (or fetch /llms.txt?code=CODE)."
     wait = f"{settings.max_wait_seconds:g}"
-    text = TEMPLATE.format(base=base, code=code, code_line=code_line, wait=wait, tools=tools_text())
+    text = TEMPLATE.format(
+        base=base, code=code, code_line=code_line, wait=wait, tools=tools_text(), prompts=prompts_text()
+    )
     return PlainTextResponse(text, headers={"Cache-Control": "no-store"})
 
 

@@ -26,7 +26,9 @@ from starlette.types import Receive, Scope, Send
 from .. import __version__
 from ..codes import normalise_code
 from ..errors import InvalidCode, RelayError
-from ..mcp_tools import INSTRUCTIONS, Caller, call_tool, list_tools, protocol_error
+from ..mcp_resources import handlers as resource_handlers
+from ..mcp_tools import Caller, call_tool, list_tools, protocol_error
+from ..primer import PRIMER
 from ..records import SessionRecord
 from ..relay import Relay
 from ..settings import Settings
@@ -102,9 +104,10 @@ def build_server() -> Server[Any]:
         "codap-relay",
         version=__version__,
         title="CODAP relay",
-        instructions=INSTRUCTIONS,
+        instructions=PRIMER,
         on_list_tools=_on_list_tools,
         on_call_tool=_on_call_tool,
+        **resource_handlers(_call_of),  # resources, templates, prompts, completion (mcp_resources.py)
     )
     server.middleware.append(require_session)
     return server

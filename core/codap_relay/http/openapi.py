@@ -11,6 +11,7 @@ from pydantic.json_schema import models_json_schema
 from .. import __version__
 from ..settings import Settings
 from . import schemas as s
+from .resources import ResourceList, ResourceRead
 
 MODELS: list[type[BaseModel]] = [
     s.SessionCreate,
@@ -29,6 +30,8 @@ MODELS: list[type[BaseModel]] = [
     s.FullLogPage,
     s.ErrorBody,
     s.Health,
+    ResourceList,
+    ResourceRead,
 ]
 
 
@@ -213,6 +216,37 @@ def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -
                 "summary": "The session's tools with their JSON Schemas",
                 "parameters": [CODE_Q],
                 "responses": {"200": _json(s.Metadata, "Manifest"), **_errors(400, 404, 429, 503)},
+            }
+        },
+        "/resources": {
+            "get": {
+                "operationId": "listResources",
+                "summary": "The open CODAP document's resources (datasets, cases, graphs), templates and prompts",
+                "parameters": [CODE_Q],
+                "responses": {"200": _json(ResourceList, "Resources"), **_errors(400, 404, 429, 503)},
+            }
+        },
+        "/resources/read": {
+            "get": {
+                "operationId": "readResource",
+                "summary": "Read one resource live from CODAP: JSON or CSV text, or a base64 PNG",
+                "parameters": [
+                    CODE_Q,
+                    _param(
+                        "uri",
+                        "query",
+                        "codap://datasets, codap://components, codap://datasets/NAME, codap://datasets/NAME/cases"
+                        "[?page=N], codap://graphs/NAME/image (URL-encoded)",
+                        required=True,
+                    ),
+                ],
+                "responses": {
+                    "200": _json(ResourceRead, "Contents"),
+                    "502": _json(s.ErrorBody, "CODAP could not answer"),
+                    "503": _json(s.ErrorBody, "The plugin is not connected (not_connected), or the store is down"),
+                    "504": _json(s.ErrorBody, "CODAP did not answer in time"),
+                    **_errors(400, 404, 429),
+                },
             }
         },
         "/healthz": {

@@ -280,3 +280,32 @@ class McpClient:
     def call(self, name: str, args: dict[str, Any]) -> Any:
         """``tools/call``; the SDK's result (``is_error``, ``content``, ``structured_content``)."""
         return self._run(self._client.call_tool(name, args))
+
+    def resources(self) -> list[Any]:
+        """``resources/list``: the SDK's resources (``uri``, ``name``, ``mime_type``, ...)."""
+        return list(self._run(self._client.list_resources()).resources)
+
+    def resource_templates(self) -> list[Any]:
+        return list(self._run(self._client.list_resource_templates()).resource_templates)
+
+    def read(self, uri: str) -> list[Any]:
+        """``resources/read``: the contents (``text`` or ``blob``, ``mime_type``); an MCPError when refused."""
+        return list(self._run(self._client.read_resource(uri)).contents)
+
+    def prompts(self) -> list[Any]:
+        return list(self._run(self._client.list_prompts()).prompts)
+
+    def prompt(self, name: str, arguments: dict[str, str] | None = None) -> Any:
+        """``prompts/get``: the SDK's result (``description``, ``messages``)."""
+        return self._run(self._client.get_prompt(name, arguments))
+
+    def complete(self, ref: Any, argument: str, value: str = "", context: dict[str, str] | None = None) -> list[str]:
+        """``completion/complete`` for a prompt (``ref`` its name) or a resource template (``ref`` its URI
+        template, ``codap://…``): the values offered."""
+        import mcp_types as types
+
+        reference: Any = (
+            types.ResourceTemplateReference(uri=ref) if ref.startswith("codap://") else types.PromptReference(name=ref)
+        )
+        done = self._run(self._client.complete(reference, {"name": argument, "value": value}, context))
+        return list(done.completion.values)

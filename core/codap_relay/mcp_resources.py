@@ -1,0 +1,160 @@
+"""MCP resources, prompts and completion over resources.py and prompts.py: the handlers http/mcp.py registers.
+
+No subscriptions and no ``listChanged``: the endpoint is stateless (no GET stream per MCP session), so nothing
+could carry an ``notifications/resources/updated`` to the client. Clients read again when they need fresh state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from . import errors as e
+from .mcp_tools import UNAVAILABLE, protocol_error
+from .prompts import PROMPTS, PromptError, find_prompt
+from .records import SessionRecord
+from .relay import Relay
+from .resources import TEMPLATES, DocumentReader, ResourceError
+
+RESOURCE_NOT_FOUND = -32002  # the MCP spec's code for an unknown resource
+
+KIND_CODES = {
+    "not_found": RESOURCE_NOT_FOUND,
+    "invalid": types.INVALID_PARAMS,
+    "not_connected": UNAVAILABLE,
+    "timeout": UNAVAILABLE,
+    "codap_error": types.INTERNAL_ERROR,
+}
+
+
+class Call(Protocol):
+    relay: Relay
+    client: str | None
+    session: SessionRecord | None
+
+
+Ctx = ServerRequestContext[Any, Any]
+
+
+def resource_error(exc: ResourceError) -> MCPError:
+    return MCPError(
+        code=KIND_CODES.get(exc.kind, types.INTERNAL_ERROR), message=exc.message, data={"error": exc.kind, **exc.data}
+    )
+
+
+def reader_of(call: Call) -> DocumentReader:
+    assert call.session is not None  # require_session ran first
+    return DocumentReader(call.relay, call.session, call.client)
+
+
+async def guarded(work: Awaitable[Any]) -> Any:
+    try:
+        return await work
+    except ResourceError as exc:
+        raise resource_error(exc) from exc
+    except e.RelayError as exc:
+        raise protocol_error(exc) from exc
+
+
+def handlers(call_of: Callable[[Ctx], Call]) -> dict[str, Any]:
+    """The on_* handlers for the SDK's low-level Server: resources, templates, prompts, completion."""
+
+    async def on_list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        listed = await guarded(reader_of(call_of(ctx)).listing())
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type)
+                for r in listed
+            ]
+        )
+
+    async def on_list_resource_templates(
+        ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(
+            resource_templates=[
+                types.ResourceTemplate(
+                    uri_template=t["uriTemplate"],
+                    name=t["name"],
+                    title=t["title"],
+                    description=t["description"],
+                    mime_type=t["mimeType"],
+                )
+                for t in TEMPLATES
+            ]
+        )
+
+    async def on_read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        read = await guarded(reader_of(call_of(ctx)).read(params.uri))
+        contents: list[types.TextResourceContents | types.BlobResourceContents] = []
+        for c in read:
+            meta = c.meta or None
+            if c.blob is not None:
+                contents.append(types.BlobResourceContents(uri=c.uri, mime_type=c.mime_type, blob=c.blob, _meta=meta))
+            else:
+                contents.append(
+                    types.TextResourceContents(uri=c.uri, mime_type=c.mime_type, text=c.text or "", _meta=meta)
+                )
+        return types.ReadResourceResult(contents=contents)
+
+    async def on_list_prompts(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return types.ListPromptsResult(
+            prompts=[
+                types.Prompt(
+                    name=p.name,
+                    title=p.title,
+                    description=p.description,
+                    arguments=[
+                        types.PromptArgument(name=a.name, description=a.description, required=a.required)
+                        for a in p.arguments
+                    ],
+                )
+                for p in PROMPTS
+            ]
+        )
+
+    async def on_get_prompt(ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        try:
+            prompt = find_prompt(params.name)
+            text = prompt.render(params.arguments or {})
+        except PromptError as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from exc
+        return types.GetPromptResult(
+            description=prompt.description,
+            messages=[types.PromptMessage(role="user", content=types.TextContent(text=text))],
+        )
+
+    async def on_completion(ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+        reader = reader_of(call_of(ctx))
+        name = params.argument.name
+        typed = params.argument.value.lower()
+        given = (params.context.arguments if params.context else None) or {}
+        values: list[str] = []
+        if reader.relay.is_connected(reader.session):
+            if name in ("name", "datasetName") and (
+                name == "datasetName" or "datasets" in getattr(params.ref, "uri", "")
+            ):
+                values = await guarded(reader.dataset_names())
+            elif name in ("name", "graph"):
+                values = await guarded(reader.graph_names())
+            elif name.endswith("Attribute") and given.get("datasetName"):
+                values = await guarded(reader.attribute_names(given["datasetName"]))
+        matches = [v for v in values if v.lower().startswith(typed)] + [
+            v for v in values if typed and typed in v.lower() and not v.lower().startswith(typed)
+        ]
+        return types.CompleteResult(
+            completion=types.Completion(values=matches[:100], total=len(matches), has_more=len(matches) > 100)
+        )
+
+    return {
+        "on_list_resources": on_list_resources,
+        "on_list_resource_templates": on_list_resource_templates,
+        "on_read_resource": on_read_resource,
+        "on_list_prompts": on_list_prompts,
+        "on_get_prompt": on_get_prompt,
+        "on_completion": on_completion,
+    }
