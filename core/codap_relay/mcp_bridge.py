@@ -1,4 +1,4 @@
-"""A local MCP server that forwards tool listing and tool calls to a relay's remote MCP endpoint.
+"""A local MCP server that forwards tools, resources, prompts and completion to a relay's remote MCP endpoint.
 
 Each forwarded request is one stateless 2026-07-28 exchange (no handshake, no probe) over one shared HTTP client,
 so the bridge holds no remote session that could go stale. Protocol errors from the relay (an expired code, an
@@ -22,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from . import __version__
-from .mcp_tools import INSTRUCTIONS
+from .primer import PRIMER
 
 T = TypeVar("T")
 
@@ -78,13 +78,54 @@ def build_bridge(remote: Remote) -> Server[Any]:
     ) -> types.CallToolResult:
         return await remote.forward(lambda c: c.call_tool(params.name, params.arguments))
 
+    async def on_list_resources(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        cursor = params.cursor if params is not None else None
+        return await remote.forward(lambda c: c.list_resources(cursor=cursor, cache_mode="bypass"))
+
+    async def on_list_resource_templates(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        cursor = params.cursor if params is not None else None
+        return await remote.forward(lambda c: c.list_resource_templates(cursor=cursor, cache_mode="bypass"))
+
+    async def on_read_resource(
+        ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        return await remote.forward(lambda c: c.read_resource(str(params.uri), cache_mode="bypass"))
+
+    async def on_list_prompts(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        cursor = params.cursor if params is not None else None
+        return await remote.forward(lambda c: c.list_prompts(cursor=cursor, cache_mode="bypass"))
+
+    async def on_get_prompt(
+        ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        return await remote.forward(lambda c: c.get_prompt(params.name, params.arguments))
+
+    async def on_completion(
+        ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+    ) -> types.CompleteResult:
+        context = params.context.arguments if params.context else None
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        return await remote.forward(lambda c: c.complete(params.ref, argument, context_arguments=context))
+
     return Server(
         "codap-relay",
         version=__version__,
         title="CODAP relay (stdio bridge)",
-        instructions=INSTRUCTIONS,
+        instructions=PRIMER,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
+        on_read_resource=on_read_resource,
+        on_list_prompts=on_list_prompts,
+        on_get_prompt=on_get_prompt,
+        on_completion=on_completion,
     )
 
 

@@ -27,14 +27,6 @@ from .manifest import ANNOTATION_HINTS, _validator, find_tool, validate_args
 from .records import RequestRecord, SessionRecord, canonical_json
 from .relay import Relay
 
-INSTRUCTIONS = (
-    "These tools act on the user's open CODAP document through the codap-relay plugin in their browser. "
-    "Start with get_codap_datasets or get_codap_status to see what is there. If a call says the plugin is not "
-    "connected, ask the user to open CODAP with the plugin. If a call times out, check its outcome before "
-    "retrying: creating datasets or adding cases twice duplicates them."
-)
-
-
 # --- tool presentation -----------------------------------------------------------------------------------
 
 

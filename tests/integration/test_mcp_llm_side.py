@@ -142,6 +142,17 @@ async def test_mcp_stdio_bridge(base: str, session: dict[str, Any], plugin: Fake
         assert error.is_error is True
         bad = await client.call_tool("add_codap_cases", {"datasetName": "x"})
         assert bad.is_error is True and "'cases'" in bad.content[0].text  # type: ignore[union-attr]
+        # Beyond tools: the bridge passes resources, prompts and completion on as the relay serves them.
+        if mode == "legacy":  # instructions come with the handshake, which 2026-07-28 has none of
+            assert client.instructions and "CODAP" in client.instructions
+        uris = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert {"codap://datasets", "codap://components"} <= uris
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        assert "codap://datasets/{name}/cases" in templates
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        assert len(prompts) >= 6 and "compare_groups" in prompts
+        rendered = await client.get_prompt("explore_dataset", {"datasetName": "Mammals"})
+        assert "Mammals" in rendered.messages[0].content.text  # type: ignore[union-attr]
 
 
 async def test_mcp_stdio_passes_on_the_relays_errors(base: str) -> None:
