@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from codap_relay.testing.plugin_page import call_tool, ok_result
+from servers import TEST_FRAME_ANCESTORS
 from support import local_api_process
 
 pytestmark = pytest.mark.browser
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.browser
 def custom_domain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = tmp_path_factory.mktemp("custom-domain") / "relay.db"
     args = ["--store", f"sqlite:///{store}", "--base-path", "codap", "--parameter", "PublicBasePath=/codap"]
-    env = {**os.environ, "HEARTBEAT_SECONDS": "1"}
+    env = {**os.environ, "HEARTBEAT_SECONDS": "1", "FRAME_ANCESTORS": TEST_FRAME_ANCESTORS}
     with local_api_process(*args, env=env, prefix="/codap") as (base, _process):
         yield base
 
