@@ -15,7 +15,6 @@ from codap_relay.store.memory import MemoryStore
 from codap_relay.testing.plugin_page import wait_until
 from codap_relay.testing.servers import free_port
 
-
 # The test hosts that frame the plugin: CODAP and the fake host on loopback, on any port, as 127.0.0.1 and as
 # localhost (the cross-site variant), over http and https.
 TEST_FRAME_ANCESTORS = "http://127.0.0.1:*,http://localhost:*,https://127.0.0.1:*,https://localhost:*"

@@ -11,9 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
+from servers import TEST_FRAME_ANCESTORS
 
 from codap_relay.testing.plugin_page import call_tool, ok_result
-from servers import TEST_FRAME_ANCESTORS
 from support import local_api_process
 
 pytestmark = pytest.mark.browser

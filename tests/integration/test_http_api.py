@@ -564,7 +564,8 @@ async def test_the_plugin_page_has_a_csp_that_names_codap_as_its_only_framers() 
         page = (await c.get("/plugin/")).text
         assert "<script>" not in page and " on" not in page.split("<body>")[1].split(">")[0]  # nothing inline
         assert "content-security-policy" not in (await c.get("/healthz")).headers  # the API answers JSON only
-    framed = Relay(make_settings(frame_ancestors="http://localhost:*", public_base_url="https://r.example/v1"), MemoryStore())
+    settings = make_settings(frame_ancestors="http://localhost:*", public_base_url="https://r.example/v1")
+    framed = Relay(settings, MemoryStore())
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(framed)), base_url="http://t") as c:
         csp = (await c.get("/plugin/")).headers["content-security-policy"]
         assert "frame-ancestors 'self' http://localhost:* https://r.example" in csp

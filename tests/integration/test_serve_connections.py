@@ -32,7 +32,7 @@ def _connect(base: str) -> socket.socket:
 
 
 def _read_all(sock: socket.socket) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         chunk = sock.recv(65536)
         if not chunk:

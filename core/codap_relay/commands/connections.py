@@ -29,8 +29,7 @@ def refusal(max_connections: int) -> bytes:
         {
             "error": "too_many_connections",
             "message": (
-                f"The relay has {max_connections} connections open, its limit; try again in "
-                f"{RETRY_AFTER_SECONDS} s."
+                f"The relay has {max_connections} connections open, its limit; try again in {RETRY_AFTER_SECONDS} s."
             ),
             "code": 503,
             "correlationId": "",

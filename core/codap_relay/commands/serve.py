@@ -60,10 +60,9 @@ def connection_cap(wanted: int) -> int:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .connections import guarded_protocol
-
     from .. import logs
     from ..local import create_app
+    from .connections import guarded_protocol
 
     logs.configure(args.log_level)
     if args.max_connections < 1 or not args.header_timeout > 0:
