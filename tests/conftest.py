@@ -65,6 +65,8 @@ LOCAL_API_ENV = {
     "REQUEST_BYTES_PER_IP_PER_HOUR": "10000000000",
     "HEARTBEAT_SECONDS": "1",
     "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
+    # CODAP and the fake host on loopback frame the plugin (tests/e2e/servers.py TEST_FRAME_ANCESTORS).
+    "FRAME_ANCESTORS": "http://127.0.0.1:*,http://localhost:*,https://127.0.0.1:*,https://localhost:*",
 }
 
 

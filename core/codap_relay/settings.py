@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .store.base import PURGE_GRACE_SECONDS
 
 DEFAULT_CORS = "https://codap.concord.org,https://codap3.concord.org"
+# A frame-ancestors source: scheme://host with an optional port or ":*" (no paths, spaces, commas or semicolons,
+# which would end the CSP directive).
+ANCESTOR_RE = re.compile(r"^https?://(\*\.)?[A-Za-z0-9.-]+(:(\d{1,5}|\*))?$")
 BASE_PATH_RE = re.compile(r"^[A-Za-z0-9._~-]+(/[A-Za-z0-9._~-]+)*$")
 
 
@@ -77,6 +80,10 @@ class Settings(BaseModel):
     stream_max_seconds: float = Field(0, ge=0)
     mcp_tool_timeout_seconds: float = Field(15, gt=0, le=15)  # the same 29 s budget as max_wait_seconds
     allowed_hosts: tuple[str, ...] = ("*",)
+    # The pages that may show the plugin in a frame (the plugin page's CSP frame-ancestors): CODAP's public
+    # origins by default; the relay's own origin (PUBLIC_BASE_URL, or 'self') always may. Patterns such as
+    # http://localhost:* allow every port (a CODAP build served on this machine).
+    frame_ancestors: tuple[str, ...] = tuple(DEFAULT_CORS.split(","))
     public_base_url: str | None = None
     # The path in front of every public URL on a custom domain with a base path mapping ("/codap" for
     # https://relay.example.org/codap/...): API Gateway keeps it in the path it hands the functions.
@@ -94,11 +101,22 @@ class Settings(BaseModel):
             )
         return self
 
-    @field_validator("cors_origin", "allowed_hosts", mode="before")
+    @field_validator("cors_origin", "allowed_hosts", "frame_ancestors", mode="before")
     @classmethod
     def _split_list(cls, v: Any) -> Any:
         if isinstance(v, str):
             return tuple(p.strip().rstrip("/") for p in v.split(",") if p.strip())
+        return v
+
+    @field_validator("frame_ancestors")
+    @classmethod
+    def _ancestors(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for origin in v:
+            if not ANCESTOR_RE.match(origin):
+                raise ValueError(
+                    f"{origin!r} is not an origin: give scheme://host, scheme://host:port or scheme://host:* "
+                    "(comma-separated, e.g. https://codap.concord.org,http://localhost:*)"
+                )
         return v
 
     @field_validator("public_base_path", mode="before")

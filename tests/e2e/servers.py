@@ -15,6 +15,10 @@ from codap_relay.store.memory import MemoryStore
 from codap_relay.testing.plugin_page import wait_until
 from codap_relay.testing.servers import free_port
 
+# The test hosts that frame the plugin: CODAP and the fake host on loopback, on any port, as 127.0.0.1 and as
+# localhost (the cross-site variant), over http and https.
+TEST_FRAME_ANCESTORS = "http://127.0.0.1:*,http://localhost:*,https://127.0.0.1:*,https://localhost:*"
+
 
 def e2e_settings(**overrides: Any) -> Settings:
     base: dict[str, Any] = {
@@ -24,6 +28,7 @@ def e2e_settings(**overrides: Any) -> Settings:
         "rate_limit_request_per_code": 10_000,
         "rate_limit_status_per_ip": 10_000,
         "request_bytes_per_ip_per_hour": 10**10,
+        "frame_ancestors": TEST_FRAME_ANCESTORS,
     }
     base.update(overrides)
     return Settings(**base)

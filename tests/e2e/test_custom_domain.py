@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from servers import TEST_FRAME_ANCESTORS
 
 from codap_relay.testing.plugin_page import call_tool, ok_result
 from support import local_api_process
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.browser
 def custom_domain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = tmp_path_factory.mktemp("custom-domain") / "relay.db"
     args = ["--store", f"sqlite:///{store}", "--base-path", "codap", "--parameter", "PublicBasePath=/codap"]
-    env = {**os.environ, "HEARTBEAT_SECONDS": "1"}
+    env = {**os.environ, "HEARTBEAT_SECONDS": "1", "FRAME_ANCESTORS": TEST_FRAME_ANCESTORS}
     with local_api_process(*args, env=env, prefix="/codap") as (base, _process):
         yield base
 

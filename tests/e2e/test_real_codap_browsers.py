@@ -191,7 +191,7 @@ def test_a_class_behind_one_address_over_the_session_limit_waits_and_pairs_by_it
     assert refused >= 2
 
 
-def test_a_plugin_that_cannot_start_says_so(browser: Any, relay_url: str) -> None:
+def test_a_plugin_that_cannot_start_says_so(browser: Any, relay_url: str, host_url: str) -> None:
     """The start-up failures with no CODAP in them: a file of the plugin that does not load, a relay that cannot
     be reached, a parent page that is not CODAP. Each ends in a message that says what to do, never in
     "Starting…" for good."""
@@ -213,10 +213,47 @@ def test_a_plugin_that_cannot_start_says_so(browser: Any, relay_url: str) -> Non
 
         # In a frame whose parent never answers the CODAP handshake: a code all the same, and a word about CODAP.
         framed = context.new_page()
+        framed.goto(f"{host_url}/codap_model.js")  # a page on a host the relay lets frame the plugin (FRAME_ANCESTORS)
         framed.set_content(f'<iframe src="{relay_url}/plugin/?handshake=1" width="400" height="600"></iframe>')
         plugin = framed.frame_locator("iframe")
         wait_until(lambda: plugin.locator("#status").inner_text() == "Connected", "the framed plugin to pair")
         assert "no answer yet" in plugin.locator("#codap-status").inner_text()
         assert len(plugin.locator("#code").inner_text().replace("-", "")) == 8
+    finally:
+        context.close()
+
+
+def test_the_plugin_refuses_to_be_framed_by_an_unlisted_origin_and_a_strangers_relay(
+    browser: Any, host_url: str
+) -> None:
+    """The plugin's CSP: only FRAME_ANCESTORS (CODAP) and the relay itself may show it in a frame; a page on any
+    other origin sees the frame blocked. And ?relay= naming a relay elsewhere is refused with a message, never
+    paired with (its copy buttons would hand out that relay's URLs)."""
+    relay = Relay(e2e_settings(frame_ancestors="https://codap.concord.org"), MemoryStore())
+    context = browser.new_context()
+    try:
+        with serve_app(build_app(relay)) as only_codap:
+            page = context.new_page()
+            console: list[str] = []
+            page.on("console", lambda message: console.append(message.text))
+            page.goto(f"{host_url}/codap_model.js")  # a page on 127.0.0.1:<port>: not CODAP
+            page.set_content(f'<iframe id="p" src="{only_codap}/plugin/" width="400" height="600"></iframe>')
+            wait_until(lambda: len(page.frames) == 2 and page.frames[1].url != "", "the frame to load or fail")
+            wait_until(lambda: any("frame-ancestors" in line for line in console), "the browser to refuse the frame")
+            assert page.frames[1].url.startswith("chrome-error://"), page.frames[1].url
+
+            # The relay itself may frame its plugin (a CODAP build served at /codap/, the same origin).
+            own = context.new_page()
+            own.goto(f"{only_codap}/healthz")
+            own.set_content(f'<iframe src="{only_codap}/plugin/?handshake=1" width="400" height="600"></iframe>')
+            plugin = own.frame_locator("iframe")
+            wait_until(lambda: plugin.locator("#status").inner_text() == "Connected", "the same-origin frame to pair")
+
+            stranger = context.new_page()
+            stranger.goto(f"{only_codap}/plugin/?relay=https://relay.evil.example")
+            wait_until(lambda: stranger.inner_text("#status") == "Not connected", "the plugin to refuse ?relay=")
+            notice = stranger.inner_text("#notice")
+            assert "will not use it" in notice and "relay.evil.example" in notice, notice
+            assert stranger.inner_text("#code") == "…"  # no code, so nothing to copy
     finally:
         context.close()

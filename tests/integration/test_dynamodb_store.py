@@ -172,9 +172,9 @@ async def test_http_response_at_the_limit_is_stored_and_one_byte_over_is_refused
         payload = json.dumps({"code": code, "id": "a", "result": {"text": text}}, separators=(",", ":")).encode()
         assert len(payload) == LIMIT
         headers = {**bearer(created["browserToken"]), "Content-Type": "application/json"}
-        over = await client.post("/response", content=payload + b" ", headers=headers)
+        over = await client.post("/response", params={"code": code}, content=payload + b" ", headers=headers)
         assert over.status_code == 413 and over.json()["error"] == "payload_too_large"
-        exact = await client.post("/response", content=payload, headers=headers)
+        exact = await client.post("/response", params={"code": code}, content=payload, headers=headers)
         assert exact.status_code == 202, exact.text
         read = await client.get("/response", params={"code": code, "id": "a"})
         assert read.status_code == 200 and read.json()["result"]["text"] == text

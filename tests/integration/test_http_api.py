@@ -324,7 +324,10 @@ async def test_a_picture_in_a_result_is_checked_then_passed_on_byte_for_byte(
     assert assert_error(r, 400, "invalid_result")["field"] == "result.content[1].data"
     assert (await client.get("/response", params={"code": code, "id": "img"})).status_code == 202
     good = {"content": [{"type": "text", "text": "A graph."}, {"type": "image", "mimeType": "image/png", "data": data}]}
-    r = await client.post("/response", json={"code": code, "id": "img", "result": good}, headers=auth(session))
+    # ?code=: the token is checked before the body is read, so the answer may be larger than a request
+    r = await client.post(
+        "/response", params={"code": code}, json={"code": code, "id": "img", "result": good}, headers=auth(session)
+    )
     assert r.status_code == 202, r.text
     back = await client.get("/response", params={"code": code, "id": "img"})
     assert back.status_code == 200 and base64.b64decode(back.json()["result"]["content"][1]["data"]) == picture
@@ -576,3 +579,92 @@ async def test_stream_ends_when_its_client_disconnects(spec_version: str) -> Non
         await asyncio.sleep(0.01)
     gone.set()
     await asyncio.wait_for(task, 2)  # without the disconnect check, 2.4 runs on until its heartbeat fails
+
+
+# --- security issue 24: Host checks on every route, the plugin page's CSP, the token before the body ----------
+
+
+async def test_every_route_refuses_a_host_outside_allowed_hosts() -> None:
+    """DNS rebinding (evil.example resolving to 127.0.0.1) reaches no route of a relay with ALLOWED_HOSTS, and
+    no answer writes the attacker's host name into a URL; the relay's own names pass on any port."""
+    relay = Relay(make_settings(allowed_hosts="localhost,127.0.0.1,[::1]"), MemoryStore())
+    transport = httpx.ASGITransport(app=build_app(relay))
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost:8080") as c:
+        evil = {"Host": "evil.example:8080"}
+        for method, path in [
+            ("GET", "/"),
+            ("GET", "/plugin"),
+            ("GET", "/plugin/"),
+            ("GET", "/llms.txt"),
+            ("GET", "/openapi.json"),
+            ("GET", "/healthz"),
+            ("POST", "/api/sessions"),
+            ("GET", "/stream?code=ABCD2345"),
+            ("POST", "/request"),
+            ("POST", "/mcp"),
+        ]:
+            r = await c.request(method, path, headers=evil)
+            body = assert_error(r, 421, "host_not_allowed")
+            assert "ALLOWED_HOSTS" in body["message"] and "evil" not in r.text, (path, r.text)
+        for host in ("localhost:8080", "127.0.0.1:9999", "[::1]:8080", "localhost"):
+            r = await c.get("/", headers={"Host": host})
+            assert r.status_code == 200 and r.json()["plugin"] == f"http://{host}/plugin/", r.text
+        redirect = await c.get("/plugin", headers={"Host": "127.0.0.1:8080"})
+        assert redirect.status_code in (307, 308) and redirect.headers["location"].startswith("http://127.0.0.1:8080/")
+
+
+async def test_the_plugin_page_has_a_csp_that_names_codap_as_its_only_framers() -> None:
+    relay = Relay(make_settings(), MemoryStore())
+    transport = httpx.ASGITransport(app=build_app(relay))
+    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
+        for path in ("/plugin/", "/plugin/js/main.js", "/plugin/styles.css"):
+            r = await c.get(path)
+            assert r.status_code == 200
+            policy = {d.split()[0]: d.split()[1:] for d in r.headers["content-security-policy"].split("; ")}
+            assert policy["frame-ancestors"] == ["'self'", "https://codap.concord.org", "https://codap3.concord.org"]
+            assert policy["script-src"] == ["'self'"] and policy["default-src"] == ["'none'"]
+            assert "'unsafe-inline'" not in r.headers["content-security-policy"]
+            assert policy["connect-src"][0] == "'self'"
+        page = (await c.get("/plugin/")).text
+        assert "<script>" not in page and " on" not in page.split("<body>")[1].split(">")[0]  # nothing inline
+        assert "content-security-policy" not in (await c.get("/healthz")).headers  # the API answers JSON only
+    settings = make_settings(frame_ancestors="http://localhost:*", public_base_url="https://r.example/v1")
+    framed = Relay(settings, MemoryStore())
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(framed)), base_url="http://t") as c:
+        csp = (await c.get("/plugin/")).headers["content-security-policy"]
+        assert "frame-ancestors 'self' http://localhost:* https://r.example" in csp
+
+
+def test_frame_ancestors_must_be_origins() -> None:
+    from codap_relay.settings import Settings, SettingsError
+
+    for bad in ("https://codap.concord.org; script-src *", "codap.concord.org", "https://x.org/app", "*"):
+        with pytest.raises(SettingsError, match="FRAME_ANCESTORS"):
+            Settings.from_env({"FRAME_ANCESTORS": bad, "RELAY_STORE": "memory:"})
+
+
+@pytest.mark.in_process  # the same route in every function; local-api's functions load the installed core
+async def test_post_response_checks_the_token_before_reading_the_body(
+    client: httpx.AsyncClient, session: dict[str, Any]
+) -> None:
+    """A caller without the session's token never gets its body read (up to 3 MB): refused before the JSON is
+    even looked at, with ?code= (what the plugin sends) wholly, without it at least for a missing token; and a
+    body read before the check is no larger than a request's."""
+    code = session["code"]
+    not_json = b"{" * 1000
+    json_headers = {"content-type": "application/json"}
+    wrong = {**json_headers, "Authorization": "Bearer not-the-token"}
+    r = await client.post("/response", params={"code": code}, content=not_json, headers=wrong)
+    assert_error(r, 403, "token_invalid")
+    assert_error(await client.post("/response", content=not_json, headers=json_headers), 401, "token_required")
+    big = json.dumps({"code": code, "id": "x", "result": "y" * 300_000}).encode()  # over a request's 256 KiB
+    too_big = assert_error(await client.post("/response", content=big, headers=wrong), 413, "payload_too_large")
+    assert "?code=" in too_big["message"]
+    # the plugin's way: ?code= and the token, then any answer up to MAX_RESPONSE_BYTES
+    await client.post("/request", json={"code": code, "id": "x", "tool": "get_codap_datasets"})
+    ok = await client.post("/response", params={"code": code}, content=big, headers={**json_headers, **auth(session)})
+    assert ok.status_code == 202, ok.text[:300]
+    other = await client.post(
+        "/response", params={"code": "ABCD2345"}, content=big, headers={**json_headers, **auth(session)}
+    )
+    assert other.status_code in (403, 404), other.text[:300]

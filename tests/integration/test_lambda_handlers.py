@@ -186,7 +186,9 @@ def test_the_full_log_of_a_session_over_6_mb_reads_in_pages_under_the_limit(aws:
         ask = {"code": CODE, "tool": "get_codap_datasets", "args": {}, "id": rid}
         assert invoke(aws, "request", "request", body=json.dumps(ask))["statusCode"] == 202
         result = {"content": [{"type": "text", "text": texts[rid]}]}
-        answered = invoke(aws, "response", "response", body=json.dumps({"code": CODE, "id": rid, "result": result}))
+        posted = json.dumps({"code": CODE, "id": rid, "result": result})
+        code_q = {"queryStringParameters": {"code": CODE}, "multiValueQueryStringParameters": {"code": [CODE]}}
+        answered = invoke(aws, "response", "response", body=posted, **code_q)  # ?code=: token checked first
         assert answered["statusCode"] == 202, answered["body"][:300]
 
     def check(pages: list[dict[str, Any]]) -> None:

@@ -187,9 +187,9 @@ async def test_the_largest_allowed_result_fits_through_every_function_that_carri
         head = {"code": code, "id": "big", "result": {"content": [{"type": "text", "text": ""}]}}
         body = worst_case_body(head, limit)
         headers = {**BROWSER_HEADERS, **bearer(token), "Content-Type": "application/json"}
-        over = await http.post("/response", content=body[:-2] + b'a"}]}}', headers=headers)
+        over = await http.post("/response", params={"code": code}, content=body[:-2] + b'a"}]}}', headers=headers)
         assert over.status_code == 413 and over.json()["error"] == "payload_too_large"  # the relay's own answer
-        posted = await http.post("/response", content=body, headers=headers)
+        posted = await http.post("/response", params={"code": code}, content=body, headers=headers)
         assert posted.status_code == 202, posted.text[:300]
         read = await http.get("/response", params={"code": code, "id": "big"})
         assert read.status_code == 200, read.text[:300]

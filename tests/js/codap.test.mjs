@@ -92,3 +92,46 @@ test("the timeline keeps the newest 500 message measures", async () => {
   assert.equal(timeline.entries.length, 500);
   assert.equal(timeline.entries[0].name, "codap-relay message 4");
 });
+
+test("messages go to CODAP's origin once known; only the hello goes to '*' before", async () => {
+  const listeners = [];
+  const targets = [];
+  const parent = {
+    postMessage(message, target) {
+      targets.push([message.type === "hello" ? "hello" : message.content.messageType, target]);
+      const reply = (data) =>
+        setTimeout(() => listeners.forEach((fn) => fn({ source: parent, origin: "https://codap.example", data })), 1);
+      if (message.type === "hello") reply({ type: "hello" });
+      if (message.content?.messageType === "call") {
+        reply({ type: "data-interactive", content: { messageType: "returnValue", uuid: message.content.uuid, value: { success: true } } });
+      }
+    },
+  };
+  const win = {
+    parent,
+    addEventListener: (type, fn) => type === "message" && listeners.push(fn),
+    setInterval: (fn, ms) => setInterval(fn, ms),
+    clearInterval: (t) => clearInterval(t),
+    setTimeout: (fn, ms) => setTimeout(fn, ms),
+    clearTimeout: (t) => clearTimeout(t),
+  };
+  const phone = new CodapPhone({ win, helloTimeoutMs: 50 });
+  phone.start();
+  await phone.call({ action: "get", resource: "a" });
+  assert.deepEqual(targets[0], ["hello", "*"]);
+  assert.deepEqual(targets.at(-1), ["call", "https://codap.example"]);
+  // another origin speaking from the parent window (it navigated) is not CODAP: ignored
+  const before = targets.length;
+  listeners.forEach((fn) =>
+    fn({ source: parent, origin: "https://evil.example", data: { type: "data-interactive", content: { messageType: "call", uuid: "x", value: {} } } }),
+  );
+  assert.equal(targets.length, before);
+
+  // where the browser names the parent's origin up front, even the hello goes only there
+  const named = { ...win, location: { ancestorOrigins: ["https://codap.example"] } };
+  targets.length = 0;
+  const early = new CodapPhone({ win: named, helloTimeoutMs: 50 });
+  early.start();
+  await early.whenConnected();
+  assert.deepEqual(targets[0], ["hello", "https://codap.example"]);
+});

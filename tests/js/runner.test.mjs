@@ -92,7 +92,7 @@ function postingOnAFakeClock(answers) {
   let clock = 0;
   const posts = [];
   const client = new RelayClient("http://relay", async (url, init) => {
-    assert.equal(`${init.method} ${url}`, "POST http://relay/response");
+    assert.equal(`${init.method} ${url}`, "POST http://relay/response?code=ABCD2345"); // the token checked before the body
     posts.push(clock);
     const [status, headers] = answers.shift();
     return new Response(JSON.stringify(status < 300 ? { status: "completed" } : { error: "busy", message: "wait" }), {

@@ -94,3 +94,15 @@ test("a refusal that waiting cannot fix is thrown at once", async () => {
   );
   assert.deepEqual(waits, []);
 });
+
+test("?relay= is used only for this page's own origin or a relay on this computer", async () => {
+  const { relayBaseFrom } = await import("../../core/codap_relay/plugin/js/relay.js");
+  const at = (href) => relayBaseFrom(new URL(href));
+  assert.equal(at("https://relay.example.org/v1/plugin/"), "https://relay.example.org/v1");
+  assert.equal(at("https://relay.example.org/plugin/?relay=https://relay.example.org/v2/"), "https://relay.example.org/v2");
+  assert.equal(at("https://relay.example.org/plugin/?relay=http://127.0.0.1:8080"), "http://127.0.0.1:8080");
+  assert.equal(at("https://relay.example.org/plugin/?relay=http://localhost:9000/"), "http://localhost:9000");
+  for (const stranger of ["https://evil.example", "https://relay.example.org.evil.example", "javascript:alert(1)", "not a url"]) {
+    assert.throws(() => at(`https://relay.example.org/plugin/?relay=${encodeURIComponent(stranger)}`), /will not use it/);
+  }
+});

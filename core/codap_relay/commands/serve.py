@@ -21,6 +21,19 @@ def register(sub: Any) -> None:
     p.add_argument("--cors-origin", help="comma-separated origins allowed to call the API from a browser")
     p.add_argument("--codap-dir", help="an unpacked CODAP build to serve at /codap/ (CODAP with no browser prompt)")
     p.add_argument(
+        "--max-connections",
+        type=int,
+        default=1000,
+        help="open connections at most; more are answered 503 with Retry-After (default 1000, and never more "
+        "than the process's file-handle limit allows)",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10,
+        help="seconds a new connection has to send its request's headers before it is closed (default 10)",
+    )
+    p.add_argument(
         "--log-level",
         default="INFO",
         type=str.upper,  # any case: info, INFO, Info
@@ -30,13 +43,31 @@ def register(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
+def connection_cap(wanted: int) -> int:
+    """--max-connections, kept under the file-handle limit (each connection holds one; the store, logs and the
+    listening socket need some too), so a flood meets the 503 rather than failing accept()."""
+    try:
+        import resource
+
+        soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return wanted
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(1, min(wanted, soft - 64))
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from .. import logs
     from ..local import create_app
+    from .connections import guarded_protocol
 
     logs.configure(args.log_level)
+    if args.max_connections < 1 or not args.header_timeout > 0:
+        print("codap-relay: --max-connections must be at least 1 and --header-timeout above 0", file=sys.stderr)
+        return 2
     base = f"http://{args.host if ':' not in args.host else f'[{args.host}]'}:{args.port}"
     # On loopback, the MCP endpoint's DNS-rebinding guard is on by default: only loopback Host headers pass.
     hosts = None
@@ -72,5 +103,6 @@ def run(args: argparse.Namespace) -> int:
         log_config=None,
         timeout_graceful_shutdown=3,
         proxy_headers=False,
+        http=guarded_protocol(connection_cap(args.max_connections), args.header_timeout),
     )
     return 0

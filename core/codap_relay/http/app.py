@@ -20,6 +20,7 @@ from ..extras import missing_extra
 from ..relay import Relay
 from .context import allowed_origins
 from .errors import error_response, http_error_handler, internal_error_handler, relay_error_handler
+from .guards import HostAndFrameGuard
 from .llms import routes as llms_routes
 from .middleware import CorrelationAndAccessLog
 from .resources import routes as resource_routes
@@ -86,6 +87,7 @@ def build_app(
         routes=routes,
         middleware=[
             Middleware(CorrelationAndAccessLog),
+            Middleware(HostAndFrameGuard, settings=relay.settings),
             Middleware(
                 CORSMiddleware,
                 allow_origins=origins,

@@ -27,6 +27,11 @@ STATUS: list[tuple[type[e.RelayError], int]] = [
 ]
 
 
+HOST_NOT_ALLOWED = (
+    "This relay does not answer to that host name. Use the relay's public URL (its ALLOWED_HOSTS setting)."
+)
+
+
 def status_for(exc: e.RelayError) -> int:
     for cls, status in STATUS:
         if isinstance(exc, cls):

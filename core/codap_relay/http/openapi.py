@@ -196,6 +196,14 @@ def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -
                 "operationId": "postToolResponse",
                 "summary": "Answer a tool request (the plugin does this)",
                 "security": BEARER,
+                "parameters": [
+                    _param(
+                        "code",
+                        "query",
+                        "The body's pairing code again: the token is then checked before the body is read; "
+                        "without it a body may be no larger than a request's",
+                    )
+                ],
                 "requestBody": {"required": True, "content": {"application/json": {"schema": _ref(s.ToolResponse)}}},
                 "responses": {"202": _json(s.Answered, "Stored"), **_errors(400, 401, 403, 404, 409, 413, 429, 503)},
             },

@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 from .. import __version__
 from ..clock import iso
 from ..codes import normalise_code
-from ..errors import BadInput
+from ..errors import BadInput, PayloadTooLarge, TokenMissing
 from ..relay import Answer
 from . import schemas as s
 from .bodies import parse, read_json
@@ -166,13 +166,40 @@ async def post_request(request: Request) -> Response:
 
 
 async def post_response(request: Request) -> Response:
+    """The browser token is checked before the body is read: with ``?code=`` (the plugin sends it) the whole
+    check, else at least that a token is there; and a body read before the check (no ``?code=``) may be no
+    larger than a request's, so a caller without the token never gets the relay to read up to 3 MB."""
     relay = relay_of(request)
-    body = parse(s.ToolResponse, await read_json(request, relay.settings.max_response_bytes))
+    token = bearer_token(request)
+    client = client_ip(request)
+    early = request.query_params.get("code")
+    if early is not None:
+        checked = normalise_code(early)
+        await relay.session_for_plugin(checked, token, client=client)
+        limit = relay.settings.max_response_bytes
+    else:
+        if not token and relay.settings.require_browser_token:
+            raise TokenMissing(
+                "This endpoint is for the CODAP plugin and needs the session's browser token "
+                "(Authorization: Bearer <browserToken>)."
+            )
+        limit = min(relay.settings.max_request_bytes, relay.settings.max_response_bytes)
+    try:
+        raw = await read_json(request, limit)
+    except PayloadTooLarge as exc:
+        if early is None and limit < relay.settings.max_response_bytes:
+            raise PayloadTooLarge(
+                f"{exc.message} Add ?code=<pairing code> to the URL: the token is then checked before the body "
+                f"is read, and an answer may have up to {relay.settings.max_response_bytes} bytes.",
+                limit=limit,
+            ) from exc
+        raise
+    body = parse(s.ToolResponse, raw)
     code = normalise_code(body.code)
+    if early is not None and code != checked:
+        raise BadInput("The body's `code` differs from ?code=; send one session's code in both.", field="code")
     error = None if body.error is None else body.error.model_dump(exclude_none=True)
-    stored = await relay.respond(
-        code, bearer_token(request), body.id, result=body.result, error=error, client=client_ip(request)
-    )
+    stored = await relay.respond(code, token, body.id, result=body.result, error=error, client=client)
     return JSONResponse({"id": stored.id, "status": stored.status}, status_code=202)
 
 

@@ -161,6 +161,7 @@ class FakePlugin:
             try:
                 r = await self.client.post(
                     "/response",
+                    params={"code": self.code},  # the token is checked before the body is read
                     json={"code": self.code, "id": rid, **outcome},
                     headers={"Authorization": f"Bearer {self.token}"},
                 )

@@ -25,6 +25,11 @@ function newUuid() {
   return `${random}-${counter}`;
 }
 
+/** A tuple origin postMessage can target; null for an opaque ("null") or missing one. */
+function originOrNull(origin) {
+  return typeof origin === "string" && /^https?:\/\/[^/]+$/.test(origin) ? origin : null;
+}
+
 export class CodapPhone {
   constructor({
     win = globalThis.window,
@@ -38,6 +43,11 @@ export class CodapPhone {
     this.win = win;
     this.parent = win?.parent;
     this.embedded = Boolean(win && this.parent && this.parent !== win);
+    // Where our messages may go: CODAP's origin once known. The browser names the parent's origin up front
+    // (location.ancestorOrigins, Chrome and Safari); otherwise the first message from the parent (its hello)
+    // names it. Until then only the hello goes out, to "*": it carries nothing, and CODAP's origin is not
+    // fixed (codap.concord.org, codap3, a school's own build), so it cannot be named before CODAP speaks.
+    this.parentOrigin = originOrNull(win?.location?.ancestorOrigins?.[0]);
     this.timeoutMs = timeoutMs;
     this.changeTimeoutMs = changeTimeoutMs;
     this.helloIntervalMs = helloIntervalMs;
@@ -118,7 +128,7 @@ export class CodapPhone {
   }
 
   _post(message) {
-    this.parent.postMessage(message, "*");
+    this.parent.postMessage(message, this.parentOrigin ?? "*");
   }
 
   _stopHello() {
@@ -128,6 +138,8 @@ export class CodapPhone {
 
   _receive(event) {
     if (event.source !== this.parent) return; // anyone may post to us; only CODAP counts
+    if (this.parentOrigin === null) this.parentOrigin = originOrNull(event.origin);
+    else if (event.origin !== undefined && event.origin !== this.parentOrigin) return; // navigated elsewhere
     let data = event.data;
     if (typeof data === "string") {
       try {

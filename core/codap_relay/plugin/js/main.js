@@ -187,7 +187,7 @@ function connect() {
     tools,
     store,
     post: (id, body) => client.postResponse(code, token, id, body),
-    onActivity: (update) => ui.activity(update),
+    onActivity: (update) => ui.activity({ ...update, code }), // rows are per code: ids repeat across codes
   });
   stream = new StreamConnection({
     base: relayBase,

@@ -20,12 +20,37 @@ export function parseRetryAfter(value, now = Date.now()) {
   return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/**
+ * The relay this page talks to: the one that served it (everything before /plugin/), or the one ?relay= names
+ * if that is on this page's own origin or on this computer (loopback, a local codap-relay). Any other ?relay=
+ * is refused with an error that says so: a link to a relay's plugin must not pair it with a stranger's relay,
+ * whose code and copy buttons would then hand the LLM that relay's URLs. (The page's CSP limits where it may
+ * connect too: http/guards.py.)
+ */
 export function relayBaseFrom(location) {
   const url = new URL(location.href);
+  const own = url.origin + url.pathname.replace(/\/plugin(\/.*)?$/, "");
   const override = url.searchParams.get("relay");
-  if (override) return override.replace(/\/+$/, "");
-  // served by the relay at <base>/plugin/...: the relay is everything before /plugin/
-  return url.origin + url.pathname.replace(/\/plugin(\/.*)?$/, "");
+  if (!override) return own;
+  let target = null;
+  try {
+    target = new URL(override);
+  } catch {
+    target = null;
+  }
+  const allowed =
+    target !== null &&
+    (target.origin === url.origin ||
+      ((target.protocol === "http:" || target.protocol === "https:") && LOOPBACK_HOSTS.has(target.hostname)));
+  if (!allowed) {
+    throw new Error(
+      `?relay=${override} names a relay other than the one that served this plugin (${url.origin}) and not one ` +
+        "on this computer, so the plugin will not use it. Open the plugin from that relay's own /plugin/ address",
+    );
+  }
+  return (target.origin + target.pathname).replace(/\/+$/, "");
 }
 
 export class RelayClient {
@@ -89,7 +114,8 @@ export class RelayClient {
   }
 
   postResponse(code, token, id, body) {
-    return this._json("/response", {
+    // ?code= lets the relay check the token before it reads the body (up to 3 MB)
+    return this._json(`/response?code=${encodeURIComponent(code)}`, {
       method: "POST",
       headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
       body: JSON.stringify({ code, id, ...body }),

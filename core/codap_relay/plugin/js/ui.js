@@ -125,8 +125,14 @@ export function createUI(doc = document) {
       area.value = text;
       area.hidden = false;
     },
+    /**
+     * One row per request of one session: keyed by the session's code and the request's id, since a new code's
+     * LLM may reuse an id of the page's previous code. An update that names the tool refreshes the row's tool,
+     * label and arguments.
+     */
     activity(update) {
-      let entry = entries.get(update.id);
+      const key = `${update.code ?? ""} ${update.id}`;
+      let entry = entries.get(key);
       if (!entry) {
         if (!update.tool) return; // a status for an entry this page never showed
         const li = doc.createElement("li");
@@ -134,18 +140,23 @@ export function createUI(doc = document) {
           '<div class="entry-head"><span class="entry-tool"></span><span class="entry-state"></span></div>' +
           '<div class="entry-args"></div><div class="entry-result"></div>';
         li.dataset.requestId = update.id;
+        if (update.code) li.dataset.code = update.code;
         $("log").prepend(li);
         $("log-empty").hidden = true;
         entry = { li, tool: update.tool };
-        entries.set(update.id, entry);
-        li.querySelector(".entry-tool").textContent = update.tool;
+        entries.set(key, entry);
+      }
+      if (update.tool) {
+        entry.tool = update.tool;
+        const tool = entry.li.querySelector(".entry-tool");
+        tool.textContent = update.tool;
         if (update.label) {
           const label = doc.createElement("span");
           label.className = "entry-label";
           label.textContent = ` · ${update.label}`;
-          li.querySelector(".entry-tool").append(label);
+          tool.append(label);
         }
-        li.querySelector(".entry-args").textContent = summarizeArgs(update.tool, update.args);
+        entry.li.querySelector(".entry-args").textContent = summarizeArgs(update.tool, update.args);
       }
       const label = STATE_TEXT[update.status];
       if (update.status !== "delivered" && update.status !== "retrying") {
