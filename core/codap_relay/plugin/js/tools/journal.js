@@ -12,8 +12,11 @@
 import { ToolError, get } from "./context.js";
 
 export const MAX_CALLS = 10;
-/** A larger document is not journaled (each changing call would copy it twice). */
-export const MAX_STATE_CHARS = 2_000_000;
+/**
+ * A larger document is not journaled: each changing call copies it twice, and CODAP takes about 0.3 s to copy a
+ * document of 1 MB, which would triple a tool's time. A class's own data (a few hundred rows) is well inside.
+ */
+export const MAX_STATE_CHARS = 300_000;
 const SNAPSHOT_WAIT_MS = 10_000;
 const RESTORE_WAIT_MS = 20_000;
 
