@@ -26,6 +26,10 @@ ROOMY: dict[str, Any] = {
     "rate_limit_session_per_ip": 100_000,
     "rate_limit_request_per_code": 100_000,
     "guess_limit_per_ip": 100_000,
+    "rate_limit_status_per_ip": 100_000,
+    "max_pending_requests_per_session": 100_000,
+    "max_pending_bytes_per_session": 10**10,
+    "request_bytes_per_ip_per_hour": 10**10,
 }
 
 

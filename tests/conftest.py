@@ -63,6 +63,8 @@ LOCAL_API_ENV = {
     "GUESS_LIMIT_PER_IP": "100000",
     "RATE_LIMIT_STATUS_PER_IP": "100000",
     "REQUEST_BYTES_PER_IP_PER_HOUR": "10000000000",
+    "MAX_PENDING_REQUESTS_PER_SESSION": "100000",
+    "MAX_PENDING_BYTES_PER_SESSION": "10000000000",
     "HEARTBEAT_SECONDS": "1",
     "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
     # CODAP and the fake host on loopback frame the plugin (tests/e2e/servers.py TEST_FRAME_ANCESTORS).

@@ -40,6 +40,9 @@ class Server:
             "RATE_LIMIT_REQUEST_PER_CODE": "100000",
             "RATE_LIMIT_SESSION_PER_IP": "1000",
             "GUESS_LIMIT_PER_IP": "100000",
+            "MAX_PENDING_REQUESTS_PER_SESSION": "100000",
+            "MAX_PENDING_BYTES_PER_SESSION": "10000000000",
+            "REQUEST_BYTES_PER_IP_PER_HOUR": "10000000000",
         }
         self._cm: Any = None
         self.kills = 0

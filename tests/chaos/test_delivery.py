@@ -302,10 +302,10 @@ async def test_exactly_the_limit_passes_and_one_byte_more_is_413_with_nothing_st
     assert stored is not None and len(stored.args["cases"][0]["t"]) > limit_in - 200
 
     ans = {"code": code, "id": "big", "result": {"t": ""}}
-    r = await send("/response", padded(ans, ["result", "t"], limit_out + 1), auth)
+    r = await send(f"/response?code={code}", padded(ans, ["result", "t"], limit_out + 1), auth)
     assert r.status_code == 413 and relay.store.get_response(code, "big") is None
     assert (await llm.get("/response", params={"code": code, "id": "big"})).status_code == 202
-    r = await send("/response", padded(ans, ["result", "t"], limit_out), auth)
+    r = await send(f"/response?code={code}", padded(ans, ["result", "t"], limit_out), auth)
     assert r.status_code == 202, r.text
     r = await llm.get("/response", params={"code": code, "id": "big"})
     assert r.status_code == 200 and len(r.json()["result"]["t"]) > limit_out - 200
