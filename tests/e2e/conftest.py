@@ -6,7 +6,7 @@ shape on DynamoDB Local), the plugin loaded from /<stage>/plugin/; tests marked 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,14 @@ from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from codap_relay.testing.chromium import CHROMIUM_ARGS, chromium_path
 from codap_relay.testing.plugin_page import PluginPage, new_page
-from codap_relay.testing.real_codap import HOW_TO_GET, codap_dist, codap_pages, codap_required, self_signed_certificate
+from codap_relay.testing.real_codap import (
+    HOW_TO_GET,
+    CodapPage,
+    codap_dist,
+    codap_pages,
+    codap_required,
+    self_signed_certificate,
+)
 from codap_relay.testing.servers import serve_app
 from support import also_through_local_api
 
@@ -127,3 +134,16 @@ def open_codap(browser: Any, codap_url: str) -> Iterator[Any]:
     ``codap`` serves CODAP from another base URL (https, another site); ``context_options`` go to new_context."""
     with codap_pages(browser, codap_url) as factory:
         yield factory
+
+
+@pytest.fixture(scope="module")
+def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
+    """Real CODAP pages for one test module (a browser context each), all closed after it."""
+    with codap_pages(browser, codap_url) as factory:
+        yield factory
+
+
+@pytest.fixture(scope="module")
+def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
+    """The module's shared CODAP page, paired with the session relay; each test names its own datasets."""
+    return pages(f"{relay_url}/plugin/")

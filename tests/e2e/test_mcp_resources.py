@@ -18,7 +18,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from codap_relay.testing.plugin_page import McpClient
-from codap_relay.testing.real_codap import CodapPage, codap_pages
+from codap_relay.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser]
 
@@ -29,12 +29,6 @@ ROWS = [
     {"name": "Cy", "height": 171, "group": "A"},
     {"name": "Di", "height": 158, "group": "B"},
 ]
-
-
-@pytest.fixture(scope="module")
-def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
-    with codap_pages(browser, codap_url) as factory:
-        yield factory
 
 
 @pytest.fixture(scope="module")

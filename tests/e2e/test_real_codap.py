@@ -31,7 +31,7 @@ from codap_relay.testing.plugin_page import (
     submit,
     wait_until,
 )
-from codap_relay.testing.real_codap import CodapPage, codap_pages, settle
+from codap_relay.testing.real_codap import CodapPage, settle
 from support import ARTIFACTS
 
 
@@ -41,18 +41,6 @@ def posted_answer(url: str) -> bool:
 
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
-    with codap_pages(browser, codap_url) as factory:
-        yield factory
-
-
-@pytest.fixture(scope="module")
-def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
-    """The shared CODAP page, paired with the session relay."""
-    return pages(f"{relay_url}/plugin/")
 
 
 # --- helpers -------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import base64
 import io
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,6 @@ from support import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 POINT_COLOUR = (0xE6, 0x80, 0x5B)  # CODAP's default point colour (get component: pointColor "#e6805b")
-
-
-@pytest.fixture(scope="module")
-def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
-    with codap_pages(browser, codap_url) as factory:
-        yield factory
 
 
 # --- helpers -------------------------------------------------------------------------------------------------

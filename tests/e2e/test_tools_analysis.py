@@ -12,12 +12,12 @@ count(x) counts the non-empty values; numeric aggregates ignore values that are 
 from __future__ import annotations
 
 import statistics as st
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from codap_relay.testing.real_codap import CodapPage, codap_pages
+from codap_relay.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 
@@ -31,17 +31,6 @@ ROWS: list[dict[str, Any]] = [
     {"height": 159.5, "arm span": 161, "group": "", "name": "Gus"},
     {"height": 166, "arm span": 164, "group": "b", "name": "Hal"},
 ]
-
-
-@pytest.fixture(scope="module")
-def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
-    with codap_pages(browser, codap_url) as factory:
-        yield factory
-
-
-@pytest.fixture(scope="module")
-def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
-    return pages(f"{relay_url}/plugin/")
 
 
 def make_dataset(codap: CodapPage, name: str, rows: list[dict[str, Any]] = ROWS) -> None:

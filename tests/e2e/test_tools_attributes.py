@@ -4,7 +4,7 @@ delete datasets, import CSV text or an https CSV file. Every effect is read back
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from codap_relay.testing.real_codap import CodapPage, codap_pages, self_signed_certificate
+from codap_relay.testing.real_codap import CodapPage, self_signed_certificate
 from codap_relay.testing.servers import serve_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
@@ -25,17 +25,6 @@ CSV = 'name,zip,height,note\r\nAnn,007,1.50,"likes ""tea"", cake"\r\nBo,010,172,
 def browser_args() -> list[str]:
     """The test's CSV server on loopback has a self-signed certificate: accept it, as a real site's is."""
     return ["--ignore-certificate-errors"]
-
-
-@pytest.fixture(scope="module")
-def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
-    with codap_pages(browser, codap_url) as factory:
-        yield factory
-
-
-@pytest.fixture(scope="module")
-def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
-    return pages(f"{relay_url}/plugin/")
 
 
 @pytest.fixture(scope="module")

@@ -7,25 +7,13 @@ frame that bypasses the plugin's code); each test names its own datasets on one 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from codap_relay.testing.real_codap import CodapPage, codap_pages
+from codap_relay.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
-
-
-@pytest.fixture(scope="module")
-def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
-    with codap_pages(browser, codap_url) as factory:
-        yield factory
-
-
-@pytest.fixture(scope="module")
-def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
-    return pages(f"{relay_url}/plugin/")
 
 
 # --- helpers -------------------------------------------------------------------------------------------------

@@ -3,25 +3,13 @@ window moved, resized, retitled, hidden, shown and closed. Every outcome is read
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from codap_relay.testing.real_codap import CodapPage, codap_pages
+from codap_relay.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
-
-
-@pytest.fixture(scope="module")
-def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
-    with codap_pages(browser, codap_url) as factory:
-        yield factory
-
-
-@pytest.fixture(scope="module")
-def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
-    return pages(f"{relay_url}/plugin/")
 
 
 def make_dataset(codap: CodapPage, name: str, rows: list[dict[str, Any]]) -> None:

@@ -5,13 +5,12 @@ and CODAP's adornments (add_codap_adornment, remove_codap_adornment). Every outc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from statistics import mean, median
 from typing import Any
 
 import pytest
 
-from codap_relay.testing.real_codap import CodapPage, codap_pages
+from codap_relay.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 
@@ -24,17 +23,6 @@ ROWS: list[dict[str, Any]] = [
 ]
 HEIGHTS = [float(r["h"]) for r in ROWS]
 WEIGHTS = [float(r["w"]) for r in ROWS]
-
-
-@pytest.fixture(scope="module")
-def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
-    with codap_pages(browser, codap_url) as factory:
-        yield factory
-
-
-@pytest.fixture(scope="module")
-def codap(pages: Callable[..., CodapPage], relay_url: str) -> CodapPage:
-    return pages(f"{relay_url}/plugin/")
 
 
 def dataset(codap: CodapPage, name: str) -> None:
