@@ -73,6 +73,8 @@ def build(store_url: str, *, poll: bool, heartbeat: float, wakeups: bool = True)
         "guess_limit_per_ip": UNLIMITED,
         "rate_limit_status_per_ip": UNLIMITED,
         "request_bytes_per_ip_per_hour": UNLIMITED * 1000,
+        # The real CODAP build is served from loopback here: it must be allowed to frame the plugin.
+        "frame_ancestors": "http://127.0.0.1:*,http://localhost:*",
     }
     # Only the limits this version of the relay has: the benchmark can then measure an earlier one (before/after).
     limits = {k: v for k, v in limits.items() if k in Settings.model_fields}

@@ -51,6 +51,8 @@ def serve_app(app: Any, *, port: int | None = None, tls: tuple[Path, Path] | Non
         lifespan="off",
         ssl_certfile=certificate,
         ssl_keyfile=key,
+        # A browser keeps its connections open: without a bound, shutdown waits for them until the join gives up.
+        timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
