@@ -403,7 +403,9 @@ def measure_typed_tools(session: Session, *, cases: int, repeats: int) -> None:
         call("create_codap_map", "create_codap_map", {"datasetName": "s1", "title": f"map {r}"})
         call("delete_codap_component (table)", "delete_codap_component", {"component": f"table {r}"})
         call("delete_codap_component (map)", "delete_codap_component", {"component": f"map {r}"})
-    for r in runs:
+    # Restore points are kept only for documents up to 300 KB of JSON (tools/journal.js): the quick run's small
+    # document has them, the full size does not, and there the tool says so instead.
+    for r in runs if cases <= 100 else ():
         call("create_codap_text (to take back)", "create_codap_text", {"text": f"undo me {r}"})
         call("undo_codap_tool_calls (the last call)", "undo_codap_tool_calls", {"lastCalls": 1})
     for _ in runs:

@@ -92,7 +92,7 @@ export function createJournal({ send, listen, sleep }) {
     const text = JSON.stringify(state);
     if (text.length > MAX_STATE_CHARS) {
       throw new ToolError(
-        `The document is too large to keep restore points of (${Math.round(text.length / 1e6)} MB of JSON).`,
+        `The document is too large to keep restore points of (${Math.round(text.length / 1000)} KB of JSON; the limit is ${MAX_STATE_CHARS / 1000} KB).`,
         "journal_unavailable",
       );
     }
