@@ -67,6 +67,20 @@ const COMPONENT_NAMES = {
   image: "an image",
 };
 
+/**
+ * How a component is found by what a model calls it, strictest first: its id, its name, its title, then name or
+ * title in any case. The first test that matches one component decides; more than one is ambiguous.
+ */
+export function nameMatchers(key) {
+  const lower = key.toLowerCase();
+  return [
+    (c) => String(c.id) === key,
+    (c) => c.name === key,
+    (c) => c.title === key,
+    (c) => String(c.name ?? "").toLowerCase() === lower || String(c.title ?? "").toLowerCase() === lower,
+  ];
+}
+
 /** `"Title" (id 12)` for the graphs a message names. */
 export const graphLabel = (g) => `${JSON.stringify(g.title || g.name || `graph ${g.id}`)} (id ${g.id})`;
 
@@ -199,14 +213,7 @@ export function createCodapQuery({ call, sleep, now }) {
       throw new ToolError(`Say which graph: give its name, title or id. ${listing}`, "invalid_arguments", { available });
     }
     const key = String(wanted).trim();
-    const lower = key.toLowerCase();
-    const tests = [
-      (c) => String(c.id) === key,
-      (c) => c.name === key,
-      (c) => c.title === key,
-      (c) => String(c.name ?? "").toLowerCase() === lower || String(c.title ?? "").toLowerCase() === lower,
-    ];
-    for (const matches of tests) {
+    for (const matches of nameMatchers(key)) {
       const graphMatches = graphs.filter(matches);
       if (graphMatches.length === 1) return graphMatches[0];
       if (graphMatches.length > 1) {

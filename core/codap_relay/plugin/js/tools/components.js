@@ -2,6 +2,7 @@
 // Components: tables, text boxes, sliders and maps to make; any component (but this plugin) to move, resize,
 // retitle, hide, show or close.
 
+import { nameMatchers } from "../codap_query.js";
 import { ToolError, get, invalid, toolResult } from "./context.js";
 
 /** Names CODAP recognizes (lower case) for a map's point coordinates (v3 map-types.ts, kLatNames/kLongNames). */
@@ -59,17 +60,10 @@ export function createComponentTools(ctx) {
   /** The component `wanted` names (id, name or title), or an error naming the components CODAP has. */
   function pickComponent({ components, frameId }, wanted) {
     const key = String(wanted).trim();
-    const lower = key.toLowerCase();
     const others = components.filter((c) => c.id !== frameId);
     const available = others.map(label);
     const listing = others.length ? `Components in CODAP: ${available.join(", ")}.` : "CODAP has no components but this plugin.";
-    const tests = [
-      (c) => String(c.id) === key,
-      (c) => c.name === key,
-      (c) => c.title === key,
-      (c) => String(c.name ?? "").toLowerCase() === lower || String(c.title ?? "").toLowerCase() === lower,
-    ];
-    for (const matches of tests) {
+    for (const matches of nameMatchers(key)) {
       const found = components.filter(matches);
       if (found.length === 1) {
         if (found[0].id === frameId) {
