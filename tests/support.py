@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,15 @@ from codap_relay.testing.servers import ServerProcess, free_port, wait_healthy
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"  # screenshots and pictures the tests leave for a person to look at
 EVENTS = ROOT / "events"
+
+
+def clear_of_rate_window(needed: float = 15.0) -> None:
+    """The relay counts per fixed wall-clock minute. A test that expects the n-th call in a row to be refused waits,
+    when fewer than ``needed`` seconds are left of this minute, for the next one: calls that straddle a minute's
+    end are counted in two windows and none is refused."""
+    left = 60 - time.time() % 60
+    if left < needed:
+        time.sleep(left + 0.05)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ import pytest
 from codap_relay.testing.fake_plugin import FakePlugin
 from codap_relay.testing.servers import bearer
 from codap_relay.testing.sse_client import iter_events
-from support import serve_process
+from support import clear_of_rate_window, serve_process
 
 
 @pytest.fixture
@@ -184,6 +184,7 @@ def test_forwarded_for_from_loopback_does_not_reset_limits_without_trust_proxy(
     not make a new address for the per-address session limit (uvicorn's proxy_headers would, from loopback)."""
     env = {**server_env, "RATE_LIMIT_SESSION_PER_IP": "3"}
     with serve_process("--store", "memory:", env=env) as (base, _):
+        clear_of_rate_window()
         statuses = [
             httpx.post(f"{base}/api/sessions", json={}, headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code
             for i in range(5)

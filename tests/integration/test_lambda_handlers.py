@@ -25,7 +25,7 @@ from codap_relay.testing.lambda_context import LambdaContext as Context
 from codap_relay.testing.lambda_harness import function_env, load_function, unload_function
 from codap_relay.testing.servers import serve_app
 from dynamodb_local import CREDENTIALS, new_table
-from support import EVENTS, ROOT
+from support import EVENTS, ROOT, clear_of_rate_window
 
 CODE = "ABCD2345"  # the pairing code and browser token the events/ files carry
 TOKEN = "sample-browser-token-not-a-secret"
@@ -145,6 +145,7 @@ def test_errors_have_status_message_and_correlation_id(aws: dict[str, Any]) -> N
 
 
 def test_rate_limited_sessions_get_429_with_retry_after(aws: dict[str, Any], capfd: pytest.CaptureFixture[str]) -> None:
+    clear_of_rate_window()
     codes = [invoke(aws, "sessions", "sessions-create-rate-limited")["statusCode"] for _ in range(SESSION_LIMIT)]
     assert codes == [201] * SESSION_LIMIT
     limited = invoke(aws, "sessions", "sessions-create-rate-limited")

@@ -20,7 +20,7 @@ from codap_relay.settings import Settings
 from codap_relay.testing.fake_plugin import FakePlugin
 from codap_relay.testing.servers import ServerProcess, bearer
 from codap_relay.testing.sse_client import iter_events
-from support import local_api_process
+from support import clear_of_rate_window, local_api_process
 
 GRACE = 6  # CONNECTED_GRACE_SECONDS: above the stream's 5 s refresh of the session, so an open stream stays connected
 ENV = {
@@ -148,6 +148,7 @@ def test_the_stream_function_tells_clients_apart(base: str) -> None:
     guesser = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=30)
     plugin = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"), timeout=30)
     with guesser, plugin:
+        clear_of_rate_window()
         codes = [
             guesser.get(f"{base}/stream", params={"code": f"ZZZZ222{n}", "mode": "poll"}).status_code
             for n in range(2, 7)
