@@ -302,6 +302,9 @@ def test_a_burst_of_ten_calls_is_a_few_announcements(open_plugin: Any, relay_url
     assert calls_counted(said) == 10, said
     assert len(said) <= 3, said  # at most one write per 2 s, after a 0.3 s settle; ten writes without it
     assert any("export_codap_data" in s and "absent" in s for s in said), said
+    # A log long enough to scroll: keyboard users can still reach and scroll it.
+    assert frame.locator("#log").evaluate("(log) => log.scrollHeight > log.clientHeight")
+    assert_no_violations(frame, "a scrolling activity log")
 
 
 # --- motion, zoom and small frames ------------------------------------------------------------------------
