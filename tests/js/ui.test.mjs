@@ -29,6 +29,7 @@ class El {
   append(el) {
     this.children.push(el);
   }
+  addEventListener() {} // the replay dialog's keyboard guard; not exercised here
   querySelector(selector) {
     const cls = selector.slice(1);
     for (const child of this.children) {

@@ -2,6 +2,8 @@
 // The DOM: pairing code, status, copy buttons, superseded banner, activity log, trace buttons and replay
 // progress. No logic beyond display.
 
+import { Announcer } from "./announce.js";
+import { closeDialog, guardDialog, openDialog } from "./dialog.js";
 import { displayCode, firstLine, formatDuration, formatTimeLeft, summarizeArgs } from "./format.js";
 
 const STATUS_TEXT = {
@@ -31,6 +33,11 @@ export function createUI(doc = document) {
   const entries = new Map();
   let expiresAt = null;
   let countdownTimer = null;
+  let shownCode = null;
+  const announcer = new Announcer({ write: (text) => ($("announcer").textContent = text) });
+  const spelled = (code) => `${code.slice(0, 4).split("").join(" ")}, ${code.slice(4).split("").join(" ")}`;
+  const replayDialog = /** @type {HTMLDialogElement} */ ($("replay-dialog"));
+  guardDialog(replayDialog, () => $("cancel-replay").click());
 
   function showNotice(text) {
     const el = $("notice");
@@ -69,8 +76,11 @@ export function createUI(doc = document) {
 
   return {
     setSession({ code, expiresAt: at }, relayBase) {
-      $("code").textContent = displayCode(code);
-      $("code").setAttribute("aria-label", `Pairing code ${code.split("").join(" ")}`);
+      $("code-text").textContent = displayCode(code);
+      // Spelled out, so that a screen reader reads characters, not a word.
+      $("code").setAttribute("aria-label", `Pairing code: ${spelled(code)}`);
+      if (code !== shownCode) announcer.say(`Pairing code: ${spelled(code)}.`);
+      shownCode = code;
       $("relay-url").textContent = relayBase;
       $("relay-url").title = relayBase;
       expiresAt = at;
@@ -79,8 +89,8 @@ export function createUI(doc = document) {
     },
     /** No code for now (a new one is being fetched): nothing to show or copy until ``setSession``. */
     clearSession() {
-      $("code").textContent = "…";
-      $("code").removeAttribute("aria-label");
+      $("code-text").textContent = "…";
+      $("code").setAttribute("aria-label", "Pairing code: none yet");
       expiresAt = null;
       $("time-left").textContent = "Expires in –";
       offerCopies(false);
@@ -91,6 +101,7 @@ export function createUI(doc = document) {
     },
     setStatus(state) {
       const el = $("status");
+      if (el.className !== `pill pill-${state}` && state !== "starting") announcer.say(STATUS_TEXT[state] ?? state);
       el.textContent = STATUS_TEXT[state] ?? state;
       el.className = `pill pill-${state}`;
     },
@@ -99,6 +110,7 @@ export function createUI(doc = document) {
     },
     showSuperseded(show) {
       $("superseded").hidden = !show;
+      if (show) announcer.say("This session moved to another tab.");
       offerCopies(!show); // the code is served in another tab now; "Connect here" takes it back
       if (show) $("connect-here").focus();
     },
@@ -106,12 +118,14 @@ export function createUI(doc = document) {
       clearInterval(countdownTimer);
       countdownTimer = null;
       showNotice(text);
+      if (text) announcer.say(text);
     },
     /** A notice that counts down to ``until`` (ms since the epoch): ``render(secondsLeft)`` gives its text. */
     countdown(until, render) {
       clearInterval(countdownTimer);
       const show = () => showNotice(render(Math.max(0, Math.ceil((until - Date.now()) / 1000))));
       show();
+      announcer.say($("notice").textContent); // once: the ticking seconds are not read out
       countdownTimer = setInterval(show, 1000);
     },
     /** A standing note about what this page cannot keep; it stays while other notices come and go. */
@@ -174,6 +188,9 @@ export function createUI(doc = document) {
         entry.li.querySelector(".entry-result").textContent = resultLine(update.body);
         showPicture(entry.li, update.body);
       }
+      if (update.status === "done" || update.status === "failed") {
+        announcer.call(entry.tool, update.body?.error ? firstLine(update.body, 160) : null);
+      }
     },
     /**
      * The replay's progress: {outcome: running|finished|stopped|refused|confirm, done, total, message, running,
@@ -188,11 +205,17 @@ export function createUI(doc = document) {
       bar.hidden = total === 0;
       bar.max = Math.max(1, total);
       bar.value = done;
+      if (message !== $("replay-text").textContent && !running && !asking && outcome !== "running") {
+        announcer.say(message); // each call's outcome is announced as it ends; the replay's end once
+      }
       $("replay-text").textContent = message;
       $("stop-replay").hidden = !running;
       $("replay-trace").disabled = running || asking;
-      $("replay-question").hidden = !asking;
+      $("replay-ask").textContent = asking ? message : "";
       const list = $("replay-calls");
+      // The calls are listed in the question when it is asked, under the replay's outcome otherwise.
+      if (asking) $("replay-ask").after(list);
+      else $("replay-text").after(list);
       {
         list.replaceChildren(
           ...(calls ?? []).map((c) => {
@@ -205,7 +228,9 @@ export function createUI(doc = document) {
         );
         list.hidden = !calls?.length;
       }
-      if (asking) $("confirm-replay").focus();
+      // Focus starts on the harmless answer; it goes back to the opener (or Stop replay) when answered.
+      if (asking) openDialog(replayDialog, $("cancel-replay"));
+      else closeDialog(replayDialog, [$("replay-trace"), $("stop-replay")]);
     },
     /** Offer `text` as a file download named `name`. */
     saveFile(name, text, type = "application/json") {
