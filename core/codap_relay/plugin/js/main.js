@@ -2,6 +2,7 @@
 // Wiring: CODAP handshake, session (kept across reloads where the browser allows storage), stream, runner, UI.
 
 import { CodapPhone } from "./codap.js";
+import { slowStatusText, withCodapWaits } from "./slow.js";
 import { plural } from "./format.js";
 import { canvasRaster } from "./imaging.js";
 import { RelayClient, RelayHttpError, StreamConnection, createSessionWhenAllowed, relayBaseFrom } from "./relay.js";
@@ -32,6 +33,7 @@ const phone = new CodapPhone({
   onNotification: (value) => {
     for (const listener of listeners) listener(value);
   },
+  onSlow: (slow) => ui.codapSlow(slow && slowStatusText(slow)),
 });
 const listen = (listener) => {
   listeners.add(listener);
@@ -39,9 +41,12 @@ const listen = (listener) => {
 };
 const manifest = await loadManifest();
 const TOOLS = manifest.tools;
-const tools = createTools(
-  { call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster(), listen },
-  manifest,
+const tools = withCodapWaits(
+  createTools(
+    { call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster(), listen },
+    manifest,
+  ),
+  phone,
 );
 
 let session = null;

@@ -31,6 +31,7 @@ export function createUI(doc = document) {
   const entries = new Map();
   let expiresAt = null;
   let countdownTimer = null;
+  let slowNote = null; // {before, shown} while a slow-CODAP note covers the notice
 
   function showNotice(text) {
     const el = $("notice");
@@ -119,6 +120,23 @@ export function createUI(doc = document) {
       const el = $("storage-note");
       el.textContent = text ?? "";
       el.hidden = !text;
+    },
+    /**
+     * While CODAP is slow to answer (codap.js onSlow): its text in the notice (a polite status region) and the
+     * CODAP line; ``null`` puts back the notice it covered, unless another notice replaced it meanwhile.
+     */
+    codapSlow(text) {
+      const el = $("notice");
+      if (text) {
+        if (slowNote === null) slowNote = { before: el.hidden ? "" : el.textContent };
+        showNotice(text);
+        slowNote.shown = text;
+        $("codap-status").textContent = "CODAP: slow to answer";
+      } else if (slowNote !== null) {
+        if (!el.hidden && el.textContent === slowNote.shown) showNotice(slowNote.before);
+        slowNote = null;
+        $("codap-status").textContent = "CODAP: connected";
+      }
     },
     showCopied(text) {
       const area = $("copied");
