@@ -341,8 +341,8 @@ def _delivered(request: RequestRecord | None) -> bool:
 # drawn with WebGL in software blocks for seconds (docs/plugin.md, "When CODAP is slow"; the plugin's slow.js).
 SLOW_CODAP_HINT = (
     "The plugin has received it, so CODAP is likely slow to answer: a graph drawn with WebGL on a "
-    "computer without graphics acceleration keeps CODAP busy for seconds (the fix: CODAP's Settings menu, "
-    '"Disable graphics acceleration", or the browser\'s hardware acceleration). '
+    "computer without graphics acceleration keeps CODAP busy for seconds (the fix: in CODAP's Settings menu, "
+    '"Graphics Acceleration: Turn off", or the browser\'s hardware acceleration). '
 )
 
 

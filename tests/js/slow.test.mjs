@@ -7,7 +7,14 @@ import { test } from "node:test";
 
 import { CodapPhone, SLOW_CODAP_MS, describeRequest } from "../../core/codap_relay/plugin/js/codap.js";
 import { ToolError } from "../../core/codap_relay/plugin/js/errors.js";
-import { WAIT_META, slowStatusText, withCodapWaits } from "../../core/codap_relay/plugin/js/slow.js";
+import {
+  BLOCK_NOTE_MS,
+  BlockWatch,
+  WAIT_META,
+  slowNotes,
+  slowStatusText,
+  withCodapWaits,
+} from "../../core/codap_relay/plugin/js/slow.js";
 
 /** A plugin window whose parent answers each call after `delayMs` (never, when null). */
 function windows(delayMs) {
@@ -85,14 +92,14 @@ test("the person's note gives what CODAP waits for, how long, the cause and the 
   const text = slowStatusText({ request: "get componentList", waitedMs: 3200 });
   assert.match(text, /^CODAP is slow to answer \(waiting 3\.2 s for "get componentList"\)\./);
   assert.match(text, /without graphics acceleration/);
-  assert.match(text, /Disable graphics acceleration/);
+  assert.match(text, /Graphics Acceleration: Turn off/);
   assert.match(text, /hardware acceleration/);
 });
 
 function toolsOn(waits, run) {
   const phone = { queue: [], takeWaits: () => phone.queue.shift() ?? { messages: 0, totalMs: 0, slowestMs: 0, slowest: "" } };
   phone.queue.push({ messages: 0, totalMs: 0, slowestMs: 0, slowest: "" }, waits); // before the tool, after it
-  return withCodapWaits({ get_codap_status: run }, phone, 3000).get_codap_status;
+  return withCodapWaits({ get_codap_status: run }, phone, { slowMs: 3000 }).get_codap_status;
 }
 
 const answer = () => ({ content: [{ type: "text", text: "CODAP is connected." }, { type: "image", data: "x" }], structuredContent: { a: 1 } });
@@ -106,10 +113,10 @@ test("a slow tool's answer tells the model how long CODAP took and why, in its t
   const [first, note] = text.text.split("\n");
   assert.equal(first, "CODAP is connected.");
   assert.match(note, /^CODAP was slow: it took 25\.3 s to answer this call's 3 messages, 25\.1 s for "get interactiveFrame, get componentList"\. /);
-  assert.match(note, /Disable graphics acceleration/);
+  assert.match(note, /Graphics Acceleration: Turn off/);
   assert.deepEqual(
     { ...result._meta[WAIT_META], cause: undefined, fix: undefined },
-    { codapMs: 25_312, messages: 3, slowestMs: 25_100, slowestRequest: "get interactiveFrame, get componentList", cause: undefined, fix: undefined },
+    { codapMs: 25_312, messages: 3, slowestMs: 25_100, slowestRequest: "get interactiveFrame, get componentList", blockedMs: 0, cause: undefined, fix: undefined },
   );
 });
 
@@ -125,10 +132,107 @@ test("a CODAP timeout names the tool and the CODAP request; other errors pass un
   await assert.rejects(timedOut({}), (e) => {
     assert.equal(e.code, "codap_timeout");
     assert.match(e.message, /^get_codap_status was waiting for CODAP: CODAP did not answer "get componentList" within 20 s\./);
-    assert.match(e.message, /Disable graphics acceleration/);
+    assert.match(e.message, /Graphics Acceleration: Turn off/);
     assert.deepEqual(e.data, { codapRequest: "get componentList", tool: "get_codap_status" });
     return true;
   });
   const refused = new ToolError("no such dataset", "dataset_not_found");
   await assert.rejects(toolsOn(undefined, async () => { throw refused; })({}), (e) => e === refused);
+});
+
+/** A page whose timers the test fires by hand, with a clock it moves. */
+function clockedPage() {
+  const page = { t: 1_000_000, ticks: [], visibilityState: "visible", onVisibility: null };
+  page.win = {
+    setInterval: (fn) => page.ticks.push(fn),
+    document: {
+      get visibilityState() { return page.visibilityState; },
+      addEventListener: (type, fn) => type === "visibilitychange" && (page.onVisibility = fn),
+    },
+  };
+  page.after = (ms) => { page.t += ms; page.ticks.forEach((fn) => fn()); };
+  return page;
+}
+
+test("a stop of the page is noticed afterwards, unless the tab was hidden or the computer slept", () => {
+  const page = clockedPage();
+  const seen = [];
+  const watch = new BlockWatch({ win: page.win, now: () => page.t, everyMs: 250, onBlock: (b) => seen.push(b.blockedMs) });
+  watch.start();
+  page.after(250);
+  page.after(2_900); // late by 2.65 s: not slow
+  page.after(7_650); // CODAP drew for 7.4 s
+  assert.deepEqual(seen, [7_400]);
+  page.visibilityState = "hidden";
+  page.onVisibility();
+  page.after(60_000); // a hidden tab's timers are slowed down on purpose
+  page.visibilityState = "visible";
+  page.onVisibility();
+  page.after(30_000);
+  page.after(3_600_250); // an hour asleep
+  assert.deepEqual(seen, [7_400]);
+  assert.deepEqual(watch.take(), { blockedMs: 7_400, endedAt: 1_000_000 + 250 + 2_900 + 7_650 });
+  assert.deepEqual(watch.take(), { blockedMs: 0, endedAt: 0 });
+});
+
+test("a tool whose request waited behind a stop of the page tells the model so", async () => {
+  let t = 50_000;
+  const stops = [{ blockedMs: 7_370, endedAt: 49_400 }, { blockedMs: 0, endedAt: 0 }]; // just before it started
+  const blocks = { take: () => stops.shift() };
+  const quick = { messages: 3, totalMs: 12, slowestMs: 6, slowest: "get componentList" };
+  const phone = { queue: [{ messages: 0, totalMs: 0, slowestMs: 0, slowest: "" }, quick], takeWaits: () => phone.queue.shift() };
+  const tool = withCodapWaits({ get_codap_status: async () => answer() }, phone, { blocks, now: () => t }).get_codap_status;
+  const result = await tool({});
+  const note = result.content[0].text.split("\n")[1];
+  assert.match(note, /^CODAP was slow: its page, which runs this plugin too, was busy for 7\.4 s while this call waited to run or ran\. /);
+  assert.match(note, /Graphics Acceleration: Turn off/);
+  assert.equal(result._meta[WAIT_META].blockedMs, 7_370);
+  assert.equal(result._meta[WAIT_META].slowestMs, 6);
+  // A stop long before the call is not its own.
+  t = 60_000;
+  stops.push({ blockedMs: 7_370, endedAt: 49_400 }, { blockedMs: 0, endedAt: 0 });
+  phone.queue.push({ messages: 0, totalMs: 0, slowestMs: 0, slowest: "" }, quick);
+  assert.deepEqual(await tool({}), answer());
+});
+
+test("the person's note after a stop stays a while, then goes unless a message is still slow", () => {
+  const shown = [];
+  const timers = [];
+  let pending = 0;
+  const notes = slowNotes({ show: (text) => shown.push(text), slowPending: () => pending, setTimer: (fn, ms) => timers.push([fn, ms]) });
+  notes.onBlock({ blockedMs: 22_000 });
+  assert.match(shown[0], /^CODAP was slow to answer: its page, and this plugin with it, was busy for 22\.0 s just now\. /);
+  assert.equal(timers[0][1], BLOCK_NOTE_MS);
+  notes.onBlock({ blockedMs: 5_000 });
+  timers[0][0](); // the first note's time is up, but a newer note stands
+  assert.equal(shown.length, 2);
+  pending = 1;
+  timers[1][0](); // a message is slow now: its note stays
+  assert.equal(shown.length, 2);
+  pending = 0;
+  notes.onSlow({ request: "get componentList", waitedMs: 3_000 });
+  notes.onSlow(null);
+  assert.equal(shown.at(-1), null);
+});
+
+test("where the page was stopped and a message was slow too, the stop is said, the message as a detail", async () => {
+  const stops = [{ blockedMs: 0, endedAt: 0 }, { blockedMs: 42_532, endedAt: 1 }];
+  const slow = { messages: 3, totalMs: 17_657, slowestMs: 17_622, slowest: "get interactiveFrame, get dataContextList, and 1 more" };
+  const phone = { queue: [{ messages: 0, totalMs: 0, slowestMs: 0, slowest: "" }, slow], takeWaits: () => phone.queue.shift() };
+  const tool = withCodapWaits({ get_codap_status: async () => answer() }, phone, { blocks: { take: () => stops.shift() } }).get_codap_status;
+  const note = (await tool({})).content[0].text.split("\n")[1];
+  assert.match(
+    note,
+    /^CODAP was slow: its page, which runs this plugin too, was busy for 42\.5 s while this call waited to run or ran \(the slowest of its 3 messages: 17\.6 s for "get interactiveFrame, get dataContextList, and 1 more"\)\. /,
+  );
+});
+
+test("where a message waited longer than the stops seen, the message's time is said", async () => {
+  const stops = [{ blockedMs: 0, endedAt: 0 }, { blockedMs: 46_800, endedAt: 1 }];
+  const slow = { messages: 9, totalMs: 71_900, slowestMs: 71_300, slowest: "get dataContext[3].itemCount" };
+  const phone = { queue: [{ messages: 0, totalMs: 0, slowestMs: 0, slowest: "" }, slow], takeWaits: () => phone.queue.shift() };
+  const tool = withCodapWaits({ t: async () => answer() }, phone, { blocks: { take: () => stops.shift() } }).t;
+  const result = await tool({});
+  assert.match(result.content[0].text.split("\n")[1], /^CODAP was slow: it took 71\.9 s to answer this call's 9 messages, 71\.3 s for "get dataContext\[3\]\.itemCount"\. /);
+  assert.equal(result._meta[WAIT_META].blockedMs, 46_800);
 });

@@ -266,5 +266,5 @@ def test_a_timeout_after_the_plugin_took_the_request_says_codap_is_likely_slow_a
     taken = _timeout_text(caller, "get_codap_status", "r1", 15, delivered=True)
     queued = _timeout_text(caller, "get_codap_status", "r1", 15)
     assert taken.startswith("CODAP did not answer get_codap_status (request id r1) within 15 s. The plugin has")
-    assert "Disable graphics acceleration" in taken and "hardware acceleration" in taken
+    assert "Graphics Acceleration: Turn off" in taken and "hardware acceleration" in taken
     assert "graphics acceleration" not in queued and "stays queued" in queued and "stays queued" in taken
