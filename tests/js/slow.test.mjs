@@ -236,3 +236,42 @@ test("where a message waited longer than the stops seen, the message's time is s
   assert.match(result.content[0].text.split("\n")[1], /^CODAP was slow: it took 71\.9 s to answer this call's 9 messages, 71\.3 s for "get dataContext\[3\]\.itemCount"\. /);
   assert.equal(result._meta[WAIT_META].blockedMs, 46_800);
 });
+
+test("the UI's slow note covers the notice and the CODAP line, and puts back what it covered", async () => {
+  const { createUI } = await import("../../core/codap_relay/plugin/js/ui.js");
+  const els = new Map();
+  const doc = {
+    getElementById: (id) => els.get(id) ?? els.set(id, { id, textContent: "", hidden: id === "notice" }).get(id),
+    querySelectorAll: () => [],
+  };
+  const realInterval = globalThis.setInterval;
+  globalThis.setInterval = () => 0;
+  let view;
+  try {
+    view = createUI(/** @type {any} */ (doc));
+  } finally {
+    globalThis.setInterval = realInterval;
+  }
+  const notice = doc.getElementById("notice");
+  const line = doc.getElementById("codap-status");
+  view.setCodapStatus("connected");
+  view.notice("A new code: the old one expired.");
+  view.codapSlow("CODAP is slow to answer (waiting 3.0 s …)");
+  view.codapSlow("CODAP is slow to answer (waiting 3.0 s …), again"); // a second slow message: one note
+  assert.deepEqual([notice.textContent, notice.hidden, line.textContent], ["CODAP is slow to answer (waiting 3.0 s …), again", false, "CODAP: slow to answer"]);
+  view.codapSlow(null);
+  assert.deepEqual([notice.textContent, notice.hidden, line.textContent], ["A new code: the old one expired.", false, "CODAP: connected"]);
+  view.notice("");
+  view.codapSlow("CODAP is slow to answer (waiting 3.0 s …)");
+  view.notice("Reconnecting…"); // another notice replaced it meanwhile: it stays
+  view.codapSlow(null);
+  assert.deepEqual([notice.textContent, line.textContent], ["Reconnecting…", "CODAP: connected"]);
+});
+
+test("before CODAP answered the handshake, a wait is not reported as CODAP being slow", async () => {
+  const seen = [];
+  const phone = new CodapPhone({ win: windows({ value: 1 }), timeline: null, slowMs: 10, timeoutMs: 40, onSlow: (s) => seen.push(s) });
+  // not started: no handshake, so the call waits in the queue
+  await assert.rejects(phone.call({ action: "get", resource: "componentList" }), /did not complete the plugin handshake/);
+  assert.deepEqual(seen, []);
+});

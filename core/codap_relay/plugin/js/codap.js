@@ -138,9 +138,10 @@ export class CodapPhone {
       }, timeoutMs);
       const requests = Array.isArray(request) ? request.length : 1;
       const waiter = { resolve, timer, requests, sentAt: this.timeline?.now(), started: this.now(), described, slow: false, slowTimer: null };
-      // Told once per message when it passes slowMs, and again (null) when no slow message is left.
+      // Told once per message when it passes slowMs, and again (null) when no slow message is left. Before the
+      // handshake the wait is not CODAP's slowness (main.js says "no answer yet" then).
       waiter.slowTimer = this.win.setTimeout(() => {
-        if (!this.pending.has(uuid)) return;
+        if (!this.pending.has(uuid) || !this.connected) return;
         waiter.slow = true;
         this.slowPending += 1;
         this.onSlow({ request: described, waitedMs: this.now() - waiter.started });

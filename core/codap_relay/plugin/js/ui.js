@@ -127,15 +127,16 @@ export function createUI(doc = document) {
      */
     codapSlow(text) {
       const el = $("notice");
+      const line = $("codap-status");
       if (text) {
-        if (slowNote === null) slowNote = { before: el.hidden ? "" : el.textContent };
+        if (slowNote === null) slowNote = { before: el.hidden ? "" : el.textContent, line: line.textContent };
         showNotice(text);
         slowNote.shown = text;
-        $("codap-status").textContent = "CODAP: slow to answer";
+        line.textContent = "CODAP: slow to answer";
       } else if (slowNote !== null) {
         if (!el.hidden && el.textContent === slowNote.shown) showNotice(slowNote.before);
+        if (line.textContent === "CODAP: slow to answer") line.textContent = slowNote.line;
         slowNote = null;
-        $("codap-status").textContent = "CODAP: connected";
       }
     },
     showCopied(text) {
