@@ -12,7 +12,9 @@ COMMANDS = ("serve", "local_api", "call", "mcp_stdio", "dynamodb")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="codap-relay", description="Relay between LLMs and CODAP.")
+    from .commands.options import Parser
+
+    parser: argparse.ArgumentParser = Parser(prog="codap-relay", description="Relay between LLMs and CODAP.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"codap_relay.commands.{name}").register(sub)

@@ -208,7 +208,7 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
         raise
     if answer.response is None:
         return error_result(
-            _timeout_text(caller, name, record.id, timeout),
+            _timeout_text(caller, name, record.id, timeout, delivered=_delivered(answer.request)),
             {"error": "timeout", "requestId": record.id, "check": _check_url(caller, record.id)},
         )
     body = answer.response.body
@@ -298,8 +298,11 @@ def tool_result(result: Any) -> types.CallToolResult:
         kept = [p for p in parts if p is not None]
         if kept and len(kept) == len(parts) and isinstance(kept[0], types.TextContent):
             structured = result.get("structuredContent")
+            meta = result.get("_meta")  # e.g. how long CODAP took, when it was slow (the plugin's slow.js)
             return types.CallToolResult(
-                content=kept, structured_content=structured if isinstance(structured, dict) else None
+                content=kept,
+                structured_content=structured if isinstance(structured, dict) else None,
+                _meta=meta if isinstance(meta, dict) else None,
             )
     text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
     return text_result(text, structured=result if isinstance(result, dict) else None)
@@ -330,13 +333,27 @@ def _check_url(caller: Caller, request_id: str) -> str:
     return f"{caller.base_url}/response?{urlencode({'code': caller.code, 'id': request_id})}"
 
 
-def _timeout_text(caller: Caller, tool: str, request_id: str, timeout: float) -> str:
+def _delivered(request: RequestRecord | None) -> bool:
+    return request is not None and request.status == "delivered"
+
+
+# Why a request the plugin has taken can outlast the wait: CODAP answers the plugin on one thread, which a graph
+# drawn with WebGL in software blocks for seconds (docs/plugin.md, "When CODAP is slow"; the plugin's slow.js).
+SLOW_CODAP_HINT = (
+    "The plugin has received it, so CODAP is likely slow to answer: a graph drawn with WebGL on a "
+    "computer without graphics acceleration keeps CODAP busy for seconds (the fix: in CODAP's Settings menu, "
+    '"Graphics Acceleration: Turn off", or the browser\'s hardware acceleration). '
+)
+
+
+def _timeout_text(caller: Caller, tool: str, request_id: str, timeout: float, *, delivered: bool = False) -> str:
     check = _check_url(caller, request_id)
+    running = SLOW_CODAP_HINT if delivered else ""
     return (
-        f"CODAP did not answer {tool} (request id {request_id}) within {timeout:g} s. The request stays queued "
-        f"and may still complete in CODAP. Before retrying, check its outcome with GET {check} (200 = done, "
-        "202 = still pending) or look at the document with get_codap_datasets; creating datasets or adding "
-        "cases is not idempotent, so a blind retry can do it twice."
+        f"CODAP did not answer {tool} (request id {request_id}) within {timeout:g} s. {running}"
+        "The request stays queued and may still complete in CODAP. Before retrying, check its outcome with "
+        f"GET {check} (200 = done, 202 = still pending) or look at the document with get_codap_datasets; "
+        "creating datasets or adding cases is not idempotent, so a blind retry can do it twice."
     )
 
 

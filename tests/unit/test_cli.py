@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import pytest
@@ -43,3 +44,88 @@ def test_serve_refuses_an_unknown_log_level_with_exit_code_2(capsys: pytest.Capt
         build_parser().parse_args(["serve", "--log-level", "chatty"])
     assert exit_.value.code == 2
     assert "--log-level" in capsys.readouterr().err
+
+
+# Each option with a bad value: (the command line, the option its one-line error must name). The values are what a
+# person mistypes: a port out of range or not a number, a negative or zero count, a store URL of no known kind, a
+# folder or file that is not there, a host that is not one, a pairing code of the wrong shape...
+BAD_OPTIONS = [
+    (["serve", "--port", "0"], "--port"),
+    (["serve", "--port", "65536"], "--port"),
+    (["serve", "--port", "http"], "--port"),
+    (["serve", "--host", "127.0.0.1:8080"], "--host"),
+    (["serve", "--host", "not a host"], "--host"),
+    (["serve", "--store", "postgres://db"], "--store"),
+    (["serve", "--store", "sqlite:///relay.db?mode=ro"], "--store"),
+    (["serve", "--store", "sqlite://relative.db"], "--store"),
+    (["serve", "--cors-origin", "codap.concord.org"], "--cors-origin"),
+    (["serve", "--cors-origin", "https://codap.concord.org/app/"], "--cors-origin"),
+    (["serve", "--codap-dir", "/nonexistent/codap/dist"], "--codap-dir"),
+    (["serve", "--max-connections", "0"], "--max-connections"),
+    (["serve", "--max-connections", "many"], "--max-connections"),
+    (["serve", "--header-timeout", "0"], "--header-timeout"),
+    (["serve", "--header-timeout", "nan"], "--header-timeout"),
+    (["serve", "--log-level", "chatty"], "--log-level"),
+    (["local-api", "--port", "-1"], "--port"),
+    (["local-api", "--host", "-"], "--host"),
+    (["local-api", "--store", "memory"], "--store"),
+    (["local-api", "--stage", "pro/d"], "--stage"),
+    (["local-api", "--base-path", "a b"], "--base-path"),
+    (["local-api", "--template", "/nonexistent/template.yaml"], "--template"),
+    (["local-api", "--parameter", "NoEquals"], "--parameter"),
+    (["local-api", "--max-instances", "0"], "--max-instances"),
+    (["call", "--url", "127.0.0.1:8080", "--code", "ABCD2345", "tools"], "--url"),
+    (["call", "--url", "http://127.0.0.1:99999", "--code", "ABCD2345", "tools"], "--url"),
+    (["call", "--url", "http://127.0.0.1:8080", "--code", "ABC", "tools"], "--code"),
+    (["call", "--url", "http://127.0.0.1:8080", "--code", "ABCD2345", "--wait", "-1", "tools"], "--wait"),
+    (["call", "--url", "http://127.0.0.1:8080", "--code", "ABCD2345", "--wait", "inf", "tools"], "--wait"),
+    (["call", "--url", "http://127.0.0.1:8080", "--code", "ABCD2345", "--id", "has space", "tools"], "--id"),
+    (["call", "--url", "http://127.0.0.1:8080", "--code", "ABCD2345", "no such tool!"], "tool"),
+    (["call", "--url", "http://127.0.0.1:8080", "--code", "ABCD2345", "tools", "[1]"], "args"),
+    (["call", "--url", "http://127.0.0.1:8080", "--code", "ABCD2345", "tools", "{bad"], "args"),
+    (["mcp-stdio", "--url", "ftp://relay/mcp/ABCD2345"], "--url"),
+    (["mcp-stdio", "--url", "http://127.0.0.1:8080/mcp", "--code", "ABCD23456"], "--code"),
+    (["mcp-stdio", "--url", "http://127.0.0.1:8080/mcp/ABCD2345", "--timeout", "0"], "--timeout"),
+    (["dynamodb", "create-table", "--table", "ab"], "--table"),
+    (["dynamodb", "create-table", "--table", "relay", "--endpoint-url", "localhost:8000"], "--endpoint-url"),
+    (["dynamodb", "create-table", "--table", "relay", "--region", "Mars"], "--region"),
+    (["dynamodb", "create-table", "--table", "relay", "--template", "/nonexistent.yaml"], "--template"),
+    (["dynamodb", "seed-example", "--table", "a/b"], "--table"),
+    (["dynamodb", "seed-example", "--table", "relay", "--endpoint-url", "http://"], "--endpoint-url"),
+    (["dynamodb", "seed-example", "--table", "relay", "--region", "us_east_1"], "--region"),
+]
+
+
+@pytest.mark.parametrize(("argv", "option"), BAD_OPTIONS, ids=[" ".join(a) for a, _ in BAD_OPTIONS])
+def test_a_bad_value_stops_the_command_with_one_line_naming_the_option(
+    argv: list[str], option: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CODAP_RELAY_URL", raising=False)
+    monkeypatch.delenv("CODAP_RELAY_CODE", raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)  # in process; a bad value stops it while parsing, before anything starts
+    assert exit_.value.code == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and captured.out == "", captured.err
+    command = "codap-relay " + " ".join(argv[: 2 if argv[0] == "dynamodb" else 1])
+    assert lines[0].startswith(f"{command}: argument {option}"), lines[0]
+    assert lines[0].endswith(f"(see {command} --help)")
+
+
+def test_every_option_of_every_command_is_tried_with_a_bad_value() -> None:
+    """A new option must be added to BAD_OPTIONS (with its check) or named here as one with nothing to check."""
+    free_text: set[str] = set()  # none: every option takes a value that can be wrong
+    tried = {(argv[0] if argv[0] != "dynamodb" else " ".join(argv[:2]), option) for argv, option in BAD_OPTIONS}
+    offered: set[tuple[str, str]] = set()
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub_name, sub in action.choices.items():
+                    walk(sub, f"{name} {sub_name}".strip())
+            elif name and not isinstance(action, argparse._HelpAction):
+                offered.add((name, action.option_strings[0] if action.option_strings else action.dest))
+
+    walk(build_parser(), "")
+    assert {o for o in offered if o[1] not in free_text} == tried

@@ -239,3 +239,32 @@ def test_a_typed_tools_answer_that_breaks_its_output_schema_is_an_error_keeping_
     bare = typed(spec, tool_result("just text"))
     assert bare.is_error is True and "no structuredContent" in bare.content[0].text  # type: ignore[union-attr]
     assert typed({"name": "u"}, tool_result("just text")).is_error is False
+
+
+def test_a_plugin_results_meta_reaches_the_mcp_client() -> None:
+    """The plugin reports how long a slow CODAP took in ``_meta`` (its outputSchema forbids extra fields)."""
+    from codap_relay.mcp_tools import tool_result
+
+    wait = {"codapMs": 25312, "messages": 3, "slowestMs": 25100, "slowestRequest": "get componentList"}
+    shaped = {
+        "content": [{"type": "text", "text": "CODAP is connected.\nCODAP was slow: …"}],
+        "structuredContent": {"codapVersion": "3.1.0"},
+        "_meta": {"codap-relay/codap-wait": wait},
+    }
+    wire = tool_result(shaped).model_dump(by_alias=True, exclude_none=True)
+    assert wire["_meta"] == {"codap-relay/codap-wait": wait}
+    assert wire["structuredContent"] == {"codapVersion": "3.1.0"}
+    assert "_meta" not in tool_result({"content": [{"type": "text", "text": "ok"}]}).model_dump(
+        by_alias=True, exclude_none=True
+    )
+
+
+def test_a_timeout_after_the_plugin_took_the_request_says_codap_is_likely_slow_and_the_fix() -> None:
+    from codap_relay.mcp_tools import Caller, _timeout_text
+
+    caller = Caller(code="ABCD2345", client=None, base_url="http://relay.test", session=None)  # type: ignore[arg-type]
+    taken = _timeout_text(caller, "get_codap_status", "r1", 15, delivered=True)
+    queued = _timeout_text(caller, "get_codap_status", "r1", 15)
+    assert taken.startswith("CODAP did not answer get_codap_status (request id r1) within 15 s. The plugin has")
+    assert "Graphics Acceleration: Turn off" in taken and "hardware acceleration" in taken
+    assert "graphics acceleration" not in queued and "stays queued" in queued and "stays queued" in taken

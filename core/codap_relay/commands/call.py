@@ -11,6 +11,8 @@ import os
 import sys
 from typing import Any
 
+from . import options
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PENDING = 0, 1, 2, 3
 
 
@@ -21,12 +23,29 @@ def register(sub: Any) -> None:
         description="Queue a tool request for the CODAP session with this pairing code, wait for the answer, "
         "print the result as JSON. Use the tool name `tools` to list the session's tools.",
     )
-    p.add_argument("--url", default=os.environ.get("CODAP_RELAY_URL"), help="relay base URL (env CODAP_RELAY_URL)")
-    p.add_argument("--code", default=os.environ.get("CODAP_RELAY_CODE"), help="pairing code (env CODAP_RELAY_CODE)")
-    p.add_argument("--wait", type=float, default=25.0, help="seconds to wait for CODAP's answer (default 25)")
-    p.add_argument("--id", dest="request_id", help="your own request id: resending the same id never runs twice")
-    p.add_argument("tool", help="tool name, e.g. get_codap_datasets (or `tools` to list them)")
-    p.add_argument("args", nargs="?", default="{}", help="tool arguments as a JSON object (default {})")
+    p.add_argument(
+        "--url",
+        type=options.http_url,
+        default=os.environ.get("CODAP_RELAY_URL"),
+        help="relay base URL (env CODAP_RELAY_URL)",
+    )
+    p.add_argument(
+        "--code",
+        type=options.pairing_code,
+        default=os.environ.get("CODAP_RELAY_CODE"),
+        help="pairing code (env CODAP_RELAY_CODE)",
+    )
+    p.add_argument("--wait", type=options.seconds, default=25.0, help="seconds to wait for CODAP's answer (default 25)")
+    p.add_argument(
+        "--id",
+        dest="request_id",
+        type=options.request_id,
+        help="your own request id: resending the same id never runs twice",
+    )
+    p.add_argument("tool", type=options.tool_name, help="tool name, e.g. get_codap_datasets (or `tools` to list them)")
+    p.add_argument(
+        "args", nargs="?", type=options.json_object, default="{}", help="tool arguments as a JSON object (default {})"
+    )
     p.set_defaults(run=run)
 
 
@@ -42,17 +61,7 @@ def run(args: argparse.Namespace) -> int:
             "codap-relay call: --url and --code are required (or CODAP_RELAY_URL / CODAP_RELAY_CODE)", file=sys.stderr
         )
         return EXIT_USAGE
-    try:
-        tool_args = json.loads(args.args)
-    except ValueError as exc:
-        print(f'codap-relay call: ARGS must be a JSON object, e.g. \'{{"datasetName": "x"}}\' ({exc})', file=sys.stderr)
-        return EXIT_USAGE
-    if not isinstance(tool_args, dict):
-        print("codap-relay call: ARGS must be a JSON object, e.g. '{}'", file=sys.stderr)
-        return EXIT_USAGE
-    if args.wait < 0:
-        print("codap-relay call: --wait must be 0 or more seconds", file=sys.stderr)
-        return EXIT_USAGE
+    tool_args: dict[str, Any] = args.args  # options.json_object parsed it
     import httpx
 
     try:

@@ -5,29 +5,31 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..extras import missing_extra
 from ..sam_template import TemplateError, default_template, load_template
 from ..store.base import StoreUrlError
+from . import options
 
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser("dynamodb", help="manage the relay's DynamoDB table")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     c = actions.add_parser("create-table", help="create the table as template.yaml defines it (TTL included)")
-    c.add_argument("--table", required=True, help="table name (the store URL is dynamodb://TABLE)")
-    c.add_argument("--endpoint-url", help="e.g. http://127.0.0.1:8000 for DynamoDB Local")
-    c.add_argument("--region", help="AWS region (default: AWS_REGION, or us-east-1 with --endpoint-url)")
-    c.add_argument("--template", type=Path, help="path to template.yaml (default: ./template.yaml)")
+    c.add_argument("--table", required=True, type=options.table, help="table name (the store URL is dynamodb://TABLE)")
+    c.add_argument("--endpoint-url", type=options.http_url, help="e.g. http://127.0.0.1:8000 for DynamoDB Local")
+    c.add_argument(
+        "--region", type=options.region, help="AWS region (default: AWS_REGION, or us-east-1 with --endpoint-url)"
+    )
+    c.add_argument("--template", type=options.existing_file, help="path to template.yaml (default: ./template.yaml)")
     c.set_defaults(run=run_create_table)
     e = actions.add_parser(
         "seed-example", help="add the session the events/ files use (code ABCD2345), for sam local invoke"
     )
-    e.add_argument("--table", required=True)
-    e.add_argument("--endpoint-url")
-    e.add_argument("--region")
+    e.add_argument("--table", required=True, type=options.table)
+    e.add_argument("--endpoint-url", type=options.http_url)
+    e.add_argument("--region", type=options.region)
     e.set_defaults(run=run_seed_example)
 
 

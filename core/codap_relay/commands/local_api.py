@@ -10,11 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from ..sam_template import TemplateError, default_template
 from ..store import StoreUrlError
+from . import options
 
 
 def register(sub: Any) -> None:
@@ -24,30 +24,33 @@ def register(sub: Any) -> None:
         description="Serve http://HOST:PORT/<stage>/… as the deployed REST API stage would, each function in its "
         "own processes with the environment template.yaml gives it (variables set in this environment win).",
     )
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--host", type=options.host, default="127.0.0.1")
+    p.add_argument("--port", type=options.port, default=3000)
     p.add_argument(
         "--store",
+        type=options.store_url,
         help="sqlite:///ABS/PATH.db (default: local-api.db in the state folder) or "
         "dynamodb://TABLE?endpoint_url=http://127.0.0.1:8000 (DynamoDB Local; the table is created if missing)",
     )
-    p.add_argument("--stage", help="stage name, the first path segment (default: the template's)")
+    p.add_argument("--stage", type=options.stage, help="stage name, the first path segment (default: the template's)")
     p.add_argument(
         "--base-path",
+        type=options.base_path,
         help="serve as a custom domain whose base path mapping PATH points at the stage: URLs are /PATH/…, and "
         "the event's path keeps /PATH (set the PublicBasePath parameter to match, as a deployment would)",
     )
-    p.add_argument("--template", type=Path, help="path to template.yaml (default: ./template.yaml)")
+    p.add_argument("--template", type=options.existing_file, help="path to template.yaml (default: ./template.yaml)")
     p.add_argument(
         "--parameter",
         action="append",
+        type=options.parameter,
         default=[],
         metavar="NAME=VALUE",
         help="a template parameter (repeatable), as sam deploy --parameter-overrides",
     )
     p.add_argument(
         "--max-instances",
-        type=int,
+        type=options.positive_int,
         default=None,
         help="most concurrent instances of one function (default 10); more requests wait for one to come free",
     )
@@ -76,10 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
     parameters: dict[str, str] = {}
     for item in args.parameter:
-        name, sep, value = item.partition("=")
-        if not sep:
-            print(f"codap-relay: --parameter takes NAME=VALUE (got {item!r})", file=sys.stderr)
-            return 2
+        name, _, value = item.partition("=")  # options.parameter checked the form
         parameters[name] = value
     template = (args.template or default_template()).resolve()
     options = Options(

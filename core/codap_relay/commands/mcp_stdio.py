@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from ..extras import missing_extra
+from . import options
 
 
 def register(sub: Any) -> None:
@@ -20,9 +21,17 @@ def register(sub: Any) -> None:
         help="stdio MCP server forwarding to a relay's MCP endpoint",
         description="Serve MCP on stdin/stdout and forward every tool call to the relay's MCP endpoint.",
     )
-    p.add_argument("--url", required=True, help="the relay's MCP URL with the code: https://…/mcp/CODE")
-    p.add_argument("--code", help="send the pairing code as Authorization: Bearer instead (with --url …/mcp)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the relay per call")
+    p.add_argument(
+        "--url", required=True, type=options.http_url, help="the relay's MCP URL with the code: https://…/mcp/CODE"
+    )
+    p.add_argument(
+        "--code",
+        type=options.pairing_code,
+        help="send the pairing code as Authorization: Bearer instead (with --url …/mcp)",
+    )
+    p.add_argument(
+        "--timeout", type=options.positive_seconds, default=60.0, help="seconds to wait for the relay per call"
+    )
     p.set_defaults(run=run)
 
 

@@ -9,27 +9,38 @@ from typing import Any
 
 from ..settings import Settings, SettingsError
 from ..store import StoreUrlError
+from . import options
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser("serve", help="run the relay locally")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8080)
-    p.add_argument("--store", help="memory:, sqlite:///ABS/PATH.db (default) or dynamodb://TABLE?endpoint_url=…")
-    p.add_argument("--cors-origin", help="comma-separated origins allowed to call the API from a browser")
-    p.add_argument("--codap-dir", help="an unpacked CODAP build to serve at /codap/ (CODAP with no browser prompt)")
+    p.add_argument("--host", type=options.host, default="127.0.0.1")
+    p.add_argument("--port", type=options.port, default=8080)
+    p.add_argument(
+        "--store",
+        type=options.store_url,
+        help="memory:, sqlite:///ABS/PATH.db (default) or dynamodb://TABLE?endpoint_url=…",
+    )
+    p.add_argument(
+        "--cors-origin", type=options.origins, help="comma-separated origins allowed to call the API from a browser"
+    )
+    p.add_argument(
+        "--codap-dir",
+        type=options.codap_build,
+        help="an unpacked CODAP build to serve at /codap/ (CODAP with no browser prompt)",
+    )
     p.add_argument(
         "--max-connections",
-        type=int,
+        type=options.positive_int,
         default=1000,
         help="open connections at most; more are answered 503 with Retry-After (default 1000, and never more "
         "than the process's file-handle limit allows)",
     )
     p.add_argument(
         "--header-timeout",
-        type=float,
+        type=options.positive_seconds,
         default=10,
         help="seconds a new connection has to send its request's headers before it is closed (default 10)",
     )
@@ -65,9 +76,6 @@ def run(args: argparse.Namespace) -> int:
     from .connections import guarded_protocol
 
     logs.configure(args.log_level)
-    if args.max_connections < 1 or not args.header_timeout > 0:
-        print("codap-relay: --max-connections must be at least 1 and --header-timeout above 0", file=sys.stderr)
-        return 2
     base = f"http://{args.host if ':' not in args.host else f'[{args.host}]'}:{args.port}"
     # On loopback, the MCP endpoint's DNS-rebinding guard is on by default: only loopback Host headers pass.
     hosts = None

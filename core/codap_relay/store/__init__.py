@@ -8,12 +8,12 @@ from urllib.parse import parse_qs, urlparse
 from .base import Store, StoreUrlError
 
 
-def open_store(url: str) -> Store:
+def check_store_url(url: str) -> None:
+    """Raise StoreUrlError unless ``url`` has the form of a store URL (nothing is opened; DynamoDB's options are
+    checked when it is)."""
     parsed = urlparse(url)
     if url in ("memory:", "memory://"):
-        from .memory import MemoryStore
-
-        return MemoryStore()
+        return
     if parsed.scheme == "sqlite":
         path = url[len("sqlite://") :].split("?", 1)[0]
         if not path.startswith("/"):
@@ -24,6 +24,26 @@ def open_store(url: str) -> Store:
         shared = options.pop("shared", "0").lower()
         if options or shared not in ("0", "1", "true", "false"):
             raise StoreUrlError(f"sqlite store URL takes only ?shared=1 (got {url!r})")
+        return
+    if parsed.scheme == "dynamodb":
+        if not parsed.netloc:
+            raise StoreUrlError(f"dynamodb store URL needs a table name, like dynamodb://relay (got {url!r})")
+        return
+    raise StoreUrlError(
+        f"unknown store URL {url!r}: use memory:, sqlite:///ABS/PATH.db or dynamodb://TABLE?region=…&endpoint_url=…"
+    )
+
+
+def open_store(url: str) -> Store:
+    check_store_url(url)
+    parsed = urlparse(url)
+    if url in ("memory:", "memory://"):
+        from .memory import MemoryStore
+
+        return MemoryStore()
+    if parsed.scheme == "sqlite":
+        path = url[len("sqlite://") :].split("?", 1)[0]
+        shared = dict(parse_qs(parsed.query)).get("shared", ["0"])[-1].lower()
         from .sqlite import SqliteStore
 
         return SqliteStore(path, shared=shared in ("1", "true"))
@@ -38,4 +58,4 @@ def open_store(url: str) -> Store:
     )
 
 
-__all__ = ["Store", "StoreUrlError", "open_store"]
+__all__ = ["Store", "StoreUrlError", "check_store_url", "open_store"]

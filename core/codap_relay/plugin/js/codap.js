@@ -11,12 +11,30 @@
 // timeout error says the outcome is unknown.
 // Each message's round trip is recorded as a User Timing measure "codap-relay message <n>" (detail: how many
 // requests it held), so the browser's performance tools and the benchmark see how long a tool waited for CODAP.
+// A message unanswered after SLOW_CODAP_MS is reported (onSlow), and every wait is summed (takeWaits), so the
+// person and the model hear why a call takes long: CODAP answers on its page's one thread, and where that page
+// draws its WebGL graphs in software (no GPU), a new graph can block it for seconds whatever the plugin asks.
 
 import { ToolError } from "./errors.js";
 
 const NAMESPACE = "data-interactive";
 const MESSAGE_MEASURE = "codap-relay message";
 const MAX_MEASURES = 500; // the newest are kept
+/** A CODAP message unanswered this long is "slow": the plugin says so, and the tool's answer tells the model. */
+export const SLOW_CODAP_MS = 3000;
+
+/** A request as a person reads it: `get componentList`, or the first few of an array (`…, and 2 more`). */
+export function describeRequest(request) {
+  const all = Array.isArray(request) ? request : [request];
+  const one = (r) => `${r?.action ?? "?"} ${r?.resource ?? "?"}`;
+  const shown = all.slice(0, 2).map(one).join(", ");
+  return all.length > 2 ? `${shown}, and ${all.length - 2} more` : shown;
+}
+
+/** No waits yet: the shape takeWaits returns. */
+function noWaits() {
+  return { messages: 0, totalMs: 0, slowestMs: 0, slowest: "" };
+}
 
 let counter = 0;
 function newUuid() {
@@ -39,6 +57,9 @@ export class CodapPhone {
     helloTimeoutMs = 60_000,
     onNotification = /** @type {(notice: any) => void} */ (() => {}),
     timeline = globalThis.performance,
+    slowMs = SLOW_CODAP_MS,
+    onSlow = /** @type {(slow: {request: string, waitedMs: number} | null) => void} */ (() => {}),
+    now = () => Date.now(),
   } = {}) {
     this.win = win;
     this.parent = win?.parent;
@@ -55,6 +76,11 @@ export class CodapPhone {
     this.onNotification = onNotification;
     this.timeline = timeline;
     this.measured = 0; // messages measured so far; each measure is named by its number
+    this.slowMs = slowMs;
+    this.onSlow = onSlow;
+    this.now = now;
+    this.slowPending = 0; // messages past slowMs still unanswered
+    this.waits = noWaits();
 
     this.connected = false;
     this.pending = new Map();
@@ -92,23 +118,62 @@ export class CodapPhone {
     const uuid = newUuid();
     const changes = (Array.isArray(request) ? request : [request]).some((r) => r?.action !== "get");
     const timeoutMs = changes ? this.changeTimeoutMs : this.timeoutMs;
+    const described = describeRequest(request);
     return new Promise((resolve, reject) => {
       const timer = this.win.setTimeout(() => {
+        const waiter = this.pending.get(uuid);
         this.pending.delete(uuid);
+        if (waiter) this._settle(waiter);
         const waiting = this.connected ? "did not answer" : "did not complete the plugin handshake";
         const outcome = changes && this.connected
           ? "It may still carry out the change: check CODAP's state (get_codap_status) before sending it again."
           : "Check that CODAP is open and responsive, then try again.";
         reject(
-          new ToolError(`CODAP ${waiting} within ${Math.round(timeoutMs / 1000)} s. ${outcome}`, "codap_timeout"),
+          new ToolError(
+            `CODAP ${waiting} "${described}" within ${Math.round(timeoutMs / 1000)} s. ${outcome}`,
+            "codap_timeout",
+            { codapRequest: described, waitedMs: timeoutMs },
+          ),
         );
       }, timeoutMs);
       const requests = Array.isArray(request) ? request.length : 1;
-      this.pending.set(uuid, { resolve, timer, requests, sentAt: this.timeline?.now() });
+      const waiter = { resolve, timer, requests, sentAt: this.timeline?.now(), started: this.now(), described, slow: false, slowTimer: null };
+      // Told once per message when it passes slowMs, and again (null) when no slow message is left. Before the
+      // handshake the wait is not CODAP's slowness (main.js says "no answer yet" then).
+      waiter.slowTimer = this.win.setTimeout(() => {
+        if (!this.pending.has(uuid) || !this.connected) return;
+        waiter.slow = true;
+        this.slowPending += 1;
+        this.onSlow({ request: described, waitedMs: this.now() - waiter.started });
+      }, this.slowMs);
+      this.pending.set(uuid, waiter);
       const message = { type: NAMESPACE, content: { messageType: "call", uuid, value: request } };
       if (this.connected) this._post(message);
       else this.queue.push(message);
     });
+  }
+
+  /**
+   * How long CODAP took since the last call of this: messages answered (or timed out), their total wait, and the
+   * slowest with its request. The plugin runs one tool at a time, so between two calls it is one tool's share.
+   */
+  takeWaits() {
+    const waits = this.waits;
+    this.waits = noWaits();
+    return waits;
+  }
+
+  /** A message is done (answered or timed out): count its wait, and say when no slow one is left. */
+  _settle(waiter) {
+    this.win.clearTimeout(waiter.slowTimer);
+    const ms = this.now() - waiter.started;
+    this.waits.messages += 1;
+    this.waits.totalMs += ms;
+    if (ms > this.waits.slowestMs) Object.assign(this.waits, { slowestMs: ms, slowest: waiter.described });
+    if (waiter.slow) {
+      this.slowPending -= 1;
+      if (this.slowPending === 0) this.onSlow(null);
+    }
   }
 
   _measure(waiter, value) {
@@ -165,6 +230,7 @@ export class CodapPhone {
       if (!waiter) return;
       this.pending.delete(uuid);
       this.win.clearTimeout(waiter.timer);
+      this._settle(waiter);
       this._measure(waiter, value);
       waiter.resolve(value);
     } else if (messageType === "call") {

@@ -2,6 +2,7 @@
 // Wiring: CODAP handshake, session (kept across reloads where the browser allows storage), stream, runner, UI.
 
 import { CodapPhone } from "./codap.js";
+import { BlockWatch, slowNotes, withCodapWaits } from "./slow.js";
 import { plural } from "./format.js";
 import { canvasRaster } from "./imaging.js";
 import { RelayClient, RelayHttpError, StreamConnection, createSessionWhenAllowed, relayBaseFrom } from "./relay.js";
@@ -27,11 +28,15 @@ const store = new PluginStore(storage.storage, relayBase);
 
 // CODAP's notifications to the plugin, heard by the tools that wait for one (the journal's document snapshots).
 const listeners = new Set();
+// What the person reads while CODAP is slow, or after it stopped this page (slow.js).
+const notes = slowNotes({ show: (text) => ui.codapSlow(text), slowPending: () => phone.slowPending });
+const blocks = new BlockWatch({ win: window, onBlock: notes.onBlock });
 const phone = new CodapPhone({
   win: window,
   onNotification: (value) => {
     for (const listener of listeners) listener(value);
   },
+  onSlow: notes.onSlow,
 });
 const listen = (listener) => {
   listeners.add(listener);
@@ -39,9 +44,13 @@ const listen = (listener) => {
 };
 const manifest = await loadManifest();
 const TOOLS = manifest.tools;
-const tools = createTools(
-  { call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster(), listen },
-  manifest,
+const tools = withCodapWaits(
+  createTools(
+    { call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster(), listen },
+    manifest,
+  ),
+  phone,
+  { blocks },
 );
 
 let session = null;
@@ -85,6 +94,7 @@ function setupFrame() {
     return;
   }
   phone.start();
+  blocks.start();
   setTimeout(() => {
     if (phone.connected) return;
     ui.setCodapStatus("no answer yet. Is this page open inside CODAP? If this stays, reload CODAP.");

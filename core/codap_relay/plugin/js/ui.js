@@ -38,6 +38,7 @@ export function createUI(doc = document) {
   const spelled = (code) => `${code.slice(0, 4).split("").join(" ")}, ${code.slice(4).split("").join(" ")}`;
   const replayDialog = /** @type {HTMLDialogElement} */ ($("replay-dialog"));
   guardDialog(replayDialog, () => $("cancel-replay").click());
+  let slowNote = null; // {before, shown} while a slow-CODAP note covers the notice
 
   function showNotice(text) {
     const el = $("notice");
@@ -133,6 +134,25 @@ export function createUI(doc = document) {
       const el = $("storage-note");
       el.textContent = text ?? "";
       el.hidden = !text;
+    },
+    /**
+     * While CODAP is slow to answer (codap.js onSlow): its text in the notice (a polite status region) and the
+     * CODAP line; ``null`` puts back the notice it covered, unless another notice replaced it meanwhile.
+     */
+    codapSlow(text) {
+      const el = $("notice");
+      const line = $("codap-status");
+      if (text) {
+        if (slowNote === null) slowNote = { before: el.hidden ? "" : el.textContent, line: line.textContent };
+        if (slowNote.shown !== text) announcer.say(text);
+        showNotice(text);
+        slowNote.shown = text;
+        line.textContent = "CODAP: slow to answer";
+      } else if (slowNote !== null) {
+        if (!el.hidden && el.textContent === slowNote.shown) showNotice(slowNote.before);
+        if (line.textContent === "CODAP: slow to answer") line.textContent = slowNote.line;
+        slowNote = null;
+      }
     },
     showCopied(text) {
       const area = $("copied");
