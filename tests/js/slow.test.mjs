@@ -241,7 +241,7 @@ test("the UI's slow note covers the notice and the CODAP line, and puts back wha
   const { createUI } = await import("../../core/codap_relay/plugin/js/ui.js");
   const els = new Map();
   const doc = {
-    getElementById: (id) => els.get(id) ?? els.set(id, { id, textContent: "", hidden: id === "notice" }).get(id),
+    getElementById: (id) => els.get(id) ?? els.set(id, { id, textContent: "", hidden: id === "notice", addEventListener() {} }).get(id),
     querySelectorAll: () => [],
   };
   const realInterval = globalThis.setInterval;
