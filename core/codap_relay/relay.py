@@ -38,9 +38,9 @@ from .errors import (
 )
 from .guard import GuessingGuard
 from .manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest, find_tool, validate_args
-from .notify import Listener, Notifier, answers_key, stream_key
+from .notify import Listener, Notifier, answers_key, changes_key, stream_key
 from .observe import NullObserver, Observer
-from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, fingerprint
+from .records import ChangeMarks, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, fingerprint
 from .settings import Settings
 from .store.base import Store, args_bytes
 from .tool_content import check_result
@@ -557,6 +557,24 @@ class Relay:
             self.notifier.notify(stream_key(code))
             self.notifier.notify(answers_key(code))
         return withdrawn
+
+    # --- change marks (the plugin says what changed in the document; subscriptions watch them) ---------------
+
+    async def note_changes(
+        self, code: str, token: str | None, *, datasets: list[str], listed: bool, client: str | None = None
+    ) -> ChangeMarks:
+        """The plugin heard CODAP say the document changed: record it for watchers (the MCP subscriptions of a
+        long-lived server) and wake those in this process. ``listed``: datasets or components came or went."""
+        session = await self.session_for_plugin(code, token, client=client)
+        marks = (["list"] if listed else []) + [f"dataset:{name}" for name in dict.fromkeys(datasets)]
+        noted = await self.io(
+            self.store.note_changes, code, marks, session.expires_at + self.settings.session_ttl_seconds
+        )
+        self.notifier.notify(changes_key(code))
+        return noted
+
+    async def changes(self, code: str) -> ChangeMarks | None:
+        return await self._read(self.store.get_changes, code)
 
     async def pending_ids(self, code: str, prefix: str) -> list[str]:
         """The ids of this session's pending requests that start with ``prefix``."""

@@ -59,6 +59,9 @@ async def create_session(request: Request) -> Response:
             ttl=relay.settings.session_ttl_seconds,
             expiresAt=iso(session.expires_at),
             browserToken=token,
+            changes=f"/api/sessions/{session.code}/changes"
+            if getattr(request.app.state, "long_lived", False)
+            else None,
         ),
         201,
     )
@@ -104,6 +107,19 @@ async def session_log(request: Request) -> Response:
         return JSONResponse({"code": code, "entries": [entry(item) for item in page], "next": following})
     items = await relay_of(request).activity_log(code, bearer_token(request), client=client_ip(request))
     return JSONResponse({"code": code, "entries": [s.log_entry(item) for item in items]})
+
+
+async def session_changes(request: Request) -> Response:
+    """The plugin says what CODAP reported changed (coalesced); a long-lived server's MCP subscriptions watch it."""
+    relay = relay_of(request)
+    code = normalise_code(request.path_params["code"])
+    token = bearer_token(request)
+    await relay.session_for_plugin(code, token, client=client_ip(request))  # the token before the body
+    body = parse(s.ChangesNote, await read_json(request, relay.settings.max_request_bytes))
+    noted = await relay.note_changes(
+        code, token, datasets=body.datasets, listed=body.listChanged, client=client_ip(request)
+    )
+    return json_model(s.ChangesNoted(seq=noted.seq), 202)
 
 
 # --- stream ----------------------------------------------------------------------------------------------
@@ -266,6 +282,8 @@ GROUPS: dict[str, list[BaseRoute]] = {
         Route("/response", get_response, methods=["GET"]),
     ],
     "metadata": [Route("/metadata", metadata, methods=["GET"])],
+    # Only where a long-lived process serves MCP subscriptions (codap-relay serve): no Lambda function mounts it.
+    "changes": [Route("/api/sessions/{code}/changes", session_changes, methods=["POST"])],
     "meta": [
         Route("/", index, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
