@@ -113,6 +113,15 @@ export class RelayClient {
     return entries;
   }
 
+  /** What CODAP said changed (changes.js), to the session's `changes` path that a long-lived relay gave. */
+  postChanges(path, token, note) {
+    return this._json(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+      body: JSON.stringify(note),
+    });
+  }
+
   postResponse(code, token, id, body) {
     // ?code= lets the relay check the token before it reads the body (up to 3 MB)
     return this._json(`/response?code=${encodeURIComponent(code)}`, {
