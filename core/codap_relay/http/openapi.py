@@ -25,6 +25,8 @@ MODELS: list[type[BaseModel]] = [
     s.Metadata,
     s.SessionStatus,
     s.SessionClosed,
+    s.ChangesNote,
+    s.ChangesNoted,
     s.ActivityLog,
     s.TracePage,
     s.FullLogPage,
@@ -116,6 +118,20 @@ def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -
                 "security": BEARER,
                 "responses": {"200": _json(s.SessionClosed, "Closed"), **_errors(400, 401, 403, 404, 429, 503)},
             },
+        },
+        "/api/sessions/{code}/changes": {
+            "post": {
+                "operationId": "postDocumentChanges",
+                "summary": "What CODAP said changed in the document (plugin only; a long-lived server, which names "
+                "this path in the session's `changes`): the MCP subscriptions of that session learn of it",
+                "parameters": [CODE_P],
+                "security": BEARER,
+                "requestBody": {"content": {"application/json": {"schema": _ref(s.ChangesNote)}}},
+                "responses": {
+                    "202": _json(s.ChangesNoted, "Noted"),
+                    **_errors(400, 401, 403, 404, 413, 429, 503),
+                },
+            }
         },
         "/api/sessions/{code}/log": {
             "get": {

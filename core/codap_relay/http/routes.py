@@ -53,18 +53,16 @@ async def create_session(request: Request) -> Response:
     body = parse(s.SessionCreate, await read_json(request, relay.settings.max_request_bytes))
     tools = None if body.tools is None else [t.model_dump(exclude_none=True) for t in body.tools]
     session, token = await relay.create_session(tools, client=client_ip(request))
-    return json_model(
-        s.SessionCreated(
-            code=session.code,
-            ttl=relay.settings.session_ttl_seconds,
-            expiresAt=iso(session.expires_at),
-            browserToken=token,
-            changes=f"/api/sessions/{session.code}/changes"
-            if getattr(request.app.state, "long_lived", False)
-            else None,
-        ),
-        201,
+    long_lived = getattr(request.app.state, "long_lived", False)
+    created = s.SessionCreated(
+        code=session.code,
+        ttl=relay.settings.session_ttl_seconds,
+        expiresAt=iso(session.expires_at),
+        browserToken=token,
+        changes=f"/api/sessions/{session.code}/changes" if long_lived else None,
     )
+    # `changes` only where it is offered: elsewhere the answer is as it always was
+    return JSONResponse(created.model_dump(mode="json", exclude_none=True), status_code=201)
 
 
 async def session_status(request: Request) -> Response:
