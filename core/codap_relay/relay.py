@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from .clock import Clock, IdFactory, SystemClock, uuid_ids
 from .codes import CodeFactory, hash_token, new_code, new_token, token_matches
-from .delivery import Delivery, StreamEvent
+from .delivery import Delivery, StreamEvent, withdrawn_mark
 from .errors import (
     AlreadyAnswered,
     BadInput,
@@ -542,6 +542,7 @@ class Relay:
         ids withdrawn."""
         session = await self._load(code)
         withdrawn = []
+        marks = []
         for request_id in request_ids:
             request = await self._read(self.store.get_request, code, request_id)
             if request is None or request.status != "queued":
@@ -553,6 +554,13 @@ class Relay:
             done = await self.io(self.store.complete_request, self._response(session, request_id, error=error))
             if done.fresh:
                 withdrawn.append(request_id)
+                marks.append(withdrawn_mark(request.tool, request_id))
+        if marks:
+            # for the plugin's activity log: its stream tells it (delivery.py), though it never received the request
+            with contextlib.suppress(StoreUnavailable):
+                await self.io(
+                    self.store.note_changes, code, marks, session.expires_at + self.settings.session_ttl_seconds
+                )
         if withdrawn:
             self.notifier.notify(stream_key(code))
             self.notifier.notify(answers_key(code))

@@ -238,6 +238,7 @@ function connect() {
           ui.notice(`${why} and a new code could not be created: ${err.message}. Reload the plugin to try again.`);
         }
       },
+      onWithdrawn: ({ id, tool, args }) => ui.activity({ id, tool, args, status: "withdrawn", code }),
       onCursorReset: () => ui.notice("The relay restarted its queue; unanswered requests are being sent again."),
     },
   });

@@ -219,6 +219,14 @@ export class StreamConnection {
       }
       this.handlers.onRequest({ ...data, seq: Number(event.lastEventId) || 0 });
     }));
+    es.addEventListener("withdrawn", mine((event) => {
+      // a request the model withdrew before this plugin received it: never run, shown in the activity log
+      try {
+        this.handlers.onWithdrawn?.(JSON.parse(event.data));
+      } catch {
+        // not for the log, then
+      }
+    }));
     es.addEventListener("heartbeat", mine(() => {
       this._kick();
       this.handlers.onAlive?.();
