@@ -14,6 +14,7 @@ the client. The deployed MCP function therefore does not serve ``subscriptions/l
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -35,7 +36,7 @@ from .notify import changes_key
 from .records import ChangeMarks
 
 Ctx = ServerRequestContext[Any, Any]
-#: How often a watcher re-reads the marks with no wake-up (a push store wakes it; this checks the session too).
+#: How often a watcher re-reads the marks with no wake-up on a store that wakes it, and checks its session.
 RECHECK_SECONDS = 30.0
 
 
@@ -95,9 +96,11 @@ def listen_handler(call_of: Callable[[Ctx], Call]) -> Callable[[Ctx, types.Subsc
                 ),
                 related_request_id=ctx.request_id,
             )
+            checked = time.monotonic()
             while True:
-                woken = await listener.wait(every)
-                if not woken and relay.store.pushes:
+                await listener.wait(every)
+                if time.monotonic() - checked >= RECHECK_SECONDS:
+                    checked = time.monotonic()
                     try:  # a session that ended or expired ends its subscriptions (gracefully: the result)
                         await relay.session_for_llm(code, client=call.client)
                     except RelayError:

@@ -516,10 +516,12 @@ async def test_openapi_document_is_valid_and_complete(client: httpx.AsyncClient)
         "/response",
         "/metadata",
         "/api/sessions/{code}/log",
-        "/api/sessions/{code}/changes",
         "/resources",
         "/resources/read",
     } <= set(doc["paths"])
+    # the plugin's change notes: only where a long-lived server takes them (the session answer names the path)
+    offered = "changes" in (await client.post("/api/sessions", json={})).json()
+    assert ("/api/sessions/{code}/changes" in doc["paths"]) is offered
 
 
 @pytest.mark.in_process

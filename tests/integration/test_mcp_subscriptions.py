@@ -15,6 +15,7 @@ from mcp import Client
 from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
+from codap_relay import mcp_subscriptions
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.testing.servers import serve_app
@@ -93,3 +94,17 @@ async def test_the_deployed_shape_neither_declares_nor_serves_subscriptions(depl
         with pytest.raises(MCPError):
             async with client.listen(resource_subscriptions=["codap://datasets"]):
                 pass
+
+
+async def test_a_listen_stream_ends_when_its_session_does(long_lived: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mcp_subscriptions, "RECHECK_SECONDS", 0.2)  # 30 s in use
+    session = open_session(long_lived)
+    async with Client(f"{long_lived}/mcp/{session['code']}") as client:
+        async with client.listen(resource_subscriptions=["codap://datasets"]) as subscription:
+            ended = await asyncio.to_thread(
+                httpx.delete,
+                f"{long_lived}/api/sessions/{session['code']}",
+                headers={"Authorization": f"Bearer {session['browserToken']}"},
+            )
+            assert ended.status_code == 200
+            assert await next_events(subscription, 1) == []  # the server closed the stream: the loop ends

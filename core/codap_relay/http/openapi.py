@@ -92,7 +92,11 @@ DEFAULT_MAX_WAIT: float = Settings.model_fields["max_wait_seconds"].default
 
 
 @lru_cache(maxsize=8)
-def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -> dict[str, Any]:
+def document(
+    server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT, *, long_lived: bool = True
+) -> dict[str, Any]:
+    """``long_lived``: the server is one process that outlives its requests (codap-relay serve), which alone
+    takes the plugin's change notes; a deployed stack's document leaves that path out, as its API has no route."""
     wait_q = _wait_param(max_wait_seconds)
     _, defs = models_json_schema([(m, "validation") for m in MODELS], ref_template="#/components/schemas/{model}")
     paths: dict[str, Any] = {
@@ -277,6 +281,8 @@ def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -
             "get": {"operationId": "health", "summary": "Liveness", "responses": {"200": _json(s.Health, "OK")}}
         },
     }
+    if not long_lived:
+        del paths["/api/sessions/{code}/changes"]
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {

@@ -248,7 +248,10 @@ async def healthz(request: Request) -> Response:
 async def openapi(request: Request) -> Response:
     from .openapi import document
 
-    return JSONResponse(document(public_base(request), relay_of(request).settings.max_wait_seconds))
+    long_lived = getattr(request.app.state, "long_lived", False)
+    return JSONResponse(
+        document(public_base(request), relay_of(request).settings.max_wait_seconds, long_lived=long_lived)
+    )
 
 
 async def index(request: Request) -> Response:
