@@ -6,7 +6,14 @@ shape (local-api: one function per endpoint) does not declare subscriptions at a
 
 from __future__ import annotations
 
+import json
+import os
+import queue
+import subprocess
+import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -15,6 +22,11 @@ from codap_relay.testing.plugin_page import McpClient
 from codap_relay.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser]
+
+ROOT = Path(__file__).resolve().parents[2]
+MCP_TOOLS = ROOT / ".tools" / "mcp" / "node_modules"
+NODE = MCP_TOOLS / "node" / "bin" / "node"
+TS_CLIENT = MCP_TOOLS / "@modelcontextprotocol" / "client" / "dist" / "index.mjs"
 
 ROWS = [{"name": "Ann", "height": 150}, {"name": "Bo", "height": 162}]
 
@@ -82,3 +94,58 @@ def test_a_subscribed_client_hears_of_changes_by_tools_and_in_codap(codap: Codap
         assert {"new data", "direct data"} <= set(names)
     finally:
         listening.close()
+
+
+class TsListener:
+    """tests/e2e/ts_listen.mjs: the TypeScript SDK's client listening, its events read line by line."""
+
+    def __init__(self, url: str, uris: list[str]) -> None:
+        env = {**os.environ, "MCP_CLIENT": str(TS_CLIENT), "PATH": f"{NODE.parent}{os.pathsep}{os.environ['PATH']}"}
+        self.proc = subprocess.Popen(
+            [str(NODE), str(Path(__file__).with_name("ts_listen.mjs")), url, *uris],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.lines: queue.Queue[dict[str, Any]] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(json.loads(line))
+
+    def next_matching(self, wanted: dict[str, Any], timeout: float = 20) -> dict[str, Any]:
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                stderr = self.proc.stderr.read() if self.proc.poll() is not None and self.proc.stderr else ""
+                raise AssertionError(f"no {wanted} from the TypeScript client within {timeout} s {stderr}") from None
+            if all(line.get(k) == v for k, v in wanted.items()):
+                return line
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+
+
+@pytest.mark.in_process
+@pytest.mark.skipif(not TS_CLIENT.exists(), reason="run scripts/install-test-deps (the MCP npm tools in .tools/mcp)")
+def test_the_typescript_sdk_client_hears_a_case_added(codap: CodapPage) -> None:
+    listener = TsListener(f"{codap.relay}/mcp/{codap.code()}", [CASES])
+    try:
+        assert listener.next_matching({"ready": True})["subscribe"] is True
+        codap.done("add_codap_cases", {"datasetName": "watched data", "cases": [{"name": "Ed", "height": 149}]})
+        listener.next_matching({"method": "notifications/resources/updated", "uri": CASES})
+        names = [item["values"]["name"] for item in codap.items("watched data")]
+        assert "Ed" in names
+    finally:
+        listener.close()

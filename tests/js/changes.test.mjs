@@ -12,6 +12,10 @@ test("CODAP's notices name the datasets that changed and whether the list did", 
     datasets: ["Mammals"],
     listed: true,
   });
+  assert.deepEqual(changeOf({ resource: "dataContextChangeNotice[Mammals]", values: { operation: "deleteCases" } }), {
+    datasets: ["Mammals"],
+    listed: false,
+  });
   assert.deepEqual(
     changeOf({ resource: "documentChangeNotice", values: { operation: "dataContextDeleted", deletedContext: "Old" } }),
     { datasets: ["Old"], listed: true },

@@ -12,7 +12,9 @@ export function changeOf(notice) {
   const operations = values.map((v) => (typeof v?.operation === "string" ? v.operation : ""));
   const dataset = /^dataContextChangeNotice\[(.*)\]$/.exec(resource);
   if (dataset) {
-    return { datasets: [dataset[1]], listed: operations.some((op) => /updateDataContext|delete/i.test(op)) };
+    // a rename changes the list; deleting cases or attributes does not
+    const renamed = operations.some((op) => /^(updateDataContext|dataContextDeleted)$/.test(op));
+    return { datasets: [dataset[1]], listed: renamed };
   }
   if (resource === "documentChangeNotice") {
     const deleted = values.map((v) => v?.deletedContext).filter((name) => typeof name === "string");
