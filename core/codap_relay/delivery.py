@@ -18,6 +18,20 @@ from .settings import Settings
 from .store.base import Store
 
 T = TypeVar("T")
+WITHDRAWN = "withdrawn:"
+
+
+def withdrawn_mark(tool: str, request_id: str) -> str:
+    """The change mark (store note_changes) of a request the model withdrew before the plugin received it."""
+    return f"{WITHDRAWN}{tool}:{request_id}"
+
+
+def withdrawn_of(mark: str) -> dict[str, str] | None:
+    """{id, tool} of a withdrawn mark, else None (tool names have no colon; ids may)."""
+    if not mark.startswith(WITHDRAWN):
+        return None
+    tool, _, request_id = mark[len(WITHDRAWN) :].partition(":")
+    return {"id": request_id, "tool": tool} if request_id else None
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,8 @@ class Delivery:
                 yield StreamEvent("cursor-reset", {"lastEventId": cursor, "lastSeq": session.last_seq})
             else:
                 after = cursor
+        announced: set[str] = set()
+        check_withdrawn = True  # at the start; then after each wake-up where this process sees every write
         with relay.notifier.listen(stream_key(code)) as listener:
             while True:
                 current, pending = await relay.io(relay.store.deliver, code, consumer, after, relay.now())
@@ -99,6 +115,19 @@ class Delivery:
                 if current.consumer != consumer:
                     yield StreamEvent("superseded", {"message": "This session is now served by another tab."})
                     return
+                if check_withdrawn:
+                    # Requests the model withdrew before the plugin received them, for its activity log. The plugin
+                    # shows each once per page (by id), so every stream sends them all; a stream of a store written
+                    # by other processes (DynamoDB) learns of them when it (re)opens, as the plugin would anyway.
+                    marks = await relay.io(relay.store.get_changes, code)
+                    for mark in sorted(marks.marks, key=marks.marks.__getitem__) if marks else ():
+                        gone = withdrawn_of(mark)
+                        if gone is not None and mark not in announced:
+                            announced.add(mark)
+                            request = await relay.io(relay.store.get_request, code, gone["id"])
+                            args = request.args if request is not None else {}
+                            yield StreamEvent("withdrawn", {**gone, "args": args})
+                    check_withdrawn = relay.store.pushes
                 for request in pending:
                     yield StreamEvent(
                         "tool-request",

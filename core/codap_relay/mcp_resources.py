@@ -1,7 +1,7 @@
 """MCP resources, prompts and completion over resources.py and prompts.py: the handlers http/mcp.py registers.
 
-No subscriptions and no ``listChanged``: the endpoint is stateless (no GET stream per MCP session), so nothing
-could carry an ``notifications/resources/updated`` to the client. Clients read again when they need fresh state.
+Subscriptions are mcp_subscriptions.py's, and only a long-lived server's: the deployed functions answer each POST
+and end, so nothing could carry a ``notifications/resources/updated`` to the client later.
 """
 
 from __future__ import annotations

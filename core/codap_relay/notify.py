@@ -19,6 +19,11 @@ def stream_key(code: str) -> str:
     return code
 
 
+def changes_key(code: str) -> str:
+    """Wake-ups for whoever watches a session's document: the plugin noted a change (MCP subscriptions)."""
+    return f"{code}/changes"
+
+
 def answers_key(code: str) -> str:
     """Wake-ups for whoever waits for an answer in a session: a response stored, the session ended."""
     return f"{code}/answers"

@@ -101,3 +101,15 @@ class Lookup:
     session: SessionRecord | None
     request: RequestRecord | None
     response: ResponseRecord | None
+
+
+@dataclass(frozen=True)
+class ChangeMarks:
+    """What the plugin said changed in a session's CODAP document (it hears CODAP's change notices). ``seq``
+    counts the session's change notes; ``marks`` maps each thing noted (``"list"``: datasets or components came,
+    went or were renamed; ``"dataset:<name>"``: that dataset's cases or attributes changed) to the seq of the
+    latest note that named it. A watcher compares two reads to learn what changed in between."""
+
+    code: str
+    seq: int
+    marks: dict[str, int]

@@ -18,7 +18,7 @@ import anyio.to_thread
 
 from .clock import Clock, IdFactory, SystemClock, uuid_ids
 from .codes import CodeFactory, hash_token, new_code, new_token, token_matches
-from .delivery import Delivery, StreamEvent
+from .delivery import Delivery, StreamEvent, withdrawn_mark
 from .errors import (
     AlreadyAnswered,
     BadInput,
@@ -38,9 +38,9 @@ from .errors import (
 )
 from .guard import GuessingGuard
 from .manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest, find_tool, validate_args
-from .notify import Listener, Notifier, answers_key, stream_key
+from .notify import Listener, Notifier, answers_key, changes_key, stream_key
 from .observe import NullObserver, Observer
-from .records import Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, fingerprint
+from .records import ChangeMarks, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, fingerprint
 from .settings import Settings
 from .store.base import Store, args_bytes
 from .tool_content import check_result
@@ -542,6 +542,7 @@ class Relay:
         ids withdrawn."""
         session = await self._load(code)
         withdrawn = []
+        marks = []
         for request_id in request_ids:
             request = await self._read(self.store.get_request, code, request_id)
             if request is None or request.status != "queued":
@@ -553,10 +554,35 @@ class Relay:
             done = await self.io(self.store.complete_request, self._response(session, request_id, error=error))
             if done.fresh:
                 withdrawn.append(request_id)
+                marks.append(withdrawn_mark(request.tool, request_id))
+        if marks:
+            # for the plugin's activity log: its stream tells it (delivery.py), though it never received the request
+            with contextlib.suppress(StoreUnavailable):
+                await self.io(
+                    self.store.note_changes, code, marks, session.expires_at + self.settings.session_ttl_seconds
+                )
         if withdrawn:
             self.notifier.notify(stream_key(code))
             self.notifier.notify(answers_key(code))
         return withdrawn
+
+    # --- change marks (the plugin says what changed in the document; subscriptions watch them) ---------------
+
+    async def note_changes(
+        self, code: str, token: str | None, *, datasets: list[str], listed: bool, client: str | None = None
+    ) -> ChangeMarks:
+        """The plugin heard CODAP say the document changed: record it for watchers (the MCP subscriptions of a
+        long-lived server) and wake those in this process. ``listed``: datasets or components came or went."""
+        session = await self.session_for_plugin(code, token, client=client)
+        marks = (["list"] if listed else []) + [f"dataset:{name}" for name in dict.fromkeys(datasets)]
+        noted = await self.io(
+            self.store.note_changes, code, marks, session.expires_at + self.settings.session_ttl_seconds
+        )
+        self.notifier.notify(changes_key(code))
+        return noted
+
+    async def changes(self, code: str) -> ChangeMarks | None:
+        return await self._read(self.store.get_changes, code)
 
     async def pending_ids(self, code: str, prefix: str) -> list[str]:
         """The ids of this session's pending requests that start with ``prefix``."""

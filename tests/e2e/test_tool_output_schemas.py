@@ -185,8 +185,8 @@ def test_a_cancelled_call_the_plugin_never_received_never_changes_codap(
 ) -> None:
     """The plugin frame reloads while its stream cannot connect: the relay still counts the plugin as connected
     (seen moments ago), so a call is queued and waits, with progress saying so. The client cancels it; once the
-    stream can connect again the plugin reconnects and never receives it: CODAP has no such dataset, and the next
-    call runs as usual."""
+    stream can connect again the plugin reconnects and never receives it: its activity log shows the call as
+    withdrawn, CODAP has no such dataset, and the next call runs as usual."""
     with codap_pages(browser, codap_url) as pages:
         codap = pages(f"{relay_url}/plugin/")
         code = codap.code()
@@ -209,6 +209,11 @@ def test_a_cancelled_call_the_plugin_never_received_never_changes_codap(
         result = messages[-1]["result"]
         assert result["isError"] is True and result["structuredContent"]["error"] == "cancelled", result
         assert codap.wait_paired() == code  # the same session, its stream open again
+        # the plugin never received it, yet its activity log says what became of it
+        row = codap.frame.locator("#log li.state-withdrawn")
+        row.wait_for(timeout=15_000)
+        assert "create_codap_dataset" in row.inner_text() and "never made" in row.inner_text()
+        assert "withdrawn by the model before it ran" in row.inner_text()
         time.sleep(1)
         assert "never made" not in codap.dataset_names()
         assert codap.done("get_codap_datasets", {})["structuredContent"]["datasets"] == []

@@ -52,7 +52,9 @@ async def test_create_session_contract(client: httpx.AsyncClient) -> None:
     r = await client.post("/api/sessions", json={})
     assert r.status_code == 201
     body = r.json()
-    assert set(body) == {"code", "ttl", "expiresAt", "browserToken"}
+    assert set(body) - {"changes"} == {"code", "ttl", "expiresAt", "browserToken"}
+    # only a long-lived server (every group in one process) takes the plugin's change notes
+    assert body.get("changes") in (None, f"/api/sessions/{body['code']}/changes")
     assert len(body["code"]) == 8 and body["ttl"] == 600 and body["expiresAt"].endswith("Z")
     empty = await client.post("/api/sessions", content=b"", headers={"content-type": "application/json"})
     assert empty.status_code == 201
@@ -518,6 +520,9 @@ async def test_openapi_document_is_valid_and_complete(client: httpx.AsyncClient)
         "/resources",
         "/resources/read",
     } <= set(doc["paths"])
+    # the plugin's change notes: only where a long-lived server takes them (the session answer names the path)
+    offered = "changes" in (await client.post("/api/sessions", json={})).json()
+    assert ("/api/sessions/{code}/changes" in doc["paths"]) is offered
 
 
 @pytest.mark.in_process

@@ -438,6 +438,15 @@ async def test_a_cancelled_queued_request_never_runs(live: Live, relay: Relay, t
     async with live.plugin(session) as plugin:  # the plugin comes back: nothing is delivered to it
         await asyncio.sleep(0.5)
     assert plugin.executed == []
+    # ... but its stream says the model withdrew it, for the plugin's activity log
+    withdrawn = [e.json() for e in plugin.events if e.event == "withdrawn"]
+    assert withdrawn == [
+        {
+            "id": entry["id"],
+            "tool": "create_codap_dataset",
+            "args": {"datasetName": "Never", "dataType": "random_numbers", "recordCount": 3},
+        }
+    ]
 
 
 async def test_a_cancellation_posted_while_the_call_waits_withdraws_it_and_ends_the_wait(

@@ -11,7 +11,7 @@ import pytest
 from codap_relay.errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
 from codap_relay.records import Lookup, NewRequest, ResponseRecord, SessionRecord, fingerprint
 from codap_relay.settings import Settings
-from codap_relay.store.base import PURGE_GRACE_SECONDS, PendingTotals, Store, args_bytes
+from codap_relay.store.base import MAX_CHANGE_MARKS, PURGE_GRACE_SECONDS, PendingTotals, Store, args_bytes
 from codap_relay.store.memory import MemoryStore
 from store_backends import BACKENDS, sweep_expired
 
@@ -435,3 +435,50 @@ def test_an_ended_session_is_kept_through_the_longest_log_grace(store: Store, en
     sweep_expired(store, T0 + 3600 + PURGE_GRACE_SECONDS + 1)  # long after everything expired
     if not isinstance(store, MemoryStore):  # the memory store keeps all for the life of its process
         assert store.get_session("ABCDEFGH") is None and store.list_requests("ABCDEFGH") == []
+
+
+# --- change marks (what the plugin said changed in the document; subscriptions watch them) -----------------
+
+
+def test_change_marks_count_notes_and_name_what_each_changed(store: Store) -> None:
+    store.create_session(session())
+    assert store.get_changes("ABCDEFGH") is None
+    first = store.note_changes("ABCDEFGH", ["dataset:Mammals"], T0 + 600)
+    assert (first.seq, first.marks) == (1, {"dataset:Mammals": 1})
+    second = store.note_changes("ABCDEFGH", ["list", "dataset:Birds"], T0 + 600)
+    assert (second.seq, second.marks) == (2, {"dataset:Mammals": 1, "list": 2, "dataset:Birds": 2})
+    third = store.note_changes("ABCDEFGH", ["dataset:Mammals"], T0 + 600)
+    assert store.get_changes("ABCDEFGH") == third
+    assert third.marks == {"dataset:Mammals": 3, "list": 2, "dataset:Birds": 2}
+    assert store.get_changes("OTHERCDE") is None  # per session
+
+
+def test_change_marks_keep_the_newest_names(store: Store) -> None:
+    store.create_session(session())
+    for n in range(MAX_CHANGE_MARKS + 5):
+        store.note_changes("ABCDEFGH", [f"dataset:d{n}"], T0 + 600)
+    marks = store.get_changes("ABCDEFGH")
+    assert marks is not None and marks.seq == MAX_CHANGE_MARKS + 5
+    assert len(marks.marks) == MAX_CHANGE_MARKS
+    assert "dataset:d4" not in marks.marks and marks.marks[f"dataset:d{MAX_CHANGE_MARKS + 4}"] == marks.seq
+
+
+def test_concurrent_change_notes_each_get_their_own_seq(store: Store) -> None:
+    store.create_session(session())
+    seqs: list[int] = []
+    lock = threading.Lock()
+
+    def note(n: int) -> None:
+        for i in range(5):
+            got = store.note_changes("ABCDEFGH", [f"dataset:t{n}-{i}"], T0 + 600)
+            with lock:
+                seqs.append(got.seq)
+
+    threads = [threading.Thread(target=note, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(seqs) == list(range(1, 21))
+    final = store.get_changes("ABCDEFGH")
+    assert final is not None and final.seq == 20 and len(final.marks) == 20

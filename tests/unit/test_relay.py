@@ -740,3 +740,29 @@ def test_defaults_leave_room_for_a_class() -> None:
     assert s.max_pending_requests_per_session >= 5 * 4 and s.max_pending_bytes_per_session >= 5 * 10_000 * 4
     assert s.request_bytes_per_ip_per_hour >= 30 * 60 * 10_000
     assert s.max_pending_bytes_per_session >= s.max_request_bytes  # any body the relay accepts can be queued
+
+
+class PollingMemoryStore(MemoryStore):
+    """A store as DynamoDB is to the relay: written by other processes too, so nothing here is pushed."""
+
+    pushes = False
+
+
+@pytest.mark.parametrize("pushes", [True, False], ids=["pushing store", "polled store"])
+async def test_the_stream_names_requests_the_model_withdrew_before_the_plugin_had_them(
+    clock: FakeClock, pushes: bool
+) -> None:
+    relay = Relay(make_settings(), MemoryStore() if pushes else PollingMemoryStore(), clock=clock, ids=counting_ids())
+    s, token = await relay.create_session()
+    args = {"datasetName": "Never", "dataType": "random_numbers", "recordCount": 3}
+    await relay.submit(s.code, "get_codap_datasets", {}, request_id="kept")
+    await relay.submit(s.code, "create_codap_dataset", args, request_id="gone")
+    assert await relay.cancel(s.code, ["gone"]) == ["gone"]
+    events = await relay.stream(s.code, token, None)
+    try:
+        seen = [await anext(events) for _ in range(3)]  # the retry preamble, the withdrawn one, the request
+        assert [e.event for e in seen] == [None, "withdrawn", "tool-request"]
+        assert seen[1].data == {"id": "gone", "tool": "create_codap_dataset", "args": args}
+        assert seen[2].data["id"] == "kept"
+    finally:
+        await events.aclose()

@@ -38,16 +38,17 @@ def plugin_routes() -> list[BaseRoute]:
     return [Mount("/plugin", app=StaticFiles(directory=PLUGIN_DIR, html=True), name="plugin")]
 
 
-def mcp_routes() -> list[BaseRoute]:
+def mcp_routes(*, long_lived: bool = False) -> list[BaseRoute]:
     """The MCP endpoint, imported only where it is mounted (the SDK costs every other function's cold start).
-    Without the MCP extra the paths still exist and say how to get it, rather than answering a bare 404."""
+    Without the MCP extra the paths still exist and say how to get it, rather than answering a bare 404.
+    ``long_lived``: one process that outlives each request serves it, so it offers subscriptions."""
     missing = missing_extra("mcp", "The MCP endpoint")
     if missing is not None:
         log.warning("%s It answers 501 until then.", missing)
         return [Route(path, _extra_missing(missing), methods=["POST"]) for path in MCP_PATHS]
     from .mcp import routes as mcp_endpoint_routes
 
-    return mcp_endpoint_routes()
+    return mcp_endpoint_routes(subscriptions=long_lived)
 
 
 def _extra_missing(message: str) -> Callable[[Request], Awaitable[Response]]:
@@ -68,12 +69,22 @@ ALL_GROUPS = (*GROUPS, *LAZY_GROUPS)
 
 
 def build_app(
-    relay: Relay, groups: Iterable[str] | None = None, *, extra_routes: Sequence[BaseRoute] = ()
+    relay: Relay,
+    groups: Iterable[str] | None = None,
+    *,
+    extra_routes: Sequence[BaseRoute] = (),
+    long_lived: bool | None = None,
 ) -> Starlette:
-    chosen = list(ALL_GROUPS if groups is None else groups)
+    """``long_lived`` (default: every group in one process, as ``codap-relay serve`` runs it) adds what needs a
+    process that outlives its requests: MCP subscriptions and the plugin's change notes they watch. A Lambda
+    function mounts its own groups and is never long-lived."""
+    long_lived = groups is None if long_lived is None else long_lived
+    chosen = [g for g in ALL_GROUPS if long_lived or g != "changes"] if groups is None else list(groups)
     routes: list[BaseRoute] = []
     for name in chosen:
-        if name in GROUPS:
+        if name == "mcp":
+            routes.extend(mcp_routes(long_lived=long_lived))
+        elif name in GROUPS:
             routes.extend(GROUPS[name])
         elif name in LAZY_GROUPS:
             routes.extend(LAZY_GROUPS[name]())
@@ -116,4 +127,5 @@ def build_app(
         },
     )
     app.state.relay = relay
+    app.state.long_lived = long_lived
     return app

@@ -1,6 +1,8 @@
 """The MCP endpoint: ``POST /mcp/{code}`` and ``POST /mcp`` with ``Authorization: Bearer <code>``.
 
-Streamable HTTP, stateless, JSON responses, on the SDK's low-level ``Server``. The SDK routes each POST by its
+Streamable HTTP, stateless, JSON responses, on the SDK's low-level ``Server``. A long-lived server (codap-relay
+serve) also answers ``subscriptions/listen`` with a stream that stays open (mcp_subscriptions.py); each such
+stream is one POST's answer, so the endpoint needs no session state for it either. The SDK routes each POST by its
 ``MCP-Protocol-Version`` header: handshake-era clients (2025, ``initialize`` first) take the stateless legacy
 path, 2026-07-28 clients the single-exchange path. The SDK's session manager may be ``run()`` only once per
 instance and normally lives in the app lifespan, which Mangum (``lifespan="off"``) never starts and which would
@@ -99,7 +101,14 @@ async def _on_call_tool(
     return await call_tool(call.relay, caller, params.name, params.arguments)
 
 
-def build_server() -> Server[Any]:
+def build_server(*, subscriptions: bool = False) -> Server[Any]:
+    """``subscriptions``: serve ``subscriptions/listen`` (mcp_subscriptions.py), which also makes the server declare
+    ``resources.subscribe`` and ``listChanged``; only for a long-lived process (codap-relay serve)."""
+    extra: dict[str, Any] = {}
+    if subscriptions:
+        from ..mcp_subscriptions import listen_handler
+
+        extra["on_subscriptions_listen"] = listen_handler(_call_of)
     server: Server[Any] = Server(
         "codap-relay",
         version=__version__,
@@ -108,6 +117,7 @@ def build_server() -> Server[Any]:
         on_list_tools=_on_list_tools,
         on_call_tool=_on_call_tool,
         **resource_handlers(_call_of),  # resources, templates, prompts, completion (mcp_resources.py)
+        **extra,
     )
     server.middleware.append(require_session)
     return server
@@ -187,8 +197,8 @@ class McpEndpoint:
             await manager.handle_request(scope, receive, send)
 
 
-def routes() -> list[BaseRoute]:
-    endpoint = McpEndpoint()
+def routes(*, subscriptions: bool = False) -> list[BaseRoute]:
+    endpoint = McpEndpoint(build_server(subscriptions=True) if subscriptions else SERVER)
     # Only POST: in stateless mode there is no stream to GET and no session to DELETE (both answer 405).
     return [
         Route("/mcp", endpoint, methods=["POST"]),

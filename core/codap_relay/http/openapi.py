@@ -25,6 +25,8 @@ MODELS: list[type[BaseModel]] = [
     s.Metadata,
     s.SessionStatus,
     s.SessionClosed,
+    s.ChangesNote,
+    s.ChangesNoted,
     s.ActivityLog,
     s.TracePage,
     s.FullLogPage,
@@ -90,7 +92,11 @@ DEFAULT_MAX_WAIT: float = Settings.model_fields["max_wait_seconds"].default
 
 
 @lru_cache(maxsize=8)
-def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -> dict[str, Any]:
+def document(
+    server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT, *, long_lived: bool = True
+) -> dict[str, Any]:
+    """``long_lived``: the server is one process that outlives its requests (codap-relay serve), which alone
+    takes the plugin's change notes; a deployed stack's document leaves that path out, as its API has no route."""
     wait_q = _wait_param(max_wait_seconds)
     _, defs = models_json_schema([(m, "validation") for m in MODELS], ref_template="#/components/schemas/{model}")
     paths: dict[str, Any] = {
@@ -116,6 +122,20 @@ def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -
                 "security": BEARER,
                 "responses": {"200": _json(s.SessionClosed, "Closed"), **_errors(400, 401, 403, 404, 429, 503)},
             },
+        },
+        "/api/sessions/{code}/changes": {
+            "post": {
+                "operationId": "postDocumentChanges",
+                "summary": "What CODAP said changed in the document (plugin only; a long-lived server, which names "
+                "this path in the session's `changes`): the MCP subscriptions of that session learn of it",
+                "parameters": [CODE_P],
+                "security": BEARER,
+                "requestBody": {"content": {"application/json": {"schema": _ref(s.ChangesNote)}}},
+                "responses": {
+                    "202": _json(s.ChangesNoted, "Noted"),
+                    **_errors(400, 401, 403, 404, 413, 429, 503),
+                },
+            }
         },
         "/api/sessions/{code}/log": {
             "get": {
@@ -261,6 +281,8 @@ def document(server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT) -
             "get": {"operationId": "health", "summary": "Liveness", "responses": {"200": _json(s.Health, "OK")}}
         },
     }
+    if not long_lived:
+        del paths["/api/sessions/{code}/changes"]
     doc: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {

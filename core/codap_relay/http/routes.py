@@ -53,15 +53,16 @@ async def create_session(request: Request) -> Response:
     body = parse(s.SessionCreate, await read_json(request, relay.settings.max_request_bytes))
     tools = None if body.tools is None else [t.model_dump(exclude_none=True) for t in body.tools]
     session, token = await relay.create_session(tools, client=client_ip(request))
-    return json_model(
-        s.SessionCreated(
-            code=session.code,
-            ttl=relay.settings.session_ttl_seconds,
-            expiresAt=iso(session.expires_at),
-            browserToken=token,
-        ),
-        201,
+    long_lived = getattr(request.app.state, "long_lived", False)
+    created = s.SessionCreated(
+        code=session.code,
+        ttl=relay.settings.session_ttl_seconds,
+        expiresAt=iso(session.expires_at),
+        browserToken=token,
+        changes=f"/api/sessions/{session.code}/changes" if long_lived else None,
     )
+    # `changes` only where it is offered: elsewhere the answer is as it always was
+    return JSONResponse(created.model_dump(mode="json", exclude_none=True), status_code=201)
 
 
 async def session_status(request: Request) -> Response:
@@ -104,6 +105,19 @@ async def session_log(request: Request) -> Response:
         return JSONResponse({"code": code, "entries": [entry(item) for item in page], "next": following})
     items = await relay_of(request).activity_log(code, bearer_token(request), client=client_ip(request))
     return JSONResponse({"code": code, "entries": [s.log_entry(item) for item in items]})
+
+
+async def session_changes(request: Request) -> Response:
+    """The plugin says what CODAP reported changed (coalesced); a long-lived server's MCP subscriptions watch it."""
+    relay = relay_of(request)
+    code = normalise_code(request.path_params["code"])
+    token = bearer_token(request)
+    await relay.session_for_plugin(code, token, client=client_ip(request))  # the token before the body
+    body = parse(s.ChangesNote, await read_json(request, relay.settings.max_request_bytes))
+    noted = await relay.note_changes(
+        code, token, datasets=body.datasets, listed=body.listChanged, client=client_ip(request)
+    )
+    return json_model(s.ChangesNoted(seq=noted.seq), 202)
 
 
 # --- stream ----------------------------------------------------------------------------------------------
@@ -234,7 +248,10 @@ async def healthz(request: Request) -> Response:
 async def openapi(request: Request) -> Response:
     from .openapi import document
 
-    return JSONResponse(document(public_base(request), relay_of(request).settings.max_wait_seconds))
+    long_lived = getattr(request.app.state, "long_lived", False)
+    return JSONResponse(
+        document(public_base(request), relay_of(request).settings.max_wait_seconds, long_lived=long_lived)
+    )
 
 
 async def index(request: Request) -> Response:
@@ -266,6 +283,8 @@ GROUPS: dict[str, list[BaseRoute]] = {
         Route("/response", get_response, methods=["GET"]),
     ],
     "metadata": [Route("/metadata", metadata, methods=["GET"])],
+    # Only where a long-lived process serves MCP subscriptions (codap-relay serve): no Lambda function mounts it.
+    "changes": [Route("/api/sessions/{code}/changes", session_changes, methods=["POST"])],
     "meta": [
         Route("/", index, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -36,6 +36,22 @@ class SessionCreated(BaseModel):
     ttl: int = Field(description="Seconds until the code expires unless the plugin keeps it alive.")
     expiresAt: str
     browserToken: str = Field(description="Secret for the plugin's role; send as Authorization: Bearer.")
+    changes: str | None = Field(
+        None,
+        description="Where the plugin posts what CODAP said changed in the document (POST, browser token), so MCP "
+        "subscriptions can tell their clients; only a long-lived server (codap-relay serve) offers it.",
+    )
+
+
+class ChangesNote(_Body):
+    datasets: list[Annotated[str, Field(max_length=200)]] = Field(
+        default_factory=list, max_length=100, description="Datasets (by name) whose cases or attributes changed."
+    )
+    listChanged: bool = Field(False, description="Datasets or components came, went or were renamed.")
+
+
+class ChangesNoted(BaseModel):
+    seq: int = Field(description="How many change notes the session has had.")
 
 
 class ToolRequest(_Body):

@@ -30,6 +30,7 @@ from ..testing.servers import free_port
 from .runtime import INVOKE_PATH, READY_PREFIX
 from .template import Function
 
+CORE_DIR = Path(__file__).resolve().parents[2]  # the folder that holds this codap_relay package
 STOP_GRACE_SECONDS = 5.0
 READY_TIMEOUT_SECONDS = 60.0  # generous: cold starts on a loaded machine; Lambda's own init limit is 10 s
 
@@ -362,9 +363,10 @@ def function_environment(
         "LANG": "en_US.UTF-8",
         "TZ": ":UTC",
         "PYTHONUNBUFFERED": "1",
-        # The layer: on AWS /opt/python holds the core and the shared glue; here the core comes from this
-        # interpreter's own packages and the glue from the folder the layer is built from.
-        "PYTHONPATH": str(layer_dir),
+        # The layer: on AWS /opt/python holds the core and the shared glue; here the glue comes from the folder
+        # the layer is built from, and the core is the one this command runs (the folder its package is in), so a
+        # source checkout's functions run its own core, not whichever one the interpreter has installed.
+        "PYTHONPATH": os.pathsep.join([str(layer_dir), str(CORE_DIR)]),
         "LAMBDA_TASK_ROOT": str(function.code_dir),
         "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.runtime}",
         "AWS_LAMBDA_FUNCTION_NAME": function.logical_id,

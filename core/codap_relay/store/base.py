@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
 
 #: Every backend keeps a record at least this long past its expiry (the SQLite purge, DynamoDB's TTL attribute),
 #: so late readers get "expired" rather than "unknown" and an ended session's log stays readable for the
@@ -31,6 +31,19 @@ class PendingTotals:
 
     requests: int
     bytes: int
+
+
+#: A session keeps the newest this many change marks (dataset names); older ones are forgotten, which only means a
+#: watcher that missed that many notes in between is told less precisely (it still sees ``seq`` move).
+MAX_CHANGE_MARKS = 100
+
+
+def merged_marks(marks: dict[str, int], noted: list[str], seq: int) -> dict[str, int]:
+    """``marks`` with each of ``noted`` set to ``seq``, the newest MAX_CHANGE_MARKS kept. One rule for every store."""
+    merged = {**marks, **{m: seq for m in noted}}
+    if len(merged) > MAX_CHANGE_MARKS:
+        merged = dict(sorted(merged.items(), key=lambda kv: kv[1])[-MAX_CHANGE_MARKS:])
+    return merged
 
 
 class StoreUrlError(ValueError):
@@ -122,6 +135,17 @@ class Store(Protocol):
     def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
         """Atomically add ``amount`` (one, or a byte count; negative to give some back) to a counter and return the
         new value; an expired counter starts again from ``amount``."""
+        ...
+
+    def note_changes(self, code: str, marks: list[str], expires_at: float) -> ChangeMarks:
+        """Record one change note naming ``marks``: the session's change ``seq`` goes up by one and each mark is set
+        to it (``merged_marks``), atomically, so two notes at once get two seqs. The record is kept until
+        ``expires_at`` (and the usual grace after it); the service checks the session before it notes."""
+        ...
+
+    def get_changes(self, code: str) -> ChangeMarks | None:
+        """The session's change marks as last noted (None before the first note). Read fresh: a watcher re-reads
+        it when woken or on its poll."""
         ...
 
     def close(self) -> None: ...

@@ -8,6 +8,7 @@ Layout (``pk``, ``sk``; every item carries ``purge_at``, the table's TTL attribu
   by id).
 - ``SESSION#<code>`` / ``RESP#<id>``: the first answer to request ``id``.
 - ``SESSION#<code>`` / ``BLOB#<nonce>#<n>``: chunks of a payload too large for its item (items hold 400 KB).
+- ``SESSION#<code>`` / ``CHANGES``: what the plugin said changed in the document (``seq``, ``marks`` as JSON).
 - ``COUNTER#<key>`` / ``COUNTER``: a rate-limit window.
 
 Payloads (tool args, response bodies, manifests) are stored as zlib-compressed JSON; above ``INLINE_LIMIT``
@@ -51,8 +52,8 @@ from ..errors import (
     SessionNotFound,
     StoreUnavailable,
 )
-from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
-from .base import PURGE_GRACE_SECONDS, PendingTotals, StoreUrlError, args_bytes
+from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from .base import PURGE_GRACE_SECONDS, PendingTotals, StoreUrlError, args_bytes, merged_marks
 
 Item = dict[str, dict[str, Any]]
 
@@ -841,6 +842,47 @@ class DynamoStore:
                     raise
             self._backoff(attempt)
         raise StoreUnavailable(UNAVAILABLE, retry_after=1)
+
+    # --- change marks -----------------------------------------------------------------------------------
+
+    def note_changes(self, code: str, marks: list[str], expires_at: float) -> ChangeMarks:
+        # Read, merge, write back conditioned on the seq read: a concurrent note makes this one read again.
+        key = _key(_pk(code), "CHANGES")
+        for attempt in range(TRANSACTION_ATTEMPTS):
+            old = self.get_changes(code)
+            seq = (old.seq if old else 0) + 1
+            merged = merged_marks(old.marks if old else {}, marks, seq)
+            condition: dict[str, Any] = (
+                {"ConditionExpression": "attribute_not_exists(pk)"}
+                if old is None
+                else {"ConditionExpression": "seq = :old", "ExpressionAttributeValues": {":old": _n(old.seq)}}
+            )
+            try:
+                self._call(
+                    "put_item",
+                    TableName=self.table,
+                    Item={
+                        **key,
+                        "seq": _n(seq),
+                        "marks": _s(json.dumps(merged)),
+                        "expires_at": _n(expires_at),
+                        TTL_ATTRIBUTE: _n(_purge_at(expires_at)),
+                    },
+                    **condition,
+                )
+                return ChangeMarks(code=code, seq=seq, marks=merged)
+            except ClientError as exc:
+                if _code(exc) != "ConditionalCheckFailedException":
+                    raise
+            self._backoff(attempt)
+        raise StoreUnavailable(UNAVAILABLE, retry_after=1)
+
+    def get_changes(self, code: str) -> ChangeMarks | None:
+        item = self._get(_pk(code), "CHANGES")
+        if item is None:
+            return None
+        marks = json.loads(item["marks"]["S"])
+        return ChangeMarks(code=code, seq=int(item["seq"]["N"]), marks={k: int(v) for k, v in marks.items()})
 
     def close(self) -> None:
         if self._owns_client:

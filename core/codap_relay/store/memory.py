@@ -6,8 +6,8 @@ import threading
 from dataclasses import dataclass, field
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
-from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
-from .base import PendingTotals, args_bytes
+from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from .base import PendingTotals, args_bytes, merged_marks
 
 
 @dataclass
@@ -27,6 +27,7 @@ class MemoryStore:
         self._lock = threading.Lock()
         self._sessions: dict[str, _SessionData] = {}
         self._counters: dict[str, tuple[int, float]] = {}
+        self._changes: dict[str, ChangeMarks] = {}
 
     def create_session(self, session: SessionRecord) -> None:
         with self._lock:
@@ -173,6 +174,17 @@ class MemoryStore:
             if len(self._counters) > 10_000:  # drop dead windows so the dict cannot grow without bound
                 self._counters = {k: v for k, v in self._counters.items() if v[1] > now}
             return count
+
+    def note_changes(self, code: str, marks: list[str], expires_at: float) -> ChangeMarks:
+        with self._lock:
+            old = self._changes.get(code)
+            seq = (old.seq if old else 0) + 1
+            noted = ChangeMarks(code=code, seq=seq, marks=merged_marks(old.marks if old else {}, marks, seq))
+            self._changes[code] = noted
+            return noted
+
+    def get_changes(self, code: str) -> ChangeMarks | None:
+        return self._changes.get(code)
 
     def close(self) -> None:
         pass

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound, StoreUnavailable
-from ..records import Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
-from .base import PURGE_GRACE_SECONDS, PendingTotals
+from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from .base import PURGE_GRACE_SECONDS, PendingTotals, merged_marks
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -31,6 +31,9 @@ CREATE TABLE IF NOT EXISTS responses (
   timestamp REAL NOT NULL, expires_at REAL NOT NULL, error_code TEXT, PRIMARY KEY (code, id)
 );
 CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, count INTEGER NOT NULL, expires_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS changes (
+  code TEXT PRIMARY KEY, seq INTEGER NOT NULL, marks TEXT NOT NULL, expires_at REAL NOT NULL
+);
 """
 # A session's pending requests are counted (status reads, the pending limits) from this index alone: the rows,
 # with their arguments in overflow pages, are never read for it.
@@ -382,11 +385,35 @@ class SqliteStore:
             row = db.execute("SELECT count FROM counters WHERE key = ?", (key,)).fetchone()
         return int(row["count"])
 
+    def note_changes(self, code: str, marks: list[str], expires_at: float) -> ChangeMarks:
+        # Not durable: a change note only wakes watchers; one lost to a crash costs a client one notification.
+        with self._tx(durable=False) as db:
+            row = db.execute("SELECT seq, marks FROM changes WHERE code = ?", (code,)).fetchone()
+            seq = (int(row["seq"]) if row else 0) + 1
+            merged = merged_marks(json.loads(row["marks"]) if row else {}, marks, seq)
+            db.execute(
+                "INSERT INTO changes (code, seq, marks, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT(code) DO UPDATE "
+                "SET seq = excluded.seq, marks = excluded.marks, "
+                "expires_at = MAX(changes.expires_at, excluded.expires_at)",
+                (code, seq, json.dumps(merged), expires_at),
+            )
+        return ChangeMarks(code=code, seq=seq, marks=merged)
+
+    def get_changes(self, code: str) -> ChangeMarks | None:
+        with self._reading() as db:
+            row = db.execute("SELECT seq, marks FROM changes WHERE code = ?", (code,)).fetchone()
+        if row is None:
+            return None
+        return ChangeMarks(
+            code=code, seq=int(row["seq"]), marks={k: int(v) for k, v in json.loads(row["marks"]).items()}
+        )
+
     def purge(self, now: float) -> None:
         """Delete rows long past expiry. Runs now and then from create_session."""
         cutoff = now - PURGE_GRACE_SECONDS
         with self._tx() as db:
             db.execute("DELETE FROM counters WHERE expires_at < ?", (now,))
+            db.execute("DELETE FROM changes WHERE expires_at < ?", (cutoff,))
             db.execute("DELETE FROM responses WHERE expires_at < ?", (cutoff,))
             db.execute("DELETE FROM requests WHERE expires_at < ? AND status NOT IN ('queued','delivered')", (cutoff,))
             db.execute("DELETE FROM requests WHERE expires_at < ?", (cutoff,))

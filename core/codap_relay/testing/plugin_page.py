@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import threading
 import time
@@ -285,6 +286,15 @@ class McpClient:
         """``resources/list``: the SDK's resources (``uri``, ``name``, ``mime_type``, ...)."""
         return list(self._run(self._client.list_resources()).resources)
 
+    def capabilities(self) -> Any:
+        """The server's capabilities as this client negotiated them (``resources.subscribe``, ``list_changed``)."""
+        return self._client.server_capabilities
+
+    def listen(self, uris: list[str], *, list_changed: bool = True) -> Listening:
+        """``subscriptions/listen`` (the official client's ``Client.listen``): a stream of change events for
+        ``uris`` (and the resource list), gathered in the background until ``Listening.close``."""
+        return Listening(self, uris, list_changed)
+
     def resource_templates(self) -> list[Any]:
         return list(self._run(self._client.list_resource_templates()).resource_templates)
 
@@ -309,3 +319,75 @@ class McpClient:
         )
         done = self._run(self._client.complete(reference, {"name": argument, "value": value}, context))
         return list(done.completion.values)
+
+
+class Listening:
+    """One open ``subscriptions/listen`` stream of an McpClient: the events it brought, in order, as
+    ``("updated", uri)`` and ``("list_changed", "")``."""
+
+    def __init__(self, client: McpClient, uris: list[str], list_changed: bool) -> None:
+        self.events: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        self._client = client
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._stop: asyncio.Event | None = None
+
+        async def hold() -> None:
+            from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
+
+            self._stop = asyncio.Event()
+            async with client._client.listen(
+                resources_list_changed=list_changed, resource_subscriptions=uris
+            ) as subscription:
+                ready.set_result(None)
+
+                async def gather() -> None:
+                    async for event in subscription:
+                        with self._lock:
+                            if isinstance(event, ResourceUpdated):
+                                self.events.append(("updated", event.uri))
+                            elif isinstance(event, ResourcesListChanged):
+                                self.events.append(("list_changed", ""))
+
+                task = asyncio.ensure_future(gather())
+                await self._stop.wait()
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+        self._held = asyncio.run_coroutine_threadsafe(hold(), client._loop)
+        ready.result(client.timeout)
+
+    def wait_for(self, event: tuple[str, str], *, after: int = 0, timeout: float = 20) -> int:
+        """Wait until ``event`` arrived at or after index ``after``; returns the index past it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                for i in range(after, len(self.events)):
+                    if self.events[i] == event:
+                        return i + 1
+            time.sleep(0.05)
+        raise AssertionError(f"no {event} within {timeout} s; events: {self.events[after:]}")
+
+    def settled(self, quiet: float = 1.5, timeout: float = 20) -> int:
+        """Wait until no event came for ``quiet`` s (the plugin sends a burst's changes at most every 0.5 s), so an
+        event after this is the answer to what the test does next; returns how many events came so far."""
+        deadline = time.monotonic() + timeout
+        count, since = len(self.seen()), time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+            now = len(self.seen())
+            if now != count:
+                count, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                return count
+        raise AssertionError(f"events kept coming for {timeout} s: {self.seen()}")
+
+    def seen(self, after: int = 0) -> list[tuple[str, str]]:
+        with self._lock:
+            return list(self.events[after:])
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._client._loop.call_soon_threadsafe(self._stop.set)
+        self._held.result(self._client.timeout)

@@ -1,6 +1,7 @@
 // @ts-check
 // Wiring: CODAP handshake, session (kept across reloads where the browser allows storage), stream, runner, UI.
 
+import { ChangeReporter } from "./changes.js";
 import { CodapPhone } from "./codap.js";
 import { BlockWatch, slowNotes, withCodapWaits } from "./slow.js";
 import { plural } from "./format.js";
@@ -57,6 +58,14 @@ let session = null;
 let stream = null;
 let runner = null;
 let obtaining = null; // the session being created, so clicks and events do not ask twice
+let reporter = null; // tells a long-lived relay what CODAP said changed (MCP subscriptions)
+listen((notice) => {
+  try {
+    reporter?.hear(notice);
+  } catch {
+    // a notice this cannot read must not keep it from the tools' own listeners
+  }
+});
 const replayer = new Replayer({
   store,
   runner: () => runner,
@@ -151,6 +160,7 @@ async function createSession(reason) {
     token: created.browserToken,
     ttl: created.ttl,
     expiresAt: Date.parse(created.expiresAt) || Date.now() + created.ttl * 1000,
+    changes: typeof created.changes === "string" ? created.changes : null,
   };
   store.clearSession();
   if (previous) store.addHistory(previous); // its trace can still be saved while the relay keeps its log
@@ -192,12 +202,18 @@ function connect() {
   runner?.stop();
   ui.setSession(session, relayBase);
   ui.showSuperseded(false);
-  const { code, token } = session;
+  const { code, token, changes } = session;
+  reporter?.stop();
+  reporter = changes ? new ChangeReporter({ post: (note) => client.postChanges(changes, token, note) }) : null;
   runner = new Runner({
     tools,
     store,
     post: (id, body) => client.postResponse(code, token, id, body),
-    onActivity: (update) => ui.activity({ ...update, code }), // rows are per code: ids repeat across codes
+    onActivity: (update) => {
+      ui.activity({ ...update, code }); // rows are per code: ids repeat across codes
+      // CODAP tells other plugins, not this one, of the components this plugin's own tools make or remove
+      if (update.status === "done" && !manifest.readOnly.has(update.tool)) reporter?.ranTool(update.tool);
+    },
   });
   stream = new StreamConnection({
     base: relayBase,
@@ -232,6 +248,7 @@ function connect() {
           ui.notice(`${why} and a new code could not be created: ${err.message}. Reload the plugin to try again.`);
         }
       },
+      onWithdrawn: ({ id, tool, args }) => ui.activity({ id, tool, args, status: "withdrawn", code }),
       onCursorReset: () => ui.notice("The relay restarted its queue; unanswered requests are being sent again."),
     },
   });

@@ -113,6 +113,15 @@ export class RelayClient {
     return entries;
   }
 
+  /** What CODAP said changed (changes.js), to the session's `changes` path that a long-lived relay gave. */
+  postChanges(path, token, note) {
+    return this._json(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+      body: JSON.stringify(note),
+    });
+  }
+
   postResponse(code, token, id, body) {
     // ?code= lets the relay check the token before it reads the body (up to 3 MB)
     return this._json(`/response?code=${encodeURIComponent(code)}`, {
@@ -209,6 +218,14 @@ export class StreamConnection {
         return;
       }
       this.handlers.onRequest({ ...data, seq: Number(event.lastEventId) || 0 });
+    }));
+    es.addEventListener("withdrawn", mine((event) => {
+      // a request the model withdrew before this plugin received it: never run, shown in the activity log
+      try {
+        this.handlers.onWithdrawn?.(JSON.parse(event.data));
+      } catch {
+        // not for the log, then
+      }
     }));
     es.addEventListener("heartbeat", mine(() => {
       this._kick();

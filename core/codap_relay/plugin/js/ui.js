@@ -23,6 +23,7 @@ const STATE_TEXT = {
   failed: "error",
   replayed: "re-sending",
   retrying: "sending again…",
+  withdrawn: "withdrawn by the model before it ran",
   delivered: null, // keeps the outcome's label
 };
 

@@ -1,0 +1,118 @@
+"""MCP subscriptions, on a long-lived server only (``codap-relay serve``): ``subscriptions/listen`` (2026-07-28).
+
+A listen request's answer is a stream that stays open: ``notifications/resources/updated`` for each subscribed
+``codap://`` URI whose data changed and ``notifications/resources/list_changed`` when datasets or components came,
+went or were renamed. What changed comes from the plugin, which hears CODAP's change notices and posts them,
+coalesced, to ``POST /api/sessions/{code}/changes``; the relay keeps them as the session's change marks in the store
+(``Relay.note_changes``) and wakes watchers in this process. A watcher also re-reads the marks now and then, so a
+store written by another process (DynamoDB) is seen too.
+
+Not on AWS: a Lambda function's answer is buffered until it ends, so a stream that never ends would never reach
+the client. The deployed MCP function therefore does not serve ``subscriptions/listen`` and does not declare
+``resources.subscribe`` or ``listChanged``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import (
+    SUBSCRIPTION_ID_META_KEY,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+    event_to_notification,
+)
+
+from .errors import RelayError
+from .mcp_resources import Call
+from .notify import changes_key
+from .records import ChangeMarks
+
+Ctx = ServerRequestContext[Any, Any]
+#: How often a watcher re-reads the marks with no wake-up on a store that wakes it, and checks its session.
+RECHECK_SECONDS = 30.0
+
+
+def affected(uri: str, datasets: set[str], listed: bool) -> bool:
+    """Whether the resource ``uri`` may read differently after changes to ``datasets`` (names) and, if ``listed``,
+    to which datasets and components exist."""
+    parts = urlsplit(uri)
+    if parts.scheme != "codap":
+        return False
+    path = [unquote(p) for p in (parts.netloc + parts.path).split("/") if p]
+    if path == ["datasets"]:
+        return listed or bool(datasets)  # it holds every dataset's counts
+    if path == ["components"]:
+        return listed
+    if len(path) in (2, 3) and path[0] == "datasets":
+        return path[1] in datasets
+    if path[:1] == ["graphs"]:
+        return listed or bool(datasets)  # a graph draws some dataset's cases
+    return False
+
+
+def events_between(
+    before: ChangeMarks | None, after: ChangeMarks, uris: frozenset[str], list_wanted: bool
+) -> list[ServerEvent]:
+    since = before.seq if before is not None else 0
+    noted = {mark for mark, seq in after.marks.items() if seq > since}
+    datasets = {mark.removeprefix("dataset:") for mark in noted if mark.startswith("dataset:")}
+    listed = "list" in noted
+    events: list[ServerEvent] = [ResourcesListChanged()] if listed and list_wanted else []
+    events.extend(ResourceUpdated(uri) for uri in sorted(uris) if affected(uri, datasets, listed))
+    return events
+
+
+def listen_handler(call_of: Callable[[Ctx], Call]) -> Callable[[Ctx, types.SubscriptionsListenRequestParams], Any]:
+    async def on_listen(ctx: Ctx, params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
+        if ctx.request_id is None:
+            raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
+        call = call_of(ctx)
+        assert call.session is not None  # require_session ran first
+        relay, code = call.relay, call.session.code
+        asked = params.notifications
+        # Tools and prompts never change during a session: honoured, and never sent (as the spec allows).
+        honored = types.SubscriptionFilter(
+            tools_list_changed=True if asked.tools_list_changed else None,
+            prompts_list_changed=True if asked.prompts_list_changed else None,
+            resources_list_changed=True if asked.resources_list_changed else None,
+            resource_subscriptions=list(asked.resource_subscriptions) if asked.resource_subscriptions else None,
+        )
+        uris = frozenset(asked.resource_subscriptions or ())
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
+        every = RECHECK_SECONDS if relay.store.pushes else relay.settings.idle_poll_interval_seconds
+        with relay.notifier.listen(changes_key(code)) as listener:  # before the first read: no note missed
+            seen = await relay.changes(code)
+            await ctx.session.send_notification(
+                types.SubscriptionsAcknowledgedNotification(
+                    params=types.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
+                ),
+                related_request_id=ctx.request_id,
+            )
+            checked = time.monotonic()
+            while True:
+                await listener.wait(every)
+                if time.monotonic() - checked >= RECHECK_SECONDS:
+                    checked = time.monotonic()
+                    try:  # a session that ended or expired ends its subscriptions (gracefully: the result)
+                        await relay.session_for_llm(code, client=call.client)
+                    except RelayError:
+                        return types.SubscriptionsListenResult(_meta=meta)
+                now = await relay.changes(code)
+                if now is None or (seen is not None and now.seq == seen.seq):
+                    continue
+                events = events_between(seen, now, uris, bool(asked.resources_list_changed))
+                seen = now
+                for event in events:
+                    await ctx.session.send_notification(
+                        event_to_notification(event, meta), related_request_id=ctx.request_id
+                    )
+
+    return on_listen
