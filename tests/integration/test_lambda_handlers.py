@@ -327,6 +327,8 @@ EXPECTED: dict[str, tuple[int, Check]] = {
     "sessions-create-rate-limited": (201, lambda r: body(r)["browserToken"]),
     "sessions-status": (200, lambda r: body(r)["code"] == CODE),
     "sessions-delete": (200, lambda r: body(r)["status"] == "closed"),
+    # No stream of that tab owns the sample session: recorded, nothing to detach.
+    "sessions-detach": (200, lambda r: body(r) == {"code": CODE, "detached": False}),
     "sessions-log": (200, lambda r: [e["id"] for e in body(r)["entries"]] == ["req-1"]),
     "stream-poll": (200, lambda r: '"id":"req-1"' in r["body"]),
     "stream-poll-custom-domain": (200, lambda r: '"id":"req-1"' in r["body"]),

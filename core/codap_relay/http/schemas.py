@@ -131,6 +131,11 @@ class SessionClosed(BaseModel):
     failedRequests: int
 
 
+class SessionDetached(BaseModel):
+    code: str
+    detached: bool  # whether a stream of that tab owned delivery (false: another tab's did, or none)
+
+
 class LogEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
     seq: int

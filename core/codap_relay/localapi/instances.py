@@ -30,6 +30,7 @@ from ..testing.servers import free_port
 from .runtime import INVOKE_PATH, READY_PREFIX
 from .template import Function
 
+CORE_DIR = Path(__file__).resolve().parents[2]  # the folder holding this codap_relay package
 STOP_GRACE_SECONDS = 5.0
 READY_TIMEOUT_SECONDS = 60.0  # generous: cold starts on a loaded machine; Lambda's own init limit is 10 s
 
@@ -45,6 +46,11 @@ def _die_with_parent() -> None:
 
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class FunctionThrottled(RuntimeError):
+    """Every execution environment the function's reserved concurrency allows is busy: Lambda refuses the
+    invocation at once (TooManyRequestsException, "Rate Exceeded."), it does not queue it."""
 
 
 @dataclass
@@ -270,10 +276,13 @@ Launcher = Callable[[Function, int], Instance]
 class Pool:
     """The warm instances of one function; ``acquire`` gives one to a single invocation at a time."""
 
-    def __init__(self, function: Function, make: Launcher, max_instances: int) -> None:
+    def __init__(self, function: Function, make: Launcher, max_instances: int, *, throttles: bool = False) -> None:
+        """``throttles``: ``max_instances`` is the function's reserved concurrency, so an invocation over it is
+        refused at once (FunctionThrottled), as Lambda does; otherwise it is local-api's own cap, and waits."""
         self.function = function
         self.make = make
         self.max_instances = max_instances
+        self.throttles = throttles
         self.instances: list[Instance] = []
         self._idle: list[Instance] = []
         self._starting = 0
@@ -300,6 +309,10 @@ class Pool:
                     self._numbers += 1
                     number = self._numbers
                     break
+                if self.throttles:
+                    raise FunctionThrottled(
+                        f"{self.function.logical_id}: all {self.max_instances} of its reserved concurrency are busy"
+                    )
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise TimeoutError(f"all {self.max_instances} instances of {self.function.logical_id} are busy")
@@ -362,9 +375,10 @@ def function_environment(
         "LANG": "en_US.UTF-8",
         "TZ": ":UTC",
         "PYTHONUNBUFFERED": "1",
-        # The layer: on AWS /opt/python holds the core and the shared glue; here the core comes from this
-        # interpreter's own packages and the glue from the folder the layer is built from.
-        "PYTHONPATH": str(layer_dir),
+        # The layer: on AWS /opt/python holds the core and the shared glue; here the glue comes from the folder the
+        # layer is built from and the core from where local-api itself imported it (named first: the interpreter's
+        # own packages may hold another checkout's, e.g. an editable install of a different worktree).
+        "PYTHONPATH": os.pathsep.join([str(layer_dir), str(CORE_DIR)]),
         "LAMBDA_TASK_ROOT": str(function.code_dir),
         "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.runtime}",
         "AWS_LAMBDA_FUNCTION_NAME": function.logical_id,
