@@ -25,6 +25,7 @@ MODELS: list[type[BaseModel]] = [
     s.Metadata,
     s.SessionStatus,
     s.SessionClosed,
+    s.SessionDetached,
     s.ActivityLog,
     s.TracePage,
     s.FullLogPage,
