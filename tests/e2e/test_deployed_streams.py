@@ -20,7 +20,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from codap_relay.testing.plugin_page import PluginPage, new_page, wait_until
+from codap_relay.testing.plugin_page import PluginPage, close_tabs, new_page, wait_until
 from codap_relay.testing.servers import ServerProcess
 from support import local_api_process
 
@@ -113,5 +113,5 @@ def test_a_closed_tab_frees_its_stream_within_a_second_and_a_waiting_tab_pairs(
         assert not second._safe(lambda: second.text("#notice"))  # the countdown is gone
     finally:
         for context in (first_context, second_context):
-            context.close()
+            close_tabs(context)
 
