@@ -303,7 +303,9 @@ export class StreamConnection {
       if (this.waitingForRoom) this.attempt = 0; // room at last: connect at once
       this.waitingForRoom = false;
     } catch (err) {
-      if (err instanceof RelayHttpError && err.status === 503 && err.retryAfter !== null && !this.stopped) {
+      // 503: the stream functions are all taken; 429: the gateway's limit for the stream route. Both say when.
+      const full = err instanceof RelayHttpError && (err.status === 503 || err.status === 429);
+      if (full && err.retryAfter !== null && !this.stopped) {
         const ms = retryAfterMs(Math.min(err.retryAfter, RETRY_AFTER_CAP_SECONDS));
         this.waitingForRoom = true;
         this.handlers.onStatus("room");
