@@ -17,7 +17,7 @@ Where API Gateway or Lambda refuse something, the answer is theirs, status and b
   (INTEGRATION_FAILURE, github.com/DataBiosphere/azul/issues/8192);
 - no answer within the integration timeout (29 s unless the route sets TimeoutInMillis): 504
   ``{"message": "Endpoint request timed out"}`` (github.com/aws/context-ontology-accelerator/issues/143);
-- over the stage's throttle (MethodSettings): 429 ``{"message":"Too Many Requests"}``.
+- over the stage's throttle or a route's own (MethodSettings): 429 ``{"message":"Too Many Requests"}``.
 
 The template's ``GatewayResponses`` (headers, status) apply to these answers, as on AWS.
 """
@@ -128,6 +128,19 @@ class Gateway:
         self.prefix = f"/{(self.base_path or self.stack.stage).strip('/')}"
         throttle = self.stack.throttle
         self.bucket = TokenBucket(throttle.rate_per_second, throttle.burst) if throttle else None
+        self.route_buckets = {
+            key: TokenBucket(t.rate_per_second, t.burst) for key, t in self.stack.route_throttles.items()
+        }
+
+    def bucket_for(self, method: str, match: Match | None) -> TokenBucket | None:
+        """The throttle a request meets: its method's own MethodSettings entry, else its resource's ``*`` entry,
+        else the stage's (API Gateway applies the most specific setting, not several)."""
+        if match is not None:
+            path = match.route.path
+            for key in ((path, method.upper()), (path, "*")):
+                if key in self.route_buckets:
+                    return self.route_buckets[key]
+        return self.bucket
 
     # --- ASGI ---------------------------------------------------------------------------------------------
 
@@ -184,10 +197,11 @@ class Gateway:
         if inner.rstrip("/") == "/healthz" and not self.ready:
             await self._refuse(send, STARTING, request_id)
             return
-        if self.bucket is not None and not self.bucket.take():
+        match = self.router.match(scope["method"], inner)
+        bucket = self.bucket_for(scope["method"], match)
+        if bucket is not None and not bucket.take():
             await self._refuse(send, THROTTLED, request_id)
             return
-        match = self.router.match(scope["method"], inner)
         if match is None:
             await self._refuse(send, MISSING_TOKEN, request_id)
             return
