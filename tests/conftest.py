@@ -66,6 +66,10 @@ LOCAL_API_ENV = {
     "MAX_PENDING_REQUESTS_PER_SESSION": "100000",
     "MAX_PENDING_BYTES_PER_SESSION": "10000000000",
     "HEARTBEAT_SECONDS": "1",
+    # local-api runs a stream on after its client left, as AWS does, until the plugin detaches it (pagehide), a newer
+    # stream takes over, or this limit ends it: a test client that leaves without detaching holds a stream
+    # function (one of local-api's ten per function) for a minute, not for the 14 minutes a deployment allows.
+    "STREAM_MAX_SECONDS": "60",
     "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
     # CODAP and the fake host on loopback frame the plugin (tests/e2e/servers.py TEST_FRAME_ANCESTORS).
     "FRAME_ANCESTORS": "http://127.0.0.1:*,http://localhost:*,https://127.0.0.1:*,https://localhost:*",

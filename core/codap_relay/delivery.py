@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 from .errors import SessionNotFound, StoreUnavailable
 from .notify import Notifier, stream_key
-from .records import SessionRecord
+from .records import DETACHED, SessionRecord
 from .settings import Settings
 from .store.base import Store
 
@@ -111,6 +111,10 @@ class Delivery:
                     current = relay.live(current)
                 except SessionNotFound as exc:
                     yield StreamEvent("closed" if exc.reason == "closed" else "expired", {"reason": exc.reason})
+                    return
+                if current.consumer == DETACHED:
+                    # Its tab said it left. Ended without a word: were the page still there after all (restored from
+                    # the back-forward cache), EventSource reconnects and attaches again.
                     return
                 if current.consumer != consumer:
                     yield StreamEvent("superseded", {"message": "This session is now served by another tab."})

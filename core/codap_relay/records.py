@@ -20,6 +20,16 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
+#: The consumer a session gets when its tab detaches (``Store.detach``): no stream owns delivery, and the plugin
+#: does not count as connected, until a stream attaches again. Streams' own consumers never take this value.
+DETACHED = "detached"
+
+
+def owns(consumer: str | None, owner: str) -> bool:
+    """Whether ``consumer`` is one of ``owner``'s streams: ``owner`` itself or ``owner`` + "." + a suffix."""
+    return consumer is not None and (consumer == owner or consumer.startswith(owner + "."))
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     code: str

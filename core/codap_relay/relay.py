@@ -40,7 +40,16 @@ from .guard import GuessingGuard
 from .manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest, find_tool, validate_args
 from .notify import Listener, Notifier, answers_key, changes_key, stream_key
 from .observe import NullObserver, Observer
-from .records import ChangeMarks, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord, fingerprint
+from .records import (
+    DETACHED,
+    ChangeMarks,
+    Lookup,
+    NewRequest,
+    RequestRecord,
+    ResponseRecord,
+    SessionRecord,
+    fingerprint,
+)
 from .settings import Settings
 from .store.base import Store, args_bytes
 from .tool_content import check_result
@@ -304,14 +313,26 @@ class Relay:
         return Metadata(MANIFEST_VERSION, self.manifest(session))
 
     def is_connected(self, session: SessionRecord) -> bool:
-        return session.last_seen is not None and self.now() - session.last_seen <= self.settings.connected_grace_seconds
+        """Seen within the grace, and not detached: a tab that said it left is gone at once, although its stream
+        (on AWS it runs on after the client went) may have refreshed ``last_seen`` just before it ended."""
+        if session.consumer == DETACHED or session.last_seen is None:
+            return False
+        return self.now() - session.last_seen <= self.settings.connected_grace_seconds
 
-    async def status(self, code: str, *, client: str | None = None) -> SessionState:
+    async def status(self, code: str, *, client: str | None = None, token: str | None = None) -> SessionState:
         """The session as the LLM sees it. The pending requests are counted, never read (their arguments can be
-        MAX_PENDING_BYTES_PER_SESSION), and each address gets RATE_LIMIT_STATUS_PER_IP status reads a minute."""
+        MAX_PENDING_BYTES_PER_SESSION), and each address gets RATE_LIMIT_STATUS_PER_IP status reads a minute.
+
+        With the session's browser token it is also the plugin's sign of life while its stream cannot run (the
+        stream function at its concurrency limit): the code's expiry slides, so waiting for room never costs the
+        code. ``last_seen`` stays: a plugin that receives nothing is not connected."""
         if client is not None:
             await self.admit("status", client, self.settings.rate_limit_status_per_ip)
         session = await self.session_for_llm(code, client=client)
+        if token and token_matches(token, session.token_hash):
+            expires_at = self.now() + self.settings.session_ttl_seconds
+            await self.io(self.store.update_session, code, expires_at=expires_at)
+            session = session.with_(expires_at=max(expires_at, session.expires_at))
         pending = await self._read(self.store.count_pending, code, self.now())
         return SessionState(session, self.is_connected(session), pending.requests)
 
@@ -751,6 +772,16 @@ class Relay:
 
     # --- the stream (plugin) ----------------------------------------------------------------------------
 
+    async def detach(self, code: str, token: str | None, tab: str, *, client: str | None = None) -> bool:
+        """The plugin's tab ``tab`` is going away (pagehide): its stream ends at its next poll, and the LLM sees
+        the plugin as not connected at once. A host that keeps a function running after its client left (AWS
+        Lambda's response streaming) cannot tell otherwise. Returns whether a stream of that tab owned delivery;
+        a newer tab's stream is never touched."""
+        await self.session_for_plugin(code, token, client=client, allow_closed=True)
+        detached = await self.io(self.store.detach, code, tab)
+        self.notifier.notify(stream_key(code))  # a stream waiting in this process learns it now
+        return detached
+
     async def stream(
         self,
         code: str,
@@ -760,10 +791,13 @@ class Relay:
         poll: bool = False,
         max_seconds: float | None = None,
         client: str | None = None,
+        tab: str | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
         """Authenticate first (errors raise before any byte is sent), then return the event iterator."""
         session = await self.session_for_plugin(code, token, client=client)
-        consumer = self.ids()
+        # The tab's id leads the consumer so that the tab can detach its streams (``detach``); the suffix makes
+        # each connection its own consumer, so a reconnect supersedes a stream the host kept running.
+        consumer = self.ids() if tab is None else f"{tab}.{self.ids()}"
         await self.touch(session, consumer=consumer)
         self.notifier.notify(stream_key(code))  # an older stream of this session learns it is superseded
         return Delivery(self, session, consumer).events(cursor, poll=poll, max_seconds=max_seconds)

@@ -20,7 +20,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from codap_relay.testing.chromium import CHROMIUM_ARGS, chromium_path
-from codap_relay.testing.plugin_page import PluginPage, new_page
+from codap_relay.testing.plugin_page import PluginPage, close_tabs, new_page
 from codap_relay.testing.real_codap import (
     HOW_TO_GET,
     CodapPage,
@@ -96,7 +96,7 @@ def open_plugin(browser: Any, host_url: str) -> Iterator[Any]:
 
     yield factory
     for context in contexts:
-        context.close()
+        close_tabs(context)
 
 
 @pytest.fixture(scope="session")

@@ -284,6 +284,38 @@ async def test_session_status_and_delete(client: httpx.AsyncClient, session: dic
     assert r.status_code == 200 and r.json()["error"]["code"] == "session_closed"
 
 
+async def test_the_plugins_own_calls_at_a_deployed_relay_check_detach_and_keep_alive(
+    client: httpx.AsyncClient, session: dict[str, Any], clock: FakeClock
+) -> None:
+    """What the plugin needs where its stream may be refused (a full stream function) or outlive its tab (AWS):
+    a check whether a stream could start, a detach on pagehide, and a status call that keeps the code alive."""
+    code, token = session["code"], session["browserToken"]
+    check = await client.get("/stream", params={"code": code, "token": token, "mode": "check"})
+    assert check.status_code == 204 and check.content == b""
+    assert_error(await client.get("/stream", params={"code": code, "mode": "check"}), 401, "token_required")
+    bad_tab = await client.get("/stream", params={"code": code, "token": token, "tab": "no good"})
+    assert assert_error(bad_tab, 400, "invalid_request")["field"] == "tab"
+
+    detach = f"/api/sessions/{code}/detach"
+    assert assert_error(await client.post(detach, params={"token": token}), 400, "invalid_request")["field"] == "tab"
+    assert_error(await client.post(detach, params={"tab": "tab-0123456789"}), 401, "token_required")
+    wrong = {"tab": "tab-0123456789", "token": "not-the-token"}
+    assert_error(await client.post(detach, params=wrong), 403, "token_invalid")
+    r = await client.post(detach, params={"tab": "tab-0123456789", "token": token})  # no stream of that tab
+    assert r.status_code == 200 and r.json() == {"code": code, "detached": False}
+
+    # The status call slides the expiry only with the browser token (the pairing code alone reads it).
+    if deployed(client):
+        await asyncio.sleep(1.1)
+    else:
+        clock.advance(5)
+    plain = (await client.get(f"/api/sessions/{code}")).json()
+    assert plain["expiresAt"] == session["expiresAt"]
+    alive = (await client.get(f"/api/sessions/{code}", headers=auth(session))).json()
+    assert alive["expiresAt"] > session["expiresAt"] and alive["connected"] is False
+    assert (await client.get(f"/api/sessions/{code}")).json()["expiresAt"] == alive["expiresAt"]
+
+
 async def test_an_ended_sessions_trace_can_still_be_read_page_by_page(
     client: httpx.AsyncClient, session: dict[str, Any]
 ) -> None:

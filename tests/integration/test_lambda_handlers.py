@@ -327,6 +327,8 @@ EXPECTED: dict[str, tuple[int, Check]] = {
     "sessions-create-rate-limited": (201, lambda r: body(r)["browserToken"]),
     "sessions-status": (200, lambda r: body(r)["code"] == CODE),
     "sessions-delete": (200, lambda r: body(r)["status"] == "closed"),
+    # No stream of that tab owns the sample session: recorded, nothing to detach.
+    "sessions-detach": (200, lambda r: body(r) == {"code": CODE, "detached": False}),
     "sessions-log": (200, lambda r: [e["id"] for e in body(r)["entries"]] == ["req-1"]),
     "stream-poll": (200, lambda r: '"id":"req-1"' in r["body"]),
     "stream-poll-custom-domain": (200, lambda r: '"id":"req-1"' in r["body"]),
@@ -335,6 +337,12 @@ EXPECTED: dict[str, tuple[int, Check]] = {
     # image/* is a binary media type: API Gateway base64-encodes the body; the relay wants JSON.
     "request-binary-body": (400, lambda r: "Content-Type" in body(r)["message"]),
     "response": (202, lambda r: body(r)["status"] == "completed"),
+    # The browser's preflight of the plugin's POST /response (its own OPTIONS method: /response is throttled per method)
+    "response-preflight": (
+        200,
+        lambda r: r["headers"]["access-control-allow-origin"] == "https://codap.concord.org"
+        and "authorization" in r["headers"]["access-control-allow-headers"].lower(),
+    ),
     "response-get": (200, lambda r: body(r)["result"] == {"datasets": [{"name": "Mammals", "cases": 27}]}),
     "metadata": (200, lambda r: len(body(r)["tools"]) == 6),
     "metadata-unknown-code": (404, lambda r: body(r)["error"] == "session_not_found"),

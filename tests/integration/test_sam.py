@@ -27,6 +27,8 @@ from support import ROOT
 pytestmark = pytest.mark.slow
 
 TEMPLATE = load_template(TEMPLATE_PATH)
+[ARCHITECTURE] = TEMPLATE["Globals"]["Function"]["Architectures"]  # one for all (test_template.py checks)
+MACHINE = {"x86_64": "x86_64", "arm64": "aarch64"}  # the uname -m / wheel tag of a Lambda architecture
 REGION = "us-east-1"
 # What `sam build` reads: the template, its settings, and the sources it names (infra/layer links to the rest).
 PROJECT_FILES = ("template.yaml", "samconfig.toml", "pyproject.toml", "README.md", "core", "functions", "infra")
@@ -207,7 +209,7 @@ def test_layer_holds_the_package_the_plugin_and_the_glue(built: Built) -> None:
     assert (site / "relay_lambda.py").read_bytes() == (ROOT / "functions/shared/relay_lambda.py").read_bytes()
     for dependency in ("pydantic_core", "mangum", "aws_lambda_powertools", "mcp", "boto3"):
         assert (site / dependency).is_dir(), f"{dependency} (a dependency of the core's aws/mcp extras) is missing"
-    abi = f"cpython-{runtime_version().replace('.', '')}-x86_64-linux-gnu"
+    abi = f"cpython-{runtime_version().replace('.', '')}-{MACHINE[ARCHITECTURE]}-linux-gnu"
     assert list((site / "pydantic_core").glob(f"*{abi}.so")), f"compiled parts should be built for {abi}"
 
 
@@ -228,8 +230,11 @@ print(type(module.runtime.relay.store).__name__)
 
 @pytest.mark.parametrize("function", FUNCTIONS, ids=lambda f: f.name)
 def test_each_built_handler_imports(built: Built, function: Function) -> None:
-    if os.uname().machine != "x86_64":
-        pytest.skip("the layer holds Linux x86_64 wheels; importing them needs an x86_64 machine")
+    if os.uname().machine != MACHINE[ARCHITECTURE]:
+        # The layer's compiled wheels (pydantic_core, ...) are for the functions' architecture only; the handlers'
+        # pure-Python import path is checked on every machine by test_lambda_handlers.py and local-api.
+        machine = MACHINE[ARCHITECTURE]
+        pytest.skip(f"the layer holds Linux {ARCHITECTURE} wheels; importing them needs a {machine} machine")
     task_root = built.dir / function.name
     # run.sh serves the ASGI app app:app; app.handler is its buffered fallback (sam local invoke, ?mode=poll)
     if is_script(function, task_root):

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from codap_relay.errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
-from codap_relay.records import Lookup, NewRequest, ResponseRecord, SessionRecord, fingerprint
+from codap_relay.records import DETACHED, Lookup, NewRequest, ResponseRecord, SessionRecord, fingerprint
 from codap_relay.settings import Settings
 from codap_relay.store.base import MAX_CHANGE_MARKS, PURGE_GRACE_SECONDS, PendingTotals, Store, args_bytes
 from codap_relay.store.memory import MemoryStore
@@ -191,6 +191,30 @@ def test_deliver_hands_out_nothing_unless_the_session_is_live_and_this_consumers
     store.update_session("ABCDEFGH", closed_at=T0 + 1)
     current, out = store.deliver("ABCDEFGH", "tab-1", 0, T0 + 2)
     assert current is not None and current.closed_at == T0 + 1 and out == []
+
+
+def test_detach_releases_only_the_owners_streams_and_stops_their_delivery(store: Store) -> None:
+    """A tab that leaves detaches its own stream: the consumer becomes DETACHED, so that stream delivers nothing
+    more (it ends at its next poll); a stream of another tab, or a tab id that is only a prefix, is left alone."""
+    assert store.detach("NOSUCHCD", "tab_1") is False
+    store.create_session(session())
+    assert store.detach("ABCDEFGH", "tab_1") is False  # no stream yet
+    store.update_session("ABCDEFGH", consumer="tab_1.c1", last_seen=T0)
+    store.add_request("ABCDEFGH", new("a"))
+    assert store.detach("ABCDEFGH", "tab_") is False  # "_" is no wildcard, and a prefix of the id is not it
+    assert store.detach("ABCDEFGH", "tab_2") is False  # another tab
+    got = store.get_session("ABCDEFGH")
+    assert got is not None and got.consumer == "tab_1.c1"
+    assert store.detach("ABCDEFGH", "tab_1") is True
+    got = store.get_session("ABCDEFGH")
+    assert got is not None and (got.consumer, got.last_seen) == (DETACHED, T0)
+    assert store.deliver("ABCDEFGH", "tab_1.c1", 0, T0)[1] == []  # the detached stream gets nothing more
+    assert store.detach("ABCDEFGH", "tab_1") is False  # once
+    store.update_session("ABCDEFGH", consumer="tab_2.c2")  # a newer tab attaches; the old one's detach misses it
+    assert store.detach("ABCDEFGH", "tab_1") is False
+    assert [r.id for r in store.deliver("ABCDEFGH", "tab_2.c2", 0, T0)[1]] == ["a"]
+    store.update_session("ABCDEFGH", consumer="plain")  # a stream opened without a tab id is its own owner
+    assert store.detach("ABCDEFGH", "plain") is True
 
 
 def test_deliver_leaves_out_expired_requests(store: Store) -> None:

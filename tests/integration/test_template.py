@@ -24,6 +24,7 @@ STACKS = {
     "own adapter": Stack.of(WebAdapterLayerArn="arn:aws:lambda:us-east-1:111122223333:layer:MyAdapter:3"),
     "no stream limit": Stack.of(StreamConcurrency="0"),
     "stage prod": Stack.of(StageName="prod"),
+    "warm table": Stack.of(TableWarmReadUnitsPerSecond="30000"),
 }
 
 # awslabs/aws-lambda-web-adapter publishes its layer from this account, one name per architecture (its README).
@@ -160,6 +161,78 @@ def test_gateway_error_bodies_take_the_relays_error_shape(deployed: dict[str, De
         assert set(body) <= set(ErrorBody.model_fields), body
         assert body["error"] == response_type and body["message"] == 'Say "why", then stop'
         assert body["correlationId"] == "c0ffee"
+
+
+# --- issue 23: the deployed relay at district scale -------------------------------------------------------------
+
+
+def test_a_refused_stream_gets_503_with_a_retry_after_the_plugin_can_read(deployed: dict[str, Deployed]) -> None:
+    """Lambda refuses a stream over StreamConcurrency; API Gateway answers that as INTEGRATION_FAILURE, which must
+    say when to look again, readable cross-origin (Retry-After is not a CORS-safelisted header)."""
+    stack = deployed["defaults"]
+    refused = gateway_response(stack, "INTEGRATION_FAILURE", 504)
+    assert refused["statusCode"] == "503"
+    for response_type, status, seconds in (("INTEGRATION_FAILURE", 504, "'5'"), ("THROTTLED", 429, "'1'")):
+        params = gateway_response(stack, response_type, status)["responseParameters"]
+        assert params["gatewayresponse.header.Retry-After"] == seconds, response_type
+        assert params["gatewayresponse.header.Access-Control-Expose-Headers"] == "'Retry-After'", response_type
+    js = (ROOT / "core" / "codap_relay" / "plugin" / "js" / "relay.js").read_text()
+    assert "err.status === 503 || err.status === 429" in js, "the plugin waits for room on both"
+
+
+# (resource path as MethodSettings writes it, method) -> whose route it is
+THROTTLED_ROUTES = {
+    ("/~1stream", "*"): "plugin",
+    ("/~1response", "POST"): "plugin",
+    ("/~1request", "*"): "llm",
+    ("/~1response", "GET"): "llm",
+    ("/~1mcp~1{code}", "*"): "llm",
+}
+
+
+def test_the_plugins_and_the_llms_routes_are_throttled_apart(deployed: dict[str, Deployed]) -> None:
+    stack = deployed["defaults"]
+    [stage] = stack.resources("AWS::ApiGateway::Stage").values()
+    settings = {(m["ResourcePath"], m["HttpMethod"]): m for m in stage["Properties"]["MethodSettings"]}
+    assert set(THROTTLED_ROUTES) | {("/*", "*")} == set(settings)
+    paths = stack.properties("RelayApi")["Body"]["paths"]
+    for (resource, method), setting in settings.items():
+        assert setting["ThrottlingRateLimit"] > 0 and setting["ThrottlingBurstLimit"] >= setting["ThrottlingRateLimit"]
+        if resource == "/*":
+            continue
+        path = resource[1:].replace("~1", "/")  # CloudFormation's form: a leading "/", then "/" written as "~1"
+        assert path in paths, f"{resource} names no route"
+        # A method's own setting applies to that method only: an ANY route would not be throttled by it.
+        assert method == "*" or method.lower() in paths[path], f"{path} has no {method} method: {list(paths[path])}"
+    # /response is the plugin's (POST) and the LLM's (GET): two methods, and its preflight, not ANY.
+    assert set(paths["/response"]) == {"post", "get", "options"}
+    plugin = min(s["ThrottlingRateLimit"] for k, s in settings.items() if THROTTLED_ROUTES.get(k) == "plugin")
+    assert plugin >= settings[("/*", "*")]["ThrottlingRateLimit"], "the plugin's answers get at least the default"
+
+
+def test_the_gateway_writes_a_json_access_log_without_codes_or_tokens(deployed: dict[str, Deployed]) -> None:
+    stack = deployed["defaults"]
+    [stage] = stack.resources("AWS::ApiGateway::Stage").values()
+    access = stage["Properties"]["AccessLogSetting"]
+    assert "ApiAccessLogs" in json.dumps(access["DestinationArn"])
+    fields = json.loads(re.sub(r"\$context\.[\w.]+", "x", access["Format"]))
+    assert {"requestId", "status", "route", "errorType", "integrationStatus"} <= set(fields)
+    assert "$context.resourcePath" in access["Format"], "the route, never the path (it holds the pairing code)"
+    for leak in ("$context.path", "$context.requestOverride", "querystring", "$input"):
+        assert leak not in access["Format"]
+    assert int(stack.properties("ApiAccessLogs")["RetentionInDays"]) == int(stack.params["LogRetentionDays"])
+
+
+@pytest.mark.parametrize(("name", "warm"), [("defaults", None), ("warm table", (30000, 4000))])
+def test_the_table_is_pre_warmed_only_when_asked(
+    deployed: dict[str, Deployed], name: str, warm: tuple[int, int] | None
+) -> None:
+    [table] = deployed[name].resources("AWS::DynamoDB::Table").values()
+    found = table["Properties"].get("WarmThroughput")
+    if warm is None:
+        assert found is None
+    else:
+        assert (int(found["ReadUnitsPerSecond"]), int(found["WriteUnitsPerSecond"])) == warm
 
 
 # --- defect 8: the X-Ray write policy only with tracing ----------------------------------------------------

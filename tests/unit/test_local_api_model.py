@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codap_relay.localapi.gateway import Gateway
+from codap_relay.localapi.gateway import Gateway, TokenBucket
 from codap_relay.localapi.routing import Router
 from codap_relay.localapi.template import Resolver, Route, Stack, parameter_values, read_stack
 from codap_relay.sam_template import TemplateError
@@ -133,3 +133,27 @@ def test_the_runtime_answers_an_invocation_without_waiting_for_a_delayed_ack() -
         assert nodelay and nodelay[0] != 0
     finally:
         server.server_close()
+
+
+def test_routes_with_their_own_throttle_meet_it_and_not_each_others() -> None:
+    """template.yaml's MethodSettings as local-api applies them: the plugin's answers (POST /response) and the LLM's
+    reads (GET /response) draw on separate budgets, a route with a `*` entry on its own, the rest on the stage's."""
+    stack = read_stack(Path(__file__).resolve().parents[2] / "template.yaml")
+    assert {("/stream", "*"), ("/response", "POST"), ("/response", "GET"), ("/request", "*")} <= set(
+        stack.route_throttles
+    )
+    gateway = Gateway(stack, {}, io.StringIO())
+    router = Router(stack.routes)
+
+    def bucket(method: str, path: str) -> TokenBucket | None:
+        return gateway.bucket_for(method, router.match(method, path))
+
+    answers, reads = bucket("POST", "/response"), bucket("GET", "/response")
+    assert answers is not reads and answers is not gateway.bucket and reads is not gateway.bucket
+    assert bucket("GET", "/stream") is gateway.route_buckets[("/stream", "*")]
+    assert bucket("POST", "/mcp/ABCD2345") is gateway.route_buckets[("/mcp/{code}", "*")]
+    assert bucket("GET", "/metadata") is gateway.bucket  # no entry of its own: the stage's
+    assert bucket("GET", "/no/such/route") is gateway.bucket
+    while reads is not None and reads.take():  # the LLM's reads use up their burst...
+        pass
+    assert answers is not None and answers.take()  # ...and the plugin's answers still pass

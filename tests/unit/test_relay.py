@@ -268,6 +268,24 @@ async def test_new_stream_supersedes_old(relay: Relay) -> None:
     await new.aclose()
 
 
+async def test_a_tab_that_detaches_ends_its_stream_silently_and_shows_as_not_connected(relay: Relay) -> None:
+    s, token = await relay.create_session()
+    stream = await relay.stream(s.code, token, None, tab="tab-aaaaaaaa")
+    assert (await next_event(stream, skip=())).event is None  # retry preamble: the stream is attached
+    assert (await relay.status(s.code)).connected
+    assert not await relay.detach(s.code, token, "tab-bbbbbbbb")  # another tab's detach leaves it alone
+    assert await relay.detach(s.code, token, "tab-aaaaaaaa")
+    with pytest.raises(AssertionError, match="stream ended"):  # no "superseded": the page is gone (or comes back)
+        await next_event(stream)
+    assert not (await relay.status(s.code)).connected  # at once, although it was seen just now
+    with pytest.raises(e.TokenInvalid):
+        await relay.detach(s.code, "nope", "tab-aaaaaaaa")
+    again = await relay.stream(s.code, token, None, tab="tab-aaaaaaaa")  # back (bfcache): attached again
+    assert (await next_event(again, skip=())).event is None
+    assert (await relay.status(s.code)).connected
+    await again.aclose()
+
+
 async def test_close_session_fails_pending_and_ends_stream(relay: Relay) -> None:
     s, token = await relay.create_session()
     r, _ = await relay.submit(s.code, "get_codap_datasets", {})

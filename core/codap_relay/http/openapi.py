@@ -27,6 +27,7 @@ MODELS: list[type[BaseModel]] = [
     s.SessionClosed,
     s.ChangesNote,
     s.ChangesNoted,
+    s.SessionDetached,
     s.ActivityLog,
     s.TracePage,
     s.FullLogPage,
@@ -111,7 +112,8 @@ def document(
         "/api/sessions/{code}": {
             "get": {
                 "operationId": "getSessionStatus",
-                "summary": "Is the session alive and is the plugin connected?",
+                "summary": "Is the session alive and is the plugin connected? With the browser token (the plugin "
+                "waiting for room on the stream) the code's expiry also slides",
                 "parameters": [CODE_P],
                 "responses": {"200": _json(s.SessionStatus, "Session status"), **_errors(400, 404, 429, 503)},
             },
@@ -134,6 +136,24 @@ def document(
                 "responses": {
                     "202": _json(s.ChangesNoted, "Noted"),
                     **_errors(400, 401, 403, 404, 413, 429, 503),
+                },
+            }
+        },
+        "/api/sessions/{code}/detach": {
+            "post": {
+                "operationId": "detachPlugin",
+                "summary": "The plugin's tab is going away (pagehide, plugin only): its stream ends within a poll and "
+                "the plugin shows as not connected; a newer tab's stream is left alone. No body, so a keepalive fetch "
+                "needs no preflight",
+                "parameters": [
+                    CODE_P,
+                    _param("tab", "query", "The id the tab opened its stream with (?tab= on /stream)", required=True),
+                    _param("token", "query", "Browser token (when a header cannot be set)"),
+                ],
+                "security": BEARER,
+                "responses": {
+                    "200": _json(s.SessionDetached, "Recorded"),
+                    **_errors(400, 401, 403, 404, 429, 503),
                 },
             }
         },
@@ -186,7 +206,13 @@ def document(
                     CODE_Q,
                     _param("token", "query", "Browser token (when a header cannot be set)"),
                     _param("lastEventId", "query", "Resume after this seq", schema={"type": "integer"}),
-                    _param("mode", "query", "stream (default) or poll", schema={"enum": ["stream", "poll"]}),
+                    _param(
+                        "mode",
+                        "query",
+                        "stream (default), poll, or check (204 when a stream could start now)",
+                        schema={"enum": ["stream", "poll", "check"]},
+                    ),
+                    _param("tab", "query", "The plugin page's id (8-64 of A-Z a-z 0-9 - _), to detach its streams"),
                 ],
                 "security": BEARER,
                 "responses": {
@@ -194,6 +220,7 @@ def document(
                         "description": "Event stream",
                         "content": {"text/event-stream": {"schema": {"type": "string"}}},
                     },
+                    "204": {"description": "mode=check: a stream could start now"},
                     **_errors(400, 401, 403, 404, 429, 503),
                 },
             }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from starlette.requests import Request
@@ -68,7 +69,7 @@ async def create_session(request: Request) -> Response:
 async def session_status(request: Request) -> Response:
     relay = relay_of(request)
     code = normalise_code(request.path_params["code"])
-    state = await relay.status(code, client=client_ip(request))
+    state = await relay.status(code, client=client_ip(request), token=bearer_token(request))
     session = state.session
     return json_model(
         s.SessionStatus(
@@ -86,6 +87,31 @@ async def delete_session(request: Request) -> Response:
     code = normalise_code(request.path_params["code"])
     failed = await relay_of(request).close_session(code, bearer_token(request), client=client_ip(request))
     return json_model(s.SessionClosed(code=code, status="closed", failedRequests=failed))
+
+
+TAB_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+
+
+def tab_param(request: Request, *, required: bool) -> str | None:
+    """The plugin page's own id (``?tab=``), which leads its streams' consumer ids so that it can detach them."""
+    raw = request.query_params.get("tab")
+    if raw is None or raw == "":
+        if required:
+            raise BadInput("`tab` is required: the id the plugin page opened its stream with.", field="tab")
+        return None
+    if not TAB_ID.fullmatch(raw):
+        raise BadInput("`tab` must be 8 to 64 letters, digits, `-` or `_`.", field="tab")
+    return raw
+
+
+async def detach_session(request: Request) -> Response:
+    """The plugin's pagehide: a bodiless POST with ``?tab=`` and the token (header or ``?token=``), so that a
+    keepalive fetch or sendBeacon can send it without a CORS preflight while the page unloads."""
+    code = normalise_code(request.path_params["code"])
+    tab = tab_param(request, required=True)
+    assert tab is not None
+    detached = await relay_of(request).detach(code, bearer_token(request), tab, client=client_ip(request))
+    return json_model(s.SessionDetached(code=code, detached=detached))
 
 
 async def session_log(request: Request) -> Response:
@@ -143,10 +169,19 @@ async def stream(request: Request) -> Response:
     relay = relay_of(request)
     code = normalise_code(request.query_params.get("code"))
     mode = request.query_params.get("mode", "stream")
-    if mode not in ("stream", "poll"):
-        raise BadInput("`mode` must be `stream` (default) or `poll`.", field="mode")
+    if mode not in ("stream", "poll", "check"):
+        raise BadInput("`mode` must be `stream` (default), `poll` or `check`.", field="mode")
+    tab = tab_param(request, required=False)
+    if mode == "check":
+        # Whether a stream could start now: the plugin asks before reopening one after a failure, because
+        # EventSource hides the status. On AWS a full stream function never runs this: the gateway answers 503
+        # with Retry-After (template.yaml's INTEGRATION_FAILURE response), which fetch can read.
+        await relay.session_for_plugin(code, bearer_token(request), client=client_ip(request))
+        return Response(status_code=204, headers={"Cache-Control": "no-store"})
     cursor = cursor_param(request)
-    events = await relay.stream(code, bearer_token(request), cursor, poll=mode == "poll", client=client_ip(request))
+    events = await relay.stream(
+        code, bearer_token(request), cursor, poll=mode == "poll", client=client_ip(request), tab=tab
+    )
 
     async def body() -> Any:
         async for event in events:
@@ -275,6 +310,7 @@ GROUPS: dict[str, list[BaseRoute]] = {
         Route("/api/sessions/{code}", session_status, methods=["GET"]),
         Route("/api/sessions/{code}", delete_session, methods=["DELETE"]),
         Route("/api/sessions/{code}/log", session_log, methods=["GET"]),
+        Route("/api/sessions/{code}/detach", detach_session, methods=["POST"]),
     ],
     "stream": [Route("/stream", stream, methods=["GET"])],
     "request": [Route("/request", post_request, methods=["POST"])],

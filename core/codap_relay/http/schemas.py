@@ -147,6 +147,11 @@ class SessionClosed(BaseModel):
     failedRequests: int
 
 
+class SessionDetached(BaseModel):
+    code: str
+    detached: bool  # whether a stream of that tab owned delivery (false: another tab's did, or none)
+
+
 class LogEntry(BaseModel):
     model_config = ConfigDict(extra="allow")
     seq: int

@@ -17,7 +17,7 @@ Where API Gateway or Lambda refuse something, the answer is theirs, status and b
   (INTEGRATION_FAILURE, github.com/DataBiosphere/azul/issues/8192);
 - no answer within the integration timeout (29 s unless the route sets TimeoutInMillis): 504
   ``{"message": "Endpoint request timed out"}`` (github.com/aws/context-ontology-accelerator/issues/143);
-- over the stage's throttle (MethodSettings): 429 ``{"message":"Too Many Requests"}``.
+- over the stage's throttle or a route's own (MethodSettings): 429 ``{"message":"Too Many Requests"}``.
 
 The template's ``GatewayResponses`` (headers, status) apply to these answers, as on AWS.
 """
@@ -45,7 +45,7 @@ from .events import (
     read_answer,
     trace_id,
 )
-from .instances import AdapterInstance, Instance, InstanceFailed, Pool, RuntimeInstance
+from .instances import AdapterInstance, FunctionThrottled, Instance, InstanceFailed, Pool, RuntimeInstance
 from .routing import Match, Router
 from .template import Stack
 
@@ -81,6 +81,10 @@ THROTTLED = Refusal("THROTTLED", 429, "Too Many Requests", b'{"message":"Too Man
 INTEGRATION_FAILURE = Refusal(
     "INTEGRATION_FAILURE", 502, "Internal server error", b'{"message": "Internal server error"}'
 )
+# Lambda refuses an invocation over the function's reserved concurrency (TooManyRequestsException); API Gateway
+# answers that as an integration failure, 500 unless a gateway response says otherwise (repost.aws,
+# "API Gateway proxy integration does not forward Lambda throttling (HTTP 429) to client").
+LAMBDA_THROTTLED = Refusal("INTEGRATION_FAILURE", 500, "Internal server error", b'{"message": "Internal server error"}')
 INTEGRATION_TIMEOUT = Refusal(
     "INTEGRATION_TIMEOUT", 504, "Endpoint request timed out", b'{"message": "Endpoint request timed out"}'
 )
@@ -116,6 +120,7 @@ class Gateway:
     base_path: str | None = None
     ready: bool = False
     on_ready: Callable[[], None] | None = None
+    throttled: int = 0  # invocations refused over a reserved concurrency
     _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -123,6 +128,19 @@ class Gateway:
         self.prefix = f"/{(self.base_path or self.stack.stage).strip('/')}"
         throttle = self.stack.throttle
         self.bucket = TokenBucket(throttle.rate_per_second, throttle.burst) if throttle else None
+        self.route_buckets = {
+            key: TokenBucket(t.rate_per_second, t.burst) for key, t in self.stack.route_throttles.items()
+        }
+
+    def bucket_for(self, method: str, match: Match | None) -> TokenBucket | None:
+        """The throttle a request meets: its method's own MethodSettings entry, else its resource's ``*`` entry,
+        else the stage's (API Gateway applies the most specific setting, not several)."""
+        if match is not None:
+            path = match.route.path
+            for key in ((path, method.upper()), (path, "*")):
+                if key in self.route_buckets:
+                    return self.route_buckets[key]
+        return self.bucket
 
     # --- ASGI ---------------------------------------------------------------------------------------------
 
@@ -179,10 +197,11 @@ class Gateway:
         if inner.rstrip("/") == "/healthz" and not self.ready:
             await self._refuse(send, STARTING, request_id)
             return
-        if self.bucket is not None and not self.bucket.take():
+        match = self.router.match(scope["method"], inner)
+        bucket = self.bucket_for(scope["method"], match)
+        if bucket is not None and not bucket.take():
             await self._refuse(send, THROTTLED, request_id)
             return
-        match = self.router.match(scope["method"], inner)
         if match is None:
             await self._refuse(send, MISSING_TOKEN, request_id)
             return
@@ -247,6 +266,10 @@ class Gateway:
         """A warm or new instance for one invocation; None once the refusal API Gateway would give is sent."""
         try:
             return await pool.acquire(timeout=match.route.timeout_ms / 1000)
+        except FunctionThrottled as exc:  # over the reserved concurrency: refused at once
+            self._log(f"{exc}: throttled (Rate Exceeded.)")
+            self.throttled += 1
+            await self._refuse(send, LAMBDA_THROTTLED, request_id)
         except TimeoutError:  # every instance busy (or starting) for the whole integration timeout
             await self._refuse(send, INTEGRATION_TIMEOUT, request_id)
         except InstanceFailed as exc:  # the function cannot start: Lambda's init error, API Gateway's 502
@@ -353,7 +376,8 @@ class Gateway:
     ) -> None:
         """Forward as the adapter does: the event's path (no stage), its headers plus ``x-amzn-request-context``
         and ``x-amzn-lambda-context``; the answer streams back chunk by chunk. When the client goes away the
-        connection to the function is closed at once, so the function sees the disconnect."""
+        function is not told: as on AWS, where a streamed response is not interrupted when the client's connection
+        breaks, it runs on (its output read and dropped, its instance busy) until it ends itself or times out."""
         function = self.stack.functions[match.route.function]
         pool = self.pools[function.logical_id]
         instance = await self._acquire(send, pool, match, request_id)
@@ -443,15 +467,13 @@ class Gateway:
                 await _send(send, GatewayAnswer(response.status_code, out_headers, body))
                 return ""
             raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in out_headers]
-            await send({"type": "http.response.start", "status": response.status_code, "headers": raw})
-            gone = await _pump_until_gone(response, send, receive)
+            start: Message = {"type": "http.response.start", "status": response.status_code, "headers": raw}
+            gone = await _pump(response, start, send, receive, lambda: self._log(f"{request_id}: {RUNS_ON}"))
             if not gone:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
             return "client gone" if gone else ""
-        except OSError:
-            return "client gone"  # the client's socket failed while sending; nothing more to say to it
         finally:
-            await response.aclose()  # an unread body: the connection to the function closes, it sees a disconnect
+            await response.aclose()
 
     # --- plumbing -----------------------------------------------------------------------------------------
 
@@ -479,35 +501,45 @@ def render_template(template: str, refusal: Refusal, request_id: str, stage: str
     return template.encode()
 
 
-async def _pump_until_gone(response: httpx.Response, send: Send, receive: Receive) -> bool:
-    """Copy the body chunk by chunk until it ends (False) or the client disconnects (True)."""
+RUNS_ON = "the client went away; the function runs on, as on AWS"
+
+
+async def _pump(
+    response: httpx.Response, start: Message, send: Send, receive: Receive, on_gone: Callable[[], None]
+) -> bool:
+    """Send ``start``, then copy the body chunk by chunk until it ends; returns whether the client went away
+    meanwhile. From then on the rest is read and dropped: the function sees no disconnect (AWS does not interrupt
+    a response stream whose client left) and ends only by itself or at its timeout, its instance busy until then."""
     gone = asyncio.Event()
+
+    def leave() -> None:
+        if not gone.is_set():
+            gone.set()
+            on_gone()
 
     async def watch() -> None:
         while True:
             message: Message = await receive()
             if message["type"] == "http.disconnect":
-                gone.set()
+                leave()
                 return
 
-    async def pump() -> None:
-        async for chunk in response.aiter_raw():
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
-
     watcher = asyncio.create_task(watch())
-    pumper = asyncio.create_task(pump())
     try:
-        await asyncio.wait({watcher, pumper}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            await send(start)
+        except OSError:
+            leave()
+        async for chunk in response.aiter_raw():
+            if gone.is_set():
+                continue
+            try:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except OSError:
+                leave()
     finally:
-        for task in (watcher, pumper):
-            task.cancel()
-        await asyncio.gather(watcher, pumper, return_exceptions=True)
-    if pumper.done() and not pumper.cancelled() and pumper.exception() is not None and not gone.is_set():
-        exc = pumper.exception()
-        assert exc is not None
-        if isinstance(exc, OSError):
-            return True
-        raise exc
+        watcher.cancel()
+        await asyncio.gather(watcher, return_exceptions=True)
     return gone.is_set()
 
 

@@ -48,6 +48,11 @@ def _die_with_parent() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+class FunctionThrottled(RuntimeError):
+    """Every execution environment the function's reserved concurrency allows is busy: Lambda refuses the
+    invocation at once (TooManyRequestsException, "Rate Exceeded."), it does not queue it."""
+
+
 @dataclass
 class Invocation:
     """One finished invocation, for the REPORT line."""
@@ -271,10 +276,13 @@ Launcher = Callable[[Function, int], Instance]
 class Pool:
     """The warm instances of one function; ``acquire`` gives one to a single invocation at a time."""
 
-    def __init__(self, function: Function, make: Launcher, max_instances: int) -> None:
+    def __init__(self, function: Function, make: Launcher, max_instances: int, *, throttles: bool = False) -> None:
+        """``throttles``: ``max_instances`` is the function's reserved concurrency, so an invocation over it is
+        refused at once (FunctionThrottled), as Lambda does; otherwise it is local-api's own cap, and waits."""
         self.function = function
         self.make = make
         self.max_instances = max_instances
+        self.throttles = throttles
         self.instances: list[Instance] = []
         self._idle: list[Instance] = []
         self._starting = 0
@@ -301,6 +309,10 @@ class Pool:
                     self._numbers += 1
                     number = self._numbers
                     break
+                if self.throttles:
+                    raise FunctionThrottled(
+                        f"{self.function.logical_id}: all {self.max_instances} of its reserved concurrency are busy"
+                    )
                 remaining = deadline - loop.time()
                 if remaining <= 0:
                     raise TimeoutError(f"all {self.max_instances} instances of {self.function.logical_id} are busy")

@@ -91,7 +91,8 @@ def build_gateway(options: Options, stack: Stack, store_url: str, output: TextIO
             return kind(fn, number, environment, output)
 
         cap = options.max_instances
-        if function.reserved_concurrency is not None:
-            cap = min(cap, function.reserved_concurrency)
-        pools[function.logical_id] = Pool(function, make, cap)
+        reserved = function.reserved_concurrency
+        if reserved is not None:
+            cap = min(cap, reserved)
+        pools[function.logical_id] = Pool(function, make, cap, throttles=reserved is not None and reserved <= cap)
     return Gateway(stack, pools, output, base_path=options.base_path)

@@ -86,6 +86,9 @@ class Stack:
     gateway_responses: dict[str, GatewayResponse]
     throttle: Throttle | None
     parameters: dict[str, str]
+    #: MethodSettings' throttles for one resource: (resource path, method or "*") -> its limit, which replaces the
+    #: stage-wide ``throttle`` for requests to that method.
+    route_throttles: dict[tuple[str, str], Throttle] = field(default_factory=dict)
 
 
 def partition(region: str) -> str:
@@ -280,8 +283,22 @@ def _gateway_responses(spec: Mapping[str, Any]) -> dict[str, GatewayResponse]:
     return responses
 
 
+def _route_throttles(method_settings: list[Any]) -> dict[tuple[str, str], Throttle]:
+    """The per-resource throttles: CloudFormation writes a resource path with a leading "/" and each "/" of the
+    path as "~1" (``/~1mcp~1{code}`` is ``/mcp/{code}``); ``HttpMethod: *`` applies to every method of it."""
+    found: dict[tuple[str, str], Throttle] = {}
+    for setting in method_settings:
+        resource = str(setting.get("ResourcePath", ""))
+        rate, burst = setting.get("ThrottlingRateLimit"), setting.get("ThrottlingBurstLimit")
+        if resource in ("", "/*") or rate is None or burst is None:
+            continue
+        path = resource[1:].replace("~1", "/")
+        found[(path, str(setting.get("HttpMethod", "*")).upper())] = Throttle(float(rate), int(burst))
+    return found
+
+
 def _throttle(method_settings: list[Any]) -> Throttle | None:
-    """The stage-wide throttle (``ResourcePath: /*``, ``HttpMethod: *``); per-method settings are not modelled."""
+    """The stage-wide throttle (``ResourcePath: /*``, ``HttpMethod: *``); per-resource ones: _route_throttles."""
     for setting in method_settings:
         if setting.get("ResourcePath") == "/*" and setting.get("HttpMethod") == "*":
             rate, burst = setting.get("ThrottlingRateLimit"), setting.get("ThrottlingBurstLimit")
@@ -333,4 +350,5 @@ def read_stack(path: Path, *, parameters: Mapping[str, str] | None = None, regio
         gateway_responses=_gateway_responses(api_props.get("GatewayResponses") or {}),
         throttle=_throttle(api_props.get("MethodSettings") or []),
         parameters=resolver.parameters,
+        route_throttles=_route_throttles(api_props.get("MethodSettings") or []),
     )

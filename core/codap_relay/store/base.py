@@ -76,6 +76,12 @@ class Store(Protocol):
     ) -> None:
         """Set the given fields (None leaves a field as it is). Never moves expires_at backwards."""
 
+    def detach(self, code: str, owner: str) -> bool:
+        """A tab left: if the session's consumer is one of ``owner``'s streams (``records.owns``), set it to
+        ``records.DETACHED`` and return True, atomically; else (another tab or a newer stream took over, an unknown
+        session) change nothing and return False. The detached stream then ends at its next poll."""
+        ...
+
     def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
         """Append with the next seq (gapless, strictly increasing) and return (record, True).
 

@@ -52,7 +52,16 @@ from ..errors import (
     SessionNotFound,
     StoreUnavailable,
 )
-from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..records import (
+    DETACHED,
+    ChangeMarks,
+    Completion,
+    Lookup,
+    NewRequest,
+    RequestRecord,
+    ResponseRecord,
+    SessionRecord,
+)
 from .base import PURGE_GRACE_SECONDS, PendingTotals, StoreUrlError, args_bytes, merged_marks
 
 Item = dict[str, dict[str, Any]]
@@ -449,6 +458,27 @@ class DynamoStore:
                 return
         if fields:
             self._update_meta(code, fields, "attribute_exists(pk)")
+
+    def detach(self, code: str, owner: str) -> bool:
+        try:
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key=_key(_pk(code), "META"),
+                UpdateExpression="SET #consumer = :detached",
+                ConditionExpression="#consumer = :owner OR begins_with(#consumer, :prefix)",
+                ExpressionAttributeNames={"#consumer": "consumer"},
+                ExpressionAttributeValues={
+                    ":detached": _s(DETACHED),
+                    ":owner": _s(owner),
+                    ":prefix": _s(owner + "."),
+                },
+            )
+            return True
+        except ClientError as exc:
+            if _code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
 
     def _update_meta(self, code: str, fields: Item, condition: str) -> bool:
         names = {f"#{k}": k for k in fields}

@@ -6,7 +6,17 @@ import threading
 from dataclasses import dataclass, field
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
-from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..records import (
+    DETACHED,
+    ChangeMarks,
+    Completion,
+    Lookup,
+    NewRequest,
+    RequestRecord,
+    ResponseRecord,
+    SessionRecord,
+    owns,
+)
 from .base import PendingTotals, args_bytes, merged_marks
 
 
@@ -63,6 +73,14 @@ class MemoryStore:
             if closed_at is not None:
                 changes["closed_at"] = closed_at
             data.session = s.with_(**changes)
+
+    def detach(self, code: str, owner: str) -> bool:
+        with self._lock:
+            data = self._sessions.get(code)
+            if data is None or not owns(data.session.consumer, owner):
+                return False
+            data.session = data.session.with_(consumer=DETACHED)
+            return True
 
     def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
         with self._lock:

@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound, StoreUnavailable
-from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..records import (
+    DETACHED,
+    ChangeMarks,
+    Completion,
+    Lookup,
+    NewRequest,
+    RequestRecord,
+    ResponseRecord,
+    SessionRecord,
+)
 from .base import PURGE_GRACE_SECONDS, PendingTotals, merged_marks
 
 SCHEMA = """
@@ -200,6 +209,15 @@ class SqliteStore:
                 "closed_at = COALESCE(?, closed_at) WHERE code = ?",
                 (expires_at, last_seen, consumer, closed_at, code),
             )
+
+    def detach(self, code: str, owner: str) -> bool:
+        with self._tx() as db:
+            # substr, not LIKE: a tab id may hold "_", which LIKE reads as a wildcard.
+            changed = db.execute(
+                "UPDATE sessions SET consumer = ? WHERE code = ? AND (consumer = ? OR substr(consumer, 1, ?) = ?)",
+                (DETACHED, code, owner, len(owner) + 1, owner + "."),
+            ).rowcount
+        return bool(changed)
 
     # --- requests ---------------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,7 @@ class FakePlugin:
     cursor: str | None = None
     connected: asyncio.Event = field(default_factory=asyncio.Event)
     stopped_by: str | None = None  # "superseded", "closed" or "expired" when the server ended the stream
+    tab: str = field(default_factory=lambda: f"fake-{secrets.token_hex(8)}")  # the page's id (?tab=), to detach
     _task: asyncio.Task[None] | None = None
     _own_client: bool = False
 
@@ -59,6 +61,7 @@ class FakePlugin:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+        await self.detach()
         if self._own_client and self.client is not None:
             await self.client.aclose()
 
@@ -76,6 +79,14 @@ class FakePlugin:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
+
+    async def detach(self) -> None:
+        """What the real plugin does on pagehide: its stream ends at the relay's next poll. Without it a host that
+        keeps the function running after its client left (AWS, local-api) would serve a gone page for minutes."""
+        assert self.client is not None
+        with contextlib.suppress(httpx.HTTPError):  # best effort, as a page's last request is
+            url = f"/api/sessions/{self.code}/detach"
+            await self.client.post(url, params={"tab": self.tab}, headers={"Authorization": f"Bearer {self.token}"})
 
     async def wait_cursor(self, event_id: str, timeout: float = 10) -> None:
         """Wait until the plugin has recorded ``event_id`` as its cursor. It does so just after its answer is
@@ -103,7 +114,8 @@ class FakePlugin:
             if self.cursor is not None:
                 headers["Last-Event-ID"] = self.cursor
             try:
-                async with self.client.stream("GET", url, params={"code": self.code}, headers=headers) as r:
+                params = {"code": self.code, "tab": self.tab}
+                async with self.client.stream("GET", url, params=params, headers=headers) as r:
                     if r.status_code != 200:
                         await r.aread()
                         if self._refused(r):

@@ -23,7 +23,16 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from . import CHECKOUT as ROOT
-from .plugin_page import DEADLINE, PluginFrameReader, call_tool, new_page, ok_result, reload_frame, wait_until
+from .plugin_page import (
+    DEADLINE,
+    PluginFrameReader,
+    call_tool,
+    close_tabs,
+    new_page,
+    ok_result,
+    reload_frame,
+    wait_until,
+)
 
 CODAP_VERSION = "3.1.0"
 ARCHIVE = ROOT.parent / "shared" / "codap" / f"codap-v{CODAP_VERSION}.tar.gz"
@@ -357,7 +366,7 @@ def codap_pages(browser: Any, codap_url: str, *, webgl: bool = False) -> Iterato
         yield factory
     finally:
         for context in contexts:
-            context.close()
+            close_tabs(context)
 
 
 def settle(seconds: float = 0.2) -> None:

@@ -6,7 +6,14 @@ import { CodapPhone } from "./codap.js";
 import { BlockWatch, slowNotes, withCodapWaits } from "./slow.js";
 import { plural } from "./format.js";
 import { canvasRaster } from "./imaging.js";
-import { RelayClient, RelayHttpError, StreamConnection, createSessionWhenAllowed, relayBaseFrom } from "./relay.js";
+import {
+  RelayClient,
+  RelayHttpError,
+  StreamConnection,
+  createSessionWhenAllowed,
+  newTabId,
+  relayBaseFrom,
+} from "./relay.js";
 import { Replayer } from "./replay.js";
 import { Runner } from "./runner.js";
 import { claudeDesktopConfig, httpPrompt, mcpUrl } from "./snippets.js";
@@ -66,6 +73,8 @@ listen((notice) => {
     // a notice this cannot read must not keep it from the tools' own listeners
   }
 });
+let waitedForRoom = false; // the stream waited for room: its countdown notice goes once it connects
+const tab = newTabId(); // this page's id at the relay: pagehide detaches the streams opened under it
 const replayer = new Replayer({
   store,
   runner: () => runner,
@@ -92,6 +101,9 @@ const WAITING = {
     "Too many plugins on this network asked the relay for a code in the last minute (a class sharing one " +
     "internet address can reach the limit). This page gets its code by itself",
   unavailable: () => "The relay is briefly unavailable. This page tries again by itself",
+  room: () =>
+    "The relay is serving as many CODAP windows as it may at once. This page keeps its code (give it to your LLM " +
+    "now if you like) and connects by itself when a place frees up; it looks again",
   unreachable: (error) =>
     `Cannot reach the relay at ${relayBase} (${error.message}). Check that it is running and that this ` +
     "computer is online. Trying again",
@@ -181,7 +193,7 @@ async function restoreOrCreate() {
   const saved = store.loadSession();
   if (saved) {
     try {
-      const status = await client.sessionStatus(saved.code);
+      const status = await client.sessionStatus(saved.code, saved.token);
       if (status) {
         session = { ...saved, expiresAt: Date.parse(status.expiresAt) || saved.expiresAt };
         return session;
@@ -221,10 +233,20 @@ function connect() {
     token,
     client,
     watchdogMs,
+    tab,
     handlers: {
       onStatus: (state) => {
         ui.setStatus(state);
-        if (state === "connected") refreshExpiry();
+        if (state === "connected") {
+          refreshExpiry();
+          if (waitedForRoom) ui.notice(null); // the countdown to the next look is over
+          waitedForRoom = false;
+        }
+      },
+      onWaitForRoom: ({ ms }) => {
+        waitedForRoom = true;
+        showWaiting({ reason: "room", ms, error: null });
+        ui.setStatus("room");
       },
       onAlive: refreshExpiry,
       onRequest: (request) => {
@@ -357,10 +379,20 @@ function wireControls() {
     }
   });
   addEventListener("pagehide", (event) => {
+    if (!session) return;
     // Nothing of a memory-only session survives the unload: end it now, so the LLM is told the session ended
     // instead of its requests waiting for a page that is gone. A stored session is kept for the reload.
-    if (storage.persistent || event.persisted || !session) return;
-    client.endSession(session.code, session.token, { keepalive: true }).catch(() => {});
+    if (!storage.persistent && !event.persisted) {
+      client.endSession(session.code, session.token, { keepalive: true }).catch(() => {});
+      return;
+    }
+    // A kept session: detach this page's stream. On AWS a streamed response runs on after its client left, so
+    // without this the stream would keep the session "connected" and hold a stream function for up to 14 min.
+    client.detach(session.code, session.token, tab).catch(() => {});
+  });
+  addEventListener("pageshow", (event) => {
+    // back from the back-forward cache: this page detached its stream on pagehide, so it attaches again
+    if (event.persisted && stream && !stream.stopped) stream.open(stream.cursor);
   });
   addEventListener("offline", () => ui.setStatus("offline"));
   addEventListener("online", () => {

@@ -79,10 +79,12 @@ export class RelayClient {
     });
   }
 
-  /** The session's public status, or null when the relay no longer knows the code. */
-  async sessionStatus(code) {
+  /** The session's public status, or null when the relay no longer knows the code. With the browser ``token``
+   * it is also a sign of life: the relay slides the code's expiry (the stream cannot, while it waits for room). */
+  async sessionStatus(code, token = null) {
     try {
-      return await this._json(`/api/sessions/${encodeURIComponent(code)}`);
+      const init = token ? { headers: { Authorization: `Bearer ${token}` } } : {};
+      return await this._json(`/api/sessions/${encodeURIComponent(code)}`, init);
     } catch (err) {
       if (err instanceof RelayHttpError && err.status === 404) return null;
       throw err;
@@ -96,6 +98,29 @@ export class RelayClient {
       headers: { Authorization: `Bearer ${token}` },
       keepalive,
     });
+  }
+
+  /** This tab is going away (pagehide): its stream ends at the relay's next poll and the LLM sees the plugin as
+   * not connected. Bodiless, no headers (the token rides in the query, as the stream's does): a keepalive fetch
+   * that needs no CORS preflight, so it leaves while the page unloads. */
+  detach(code, token, tab) {
+    const params = new URLSearchParams({ tab, token });
+    return this._json(`/api/sessions/${encodeURIComponent(code)}/detach?${params}`, { method: "POST", keepalive: true });
+  }
+
+  /** Whether a stream could start now (204), else a RelayHttpError: 503 with Retry-After when the relay's stream
+   * functions are all taken. EventSource hides a refused stream's status; this shows it. */
+  async checkStream(code, token) {
+    const params = new URLSearchParams({ code, token, mode: "check" });
+    const res = await this.fetch(`${this.base}/stream?${params}`, { cache: "no-store" });
+    if (res.ok) return true;
+    let body = null;
+    try {
+      body = await res.json();
+    } catch {
+      body = null;
+    }
+    throw new RelayHttpError(res.status, body, parseRetryAfter(res.headers?.get?.("Retry-After")));
   }
 
   /** Every entry of a session's trace (GET …/log?view=trace, page by page); the relay answers for a while
@@ -130,6 +155,13 @@ export class RelayClient {
       body: JSON.stringify({ code, id, ...body }),
     });
   }
+}
+
+/** An id for this page (16 random bytes, hex): crypto.getRandomValues works outside secure contexts too. */
+export function newTabId() {
+  const bytes = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 export function backoffMs(attempt, { base = 500, max = 15_000, random = Math.random } = {}) {
@@ -175,11 +207,13 @@ export class StreamConnection {
    * @param {number} [options.watchdogMs] reconnect when nothing arrived for this long
    * @param {typeof EventSource} [options.EventSourceImpl]
    * @param {RelayClient} options.client
+   * @param {string} [options.tab] this page's id: it leads the stream's id at the relay, so the page can detach it
    */
-  constructor({ base, code, token, handlers, watchdogMs = 45_000, EventSourceImpl = globalThis.EventSource, client }) {
+  constructor({ base, code, token, handlers, watchdogMs = 45_000, EventSourceImpl = globalThis.EventSource, client, tab = newTabId() }) {
     this.base = base;
     this.code = code;
     this.token = token;
+    this.tab = tab;
     this.handlers = handlers;
     this.watchdogMs = watchdogMs;
     this.EventSourceImpl = EventSourceImpl;
@@ -187,6 +221,7 @@ export class StreamConnection {
     this.es = null;
     this.cursor = null;
     this.attempt = 0;
+    this.waitingForRoom = false;
     this.stopped = true;
     this._watchdog = null;
     this._retry = null;
@@ -196,7 +231,7 @@ export class StreamConnection {
     this._teardown();
     this.stopped = false;
     this.cursor = cursor;
-    const params = new URLSearchParams({ code: this.code, token: this.token });
+    const params = new URLSearchParams({ code: this.code, token: this.token, tab: this.tab });
     if (cursor !== null && cursor !== undefined) params.set("lastEventId", String(cursor));
     const es = new this.EventSourceImpl(`${this.base}/stream?${params}`);
     this.es = es;
@@ -259,18 +294,44 @@ export class StreamConnection {
     });
   }
 
+  /**
+   * After the stream failed for good (an HTTP error, which EventSource does not show): is the code still alive
+   * (the call, with the token, also keeps it so), and is there room for a stream? A relay whose stream functions
+   * are all taken answers 503 with Retry-After: then say so (``onWaitForRoom``) and look again after that long,
+   * as often as it takes; the code stays alive meanwhile. Otherwise reopen with backoff.
+   */
   async _recover() {
     if (this.stopped) return;
-    this.handlers.onStatus(globalThis.navigator?.onLine === false ? "offline" : "reconnecting");
+    if (!this.waitingForRoom) this.handlers.onStatus(globalThis.navigator?.onLine === false ? "offline" : "reconnecting");
     try {
-      const status = await this.client.sessionStatus(this.code);
+      const status = await this.client.sessionStatus(this.code, this.token);
       if (status === null) {
         this.stop();
         this.handlers.onGone("expired");
         return;
       }
+      this.handlers.onAlive?.();
     } catch {
       // relay unreachable: keep retrying with backoff
+    }
+    if (this.stopped) return;
+    try {
+      await this.client.checkStream(this.code, this.token);
+      if (this.waitingForRoom) this.attempt = 0; // room at last: connect at once
+      this.waitingForRoom = false;
+    } catch (err) {
+      // 503: the stream functions are all taken; 429: the gateway's limit for the stream route. Both say when.
+      const full = err instanceof RelayHttpError && (err.status === 503 || err.status === 429);
+      if (full && err.retryAfter !== null && !this.stopped) {
+        const ms = retryAfterMs(Math.min(err.retryAfter, RETRY_AFTER_CAP_SECONDS));
+        this.waitingForRoom = true;
+        this.handlers.onStatus("room");
+        this.handlers.onWaitForRoom?.({ ms });
+        clearTimeout(this._retry);
+        this._retry = setTimeout(() => this._recover(), ms);
+        return;
+      }
+      // anything else: the reopened stream meets it and reports it itself
     }
     this._scheduleReopen();
   }

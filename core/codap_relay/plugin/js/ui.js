@@ -13,6 +13,7 @@ const STATUS_TEXT = {
   offline: "Offline",
   moved: "Moved to another tab",
   waiting: "Waiting…",
+  room: "Waiting for room…",
   error: "Not connected",
 };
 
