@@ -145,6 +145,22 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     shutil.rmtree(work, ignore_errors=True)  # ~100 MB of layer; pytest would keep the last three runs' copies
 
 
+@pytest.fixture(scope="module")
+def importable(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    """A build whose layer this machine can import: the one that ships where the machines match; else the same
+    build with the layer's compiled wheels for this machine (LAYER_MACHINE in infra/layer/Makefile)."""
+    machine = os.uname().machine
+    if machine == MACHINE[ARCHITECTURE]:
+        yield built
+        return
+    work = tmp_path_factory.mktemp("sam-host")
+    env = {**sam_env(work / "sam-config", built.python, REGION), "LAYER_MACHINE": machine}
+    project = copy_project(work / "project")
+    sam_build(project, env)
+    yield Built(project, project / ".aws-sam" / "build", built.python, env)
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def test_template_lints_clean(tmp_path: Path) -> None:
     need_sam()
     cmd = [str(SAM), "validate", "--lint", "--template-file", str(TEMPLATE_PATH), "--region", REGION]
@@ -229,12 +245,8 @@ print(type(module.runtime.relay.store).__name__)
 
 
 @pytest.mark.parametrize("function", FUNCTIONS, ids=lambda f: f.name)
-def test_each_built_handler_imports(built: Built, function: Function) -> None:
-    if os.uname().machine != MACHINE[ARCHITECTURE]:
-        # The layer's compiled wheels (pydantic_core, ...) are for the functions' architecture only; the handlers'
-        # pure-Python import path is checked on every machine by test_lambda_handlers.py and local-api.
-        machine = MACHINE[ARCHITECTURE]
-        pytest.skip(f"the layer holds Linux {ARCHITECTURE} wheels; importing them needs a {machine} machine")
+def test_each_built_handler_imports(importable: Built, function: Function) -> None:
+    built = importable
     task_root = built.dir / function.name
     # run.sh serves the ASGI app app:app; app.handler is its buffered fallback (sam local invoke, ?mode=poll)
     if is_script(function, task_root):
