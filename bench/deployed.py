@@ -297,7 +297,10 @@ async def _measure(
             "second_delivery": summary(second.delivery),
             "errors": first.errors + second.errors,
         }
-    await asyncio.sleep(0.5)  # the plugins' streams have ended: their REPORT lines are written
+    # The plugins detached on leaving; their streams end at their next poll and then write their REPORT lines.
+    deadline = time.perf_counter() + 10
+    while time.perf_counter() < deadline and not any(r.function == STREAM_FUNCTION for r in stack.reports()):
+        await asyncio.sleep(0.2)
     used: dict[str, int] = {}
     for r in stack.reports():
         used[r.function] = max(used.get(r.function, 0), r.used_mb)

@@ -75,6 +75,8 @@ async def session_pairs(base: str, count: int) -> AsyncIterator[tuple[httpx.Asyn
             yield llm, pairs
         finally:
             await asyncio.gather(*(p.plugin.stop() for p in pairs))
+            # as a page does on leaving: on local-api (as on AWS) a stream runs on after its client left until then
+            await asyncio.gather(*(p.plugin.detach() for p in pairs))
 
 
 async def http_wait_round_trip(llm: httpx.AsyncClient, pair: Pair, n: int, samples: Samples) -> None:

@@ -72,11 +72,15 @@ OTHER_CASES = OTHER + "/cases"
 def test_a_subscribed_client_hears_of_changes_by_tools_and_in_codap(codap: CodapPage, mcp: McpClient) -> None:
     listening = mcp.listen([WATCHED, CASES, OTHER, OTHER_CASES])
     try:
+        # the datasets' own creation may still be on its way (CODAP's notices, then the plugin's 0.5 s batching)
+        start = listening.settled()
         # a case added through a tool: the dataset and its cases, and nothing of the other dataset
         codap.done("add_codap_cases", {"datasetName": "watched data", "cases": [{"name": "Cy", "height": 171}]})
-        mark = max(listening.wait_for(("updated", WATCHED)), listening.wait_for(("updated", CASES)))
+        mark = max(
+            listening.wait_for(("updated", WATCHED), after=start), listening.wait_for(("updated", CASES), after=start)
+        )
         assert codap.ok({"action": "get", "resource": "dataContext[watched data].itemCount"}) == 3
-        assert [e for e in listening.seen() if e[1] in (OTHER, OTHER_CASES)] == []
+        assert [e for e in listening.seen(start) if e[1] in (OTHER, OTHER_CASES)] == []
         # a change made in CODAP itself, to the dataset no tool touched: only CODAP's notice can report it
         codap.ok({"action": "create", "resource": "dataContext[other data].item", "values": [{"name": "Di"}]})
         mark = max(listening.wait_for(("updated", OTHER), after=mark), listening.wait_for(("updated", OTHER_CASES)))

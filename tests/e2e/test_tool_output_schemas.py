@@ -193,6 +193,9 @@ def test_a_cancelled_call_the_plugin_never_received_never_changes_codap(
         url = f"{relay_url}/mcp/{code}"
         context = codap.page.context
         context.route("**/stream?**", lambda route: route.abort())
+        # The reloading page's detach is lost too (as on a flaky network), so the relay still counts the plugin as
+        # connected for a moment and queues the call; a delivered detach would have the call refused at once.
+        context.route("**/detach?**", lambda route: route.abort())
         try:
             codap.reload_plugin()
             with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -203,6 +206,7 @@ def test_a_cancelled_call_the_plugin_never_received_never_changes_codap(
                 answered = waiting.result(20)
         finally:
             context.unroute("**/stream?**")
+            context.unroute("**/detach?**")
         messages = sse_messages(answered.text)
         progress = [m["params"] for m in messages if m.get("method") == "notifications/progress"]
         assert len(progress) >= 2 and all("Queued" in p["message"] for p in progress), progress

@@ -33,7 +33,7 @@ ADAPTER_LAYER_NAMES = {"x86_64": "LambdaAdapterLayerX86", "arm64": "LambdaAdapte
 # Layer versions by adapter release, from the README's history (each release's docs commit bumps the number).
 ADAPTER_RELEASES = {23: "v0.8.4", 24: "v0.9.0", 25: "v0.9.1"}
 ADAPTER_PRE_RELEASES = {26: "v1.0.0-rc1"}
-PIP_PLATFORMS = {"x86_64": "manylinux2014_x86_64", "arm64": "manylinux2014_aarch64"}
+WHEEL_MACHINES = {"x86_64": "x86_64", "arm64": "aarch64"}  # a Lambda architecture's manylinux wheel tag
 XRAY_POLICY = "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess"
 
 
@@ -91,7 +91,9 @@ def test_functions_layers_and_the_layer_build_share_one_architecture(deployed: d
     [layer] = stack.resources("AWS::Lambda::LayerVersion").values()
     assert layer["Properties"]["CompatibleArchitectures"] == [architecture]
     makefile = (ROOT / "infra" / "layer" / "Makefile").read_text()
-    assert f"--platform {PIP_PLATFORMS[architecture]}" in makefile, "CoreLayer's wheels must match the functions"
+    machine = WHEEL_MACHINES[architecture]
+    assert f"LAYER_MACHINE ?= {machine}\n" in makefile, "CoreLayer's wheels must match the functions"
+    assert "--platform manylinux2014_$(LAYER_MACHINE)" in makefile
 
 
 # --- defect 5: no implicit "Stage" stage -----------------------------------------------------------------
