@@ -1,0 +1,207 @@
+"""The relay's behaviour, independent of HTTP, Lambda or storage backend.
+
+LLM role (pairing code only): submit requests, read responses, metadata, session status.
+Plugin role (code + browser token): stream, answer, read the activity log, end the session.
+
+``Relay`` is the one front the entry points use. Each job is a unit of its own, given what it needs:
+sessions.py (open, find by role, end), presence.py (signs of life, status), queue.py (submit, cancel),
+responses.py (answers, waits, calls), stream.py (the plugin's stream), log.py (the activity log), changes.py
+(document change marks), limits.py (rate windows, byte budget); store_io.py and outcomes.py serve them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from ..clock import Clock, IdFactory, SystemClock, uuid_ids
+from ..codes import CodeFactory, new_code, new_token
+from ..delivery import StreamEvent
+from ..guard import GuessingGuard
+from ..notify import Notifier
+from ..observe import NullObserver, Observer
+from ..records import ChangeMarks, RequestRecord, ResponseRecord, SessionRecord
+from ..settings import Settings
+from ..store.base import Store
+from .changes import DocumentChanges
+from .limits import BYTES_WINDOW_SECONDS, RATE_WINDOW_SECONDS, RateLimits
+from .log import LOG_PAGE_BYTES, ActivityLog, LogItem
+from .presence import Presence, SessionState
+from .queue import REQUEST_ID_RE, RequestQueue, checked_request_id
+from .responses import Answer, Responses
+from .sessions import CODE_ATTEMPTS, Metadata, Sessions
+from .store_io import StoreIO, store_failures_unavailable
+from .stream import PluginStream
+
+T = TypeVar("T")
+__all__ = [
+    "BYTES_WINDOW_SECONDS", "CODE_ATTEMPTS", "LOG_PAGE_BYTES", "RATE_WINDOW_SECONDS", "REQUEST_ID_RE", "Answer",
+    "LogItem", "Metadata", "Relay", "SessionState", "checked_request_id", "store_failures_unavailable",
+]
+# What the units are built from: one replaced on the front (tests swap the observer, the settings, the code
+# factory) reaches every unit, which are wired again. A stream already running keeps the units it opened with.
+_WIRED = frozenset({"settings", "store", "clock", "ids", "codes", "tokens", "notifier", "observer"})
+
+
+class Relay:
+    def __init__(
+        self, settings: Settings, store: Store, *, clock: Clock | None = None, ids: IdFactory = uuid_ids,
+        codes: CodeFactory = new_code, tokens: Callable[[], str] = new_token, notifier: Notifier | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock or SystemClock()
+        self.ids = ids
+        self.codes = codes
+        self.tokens = tokens
+        self.notifier = notifier or Notifier()
+        self.observer: Observer = observer or NullObserver()
+        # Built once: its refusals live in this process. ``self.admit`` reaches the units wired now or later.
+        self.guard = GuessingGuard(self.admit, self.now, settings.guess_limit_per_ip)
+        self._wire()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in _WIRED and "guard" in self.__dict__:
+            self._wire()
+
+    def _wire(self) -> None:
+        s, clock, notifier, observer = self.settings, self.clock, self.notifier, self.observer
+        self.store_io = io = StoreIO(self.store, s)
+        self.limits = limits = RateLimits(io, clock, observer)
+        self.sessions = sessions = Sessions(
+            s, io, clock, codes=self.codes, tokens=self.tokens, guard=self.guard, limits=limits, notifier=notifier,
+            observer=observer,
+        )
+        self.presence = presence = Presence(s, io, clock, sessions=sessions, limits=limits)
+        self.queue = queue = RequestQueue(
+            s, io, clock, self.ids, sessions=sessions, presence=presence, limits=limits, notifier=notifier,
+            observer=observer,
+        )
+        self.responses = Responses(
+            s, io, clock, guard=self.guard, sessions=sessions, presence=presence, queue=queue, notifier=notifier,
+            observer=observer,
+        )
+        self.log = ActivityLog(s, io, clock, sessions=sessions)
+        self.doc_changes = DocumentChanges(s, io, sessions=sessions, notifier=notifier)
+        self.streams = PluginStream(s, io, clock, self.ids, sessions=sessions, presence=presence, notifier=notifier)
+
+    # --- plumbing, and rate limits ----------------------------------------------------------------------
+
+    async def io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await self.store_io.run(fn, *args, **kwargs)
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def wait_slice(self, remaining: float, *, quiet_for: float = 0.0) -> float:
+        return self.store_io.wait_slice(remaining, quiet_for=quiet_for)
+
+    async def admit(self, scope: str, key: str, limit: int) -> None:
+        await self.limits.admit(scope, key, limit)
+
+    # --- sessions, presence -----------------------------------------------------------------------------
+
+    async def create_session(
+        self, tools: list[dict[str, Any]] | None = None, *, client: str | None = None
+    ) -> tuple[SessionRecord, str]:
+        return await self.sessions.create(tools, client=client)
+
+    def live(self, session: SessionRecord | None, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
+        return self.sessions.live(session, allow_closed=allow_closed, grace=grace)
+
+    async def session_for_llm(self, code: str, *, client: str | None = None) -> SessionRecord:
+        return await self.sessions.for_llm(code, client=client)
+
+    async def session_for_plugin(
+        self, code: str, token: str | None, *, client: str | None = None, allow_closed: bool = False, grace: float = 0
+    ) -> SessionRecord:
+        return await self.sessions.for_plugin(code, token, client=client, allow_closed=allow_closed, grace=grace)
+
+    def manifest(self, session: SessionRecord) -> list[dict[str, Any]]:
+        return self.sessions.manifest(session)
+
+    async def metadata(self, code: str, *, client: str | None = None) -> Metadata:
+        return await self.sessions.metadata(code, client=client)
+
+    async def close_session(self, code: str, token: str | None, *, client: str | None = None) -> int:
+        return await self.sessions.close(code, token, client=client)
+
+    def is_connected(self, session: SessionRecord) -> bool:
+        return self.presence.is_connected(session)
+
+    def touch_due(self, session: SessionRecord) -> bool:
+        return self.presence.touch_due(session)
+
+    async def touch(self, session: SessionRecord, *, consumer: str | None = None) -> None:
+        await self.presence.touch(session, consumer=consumer)
+
+    async def status(self, code: str, *, client: str | None = None, token: str | None = None) -> SessionState:
+        return await self.presence.status(code, client=client, token=token)
+
+    # --- requests and answers (LLM) ---------------------------------------------------------------------
+
+    async def submit(
+        self, code: str, tool: str, args: Any, request_id: str | None = None, *, client: str | None = None,
+        session: SessionRecord | None = None,
+    ) -> tuple[RequestRecord, bool]:
+        return await self.queue.submit(code, tool, args, request_id, client=client, session=session)
+
+    async def call(
+        self, code: str, tool: str, args: Any, request_id: str | None = None, *, wait: float,
+        client: str | None = None, session: SessionRecord | None = None,
+        on_wait: Callable[[RequestRecord], Awaitable[None]] | None = None, every: float = 2.0,
+    ) -> tuple[RequestRecord, Answer]:
+        return await self.responses.call(
+            code, tool, args, request_id, wait=wait, client=client, session=session, on_wait=on_wait, every=every
+        )
+
+    async def cancel(self, code: str, request_ids: list[str]) -> list[str]:
+        return await self.queue.cancel(code, request_ids)
+
+    async def pending_ids(self, code: str, prefix: str) -> list[str]:
+        return await self.queue.pending_ids(code, prefix)
+
+    async def answer(self, code: str, request_id: str, *, client: str | None = None) -> Answer:
+        return await self.responses.answer(code, request_id, client=client)
+
+    async def wait_answer(self, code: str, request_id: str, wait: float, *, client: str | None = None) -> Answer:
+        return await self.responses.wait_answer(code, request_id, wait, client=client)
+
+    # --- the plugin: answers, the log, change marks, the stream -----------------------------------------
+
+    async def respond(
+        self, code: str, token: str | None, request_id: str, *, result: Any = None,
+        error: dict[str, Any] | None = None, client: str | None = None,
+    ) -> ResponseRecord:
+        return await self.responses.respond(code, token, request_id, result=result, error=error, client=client)
+
+    async def activity_log(self, code: str, token: str | None, *, client: str | None = None) -> list[LogItem]:
+        return await self.log.items(code, token, client=client)
+
+    async def log_page(
+        self, code: str, token: str | None, *, size_of: Callable[[LogItem], int], after: int = 0,
+        client: str | None = None,
+    ) -> tuple[list[LogItem], int | None]:
+        # LOG_PAGE_BYTES read here, at call time: a test sets it on this module for small pages.
+        return await self.log.page(code, token, size_of=size_of, after=after, client=client, page_bytes=LOG_PAGE_BYTES)
+
+    async def note_changes(
+        self, code: str, token: str | None, *, datasets: list[str], listed: bool, client: str | None = None
+    ) -> ChangeMarks:
+        return await self.doc_changes.note(code, token, datasets=datasets, listed=listed, client=client)
+
+    async def changes(self, code: str) -> ChangeMarks | None:
+        return await self.doc_changes.get(code)
+
+    async def detach(self, code: str, token: str | None, tab: str, *, client: str | None = None) -> bool:
+        return await self.streams.detach(code, token, tab, client=client)
+
+    async def stream(
+        self, code: str, token: str | None, cursor: int | None, *, poll: bool = False,
+        max_seconds: float | None = None, client: str | None = None, tab: str | None = None,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        return await self.streams.open(
+            code, token, cursor, poll=poll, max_seconds=max_seconds, client=client, tab=tab
+        )

@@ -1,0 +1,72 @@
+"""Rate limits kept in the shared store: fixed one-minute windows of calls per scope and key, and each address's
+hourly budget of request bytes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+
+from ..clock import Clock
+from ..errors import ByteBudgetExceeded, RateLimited, StoreUnavailable
+from ..observe import Observer
+from .store_io import StoreIO
+
+RATE_WINDOW_SECONDS = 60
+BYTES_WINDOW_SECONDS = 3600  # the window of REQUEST_BYTES_PER_IP_PER_HOUR
+Charge = tuple[str, float, int]  # (counter key, its window's end, bytes): what ``refund`` gives back
+
+
+class RateLimits:
+    def __init__(self, store_io: StoreIO, clock: Clock, observer: Observer) -> None:
+        self.store_io = store_io
+        self.clock = clock
+        self.observer = observer
+
+    async def admit(self, scope: str, key: str, limit: int) -> None:
+        """Fixed one-minute windows: exactly ``limit`` calls per window pass, the rest get RateLimited."""
+        now = self.clock.now()
+        window = int(now // RATE_WINDOW_SECONDS)
+        window_end = (window + 1) * RATE_WINDOW_SECONDS
+        key = f"rl:{scope}:{key}:{window}"
+        count = await self.store_io.run(self.store_io.store.incr_counter, key, float(window_end), now)
+        if count > limit:
+            self.observer.rate_limited(scope)
+            retry = max(1, int(window_end - now + 0.999))
+            raise RateLimited(
+                f"Too many {scope} requests: the limit is {limit} per minute. Wait {retry} s and try again.",
+                retry_after=retry,
+                scope=scope,
+            )
+
+    async def charge_bytes(
+        self, client: str, size: int, limit: int, *, is_retry: Callable[[], Awaitable[bool]]
+    ) -> Charge:
+        """Charge ``size`` bytes to the address's budget for this hour (``limit``: REQUEST_BYTES_PER_IP_PER_HOUR).
+        Past the budget the charge is given back and ByteBudgetExceeded raised, unless ``is_retry()`` says the
+        request is already stored (a retry stores nothing). Returns the charge, for ``refund``."""
+        now = self.clock.now()
+        window = int(now // BYTES_WINDOW_SECONDS)
+        window_end = (window + 1) * BYTES_WINDOW_SECONDS
+        key = f"rl:bytes:{client}:{window}"
+        total = await self.store_io.run(self.store_io.store.incr_counter, key, float(window_end), now, size)
+        charged = (key, float(window_end), size)
+        if total > limit and not await is_retry():
+            await self.refund(charged)  # what was refused takes nothing from the budget
+            self.observer.rate_limited("request_bytes")
+            retry = max(1, int(window_end - now + 0.999))
+            raise ByteBudgetExceeded(
+                f"This address has queued {total - size} bytes of requests this hour, across its sessions; "
+                f"{limit} is the most (REQUEST_BYTES_PER_IP_PER_HOUR), and this request "
+                f"adds {size}. Send smaller arguments, or wait {retry} s for the next hour's budget.",
+                retry_after=retry,
+                scope="request_bytes",
+                limit=limit,
+            )
+        return charged
+
+    async def refund(self, charged: Charge | None) -> None:
+        """Give back bytes charged to an address for a request that was not stored (best effort)."""
+        if charged is not None:
+            key, window_end, size = charged
+            with contextlib.suppress(StoreUnavailable):
+                await self.store_io.run(self.store_io.store.incr_counter, key, window_end, self.clock.now(), -size)

@@ -1,0 +1,231 @@
+"""The request queue: the LLM's tool requests, validated, bounded and durably queued in order; the ones still
+pending listed; and the ones the plugin has not received yet withdrawn (cancel)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from typing import Any
+
+from ..clock import Clock, IdFactory
+from ..delivery import withdrawn_mark
+from ..errors import BadInput, DuplicateRequestId, PayloadTooLarge, PendingLimit, SessionNotFound, StoreUnavailable
+from ..manifest import find_tool, validate_args
+from ..notify import Notifier, answers_key, stream_key
+from ..observe import Observer
+from ..records import NewRequest, RequestRecord, SessionRecord, fingerprint
+from ..settings import Settings
+from ..store.base import args_bytes
+from .limits import Charge, RateLimits
+from .outcomes import new_response
+from .presence import Presence
+from .sessions import Sessions
+from .store_io import StoreIO
+
+REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
+
+
+def checked_request_id(request_id: Any, message: str) -> str:
+    """A request id as ids must be (the caller's own, or ours); else BadInput on field ``id`` with ``message``."""
+    if not isinstance(request_id, str) or not REQUEST_ID_RE.match(request_id):
+        raise BadInput(message, field="id")
+    return request_id
+
+
+class RequestQueue:
+    def __init__(
+        self,
+        settings: Settings,
+        store_io: StoreIO,
+        clock: Clock,
+        ids: IdFactory,
+        *,
+        sessions: Sessions,
+        presence: Presence,
+        limits: RateLimits,
+        notifier: Notifier,
+        observer: Observer,
+    ) -> None:
+        self.settings = settings
+        self.store_io = store_io
+        self.store = store_io.store
+        self.clock = clock
+        self.ids = ids
+        self.sessions = sessions
+        self.presence = presence
+        self.limits = limits
+        self.notifier = notifier
+        self.observer = observer
+
+    async def submit(
+        self,
+        code: str,
+        tool: str,
+        args: Any,
+        request_id: str | None = None,
+        *,
+        client: str | None = None,
+        session: SessionRecord | None = None,
+    ) -> tuple[RequestRecord, bool]:
+        """Validate and durably queue a tool request. Returns (record, created); a retry returns (existing, False).
+        ``session``: the session as the caller has just read it with ``session_for_llm`` (not read again)."""
+        if request_id is not None:
+            checked_request_id(
+                request_id,
+                "`id` must be a UUID or 1-64 letters, digits, '-' or '_'; leave it out to have one generated.",
+            )
+        limit = self.settings.rate_limit_request_per_code
+        if session is None and client is not None and self.store.blocking_reads:
+            # Independent calls to a store whose reads wait (DynamoDB's round trips, SQLite's worker threads), side by
+            # side: one wait fewer per call. The memory store gains nothing (two tasks cost more than they save).
+            found, admitted = await asyncio.gather(
+                self.sessions.for_llm(code, client=client),
+                self.limits.admit("request", f"{client}:{code}", limit),
+                return_exceptions=True,
+            )
+            for outcome in (found, admitted):  # an unknown or ended session says more than a rate limit
+                if isinstance(outcome, BaseException):
+                    raise outcome
+            assert isinstance(found, SessionRecord)
+            session = found
+        else:
+            if session is None:
+                session = await self.sessions.for_llm(code, client=client)
+            if client is not None:
+                await self.limits.admit("request", f"{client}:{code}", limit)
+        spec = find_tool(self.sessions.manifest(session), tool)
+        validate_args(spec, args)
+        size = args_bytes(args)
+        charged = await self._bounded(session, size, request_id, client)
+        now = self.clock.now()
+        rid = request_id or self.ids()
+        new = NewRequest(
+            id=rid,
+            tool=tool,
+            args=args,
+            fingerprint=fingerprint({"tool": tool, "args": args}),
+            created_at=now,
+            expires_at=now + self.settings.request_ttl_seconds,
+        )
+        try:
+            record, created = await self.store_io.run(self.store.add_request, code, new, last_seq=session.last_seq)
+        except SessionNotFound:
+            await self.limits.refund(charged)
+            await self.sessions.load(code)  # ended or expired meanwhile: raise with the message that says what to do
+            raise
+        except BaseException:
+            await self.limits.refund(charged)
+            raise
+        if not created:
+            await self.limits.refund(charged)  # a retry stores nothing new
+        if not created and record.fingerprint != new.fingerprint:
+            raise DuplicateRequestId(
+                f"Request id {rid!r} was already used for a different tool call in this session. "
+                "Use a new id (or none) for a new request; resend identical content to retry.",
+                request_id=rid,
+            )
+        if created:
+            self.notifier.notify(stream_key(code))
+            self.observer.request_queued(tool)
+        return record, created
+
+    async def _bounded(
+        self, session: SessionRecord, size: int, request_id: str | None, client: str | None
+    ) -> Charge | None:
+        """What a new request may add, checked before it is stored: a session holds at most
+        MAX_PENDING_REQUESTS_PER_SESSION unanswered requests of MAX_PENDING_BYTES_PER_SESSION bytes together, and
+        an address queues at most REQUEST_BYTES_PER_IP_PER_HOUR bytes across its sessions. A retry of a request
+        already stored passes (it stores nothing). The pending count is read, then the request appended: requests
+        sent at the same moment may each pass, so the count can overshoot by how many arrive at once (each session
+        takes RATE_LIMIT_REQUEST_PER_CODE a minute). Returns the address's charge, for ``refund``."""
+        s = self.settings
+        code = session.code
+        for limit, name, what in (
+            (s.max_pending_bytes_per_session, "MAX_PENDING_BYTES_PER_SESSION", "a session holds of pending requests"),
+            (
+                s.request_bytes_per_ip_per_hour if client is not None else size,
+                "REQUEST_BYTES_PER_IP_PER_HOUR",
+                "one address may queue in an hour",
+            ),
+        ):
+            if size > limit:
+                raise PayloadTooLarge(
+                    f"This request's arguments are {size} bytes of JSON, more than the {limit} bytes {what} "
+                    f"({name}): it can never be queued. Send smaller arguments (fewer cases or values per call).",
+                    limit=limit,
+                )
+        pending = await self.store_io.read(self.store.count_pending, code, self.clock.now())
+        full = None
+        if pending.requests >= s.max_pending_requests_per_session:
+            full = (
+                "pending_requests",
+                s.max_pending_requests_per_session,
+                f"This session already has {pending.requests} requests waiting for the CODAP plugin; it holds at "
+                f"most {s.max_pending_requests_per_session} (MAX_PENDING_REQUESTS_PER_SESSION).",
+            )
+        elif pending.bytes + size > s.max_pending_bytes_per_session:
+            full = (
+                "pending_bytes",
+                s.max_pending_bytes_per_session,
+                f"This session's waiting requests hold {pending.bytes} bytes of arguments and this one {size} more; "
+                f"a session holds at most {s.max_pending_bytes_per_session} (MAX_PENDING_BYTES_PER_SESSION).",
+            )
+        if full is not None and not await self._stored(code, request_id):
+            scope, limit, said = full
+            connected = self.presence.is_connected(session)
+            retry = 5 if connected else 60
+            todo = (
+                f"Wait for their answers, then send this again (in {retry} s)."
+                if connected
+                else "The CODAP plugin is not connected, so nothing runs them: ask the user to open the codap-relay "
+                f"plugin in CODAP (they then run, or expire after {s.request_ttl_seconds} s), and send this again."
+            )
+            self.observer.rate_limited(scope)
+            raise PendingLimit(f"{said} {todo}", retry_after=retry, scope=scope, limit=limit)
+        if client is None:
+            return None
+        return await self.limits.charge_bytes(
+            client, size, s.request_bytes_per_ip_per_hour, is_retry=lambda: self._stored(code, request_id)
+        )
+
+    async def _stored(self, code: str, request_id: str | None) -> bool:
+        """Whether ``request_id`` is already a request of the session: then a send of it is a retry."""
+        return request_id is not None and await self.store_io.read(self.store.get_request, code, request_id) is not None
+
+    async def pending_ids(self, code: str, prefix: str) -> list[str]:
+        """The ids of this session's pending requests that start with ``prefix``."""
+        pending = await self.store_io.read(self.store.pending_requests, code, 0, self.clock.now())
+        return [r.id for r in pending if r.id.startswith(prefix)]
+
+    async def cancel(self, code: str, request_ids: list[str]) -> list[str]:
+        """Withdraw requests the plugin has not received yet (MCP ``notifications/cancelled``): each one still
+        queued is answered with the error ``cancelled``, so the stream never delivers it and a caller waiting on it
+        learns so. One already delivered is left to finish (its answer is kept, the client drops it). Returns the
+        ids withdrawn."""
+        session = await self.sessions.load(code)
+        withdrawn = []
+        marks = []
+        for request_id in request_ids:
+            request = await self.store_io.read(self.store.get_request, code, request_id)
+            if request is None or request.status != "queued":
+                continue
+            error = {
+                "code": "cancelled",
+                "message": "The MCP client cancelled this request before the CODAP plugin received it; it never ran.",
+            }
+            response = new_response(code, request_id, self.clock.now(), self.settings.response_ttl_seconds, error=error)
+            done = await self.store_io.run(self.store.complete_request, response)
+            if done.fresh:
+                withdrawn.append(request_id)
+                marks.append(withdrawn_mark(request.tool, request_id))
+        if marks:
+            # for the plugin's activity log: its stream tells it (delivery.py), though it never received the request
+            with contextlib.suppress(StoreUnavailable):
+                await self.store_io.run(
+                    self.store.note_changes, code, marks, session.expires_at + self.settings.session_ttl_seconds
+                )
+        if withdrawn:
+            self.notifier.notify(stream_key(code))
+            self.notifier.notify(answers_key(code))
+        return withdrawn

@@ -1,0 +1,203 @@
+"""Responses: the plugin's answers, and the LLM's reads of them (one request's state, a wait for its answer, and a
+call that queues a request and waits)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..clock import Clock
+from ..errors import AlreadyAnswered, RequestExpired, RequestNotFound, StoreUnavailable
+from ..guard import GuessingGuard
+from ..notify import Listener, Notifier, answers_key
+from ..observe import Observer
+from ..records import Lookup, RequestRecord, ResponseRecord, SessionRecord
+from ..settings import Settings
+from ..tool_content import check_result
+from .outcomes import new_response
+from .presence import Presence
+from .queue import RequestQueue, checked_request_id
+from .sessions import Sessions
+from .store_io import StoreIO
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the LLM reads back: a response (done) or the request's current state (not yet)."""
+
+    request: RequestRecord | None
+    response: ResponseRecord | None
+
+    @property
+    def done(self) -> bool:
+        return self.response is not None
+
+
+class Responses:
+    def __init__(
+        self,
+        settings: Settings,
+        store_io: StoreIO,
+        clock: Clock,
+        *,
+        guard: GuessingGuard,
+        sessions: Sessions,
+        presence: Presence,
+        queue: RequestQueue,
+        notifier: Notifier,
+        observer: Observer,
+    ) -> None:
+        self.settings = settings
+        self.store_io = store_io
+        self.store = store_io.store
+        self.clock = clock
+        self.guard = guard
+        self.sessions = sessions
+        self.presence = presence
+        self.queue = queue
+        self.notifier = notifier
+        self.observer = observer
+
+    # --- the LLM's side ---------------------------------------------------------------------------------
+
+    async def answer(self, code: str, request_id: str, *, client: str | None = None) -> Answer:
+        """The LLM's view of one request. Results outlive the pairing code; a request still waiting does not:
+        if its session expired or was ended it will never run, and the LLM is told so (404 with the reason)."""
+        checked_request_id(request_id, "`id` must be the request id that POST /request returned.")
+        self.guard.check(client)
+        found: Lookup = await self.store_io.read(self.store.lookup, code, request_id)
+        now = self.clock.now()
+        if found.response is not None and found.response.expires_at > now:
+            return Answer(None, found.response)
+        request = found.request
+        if request is None:  # unknown, or answered long enough ago that the answer has expired
+            if found.session is None:
+                await self.guard.count_unknown(client)
+            raise RequestNotFound(
+                f"No request {request_id!r} in this session (wrong id or code, or its result has expired).",
+                request_id=request_id,
+            )
+        if request.expires_at <= now:
+            raise RequestExpired(
+                f"Request {request_id!r} expired after {self.settings.request_ttl_seconds} s without an answer: "
+                "the CODAP plugin was not there to run it. Check GET /api/sessions/{code} and send it again.",
+                request_id=request_id,
+            )
+        self.sessions.live(found.session)
+        return Answer(request, None)
+
+    async def wait_answer(self, code: str, request_id: str, wait: float, *, client: str | None = None) -> Answer:
+        """Long-poll: return as soon as the answer lands, or the current state after ``wait`` seconds."""
+        with self.notifier.listen(answers_key(code)) as listener:
+            return await self._wait(code, request_id, wait, listener, client=client)
+
+    async def _wait(
+        self,
+        code: str,
+        request_id: str,
+        wait: float,
+        listener: Listener,
+        *,
+        client: str | None,
+        known: Answer | None = None,
+    ) -> Answer:
+        """The whole view (``answer``) on the first read and the last; in between only the response is read,
+        which is all that can end the wait early. ``known``: the state just created, which spares the first read."""
+        deadline = time.monotonic() + max(0.0, min(wait, self.settings.max_wait_seconds))
+        current = known if known is not None else await self.answer(code, request_id, client=client)
+        while not current.done:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return await self.answer(code, request_id, client=client)
+            woken = await listener.wait(self.store_io.wait_slice(remaining))
+            if not woken and self.store.pushes:  # every write is pushed here: no wake-up means the time is up
+                continue
+            response = await self.store_io.read(self.store.get_response, code, request_id)
+            if response is not None:
+                current = (
+                    await self.answer(code, request_id, client=client)
+                    if response.expires_at <= self.clock.now()
+                    else Answer(None, response)
+                )
+        return current
+
+    async def call(
+        self,
+        code: str,
+        tool: str,
+        args: Any,
+        request_id: str | None = None,
+        *,
+        wait: float,
+        client: str | None = None,
+        session: SessionRecord | None = None,
+        on_wait: Callable[[RequestRecord], Awaitable[None]] | None = None,
+        every: float = 2.0,
+    ) -> tuple[RequestRecord, Answer]:
+        """Queue a tool request and wait up to ``wait`` s for its answer (``POST /request?wait``, MCP tools/call).
+        A request created here has no answer yet, so waiting starts without reading: the first read is the one
+        that can find the answer. ``on_wait``: called with the request as it stands (queued, delivered) once it
+        is queued and then every ``every`` s while no answer has come (MCP progress)."""
+        with self.notifier.listen(answers_key(code)) as listener:  # before the request exists: no wake-up missed
+            record, created = await self.queue.submit(code, tool, args, request_id, client=client, session=session)
+            known = Answer(record, None) if created else None
+            if on_wait is None:
+                return record, await self._wait(code, record.id, wait, listener, client=client, known=known)
+            deadline = time.monotonic() + max(0.0, min(wait, self.settings.max_wait_seconds))
+            current = known or await self.answer(code, record.id, client=client)
+            while not current.done and current.request is not None:
+                await on_wait(current.request)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                current = await self._wait(code, record.id, min(every, remaining), listener, client=client)
+            return record, current
+
+    # --- the plugin's side ------------------------------------------------------------------------------
+
+    async def respond(
+        self,
+        code: str,
+        token: str | None,
+        request_id: str,
+        *,
+        result: Any = None,
+        error: dict[str, Any] | None = None,
+        client: str | None = None,
+    ) -> ResponseRecord:
+        session = await self.sessions.for_plugin(code, token, client=client)
+        checked_request_id(request_id, "`id` must be the id of the tool-request event being answered.")
+        if error is None:
+            check_result(result)
+        response = new_response(
+            session.code, request_id, self.clock.now(), self.settings.response_ttl_seconds, result=result, error=error
+        )
+        try:
+            done = await self.store_io.run(self.store.complete_request, response, now=response.timestamp)
+        except RequestExpired as exc:
+            raise RequestExpired(
+                f"Request {request_id!r} expired before it was answered; the LLM was told so.",
+                request_id=request_id,
+            ) from exc
+        except RequestNotFound as exc:
+            raise RequestNotFound(
+                f"This session has no request {request_id!r}; answer only the ids the stream delivered.",
+                request_id=request_id,
+            ) from exc
+        stored = done.response
+        if not done.fresh and stored.fingerprint != response.fingerprint:
+            raise AlreadyAnswered(
+                f"Request {request_id!r} was already answered with a different result; the first answer stands.",
+                request_id=request_id,
+            )
+        if done.fresh:
+            self.notifier.notify(answers_key(code))
+            latency = None if done.queued_at is None else (stored.timestamp - done.queued_at) * 1000
+            self.observer.response_completed(stored.status, latency)
+        if self.presence.touch_due(session):
+            with contextlib.suppress(StoreUnavailable):  # the answer is durable; a missed sign of life is no failure
+                await self.presence.touch(session)
+        return stored

@@ -1,0 +1,101 @@
+"""PluginStream on its own, on the memory store and a fake clock: opening the plugin's stream for a tab, delivery
+through it, and detaching a tab that left."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+
+import pytest
+
+from codap_relay.clock import FakeClock, counting_ids
+from codap_relay.codes import new_token
+from codap_relay.delivery import StreamEvent
+from codap_relay.errors import TokenInvalid
+from codap_relay.guard import GuessingGuard
+from codap_relay.notify import Notifier, stream_key
+from codap_relay.observe import NullObserver
+from codap_relay.records import DETACHED, NewRequest
+from codap_relay.relay.limits import RateLimits
+from codap_relay.relay.presence import Presence
+from codap_relay.relay.sessions import Sessions
+from codap_relay.relay.store_io import StoreIO
+from codap_relay.relay.stream import PluginStream
+from codap_relay.settings import Settings
+from codap_relay.store.memory import MemoryStore
+
+
+def stream_of(settings: Settings, clock: FakeClock) -> tuple[PluginStream, Sessions, MemoryStore, Notifier]:
+    store, notifier = MemoryStore(), Notifier()
+    io = StoreIO(store, settings)
+    limits = RateLimits(io, clock, NullObserver())
+    guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
+    numbers = itertools.count(1)
+    sessions = Sessions(
+        settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
+        notifier=notifier, observer=NullObserver(),
+    )
+    presence = Presence(settings, io, clock, sessions=sessions, limits=limits)
+    stream = PluginStream(
+        settings, io, clock, counting_ids("conn-"), sessions=sessions, presence=presence, notifier=notifier
+    )
+    return stream, sessions, store, notifier
+
+
+async def next_event(events: AsyncIterator[StreamEvent]) -> StreamEvent:
+    async def first() -> StreamEvent:
+        async for event in events:
+            if event.event not in (None, "heartbeat"):
+                return event
+        raise AssertionError("the stream ended")
+
+    return await asyncio.wait_for(first(), 5)
+
+
+async def anext_all(events: AsyncIterator[StreamEvent]) -> list[str | None]:
+    return [e.event async for e in events if e.event not in (None, "heartbeat")]
+
+
+async def test_a_stream_opens_only_for_the_plugin_and_marks_its_tab(settings: Settings, clock: FakeClock) -> None:
+    stream, sessions, store, notifier = stream_of(settings, clock)
+    session, token = await sessions.create()
+    _, other_token = await sessions.create()
+    with pytest.raises(TokenInvalid):  # raised when opened, before any event could be sent
+        await stream.open(session.code, other_token, None)
+    with notifier.listen(stream_key(session.code)) as older:
+        events = await stream.open(session.code, token, None, tab="tab1")
+        assert await older.wait(0)  # an older stream of the session learns it is superseded
+    stored = store.get_session(session.code)
+    assert stored is not None and (stored.consumer, stored.last_seen) == ("tab1.conn-1", clock.now())
+    store.add_request(session.code, NewRequest("r1", "get_codap_datasets", {}, "f", clock.now(), clock.now() + 60))
+    notifier.notify(stream_key(session.code))
+    event = await next_event(events)
+    assert (event.event, event.id, event.data["id"]) == ("tool-request", "1", "r1")
+    await events.aclose()
+
+
+async def test_a_newer_stream_supersedes_and_a_detached_tab_ends(settings: Settings, clock: FakeClock) -> None:
+    stream, sessions, store, _ = stream_of(settings, clock)
+    session, token = await sessions.create()
+    first = await stream.open(session.code, token, None, tab="tab1")
+    second = await stream.open(session.code, token, None, tab="tab2")
+    assert (await next_event(first)).event == "superseded"
+    assert not await stream.detach(session.code, token, "tab1")  # an older tab never touches a newer one's stream
+    assert await stream.detach(session.code, token, "tab2")
+    stored = store.get_session(session.code)
+    assert stored is not None and stored.consumer == DETACHED
+    rest = asyncio.wait_for(anext_all(second), 5)
+    assert await rest == []  # it ended, without a word
+
+
+async def test_it_is_the_host_delivery_reads_through(settings: Settings, clock: FakeClock) -> None:
+    stream, sessions, store, _ = stream_of(settings, clock)
+    session, _ = await sessions.create()
+    assert (stream.settings, stream.store, stream.now()) == (settings, store, clock.now())
+    assert await stream.io(store.get_session, session.code) == session
+    assert stream.live(session) is session and stream.touch_due(session)
+    await stream.touch(session, consumer="tab.9")
+    stored = store.get_session(session.code)
+    assert stored is not None and stored.consumer == "tab.9" and not stream.touch_due(stored)
+    assert stream.wait_slice(3.0) == 3.0  # the memory store pushes its writes
