@@ -1,0 +1,197 @@
+"""Records to DynamoDB items and back: attribute values, payloads (compressed, chunked when large), and one
+encoder and decoder per kind of item (``table.py`` lists them).
+
+Payloads (tool args, response bodies, manifests) are stored as zlib-compressed JSON; above ``INLINE_LIMIT``
+compressed bytes they go to chunk items that the store writes *before* the transaction that references them, so a
+failed or lost commit leaves only unreferenced chunks that nobody reads and TTL removes. Nothing here does I/O: a
+decoder is given ``unpack``, which reads a payload attribute back (from the item, or from its chunks).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+import zlib
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from ...records import ChangeMarks, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from .table import TTL_ATTRIBUTE, key, req_sk
+
+Item = dict[str, dict[str, Any]]
+#: Reads payload attribute ``name`` of an item back (``Connection._unpack``).
+Unpack = Callable[[str, Item], Any]
+
+# Compressed payloads up to this size stay inside their item; larger ones are split into chunks.
+INLINE_LIMIT = 300_000
+CHUNK_BYTES = 350_000
+
+
+# --- attribute values --------------------------------------------------------------------------------------
+
+
+def s(value: str) -> dict[str, Any]:
+    return {"S": value}
+
+
+def n(value: float | int) -> dict[str, Any]:
+    if isinstance(value, int):
+        return {"N": str(value)}
+    # repr is the shortest exact decimal of a float; fixed-point because exponents are not accepted everywhere.
+    return {"N": format(Decimal(repr(float(value))), "f")}
+
+
+def f(item: Item, name: str) -> float | None:
+    attr = item.get(name)
+    return None if attr is None else float(attr["N"])
+
+
+def opt_str(item: Item, name: str) -> str | None:
+    attr = item.get(name)
+    return None if attr is None else str(attr["S"])
+
+
+# --- payloads ----------------------------------------------------------------------------------------------
+
+
+def compress(value: Any) -> bytes:
+    return zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 6)
+
+
+def decompress(raw: bytes) -> Any:
+    return json.loads(zlib.decompress(raw))
+
+
+def pack(name: str, value: Any, partition: str, purge: int) -> tuple[Item, list[Item]]:
+    """Attributes that hold ``value`` in the owning item, plus any chunk items to write first."""
+    raw = compress(value)
+    if len(raw) <= INLINE_LIMIT:
+        return {name: {"B": raw}}, []
+    nonce = uuid.uuid4().hex
+    parts = [raw[i : i + CHUNK_BYTES] for i in range(0, len(raw), CHUNK_BYTES)]
+    chunks = [
+        {**key(partition, f"BLOB#{nonce}#{i:04d}"), "z": {"B": part}, TTL_ATTRIBUTE: n(purge)}
+        for i, part in enumerate(parts)
+    ]
+    return {f"{name}_ref": s(f"{nonce}:{len(parts)}")}, chunks
+
+
+def chunk_ref(name: str, item: Item) -> tuple[str, int]:
+    """(nonce, how many chunks) of payload ``name``, stored in chunks."""
+    nonce, count = item[f"{name}_ref"]["S"].split(":")
+    return nonce, int(count)
+
+
+# --- items -------------------------------------------------------------------------------------------------
+
+
+def session_item(session: SessionRecord, partition: str, purge: int, tools: Item) -> Item:
+    """A new session's META item; ``tools`` the packed manifest (empty for none)."""
+    return {
+        **key(partition, "META"),
+        "token_hash": s(session.token_hash),
+        "created_at": n(session.created_at),
+        "expires_at": n(session.expires_at),
+        "last_seq": n(0),
+        TTL_ATTRIBUTE: n(purge),
+        **tools,
+    }
+
+
+def session_of(code: str, item: Item, unpack: Unpack) -> SessionRecord:
+    return SessionRecord(
+        code=code,
+        token_hash=item["token_hash"]["S"],
+        created_at=float(item["created_at"]["N"]),
+        expires_at=float(item["expires_at"]["N"]),
+        tools=unpack("tools", item) if "tools" in item else None,
+        last_seq=int(item["last_seq"]["N"]),
+        last_seen=f(item, "last_seen"),
+        consumer=opt_str(item, "consumer"),
+        closed_at=f(item, "closed_at"),
+    )
+
+
+def request_item(new: NewRequest, partition: str, seq: int, purge: int, args: Item, size: int) -> Item:
+    """Request ``new`` as number ``seq``, queued; ``args`` its packed arguments, ``size`` their ``args_bytes``."""
+    return {
+        **key(partition, req_sk(seq)),
+        "seq": n(seq),
+        "id": s(new.id),
+        "tool": s(new.tool),
+        **args,
+        "fingerprint": s(new.fingerprint),
+        "created_at": n(new.created_at),
+        "expires_at": n(new.expires_at),
+        "status": s("queued"),
+        "arg_bytes": n(size),
+        TTL_ATTRIBUTE: n(purge),
+    }
+
+
+def request_of(code: str, item: Item, unpack: Unpack) -> RequestRecord:
+    return RequestRecord(
+        code=code,
+        seq=int(item["seq"]["N"]),
+        id=item["id"]["S"],
+        tool=item["tool"]["S"],
+        args=unpack("args", item),
+        fingerprint=item["fingerprint"]["S"],
+        created_at=float(item["created_at"]["N"]),
+        expires_at=float(item["expires_at"]["N"]),
+        status=item["status"]["S"],  # type: ignore[arg-type]
+        delivered_at=f(item, "delivered_at"),
+        completed_at=f(item, "completed_at"),
+        error_code=opt_str(item, "error_code"),
+    )
+
+
+def rid_item(partition: str, request_id: str, seq: int, created_at: float, purge: int) -> Item:
+    """The id item: where request ``request_id`` is (its seq) and when it was queued."""
+    return {**key(partition, f"RID#{request_id}"), "seq": n(seq), "created_at": n(created_at), TTL_ATTRIBUTE: n(purge)}
+
+
+def response_item(response: ResponseRecord, partition: str, purge: int, body: Item) -> Item:
+    """The answer's item; ``body`` its packed body."""
+    item: Item = {
+        **key(partition, f"RESP#{response.id}"),
+        "id": s(response.id),
+        "status": s(response.status),
+        **body,
+        "fingerprint": s(response.fingerprint),
+        "timestamp": n(response.timestamp),
+        "expires_at": n(response.expires_at),
+        TTL_ATTRIBUTE: n(purge),
+    }
+    if response.error_code is not None:
+        item["error_code"] = s(response.error_code)
+    return item
+
+
+def response_of(code: str, request_id: str, item: Item, unpack: Unpack) -> ResponseRecord:
+    return ResponseRecord(
+        code=code,
+        id=request_id,
+        status=item["status"]["S"],  # type: ignore[arg-type]
+        body=unpack("body", item),
+        fingerprint=item["fingerprint"]["S"],
+        timestamp=float(item["timestamp"]["N"]),
+        expires_at=float(item["expires_at"]["N"]),
+        error_code=opt_str(item, "error_code"),
+    )
+
+
+def changes_item(partition: str, seq: int, marks: dict[str, int], expires_at: float, purge: int) -> Item:
+    return {
+        **key(partition, "CHANGES"),
+        "seq": n(seq),
+        "marks": s(json.dumps(marks)),
+        "expires_at": n(expires_at),
+        TTL_ATTRIBUTE: n(purge),
+    }
+
+
+def changes_of(code: str, item: Item) -> ChangeMarks:
+    marks = json.loads(item["marks"]["S"])
+    return ChangeMarks(code=code, seq=int(item["seq"]["N"]), marks={k: int(v) for k, v in marks.items()})
