@@ -91,7 +91,11 @@ def test_functions_layers_and_the_layer_build_share_one_architecture(deployed: d
     [layer] = stack.resources("AWS::Lambda::LayerVersion").values()
     assert layer["Properties"]["CompatibleArchitectures"] == [architecture]
     makefile = (CHECKOUT / "infra" / "layer" / "Makefile").read_text()
-    assert f"--platform {PIP_PLATFORMS[architecture]}" in makefile, "CoreLayer's wheels must match the functions"
+    # The Makefile's wheels are for LAYER_MACHINE, whose default (what `sam build` uses) is the functions' machine.
+    platform = PIP_PLATFORMS[architecture]
+    assert "--platform manylinux2014_$(LAYER_MACHINE)" in makefile
+    default = f"LAYER_MACHINE ?= {platform.removeprefix('manylinux2014_')}\n"
+    assert default in makefile, "CoreLayer's wheels must match the functions"
 
 
 # --- defect 5: no implicit "Stage" stage -----------------------------------------------------------------
