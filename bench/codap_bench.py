@@ -110,7 +110,7 @@ class Session:
         self.timings: dict[str, Timings] = {}
 
     def call(self, label: str, tool: str, args: dict[str, Any], *, typed: bool = False) -> dict[str, Any]:
-        from codap_relay.testing.plugin_page import call_tool, ok_result
+        from codap_relay_tooling.testing.plugin_page import call_tool, ok_result
 
         started = time.perf_counter()
         body = call_tool(self.codap.relay, self.codap.code(), tool, args)
@@ -126,7 +126,7 @@ class Session:
 
     def _measures(self, request_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The request's measure and the measures of the messages to CODAP sent while it ran."""
-        from codap_relay.testing.plugin_page import wait_until
+        from codap_relay_tooling.testing.plugin_page import wait_until
 
         def find() -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
             entries: list[dict[str, Any]] = self.codap.frame.evaluate(TIMELINE)
@@ -154,7 +154,7 @@ class Session:
 
 @contextlib.contextmanager
 def codap_session(browser: Any, codap_url: str, relay: str, *, webgl: bool = False) -> Iterator[Session]:
-    from codap_relay.testing.real_codap import codap_pages
+    from codap_relay_tooling.testing.real_codap import codap_pages
 
     with codap_pages(browser, codap_url, webgl=webgl) as open_page:
         yield Session(open_page(f"{relay}/plugin/"))
@@ -167,9 +167,9 @@ def environment() -> Iterator[tuple[Any, str] | str]:
     from starlette.routing import Mount
     from starlette.staticfiles import StaticFiles
 
-    from codap_relay.testing.chromium import CHROMIUM_ARGS, chromium_path
-    from codap_relay.testing.real_codap import HOW_TO_GET, codap_dist
-    from codap_relay.testing.servers import serve_app
+    from codap_relay_tooling.testing.chromium import CHROMIUM_ARGS, chromium_path
+    from codap_relay_tooling.testing.real_codap import HOW_TO_GET, codap_dist
+    from codap_relay_tooling.testing.servers import serve_app
 
     dist = codap_dist()
     executable = chromium_path()
@@ -274,7 +274,7 @@ MCP_READ_GOAL_MS = 500
 def measure_mcp_read(session: Session, dataset: str, rows: int, *, repeats: int) -> dict[str, Any]:
     """MCP ``resources/read`` of a dataset's cases (CSV) as an LLM client sees it: the official SDK client over
     Streamable HTTP, from the request to the whole answer (relay, plugin and CODAP included)."""
-    from codap_relay.testing.plugin_page import McpClient
+    from codap_relay_tooling.testing.plugin_page import McpClient
 
     codap = session.codap
     uri = f"codap://datasets/{dataset}/cases"

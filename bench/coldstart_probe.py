@@ -33,8 +33,8 @@ def main() -> None:
     from moto import mock_aws
 
     from codap_relay.sam_template import default_template, load_template
-    from codap_relay.store.dynamodb_table import create_table, table_definition
-    from codap_relay.testing.lambda_context import LambdaContext
+    from codap_relay.store.dynamodb.table import create_table, table_definition
+    from codap_relay_tooling.testing.lambda_context import LambdaContext
 
     with mock_aws():
         import boto3

@@ -37,7 +37,7 @@ from bench.cost import Deployment
 from bench.dynamo import LocalTable
 from bench.server import ROOT
 from bench.stats import ratio, summary
-from codap_relay.testing.servers import ServerProcess, free_port
+from codap_relay_tooling.testing.servers import ServerProcess, free_port
 
 STREAM_FUNCTION = "StreamFunction"
 REPORT_RE = re.compile(

@@ -1,4 +1,4 @@
-"""DynamoDB Local for the benchmark, through the launcher the tests share (codap_relay.testing.dynamodb_local).
+"""DynamoDB Local for the benchmark, through the launcher the tests share (codap_relay_tooling.testing.dynamodb_local).
 
 DynamoDB Local is the real DynamoDB engine's local edition on loopback: its latencies are not AWS's (no network,
 no replication, different storage engine), but its request counts and consumed capacity are the same API's.
@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from codap_relay.testing.dynamodb_local import env_for, new_table, start
+from codap_relay_tooling.testing.dynamodb_local import env_for, new_table, start
 
 
 @dataclass(frozen=True)

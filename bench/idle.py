@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from bench.load import new_client
-from codap_relay.testing.sse_client import iter_events
+from codap_relay_tooling.testing.sse_client import iter_events
 
 ON_TIME_SLACK = 1.0  # a heartbeat counts as on time when it comes at most this many seconds after its schedule
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
-from codap_relay.testing.fake_plugin import FakePlugin
-from codap_relay.testing.sse_client import Event
+from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.sse_client import Event
 
 TOOL = "add_codap_cases"
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

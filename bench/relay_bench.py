@@ -28,7 +28,7 @@ from bench.idle import idle_streams
 from bench.report import render
 from bench.server import run_target
 from bench.stats import ratio, summary
-from codap_relay.testing.servers import raise_fd_limit
+from codap_relay_tooling.testing.servers import raise_fd_limit
 
 SECTIONS = ("roundtrip", "ops", "stores", "throughput", "pressure", "idle", "coldstart", "deployed", "codap")
 

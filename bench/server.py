@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from codap_relay.testing.servers import ServerProcess, free_port, wait_healthy
+from codap_relay_tooling.testing.servers import ServerProcess, free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 

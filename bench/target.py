@@ -27,7 +27,7 @@ from codap_relay.notify import Notifier
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store import open_store
-from codap_relay.testing.servers import raise_fd_limit
+from codap_relay_tooling.testing.servers import raise_fd_limit
 
 UNLIMITED = 1_000_000_000  # rate limits off: the benchmark is one client address making many calls
 

@@ -13,7 +13,8 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
-from support import LocalApi, local_api_process, make_settings
+from codap_relay_tooling.testing.commands import LocalApi, local_api_process
+from codap_relay_tooling.testing.relay_settings import make_settings
 
 
 @pytest.fixture
@@ -33,8 +34,8 @@ def relay(settings: Settings, clock: FakeClock) -> Relay:
 
 @pytest.fixture
 async def client(request: pytest.FixtureRequest, relay: Relay) -> AsyncIterator[httpx.AsyncClient]:
-    """The relay in process (ASGI); or, where a module asks for it (support.also_through_local_api), the
-    deployed shape: local-api on DynamoDB Local."""
+    """The relay in process (ASGI); or, where a module asks for it (``also_through_local_api`` in
+    codap_relay_tooling.testing.commands), the deployed shape: local-api on DynamoDB Local."""
     if getattr(request, "param", "asgi") == "local_api":
         async with httpx.AsyncClient(base_url=request.getfixturevalue("local_api").base, timeout=30) as c:
             yield c
@@ -71,7 +72,7 @@ LOCAL_API_ENV = {
     # function (one of local-api's ten per function) for a minute, not for the 14 minutes a deployment allows.
     "STREAM_MAX_SECONDS": "60",
     "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
-    # CODAP and the fake host on loopback frame the plugin (tests/e2e/servers.py TEST_FRAME_ANCESTORS).
+    # CODAP and the fake host on loopback frame the plugin (testing.relay_settings.TEST_FRAME_ANCESTORS).
     "FRAME_ANCESTORS": "http://127.0.0.1:*,http://localhost:*,https://127.0.0.1:*,https://localhost:*",
 }
 
@@ -80,7 +81,7 @@ LOCAL_API_ENV = {
 def local_api() -> Iterator[LocalApi]:
     """One ``codap-relay local-api`` (the real command, a child process) on one DynamoDB Local table for the
     whole test session: every function in processes of its own, the stream behind the adapter-style proxy."""
-    from dynamodb_local import env_for, fresh_table, store_url
+    from codap_relay_tooling.testing.dynamodb_shared import env_for, fresh_table, store_url
 
     with fresh_table() as (dynamo, table):
         env = {**env_for(dynamo), **LOCAL_API_ENV}

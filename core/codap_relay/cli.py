@@ -7,8 +7,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-# Subcommand modules. Each imports its optional extras only when run, and says so when one is missing.
-COMMANDS = ("serve", "local_api", "call", "mcp_stdio", "dynamodb")
+# Subcommand modules (commands/table.py is `codap-relay dynamodb`: the table, not the store).
+# Each imports its optional extras only when run, and says so when one is missing.
+COMMANDS = ("serve", "local_api", "call", "mcp_stdio", "table")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""The MCP server's ``instructions``: a short CODAP primer (at most 2 KB, tests/unit/test_mcp_resources.py)."""
+"""The MCP server's ``instructions``: a short CODAP primer (at most 2 KB, tests/unit/test_resources.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Each read queues a call of one of the plugin's read-only tools (get_codap_status, get_codap_datasets,
 export_codap_data, get_codap_graph_image) and waits for CODAP's answer, as ``tools/call`` does: the relay keeps
-nothing of the document. Transport-free: the MCP endpoint (http/mcp.py through mcp_resources.py) and the plain
+nothing of the document. Transport-free: the MCP endpoint (mcp/server.py through mcp/resources.py) and the plain
 HTTP routes (``GET /resources``, ``GET /resources/read``) both use it.
 
 URIs (names are URL-encoded):

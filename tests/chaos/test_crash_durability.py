@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 import pytest
-from chaos_net import RecordingPlugin, until
 
-from codap_relay.testing.servers import free_port
-from support import serve_process
+from codap_relay_tooling.testing.chaos_net import RecordingPlugin, until
+from codap_relay_tooling.testing.commands import serve_process
+from codap_relay_tooling.testing.servers import free_port
 
 pytestmark = [pytest.mark.chaos, pytest.mark.slow]
 

@@ -14,12 +14,12 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from chaos_net import CuttingProxy, RecordingPlugin, until
 
-from chaos_kit import ALL_STORES, any_store, make_relay, open_session
 from codap_relay.http.app import build_app
-from codap_relay.testing.servers import serve_app
-from support import LocalApi
+from codap_relay_tooling.testing.chaos_net import CuttingProxy, RecordingPlugin, until
+from codap_relay_tooling.testing.commands import LocalApi
+from codap_relay_tooling.testing.relays import ALL_STORES, any_store, make_relay, open_session
+from codap_relay_tooling.testing.servers import serve_app
 
 pytestmark = pytest.mark.chaos
 

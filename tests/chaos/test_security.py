@@ -12,12 +12,12 @@ from typing import Any
 import httpx
 import pytest
 
-from chaos_kit import make_relay, open_session
 from codap_relay.http.app import build_app
 from codap_relay.store.memory import MemoryStore
-from codap_relay.testing.fake_plugin import FakePlugin
-from codap_relay.testing.servers import bearer, serve_app
-from support import serve_process
+from codap_relay_tooling.testing.commands import serve_process
+from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.relays import make_relay, open_session
+from codap_relay_tooling.testing.servers import bearer, serve_app
 
 pytestmark = pytest.mark.chaos
 

@@ -21,7 +21,13 @@ from typing import Any, Protocol
 
 import httpx
 import pytest
-from faulty_store import (
+
+from codap_relay.clock import FakeClock
+from codap_relay.http.app import build_app
+from codap_relay.relay import Relay
+from codap_relay.store.base import Store
+from codap_relay.store.sqlite import SqliteStore
+from codap_relay_tooling.testing.faulty_store import (
     FaultyClient,
     FaultyStore,
     Mode,
@@ -30,15 +36,9 @@ from faulty_store import (
     throttled,
     transaction_throttled,
 )
-
-from chaos_kit import EMBEDDED, make_relay, open_embedded
-from codap_relay.clock import FakeClock
-from codap_relay.http.app import build_app
-from codap_relay.relay import Relay
-from codap_relay.store.base import Store
-from codap_relay.store.sqlite import SqliteStore
-from codap_relay.testing.servers import bearer
-from codap_relay.testing.sse_client import SSEDecoder
+from codap_relay_tooling.testing.relays import EMBEDDED, make_relay, open_embedded
+from codap_relay_tooling.testing.servers import bearer
+from codap_relay_tooling.testing.sse_client import SSEDecoder
 
 pytestmark = pytest.mark.chaos
 
@@ -89,7 +89,7 @@ def backend(kind: str, tmp: Path) -> Iterator[Callable[[], tuple[Store, Faults, 
         yield embedded
         return
     from codap_relay.store.dynamodb import DynamoStore
-    from dynamodb_local import fresh_table
+    from codap_relay_tooling.testing.dynamodb_shared import fresh_table
 
     with fresh_table() as (local, table):
         raw = local.client()

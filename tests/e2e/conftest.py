@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import e2e_settings
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
@@ -19,9 +18,10 @@ from starlette.staticfiles import StaticFiles
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from codap_relay.testing.chromium import CHROMIUM_ARGS, chromium_path
-from codap_relay.testing.plugin_page import PluginPage, close_tabs, new_page
-from codap_relay.testing.real_codap import (
+from codap_relay_tooling.testing.chromium import CHROMIUM_ARGS, chromium_path
+from codap_relay_tooling.testing.commands import also_through_local_api
+from codap_relay_tooling.testing.plugin_page import PluginPage, close_tabs, new_page
+from codap_relay_tooling.testing.real_codap import (
     HOW_TO_GET,
     CodapPage,
     codap_dist,
@@ -29,8 +29,8 @@ from codap_relay.testing.real_codap import (
     codap_required,
     self_signed_certificate,
 )
-from codap_relay.testing.servers import serve_app
-from support import also_through_local_api
+from codap_relay_tooling.testing.relay_settings import e2e_settings
+from codap_relay_tooling.testing.servers import serve_app
 
 HOST_DIR = Path(__file__).resolve().parent / "codap_host"
 pytestmark = pytest.mark.browser

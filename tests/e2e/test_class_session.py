@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from codap_relay.testing.output_schema import check_output
-from codap_relay.testing.real_codap import CodapPage, codap_pages
+from codap_relay_tooling.testing.output_schema import check_output
+from codap_relay_tooling.testing.real_codap import CodapPage, codap_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 

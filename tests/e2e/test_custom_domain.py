@@ -11,10 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import TEST_FRAME_ANCESTORS
 
-from codap_relay.testing.plugin_page import call_tool, ok_result
-from support import local_api_process
+from codap_relay_tooling.testing.commands import local_api_process
+from codap_relay_tooling.testing.plugin_page import call_tool, ok_result
+from codap_relay_tooling.testing.relay_settings import TEST_FRAME_ANCESTORS
 
 pytestmark = pytest.mark.browser
 

@@ -20,16 +20,16 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from codap_relay.testing.plugin_page import PluginPage, close_tabs, new_page, wait_until
-from codap_relay.testing.servers import ServerProcess
-from support import local_api_process
+from codap_relay_tooling.testing.commands import local_api_process
+from codap_relay_tooling.testing.plugin_page import PluginPage, close_tabs, new_page, wait_until
+from codap_relay_tooling.testing.servers import ServerProcess
 
 ENV = {
     "RATE_LIMIT_SESSION_PER_IP": "100000",
     "RATE_LIMIT_STATUS_PER_IP": "100000",
     "GUESS_LIMIT_PER_IP": "100000",
     "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
-    # the fake CODAP host on loopback frames the plugin (tests/e2e/servers.py TEST_FRAME_ANCESTORS)
+    # the fake CODAP host on loopback frames the plugin (testing.relay_settings.TEST_FRAME_ANCESTORS)
     "FRAME_ANCESTORS": "http://127.0.0.1:*,http://localhost:*",
 }
 STREAM_REPORT = re.compile(r"\[StreamFunction#\d+\] REPORT RequestId: (\S+)")
@@ -39,7 +39,7 @@ THROTTLED = "StreamFunction: all 1 of its reserved concurrency are busy: throttl
 @pytest.fixture(scope="module")
 def deployed() -> Iterator[tuple[str, ServerProcess]]:
     """local-api on DynamoDB Local with one stream function at most (StreamConcurrency=1)."""
-    from dynamodb_local import env_for, fresh_table, store_url
+    from codap_relay_tooling.testing.dynamodb_shared import env_for, fresh_table, store_url
 
     with fresh_table() as (dynamo, table):
         env = {**os.environ, **env_for(dynamo), **ENV}

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from codap_relay.testing.plugin_page import CLASS_ROWS, CLASSES, MORE_CLASS_ROWS
-from codap_relay.testing.real_codap import di_call
+from codap_relay_tooling.testing.plugin_page import CLASS_ROWS, CLASSES, MORE_CLASS_ROWS
+from codap_relay_tooling.testing.real_codap import di_call
 
 pytestmark = pytest.mark.browser
 

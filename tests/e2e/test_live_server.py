@@ -11,10 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from codap_relay.testing.fake_plugin import FakePlugin
-from codap_relay.testing.servers import bearer
-from codap_relay.testing.sse_client import iter_events
-from support import clear_of_rate_window, serve_process
+from codap_relay_tooling.testing.commands import serve_process
+from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.relay_settings import clear_of_rate_window
+from codap_relay_tooling.testing.servers import bearer
+from codap_relay_tooling.testing.sse_client import iter_events
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from codap_relay.testing.plugin_page import McpClient
-from codap_relay.testing.real_codap import CodapPage
+from codap_relay_tooling.testing.plugin_page import McpClient
+from codap_relay_tooling.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser]
 

@@ -18,8 +18,8 @@ from urllib.parse import quote
 
 import pytest
 
-from codap_relay.testing.plugin_page import McpClient
-from codap_relay.testing.real_codap import CodapPage
+from codap_relay_tooling.testing.plugin_page import McpClient
+from codap_relay_tooling.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser]
 

@@ -15,9 +15,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from codap_relay.testing.axe import axe_violations, describe
-from codap_relay.testing.plugin_page import PluginPage, call_tool, new_page, plugin_storage, submit, wait_until
-from codap_relay.testing.real_codap import CodapPage
+from codap_relay_tooling.testing.axe import axe_violations, describe
+from codap_relay_tooling.testing.plugin_page import PluginPage, call_tool, new_page, plugin_storage, submit, wait_until
+from codap_relay_tooling.testing.real_codap import CodapPage
 
 # The relay is not under test here: what the page shows is the same whichever relay served it.
 pytestmark = [pytest.mark.browser, pytest.mark.in_process]

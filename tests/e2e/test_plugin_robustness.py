@@ -10,9 +10,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from servers import RestartableRelay
 
-from codap_relay.testing.plugin_page import (
+from codap_relay_tooling.testing.plugin_page import (
     McpClient,
     PluginPage,
     answer,
@@ -24,6 +23,7 @@ from codap_relay.testing.plugin_page import (
     submit,
     wait_until,
 )
+from codap_relay_tooling.testing.restartable_relay import RestartableRelay
 
 
 def posted_answer(url: str) -> bool:

@@ -11,7 +11,8 @@ import pytest
 
 from codap_relay.catalog import plugin_tools
 from codap_relay.manifest import DEFAULT_TOOLS
-from codap_relay.testing.plugin_page import (
+from codap_relay_tooling.testing import ARTIFACTS
+from codap_relay_tooling.testing.plugin_page import (
     CLASS_ROWS,
     CLASSES,
     MORE_CLASS_ROWS,
@@ -20,7 +21,6 @@ from codap_relay.testing.plugin_page import (
     ok_result,
     wait_until,
 )
-from support import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from codap_relay.testing.real_codap import CodapPage, codap_pages, settle
+from codap_relay_tooling.testing.real_codap import CodapPage, codap_pages, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from servers import RestartableRelay
 
 from codap_relay.catalog import plugin_tools
-from codap_relay.testing.plugin_page import (
+from codap_relay_tooling.testing import ARTIFACTS
+from codap_relay_tooling.testing.plugin_page import (
     CLASS_ROWS,
     CLASSES,
     MORE_CLASS_ROWS,
@@ -31,8 +31,8 @@ from codap_relay.testing.plugin_page import (
     submit,
     wait_until,
 )
-from codap_relay.testing.real_codap import CodapPage, settle
-from support import ARTIFACTS
+from codap_relay_tooling.testing.real_codap import CodapPage, settle
+from codap_relay_tooling.testing.restartable_relay import RestartableRelay
 
 
 def posted_answer(url: str) -> bool:

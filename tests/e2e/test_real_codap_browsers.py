@@ -13,17 +13,17 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import e2e_settings
 
 from codap_relay.clock import FakeClock
 from codap_relay.codes import new_code
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from codap_relay.testing.plugin_page import call_tool, ok_result, wait_until
-from codap_relay.testing.real_codap import CodapPage, blocked_then_allowed, other_site, public_origin
-from codap_relay.testing.servers import free_port, serve_app
-from support import ARTIFACTS
+from codap_relay_tooling.testing import ARTIFACTS
+from codap_relay_tooling.testing.plugin_page import call_tool, ok_result, wait_until
+from codap_relay_tooling.testing.real_codap import CodapPage, blocked_then_allowed, other_site, public_origin
+from codap_relay_tooling.testing.relay_settings import e2e_settings
+from codap_relay_tooling.testing.servers import free_port, serve_app
 
 pytestmark = pytest.mark.browser
 

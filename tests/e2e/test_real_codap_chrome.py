@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from codap_relay.testing.plugin_page import call_tool, ok_result, wait_until
-from codap_relay.testing.real_codap import (
+from codap_relay_tooling.testing import ARTIFACTS
+from codap_relay_tooling.testing.commands import serve_process
+from codap_relay_tooling.testing.plugin_page import call_tool, ok_result, wait_until
+from codap_relay_tooling.testing.real_codap import (
     CHROME_DEFAULT_STORAGE,
     LNA_BLOCKED,
     CodapPage,
@@ -19,7 +21,6 @@ from codap_relay.testing.real_codap import (
     other_site,
     public_origin,
 )
-from support import ARTIFACTS, serve_process
 
 pytestmark = pytest.mark.browser
 

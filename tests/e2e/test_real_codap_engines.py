@@ -18,17 +18,16 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import e2e_settings
 
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from codap_relay.testing import engines
-from codap_relay.testing.engines import CodapTab, Engine
-from codap_relay.testing.plugin_page import call_tool, ok_result, wait_until
-from codap_relay.testing.real_codap import codap_required, other_site
-from codap_relay.testing.servers import serve_app
-from support import ARTIFACTS
+from codap_relay_tooling.testing import ARTIFACTS, engines
+from codap_relay_tooling.testing.engines import CodapTab, Engine
+from codap_relay_tooling.testing.plugin_page import call_tool, ok_result, wait_until
+from codap_relay_tooling.testing.real_codap import codap_required, other_site
+from codap_relay_tooling.testing.relay_settings import e2e_settings
+from codap_relay_tooling.testing.servers import serve_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.in_process]
 

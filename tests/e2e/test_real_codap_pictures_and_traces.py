@@ -19,9 +19,17 @@ from typing import Any
 import httpx
 import pytest
 
-from codap_relay.testing.plugin_page import McpClient, answer, call_tool, ok_result, plugin_storage, submit, wait_until
-from codap_relay.testing.real_codap import CodapPage, codap_pages
-from support import ARTIFACTS
+from codap_relay_tooling.testing import ARTIFACTS
+from codap_relay_tooling.testing.plugin_page import (
+    McpClient,
+    answer,
+    call_tool,
+    ok_result,
+    plugin_storage,
+    submit,
+    wait_until,
+)
+from codap_relay_tooling.testing.real_codap import CodapPage, codap_pages
 
 pytestmark = pytest.mark.browser
 POINT_COLOUR = (0xE6, 0x80, 0x5B)  # CODAP's default point colour (get component: pointColor "#e6805b")

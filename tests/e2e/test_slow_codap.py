@@ -13,15 +13,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from servers import e2e_settings
 
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from codap_relay.testing.plugin_page import McpClient, answer, ok_result, submit, wait_until
-from codap_relay.testing.real_codap import CodapPage, codap_pages
-from codap_relay.testing.servers import serve_app
-from codap_relay.testing.slow_codap import SLOW_CODAP_REPLIES, slow_codap
+from codap_relay_tooling.testing.plugin_page import McpClient, answer, ok_result, submit, wait_until
+from codap_relay_tooling.testing.real_codap import CodapPage, codap_pages
+from codap_relay_tooling.testing.relay_settings import e2e_settings
+from codap_relay_tooling.testing.servers import serve_app
+from codap_relay_tooling.testing.slow_codap import SLOW_CODAP_REPLIES, slow_codap
 
 MCP_WAIT = 2  # seconds an MCP tools/call waits for the plugin here (15 by default)
 HELD_MS = 4000  # CODAP's slow reply: past the plugin's 3 s threshold, and past MCP_WAIT

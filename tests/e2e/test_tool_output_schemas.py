@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from codap_relay.catalog import plugin_tool, plugin_tools
-from codap_relay.testing.output_schema import check_output, typed_tools
-from codap_relay.testing.plugin_page import McpClient
-from codap_relay.testing.real_codap import CodapPage, codap_pages
+from codap_relay_tooling.testing.output_schema import check_output, typed_tools
+from codap_relay_tooling.testing.plugin_page import McpClient
+from codap_relay_tooling.testing.real_codap import CodapPage, codap_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 

@@ -13,8 +13,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from codap_relay.testing.real_codap import CodapPage, self_signed_certificate
-from codap_relay.testing.servers import serve_app
+from codap_relay_tooling.testing.real_codap import CodapPage, self_signed_certificate
+from codap_relay_tooling.testing.servers import serve_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from codap_relay.testing.real_codap import CodapPage
+from codap_relay_tooling.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 

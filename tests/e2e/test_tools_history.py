@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from codap_relay.testing.real_codap import codap_pages
+from codap_relay_tooling.testing.real_codap import codap_pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 

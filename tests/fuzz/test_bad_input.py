@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from chaos_kit import make_relay
 from codap_relay.http.app import build_app
 from codap_relay.store.memory import MemoryStore
-from codap_relay.testing.servers import bearer, serve_app
+from codap_relay_tooling.testing.relays import make_relay
+from codap_relay_tooling.testing.servers import bearer, serve_app
 
 JSON = {"content-type": "application/json"}
 

@@ -23,7 +23,7 @@ from codap_relay.errors import BadInput, InvalidArguments, InvalidCode, InvalidM
 from codap_relay.http.sse import encode
 from codap_relay.manifest import DEFAULT_TOOLS, check_manifest, find_tool, validate_args
 from codap_relay.relay import REQUEST_ID_RE
-from codap_relay.testing.sse_client import SSEDecoder, iter_events
+from codap_relay_tooling.testing.sse_client import SSEDecoder, iter_events
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -125,7 +125,7 @@ def test_sse_frame_roundtrips_any_payload_as_a_browser_parses_it(args: dict[str,
     st.lists(st.integers(min_value=1, max_value=64), min_size=1, max_size=30),
 )
 def test_python_sse_client_reads_any_payload_in_any_chunking(payloads: list[dict[str, str]], cuts: list[int]) -> None:
-    """The fake plugin, the tests and the benchmark read the stream through codap_relay.testing.sse_client;
+    """The fake plugin, the tests and the benchmark read the stream through codap_relay_tooling.testing.sse_client;
     arbitrary TCP chunking and every Unicode line separator inside payloads must not change what they see."""
     body = b"".join(encode(StreamEvent("tool-request", p, id=str(i + 1))) for i, p in enumerate(payloads))
     chunks, pos = [], 0

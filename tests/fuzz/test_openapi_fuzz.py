@@ -24,11 +24,11 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from chaos_kit import make_relay
 from codap_relay.http.app import build_app
 from codap_relay.http.openapi import document
 from codap_relay.store.memory import MemoryStore
-from codap_relay.testing.servers import serve_app
+from codap_relay_tooling.testing.relays import make_relay
+from codap_relay_tooling.testing.servers import serve_app
 
 # What the issue asks: no 5xx, and every response as documented (status, content type, headers, body schema).
 # Not "positive data acceptance": the document is deliberately looser than the server in places (a code

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from codap_relay.catalog import plugin_tools
-from support import ROOT
+from codap_relay_tooling.testing import CHECKOUT
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,7 @@ def run_bench(tmp_path: Path, *args: str) -> tuple[str, dict]:  # type: ignore[t
     out = tmp_path / "bench.json"
     proc = subprocess.run(
         [sys.executable, "-m", "bench", "--quick", "--json", str(out), *args],
-        cwd=ROOT,
+        cwd=CHECKOUT,
         capture_output=True,
         text=True,
         timeout=300,
@@ -88,8 +88,8 @@ def test_quick_run_reports_every_section(tmp_path: Path) -> None:
 def test_quick_run_times_every_tool_inside_real_codap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The codap section at a tiny size (3 datasets of 50 cases, no WebGL timing): every tool is timed in the
     plugin, and the message counts are the tools' fixed handful."""
-    monkeypatch.syspath_prepend(str(ROOT / "tests" / "e2e"))
-    from codap_relay.testing.real_codap import HOW_TO_GET, codap_dist, codap_required
+    monkeypatch.syspath_prepend(str(CHECKOUT / "tests" / "e2e"))
+    from codap_relay_tooling.testing.real_codap import HOW_TO_GET, codap_dist, codap_required
 
     if codap_dist() is None:
         if codap_required():
@@ -119,14 +119,14 @@ def test_quick_run_times_every_tool_inside_real_codap(tmp_path: Path, monkeypatc
 
 def test_unknown_section_is_refused(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--only", "roundtrip,warp"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "bench", "--only", "roundtrip,warp"], cwd=CHECKOUT, capture_output=True, text=True
     )
     assert proc.returncode == 2 and "unknown section(s) warp" in proc.stderr
 
 
 @pytest.mark.dynamodb_local
 def test_quick_run_on_dynamodb_local(tmp_path: Path) -> None:
-    from dynamodb_local import find_jar
+    from codap_relay_tooling.testing.dynamodb_shared import find_jar
 
     if find_jar() is None:
         pytest.skip("DynamoDB Local is not installed: run scripts/install-test-deps")

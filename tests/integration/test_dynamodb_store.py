@@ -25,11 +25,13 @@ from codap_relay.relay import Relay
 from codap_relay.store import StoreUrlError, open_store
 from codap_relay.store.base import PURGE_GRACE_SECONDS
 from codap_relay.store.dynamodb import INLINE_LIMIT, DynamoStore
-from codap_relay.testing.fake_plugin import FakePlugin
-from codap_relay.testing.servers import bearer
-from dynamodb_local import CREDENTIALS, env_for, fresh_table, new_table, shared, store_url
-from store_backends import SerializedClient
-from support import ROOT, make_settings, serve_process
+from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing.commands import serve_process
+from codap_relay_tooling.testing.dynamodb_shared import CREDENTIALS, env_for, fresh_table, new_table, shared, store_url
+from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.relay_settings import make_settings
+from codap_relay_tooling.testing.servers import bearer
+from codap_relay_tooling.testing.store_backends import SerializedClient
 
 T0 = 1_800_000_000.0
 CODE = "ABCD2345"
@@ -256,7 +258,7 @@ def test_missing_table_says_what_to_do(moto_client: Any) -> None:
 
 
 def test_unreachable_endpoint_is_unavailable() -> None:
-    from codap_relay.testing.servers import free_port
+    from codap_relay_tooling.testing.servers import free_port
 
     store = open_store(f"dynamodb://relay?endpoint_url=http://127.0.0.1:{free_port()}&region=us-east-1")
     assert isinstance(store, DynamoStore)
@@ -313,7 +315,8 @@ def test_template_passes_cfn_lint() -> None:
     from pathlib import Path
 
     cfn_lint = Path(sys.executable).parent / "cfn-lint"  # installed with the dev extras
-    result = subprocess.run([str(cfn_lint), str(ROOT / "template.yaml")], capture_output=True, text=True, timeout=300)
+    template = str(CHECKOUT / "template.yaml")
+    result = subprocess.run([str(cfn_lint), template], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr  # no errors and no warnings
 
 
@@ -325,7 +328,7 @@ def test_create_table_command_against_dynamodb_local() -> None:
     local = shared()
     name = "relay-cli-made"
     cmd = [sys.executable, "-m", "codap_relay.cli", "dynamodb", "create-table", "--table", name]
-    cmd += ["--endpoint-url", local.endpoint, "--template", str(ROOT / "template.yaml")]
+    cmd += ["--endpoint-url", local.endpoint, "--template", str(CHECKOUT / "template.yaml")]
     first = subprocess.run(cmd, capture_output=True, text=True, env=env_for(local), timeout=120)
     assert first.returncode == 0, first.stderr
     assert f"dynamodb://{name}?endpoint_url=" in first.stdout

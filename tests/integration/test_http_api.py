@@ -21,9 +21,10 @@ from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from codap_relay.testing.servers import serve_app
 from codap_relay.tool_content import MAX_IMAGE_BYTES
-from support import also_through_local_api, make_settings
+from codap_relay_tooling.testing.commands import also_through_local_api
+from codap_relay_tooling.testing.relay_settings import make_settings
+from codap_relay_tooling.testing.servers import serve_app
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 
@@ -486,7 +487,7 @@ async def test_without_the_mcp_extra_the_mcp_paths_say_how_to_get_it(monkeypatch
 def test_an_import_bug_in_an_entry_point_fails_the_build_instead_of_dropping_its_routes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(sys.modules, "codap_relay.http.mcp", None)  # the module itself cannot be imported
+    monkeypatch.setitem(sys.modules, "codap_relay.mcp.server", None)  # the module itself cannot be imported
     with pytest.raises(ImportError):
         build_app(Relay(make_settings(), MemoryStore()), ["mcp"])
 

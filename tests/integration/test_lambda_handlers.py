@@ -18,14 +18,15 @@ from moto import mock_aws
 
 from codap_relay.codes import hash_token
 from codap_relay.http.app import build_app
-from codap_relay.localapi.template import read_stack
 from codap_relay.records import SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
-from codap_relay.testing.lambda_context import LambdaContext as Context
-from codap_relay.testing.lambda_harness import function_env, load_function, unload_function
-from codap_relay.testing.servers import serve_app
-from dynamodb_local import CREDENTIALS, new_table
-from support import EVENTS, ROOT, clear_of_rate_window
+from codap_relay_tooling.localapi.template import read_stack
+from codap_relay_tooling.testing import CHECKOUT, EVENTS
+from codap_relay_tooling.testing.dynamodb_shared import CREDENTIALS, new_table
+from codap_relay_tooling.testing.lambda_context import LambdaContext as Context
+from codap_relay_tooling.testing.lambda_harness import function_env, load_function, unload_function
+from codap_relay_tooling.testing.relay_settings import clear_of_rate_window
+from codap_relay_tooling.testing.servers import serve_app
 
 CODE = "ABCD2345"  # the pairing code and browser token the events/ files carry
 TOKEN = "sample-browser-token-not-a-secret"
@@ -56,8 +57,8 @@ def aws() -> Iterator[dict[str, Any]]:
         )
         for key, value in env.items():
             mp.setenv(key, value)
-        mp.syspath_prepend(str(ROOT / "functions" / "shared"))
-        modules = {name: load_function(ROOT, name) for name in FUNCTIONS}
+        mp.syspath_prepend(str(CHECKOUT / "functions" / "shared"))
+        modules = {name: load_function(CHECKOUT, name) for name in FUNCTIONS}
         # The session the sample events refer to, as the plugin would have created it.
         DynamoStore(client, table).create_session(
             SessionRecord(CODE, hash_token(TOKEN), created_at=1e9, expires_at=4e9)
@@ -282,7 +283,7 @@ def test_xray_sdk_is_loaded_only_when_tracing_is_on(disabled: str, imported: boo
 
     probe = (
         "import importlib.util, sys\n"
-        f"spec = importlib.util.spec_from_file_location('fn', {str(ROOT / 'functions' / 'request' / 'app.py')!r})\n"
+        f"spec = importlib.util.spec_from_file_location('fn', {str(CHECKOUT / 'functions' / 'request' / 'app.py')!r})\n"
         "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
         "print('aws_xray_sdk' in sys.modules)\n"
     )
@@ -291,7 +292,7 @@ def test_xray_sdk_is_loaded_only_when_tracing_is_on(disabled: str, imported: boo
         "POWERTOOLS_TRACE_DISABLED": disabled,
         "RELAY_STORE": "memory:",
         "AWS_DEFAULT_REGION": "us-east-1",
-        "PYTHONPATH": str(ROOT / "functions" / "shared"),
+        "PYTHONPATH": str(CHECKOUT / "functions" / "shared"),
     }
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -313,7 +314,7 @@ ROUTE_FUNCTION = {
 
 def function_of(ev: dict[str, Any]) -> str:
     """The function API Gateway would invoke for this event: the template's route for its resource and method."""
-    for route in read_stack(ROOT / "template.yaml").routes:
+    for route in read_stack(CHECKOUT / "template.yaml").routes:
         if route.path == ev["resource"] and route.method in ("ANY", ev["httpMethod"]):
             return ROUTE_FUNCTION[route.function]
     raise AssertionError(f"no route for {ev['httpMethod']} {ev['resource']}")
@@ -388,7 +389,7 @@ def reset_table(aws: dict[str, Any]) -> None:
 
 def test_every_route_has_a_staged_sample_event() -> None:
     events = [event(p.stem) for p in sorted(EVENTS.glob("*.json"))]
-    for route in read_stack(ROOT / "template.yaml").routes:
+    for route in read_stack(CHECKOUT / "template.yaml").routes:
         assert any(e["resource"] == route.path and route.method in ("ANY", e["httpMethod"]) for e in events), (
             f"no sample event for {route.method} {route.path}"
         )
@@ -438,7 +439,7 @@ def allowed_actions() -> dict[str, set[str]]:
 
     granted: dict[str, set[str]] = {}
     for logical_id, short in ROUTE_FUNCTION.items():
-        props = load_template(ROOT / "template.yaml")["Resources"][logical_id]["Properties"]
+        props = load_template(CHECKOUT / "template.yaml")["Resources"][logical_id]["Properties"]
         actions = {
             action.removeprefix("dynamodb:")
             for policy in props.get("Policies", [])

@@ -20,12 +20,13 @@ from typing import Any
 import httpx
 import pytest
 
-from codap_relay.testing.servers import ServerProcess
-from support import ROOT, local_api_process
+from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing.commands import local_api_process
+from codap_relay_tooling.testing.servers import ServerProcess
 
 STACK = Path(__file__).resolve().parent / "local_api_stack"
 TEMPLATE = STACK / "template.yaml"
-SAM = ROOT / ".tools" / "sam-venv" / "bin" / "sam"
+SAM = CHECKOUT / ".tools" / "sam-venv" / "bin" / "sam"
 MiB = 1024 * 1024
 
 

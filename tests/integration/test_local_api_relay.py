@@ -17,10 +17,11 @@ import pytest
 
 from codap_relay.client import AsyncRelayClient
 from codap_relay.settings import Settings
-from codap_relay.testing.fake_plugin import FakePlugin
-from codap_relay.testing.servers import ServerProcess, bearer
-from codap_relay.testing.sse_client import iter_events
-from support import clear_of_rate_window, local_api_process
+from codap_relay_tooling.testing.commands import local_api_process
+from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.relay_settings import clear_of_rate_window
+from codap_relay_tooling.testing.servers import ServerProcess, bearer
+from codap_relay_tooling.testing.sse_client import iter_events
 
 GRACE = 6  # CONNECTED_GRACE_SECONDS: above the stream's 5 s refresh of the session, so an open stream stays connected
 ENV = {
@@ -225,10 +226,10 @@ async def test_the_largest_allowed_result_fits_through_every_function_that_carri
 
 
 def test_template_and_settings_agree_on_the_limit() -> None:
-    from codap_relay.localapi.template import read_stack
-    from support import ROOT
+    from codap_relay_tooling.localapi.template import read_stack
+    from codap_relay_tooling.testing import CHECKOUT
 
-    stack = read_stack(ROOT / "template.yaml")
+    stack = read_stack(CHECKOUT / "template.yaml")
     deployed = {f.environment["MAX_RESPONSE_BYTES"] for f in stack.functions.values()}
     assert deployed == {str(Settings(relay_store="memory:").max_response_bytes)}
 

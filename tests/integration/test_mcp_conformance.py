@@ -17,9 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from support import ROOT, serve_process
+from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing.commands import serve_process
 
-MODULES = ROOT / ".tools" / "mcp" / "node_modules"
+MODULES = CHECKOUT / ".tools" / "mcp" / "node_modules"
 NODE = MODULES / "node" / "bin" / "node"
 CONFORMANCE = MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 INSPECTOR = MODULES / ".bin" / "mcp-inspector"

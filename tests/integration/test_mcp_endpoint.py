@@ -23,12 +23,12 @@ from starlette.applications import Starlette
 
 from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
-from codap_relay.mcp_tools import SESSION_NOT_FOUND
+from codap_relay.mcp.tools import SESSION_NOT_FOUND
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
-from codap_relay.testing.fake_plugin import FakePlugin
-from codap_relay.testing.servers import bearer, serve_app
-from support import make_settings
+from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.relay_settings import make_settings
+from codap_relay_tooling.testing.servers import bearer, serve_app
 
 MODES = ["legacy", "2026-07-28"]
 IN_PROCESS = ["asgi", "uvicorn"]

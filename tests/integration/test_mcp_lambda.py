@@ -23,10 +23,10 @@ from moto import mock_aws
 from codap_relay.codes import hash_token
 from codap_relay.records import SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
-from codap_relay.testing.lambda_context import LambdaContext
-from codap_relay.testing.lambda_harness import function_env, load_function, unload_function
-from dynamodb_local import CREDENTIALS, new_table
-from support import EVENTS, ROOT
+from codap_relay_tooling.testing import CHECKOUT, EVENTS
+from codap_relay_tooling.testing.dynamodb_shared import CREDENTIALS, new_table
+from codap_relay_tooling.testing.lambda_context import LambdaContext
+from codap_relay_tooling.testing.lambda_harness import function_env, load_function, unload_function
 
 EVENT_CODE = "ABCD2345"  # the pairing code in the events' path
 TOKEN = "mcp-test-browser-token"
@@ -100,8 +100,8 @@ def function(monkeypatch: pytest.MonkeyPatch, loop: asyncio.AbstractEventLoop) -
         )
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        monkeypatch.syspath_prepend(str(ROOT / "functions" / "shared"))
-        yield load_function(ROOT, "mcp")
+        monkeypatch.syspath_prepend(str(CHECKOUT / "functions" / "shared"))
+        yield load_function(CHECKOUT, "mcp")
         unload_function("mcp")
 
 

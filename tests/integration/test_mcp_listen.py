@@ -15,10 +15,10 @@ from mcp import Client
 from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 
-from codap_relay import mcp_subscriptions
 from codap_relay.http.app import build_app
+from codap_relay.mcp import subscriptions as mcp_subscriptions
 from codap_relay.relay import Relay
-from codap_relay.testing.servers import serve_app
+from codap_relay_tooling.testing.servers import serve_app
 
 
 @pytest.fixture

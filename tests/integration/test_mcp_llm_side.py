@@ -21,9 +21,9 @@ from mcp.shared.exceptions import MCPError
 from codap_relay.client import AsyncRelayClient, RelayClient, RelayClientError
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
-from codap_relay.testing.fake_plugin import FakePlugin
-from codap_relay.testing.servers import serve_app
-from support import also_through_local_api
+from codap_relay_tooling.testing.commands import also_through_local_api
+from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.servers import serve_app
 
 DATASETS = {"datasets": [{"name": "Mammals", "cases": 27}]}
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from codap_relay.sam_template import load_template
-from sam_tools import SAM, TEMPLATE_PATH, need_sam, sam_env
-from support import ROOT
+from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing.sam import SAM, TEMPLATE_PATH, need_sam, sam_env
 
 pytestmark = pytest.mark.slow
 
@@ -104,7 +104,7 @@ def copy_project(target: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", ".aws-sam")
     target.mkdir(parents=True)
     for name in PROJECT_FILES:
-        source = ROOT / name
+        source = CHECKOUT / name
         if source.is_dir():
             shutil.copytree(source, target / name, symlinks=True, ignore=ignore)
         else:
@@ -164,9 +164,8 @@ def importable(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 def test_template_lints_clean(tmp_path: Path) -> None:
     need_sam()
     cmd = [str(SAM), "validate", "--lint", "--template-file", str(TEMPLATE_PATH), "--region", REGION]
-    result = subprocess.run(
-        cmd, cwd=ROOT, env=sam_env(tmp_path / "sam-config", None, REGION), capture_output=True, text=True, timeout=300
-    )
+    env = sam_env(tmp_path / "sam-config", None, REGION)
+    result = subprocess.run(cmd, cwd=CHECKOUT, env=env, capture_output=True, text=True, timeout=300)
     # Any cfn-lint match, a warning or an informational one included, makes `sam validate --lint` exit 1.
     assert result.returncode == 0, result.stdout + result.stderr
     assert "is a valid SAM Template" in result.stdout, result.stdout + result.stderr
@@ -176,7 +175,7 @@ def test_template_has_what_the_build_checks_cover() -> None:
     assert FUNCTIONS, "template.yaml declares no function"
     assert set(LAYERS) == {"CoreLayer"}
     code_uris = {f.code_uri.rstrip("/") for f in FUNCTIONS}
-    on_disk = {str(p.parent.relative_to(ROOT)) for p in (ROOT / "functions").glob("*/app.py")}
+    on_disk = {str(p.parent.relative_to(CHECKOUT)) for p in (CHECKOUT / "functions").glob("*/app.py")}
     assert code_uris == on_disk, "every functions/*/app.py should be one function in template.yaml, and back"
 
 
@@ -192,7 +191,7 @@ def test_built_template_points_at_the_built_artifacts(built: Built) -> None:
 
 @pytest.mark.parametrize("function", FUNCTIONS, ids=lambda f: f.name)
 def test_each_function_is_built_from_its_code_uri(built: Built, function: Function) -> None:
-    source = ROOT / function.code_uri
+    source = CHECKOUT / function.code_uri
     target = built.dir / function.name
     files = [p.relative_to(source) for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     assert Path("app.py") in files, f"{function.code_uri} has no app.py"
@@ -210,7 +209,7 @@ def test_each_function_is_built_from_its_code_uri(built: Built, function: Functi
 
 def test_layer_holds_the_package_the_plugin_and_the_glue(built: Built) -> None:
     site = built.dir / "CoreLayer" / "python"  # Lambda mounts it at /opt/python, which is on sys.path
-    package = ROOT / "core" / "codap_relay"
+    package = CHECKOUT / "core" / "codap_relay"
 
     def files(root: Path) -> set[Path]:
         return {p.relative_to(root) for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
@@ -222,7 +221,12 @@ def test_layer_holds_the_package_the_plugin_and_the_glue(built: Built) -> None:
     # The Makefile's `pip wheel` builds in the repository's build/, where setuptools never deletes old copies.
     stale = sorted(str(p) for p in present - expected)
     assert not stale, f"files in the layer's codap_relay that core/codap_relay no longer has (rm -rf build/): {stale}"
-    assert (site / "relay_lambda.py").read_bytes() == (ROOT / "functions/shared/relay_lambda.py").read_bytes()
+    assert (site / "relay_lambda.py").read_bytes() == (CHECKOUT / "functions/shared/relay_lambda.py").read_bytes()
+    # Developer tooling (local-api's emulator, the test harnesses) is a package of its own that the layer never holds.
+    tooling = [p.name for p in site.iterdir() if p.name.startswith(("codap_relay_tooling", "codap_relay-tooling"))]
+    tooling += [name for name in ("localapi", "testing") if (site / "codap_relay" / name).exists()]
+    tooling += [name for name in ("pytest", "playwright", "moto") if (site / name).exists()]
+    assert not tooling, f"developer tooling in the layer: {tooling}"
     for dependency in ("pydantic_core", "mangum", "aws_lambda_powertools", "mcp", "boto3"):
         assert (site / dependency).is_dir(), f"{dependency} (a dependency of the core's aws/mcp extras) is missing"
     abi = f"cpython-{runtime_version().replace('.', '')}-{MACHINE[ARCHITECTURE]}-linux-gnu"

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from support import command_process
+from codap_relay_tooling.testing.commands import command_process
 
 MAX = 20
 

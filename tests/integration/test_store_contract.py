@@ -13,7 +13,7 @@ from codap_relay.records import DETACHED, Lookup, NewRequest, ResponseRecord, Se
 from codap_relay.settings import Settings
 from codap_relay.store.base import MAX_CHANGE_MARKS, PURGE_GRACE_SECONDS, PendingTotals, Store, args_bytes
 from codap_relay.store.memory import MemoryStore
-from store_backends import BACKENDS, sweep_expired
+from codap_relay_tooling.testing.store_backends import BACKENDS, sweep_expired
 
 T0 = 1_800_000_000.0
 

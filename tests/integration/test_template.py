@@ -1,5 +1,5 @@
 """template.yaml as CloudFormation deploys it: the SAM transform run with a stack's region and parameters, then
-CloudFormation's own intrinsics resolved (tests/sam_tools.py). No AWS account, no network."""
+CloudFormation's own intrinsics resolved (codap_relay_tooling.testing.sam). No AWS account, no network."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from codap_relay.client import MAX_WAIT_PER_CALL
 from codap_relay.http.schemas import ErrorBody
 from codap_relay.settings import Settings
-from sam_tools import Deployed, Stack, transform
-from support import ROOT
+from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing.sam import Deployed, Stack, transform
 
 STACKS = {
     "defaults": Stack.of(),
@@ -90,7 +90,7 @@ def test_functions_layers_and_the_layer_build_share_one_architecture(deployed: d
     [(architecture,)] = architectures
     [layer] = stack.resources("AWS::Lambda::LayerVersion").values()
     assert layer["Properties"]["CompatibleArchitectures"] == [architecture]
-    makefile = (ROOT / "infra" / "layer" / "Makefile").read_text()
+    makefile = (CHECKOUT / "infra" / "layer" / "Makefile").read_text()
     machine = WHEEL_MACHINES[architecture]
     assert f"LAYER_MACHINE ?= {machine}\n" in makefile, "CoreLayer's wheels must match the functions"
     assert "--platform manylinux2014_$(LAYER_MACHINE)" in makefile
@@ -178,7 +178,7 @@ def test_a_refused_stream_gets_503_with_a_retry_after_the_plugin_can_read(deploy
         params = gateway_response(stack, response_type, status)["responseParameters"]
         assert params["gatewayresponse.header.Retry-After"] == seconds, response_type
         assert params["gatewayresponse.header.Access-Control-Expose-Headers"] == "'Retry-After'", response_type
-    js = (ROOT / "core" / "codap_relay" / "plugin" / "js" / "relay.js").read_text()
+    js = (CHECKOUT / "core" / "codap_relay" / "plugin" / "js" / "relay.js").read_text()
     assert "err.status === 503 || err.status === 429" in js, "the plugin waits for room on both"
 
 
@@ -346,7 +346,7 @@ async def test_what_callers_are_told_stays_within_the_cap(client: httpx.AsyncCli
     ["README.md", "docs/deploy.md", "docs/mcp.md", "docs/threat-model.md", "core/codap_relay/plugin/js/snippets.js"],
 )
 def test_the_docs_quote_the_waits_as_configured(path: str) -> None:
-    text = (ROOT / path).read_text()
+    text = (CHECKOUT / path).read_text()
     cap = Settings.model_fields["max_wait_seconds"].default
     assert all(w <= cap for w in quoted_waits(text)), f"{path} tells callers to wait longer than {cap:g} s"
     defaults = {

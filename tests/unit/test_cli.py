@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 
 import pytest
@@ -31,6 +32,35 @@ def test_dynamodb_without_the_aws_extra_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "boto3", None)  # as if the aws extra were not installed
     assert main(["dynamodb", "create-table", "--table", "relay"]) == 2
     assert "pip install 'codap-relay[aws]'" in capsys.readouterr().err
+
+
+def test_local_api_without_the_tooling_package_says_how_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "codap_relay_tooling", None)  # as if tooling/ were not installed
+    assert main(["local-api", "--port", "3999"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "pip install -e ./tooling" in captured.err and captured.out == ""
+
+
+# Every module of the runtime package imports with the tooling package unimportable: what the Lambda layer and the
+# wheel ship never needs it (local-api imports it only when run). A child interpreter, so no module is cached.
+RUNTIME_WITHOUT_TOOLING = """
+import importlib, pkgutil, sys
+sys.modules["codap_relay_tooling"] = None
+import codap_relay
+names = [m.name for m in pkgutil.walk_packages(codap_relay.__path__, "codap_relay.")]
+for name in names:
+    importlib.import_module(name)
+assert not [m for m in sys.modules if m.startswith("codap_relay_tooling.")]
+print(len(names))
+"""
+
+
+def test_the_runtime_package_imports_without_the_tooling() -> None:
+    done = subprocess.run([sys.executable, "-c", RUNTIME_WITHOUT_TOOLING], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 40  # every module was walked, the mcp subpackage's included
 
 
 @pytest.mark.parametrize("level", ["info", "INFO", "Warning", "debug"])

@@ -9,10 +9,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codap_relay.localapi.gateway import Gateway, TokenBucket
-from codap_relay.localapi.routing import Router
-from codap_relay.localapi.template import Resolver, Route, Stack, parameter_values, read_stack
 from codap_relay.sam_template import TemplateError
+from codap_relay_tooling.localapi.gateway import Gateway, TokenBucket
+from codap_relay_tooling.localapi.routing import Router
+from codap_relay_tooling.localapi.template import Resolver, Route, Stack, parameter_values, read_stack
 
 ROUTES = (
     Route("/items", "GET", "List"),
@@ -112,7 +112,7 @@ def test_the_runtime_answers_an_invocation_without_waiting_for_a_delayed_ack() -
     import socket
     import threading
 
-    from codap_relay.localapi.runtime import INVOKE_PATH, build_server
+    from codap_relay_tooling.localapi.runtime import INVOKE_PATH, build_server
 
     server = build_server(lambda event, context: {"statusCode": 200, "body": event["n"]})
     nodelay: list[int] = []

@@ -10,9 +10,9 @@ import pytest
 
 from codap_relay import errors as e
 from codap_relay.errors import RequestExpired
-from codap_relay.http.mcp import security_settings
 from codap_relay.manifest import DEFAULT_TOOLS
-from codap_relay.mcp_tools import (
+from codap_relay.mcp.server import security_settings
+from codap_relay.mcp.tools import (
     MCP_ERRORS,
     RATE_LIMITED,
     SESSION_NOT_FOUND,
@@ -120,7 +120,7 @@ async def test_llms_txt_fills_in_the_session_urls(client: httpx.AsyncClient) -> 
 
 
 def test_plugin_results_in_mcp_shape_pass_through() -> None:
-    from codap_relay.mcp_tools import tool_result
+    from codap_relay.mcp.tools import tool_result
 
     def texts(result: types.CallToolResult) -> list[str]:
         assert all(isinstance(c, types.TextContent) for c in result.content)
@@ -137,7 +137,7 @@ def test_plugin_results_in_mcp_shape_pass_through() -> None:
 
 
 def test_a_picture_in_a_plugin_result_becomes_mcp_image_content() -> None:
-    from codap_relay.mcp_tools import tool_result
+    from codap_relay.mcp.tools import tool_result
 
     png = "iVBORw0KGgo="
     shaped = {
@@ -207,7 +207,7 @@ def test_every_typed_plugin_tool_lists_its_output_schema_and_codap_api_none() ->
 
 
 def test_a_plugin_error_becomes_a_structured_error_body() -> None:
-    from codap_relay.mcp_tools import browser_error_data, error_result
+    from codap_relay.mcp.tools import browser_error_data, error_result
 
     error = {
         "message": 'No dataset "Birds". Datasets: Mammals.',
@@ -227,7 +227,7 @@ def test_a_plugin_error_becomes_a_structured_error_body() -> None:
 
 
 def test_a_typed_tools_answer_that_breaks_its_output_schema_is_an_error_keeping_the_text() -> None:
-    from codap_relay.mcp_tools import tool_result, typed
+    from codap_relay.mcp.tools import tool_result, typed
 
     spec = {"name": "t", "outputSchema": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}}
     good = tool_result({"content": [{"type": "text", "text": "ok"}], "structuredContent": {"n": 1}})
@@ -243,7 +243,7 @@ def test_a_typed_tools_answer_that_breaks_its_output_schema_is_an_error_keeping_
 
 def test_a_plugin_results_meta_reaches_the_mcp_client() -> None:
     """The plugin reports how long a slow CODAP took in ``_meta`` (its outputSchema forbids extra fields)."""
-    from codap_relay.mcp_tools import tool_result
+    from codap_relay.mcp.tools import tool_result
 
     wait = {"codapMs": 25312, "messages": 3, "slowestMs": 25100, "slowestRequest": "get componentList"}
     shaped = {
@@ -260,7 +260,7 @@ def test_a_plugin_results_meta_reaches_the_mcp_client() -> None:
 
 
 def test_a_timeout_after_the_plugin_took_the_request_says_codap_is_likely_slow_and_the_fix() -> None:
-    from codap_relay.mcp_tools import Caller, _timeout_text
+    from codap_relay.mcp.tools import Caller, _timeout_text
 
     caller = Caller(code="ABCD2345", client=None, base_url="http://relay.test", session=None)  # type: ignore[arg-type]
     taken = _timeout_text(caller, "get_codap_status", "r1", 15, delivered=True)

@@ -97,7 +97,7 @@ def test_the_plugin_reports_the_relays_version() -> None:
 def test_the_relays_fallback_hints_are_the_plugins_own() -> None:
     """For a manifest that declares no hints (the contract's seed manifest) the relay tells MCP clients what the
     plugin's definitions say of the same tool, so a client is told the same whichever manifest the session has."""
-    from codap_relay.mcp_tools import mcp_tools
+    from codap_relay.mcp.tools import mcp_tools
 
     for declared in plugin_tools():
         bare = {k: v for k, v in declared.items() if k not in ("title", "annotations")}

@@ -19,7 +19,7 @@ from codap_relay.http.schemas import entry_size, full_entry, log_entry, trace_en
 from codap_relay.notify import Notifier
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from support import make_settings
+from codap_relay_tooling.testing.relay_settings import make_settings
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 
@@ -741,7 +741,7 @@ async def test_an_address_has_a_byte_budget_across_its_sessions(clock: FakeClock
 def test_the_new_limits_surface_in_mcp_as_rate_limits_and_invalid_params() -> None:
     from mcp import types
 
-    from codap_relay.mcp_tools import RATE_LIMITED, error_data, surface_for
+    from codap_relay.mcp.tools import RATE_LIMITED, error_data, surface_for
 
     for exc in (
         e.PendingLimit("full", retry_after=5, scope="pending_requests", limit=50),

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from codap_relay.delivery import StreamEvent
 from codap_relay.http.sse import encode
-from codap_relay.testing.sse_client import SSEDecoder
+from codap_relay_tooling.testing.sse_client import SSEDecoder
 
 
 def decode(raw: bytes) -> list[tuple[str, str, str | None]]:

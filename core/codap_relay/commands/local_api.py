@@ -2,7 +2,8 @@
 
 API Gateway's REST API stage in front (routes, limits and answers from template.yaml), each Lambda function in
 processes of its own (its environment from the template), the stream behind a Web Adapter-style proxy, and a
-store they share: SQLite (default) or DynamoDB Local. See codap_relay.localapi.
+store they share: SQLite (default) or DynamoDB Local. The emulator is developer tooling, not the runtime: it is
+codap_relay_tooling.localapi (tooling/ in the checkout), imported only when this command runs.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def register(sub: Any) -> None:
 
 # What the functions import (and the template reader): the aws and mcp extras.
 FUNCTION_MODULES = ("yaml", "boto3", "mangum", "aws_lambda_powertools", "mcp")
+# The emulator is not part of the runtime package (nor the Lambda layer): it comes with the checkout's tooling/.
+INSTALL_TOOLING = "pip install -e ./tooling (from a codap-relay checkout)"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
 
     import uvicorn
 
+    if importlib.util.find_spec("codap_relay_tooling") is None:
+        print(f"codap-relay: local-api needs the tooling package, not installed: {INSTALL_TOOLING}", file=sys.stderr)
+        return 2
     missing = [name for name in FUNCTION_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         print(
@@ -75,7 +81,14 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
 
-    from ..localapi.server import DEFAULT_MAX_INSTANCES, Options, build_gateway, default_store_url, load, prepare_store
+    from codap_relay_tooling.localapi.server import (
+        DEFAULT_MAX_INSTANCES,
+        Options,
+        build_gateway,
+        default_store_url,
+        load,
+        prepare_store,
+    )
 
     parameters: dict[str, str] = {}
     for item in args.parameter:

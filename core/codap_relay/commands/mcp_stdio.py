@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import anyio
 
-    from ..mcp_bridge import serve_stdio
+    from ..mcp.bridge import serve_stdio
 
     headers = {"Authorization": f"Bearer {args.code}"} if args.code else {}
     try:

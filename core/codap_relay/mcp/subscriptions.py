@@ -30,10 +30,10 @@ from mcp.shared.subscriptions import (
     event_to_notification,
 )
 
-from .errors import RelayError
-from .mcp_resources import Call
-from .notify import changes_key
-from .records import ChangeMarks
+from codap_relay.errors import RelayError
+from codap_relay.mcp.resources import Call
+from codap_relay.notify import changes_key
+from codap_relay.records import ChangeMarks
 
 Ctx = ServerRequestContext[Any, Any]
 #: How often a watcher re-reads the marks with no wake-up on a store that wakes it, and checks its session.

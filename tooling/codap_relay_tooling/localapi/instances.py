@@ -1,6 +1,6 @@
 """Execution environments: one operating-system process per function instance, as Lambda gives each its own.
 
-A buffered function runs ``codap_relay.localapi.runtime`` (its own interpreter, its handler imported once); a
+A buffered function runs ``codap_relay_tooling.localapi.runtime`` (its own interpreter, its handler imported once); a
 function behind the Lambda Web Adapter runs its own start script (``run.sh``: uvicorn on the function's ASGI
 app) and is ready when its readiness path answers, as the adapter checks. Each instance serves one invocation
 at a time; a pool per function reuses warm instances (most recent first) and starts another (a cold start)
@@ -26,11 +26,17 @@ from typing import Any, TextIO
 
 import httpx
 
+import codap_relay
+import codap_relay_tooling
+
 from ..testing.servers import free_port
 from .runtime import INVOKE_PATH, READY_PREFIX
 from .template import Function
 
-CORE_DIR = Path(__file__).resolve().parents[2]  # the folder that holds this codap_relay package
+CORE_DIR = Path(codap_relay.__file__).resolve().parents[1]  # the folder that holds the codap_relay package
+# ... and the one that holds this tooling package: a buffered function's process runs its runtime program
+# (localapi/runtime.py), which the deployed functions do not have.
+TOOLING_DIR = Path(codap_relay_tooling.__file__).resolve().parents[1]
 STOP_GRACE_SECONDS = 5.0
 READY_TIMEOUT_SECONDS = 60.0  # generous: cold starts on a loaded machine; Lambda's own init limit is 10 s
 
@@ -183,7 +189,7 @@ class RuntimeInstance(Instance):
 
     async def start(self) -> None:
         await self._spawn(
-            [sys.executable, "-m", "codap_relay.localapi.runtime"],
+            [sys.executable, "-m", "codap_relay_tooling.localapi.runtime"],
             {"LOCALAPI_NONCE": self._nonce, "_HANDLER": self.function.handler},
         )
         assert self._ready is not None
@@ -377,8 +383,9 @@ def function_environment(
         "PYTHONUNBUFFERED": "1",
         # The layer: on AWS /opt/python holds the core and the shared glue; here the glue comes from the folder
         # the layer is built from, and the core is the one this command runs (the folder its package is in), so a
-        # source checkout's functions run its own core, not whichever one the interpreter has installed.
-        "PYTHONPATH": os.pathsep.join([str(layer_dir), str(CORE_DIR)]),
+        # source checkout's functions run its own core, not whichever one the interpreter has installed. The tooling
+        # comes last: only the runtime program (python -m codap_relay_tooling.localapi.runtime) imports it.
+        "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(layer_dir), str(CORE_DIR), str(TOOLING_DIR)])),
         "LAMBDA_TASK_ROOT": str(function.code_dir),
         "AWS_EXECUTION_ENV": f"AWS_Lambda_{function.runtime}",
         "AWS_LAMBDA_FUNCTION_NAME": function.logical_id,

@@ -1,7 +1,7 @@
 """The MCP endpoint: ``POST /mcp/{code}`` and ``POST /mcp`` with ``Authorization: Bearer <code>``.
 
 Streamable HTTP, stateless, JSON responses, on the SDK's low-level ``Server``. A long-lived server (codap-relay
-serve) also answers ``subscriptions/listen`` with a stream that stays open (mcp_subscriptions.py); each such
+serve) also answers ``subscriptions/listen`` with a stream that stays open (subscriptions.py); each such
 stream is one POST's answer, so the endpoint needs no session state for it either. The SDK routes each POST by its
 ``MCP-Protocol-Version`` header: handshake-era clients (2025, ``initialize`` first) take the stateless legacy
 path, 2026-07-28 clients the single-exchange path. The SDK's session manager may be ``run()`` only once per
@@ -25,18 +25,18 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from .. import __version__
-from ..codes import normalise_code
-from ..errors import InvalidCode, RelayError
-from ..mcp_resources import handlers as resource_handlers
-from ..mcp_tools import Caller, call_tool, list_tools, protocol_error
-from ..primer import PRIMER
-from ..records import SessionRecord
-from ..relay import Relay
-from ..settings import Settings
-from .context import allowed_origins, client_ip, mcp_code, public_base, relay_of
-from .errors import error_response
-from .mcp_calls import read_call
+from codap_relay import __version__
+from codap_relay.codes import normalise_code
+from codap_relay.errors import InvalidCode, RelayError
+from codap_relay.http.context import allowed_origins, client_ip, mcp_code, public_base, relay_of
+from codap_relay.http.errors import error_response
+from codap_relay.mcp.calls import read_call
+from codap_relay.mcp.resources import handlers as resource_handlers
+from codap_relay.mcp.tools import Caller, call_tool, list_tools, protocol_error
+from codap_relay.primer import PRIMER
+from codap_relay.records import SessionRecord
+from codap_relay.relay import Relay
+from codap_relay.settings import Settings
 
 SCOPE_KEY = "codap_relay.mcp"
 
@@ -102,11 +102,11 @@ async def _on_call_tool(
 
 
 def build_server(*, subscriptions: bool = False) -> Server[Any]:
-    """``subscriptions``: serve ``subscriptions/listen`` (mcp_subscriptions.py), which also makes the server declare
+    """``subscriptions``: serve ``subscriptions/listen`` (subscriptions.py), which also makes the server declare
     ``resources.subscribe`` and ``listChanged``; only for a long-lived process (codap-relay serve)."""
     extra: dict[str, Any] = {}
     if subscriptions:
-        from ..mcp_subscriptions import listen_handler
+        from codap_relay.mcp.subscriptions import listen_handler
 
         extra["on_subscriptions_listen"] = listen_handler(_call_of)
     server: Server[Any] = Server(
@@ -116,7 +116,7 @@ def build_server(*, subscriptions: bool = False) -> Server[Any]:
         instructions=PRIMER,
         on_list_tools=_on_list_tools,
         on_call_tool=_on_call_tool,
-        **resource_handlers(_call_of),  # resources, templates, prompts, completion (mcp_resources.py)
+        **resource_handlers(_call_of),  # resources, templates, prompts, completion (resources.py)
         **extra,
     )
     server.middleware.append(require_session)

@@ -21,8 +21,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_MODERN_VERSION
 
-from . import __version__
-from .primer import PRIMER
+from codap_relay import __version__
+from codap_relay.primer import PRIMER
 
 T = TypeVar("T")
 

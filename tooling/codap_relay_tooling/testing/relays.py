@@ -1,4 +1,4 @@
-"""Shared pieces of the reliability suite: deterministic relays over the embedded stores, auth headers."""
+"""For the reliability and fuzz suites: deterministic relays (fixed codes, tokens, ids, a fake clock) over any store."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from codap_relay.settings import Settings
 from codap_relay.store.base import Store
 from codap_relay.store.memory import MemoryStore
 from codap_relay.store.sqlite import SqliteStore
-from support import make_settings
+from codap_relay_tooling.testing.relay_settings import make_settings
 
 EMBEDDED = ["memory", "sqlite"]
 
@@ -82,13 +82,6 @@ async def open_session(c: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
     return data
 
 
-@pytest.fixture(params=EMBEDDED)
-def embedded_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    store = open_embedded(request.param, tmp_path)
-    yield store
-    store.close()
-
-
 ALL_STORES = [*EMBEDDED, pytest.param("dynamodb_local", marks=[pytest.mark.dynamodb_local, pytest.mark.slow])]
 
 
@@ -96,7 +89,7 @@ ALL_STORES = [*EMBEDDED, pytest.param("dynamodb_local", marks=[pytest.mark.dynam
 def any_store(kind: str, tmp: Path) -> Iterator[Store]:
     """An empty store of any kind: memory, sqlite, or a fresh table on the shared DynamoDB Local."""
     if kind == "dynamodb_local":
-        from store_backends import dynamodb_local_store
+        from codap_relay_tooling.testing.store_backends import dynamodb_local_store
 
         with dynamodb_local_store() as store:
             yield store

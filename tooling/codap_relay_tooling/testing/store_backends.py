@@ -62,7 +62,7 @@ def moto_store() -> Iterator[Store]:
     from moto import mock_aws
 
     from codap_relay.store.dynamodb import DynamoStore
-    from dynamodb_local import CREDENTIALS, new_table
+    from codap_relay_tooling.testing.dynamodb_shared import CREDENTIALS, new_table
 
     with mock_aws():
         client = boto3.client("dynamodb", **CREDENTIALS)
@@ -73,7 +73,7 @@ def moto_store() -> Iterator[Store]:
 def dynamodb_local_store() -> Iterator[Store]:
     """DynamoStore on DynamoDB Local (one server per test run, a fresh table per use)."""
     from codap_relay.store.dynamodb import DynamoStore
-    from dynamodb_local import fresh_table
+    from codap_relay_tooling.testing.dynamodb_shared import fresh_table
 
     with fresh_table() as (local, table):
         yield DynamoStore(local.client(), table)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from codap_relay.testing import CHECKOUT
+from codap_relay_tooling.testing import CHECKOUT
 
 AXE_JS = CHECKOUT / ".tools" / "node_modules" / "axe-core" / "axe.min.js"
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from codap_relay.localapi.template import Resolver
-from support import ROOT
+from codap_relay_tooling.localapi.template import Resolver
+from codap_relay_tooling.testing import CHECKOUT
 
-TEMPLATE_PATH = ROOT / "template.yaml"
-SAM_VENV = ROOT / ".tools" / "sam-venv"
+TEMPLATE_PATH = CHECKOUT / "template.yaml"
+SAM_VENV = CHECKOUT / ".tools" / "sam-venv"
 SAM = SAM_VENV / "bin" / "sam"
 
 

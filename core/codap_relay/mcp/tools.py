@@ -21,11 +21,11 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from . import errors as e
-from .catalog import plugin_tool
-from .manifest import ANNOTATION_HINTS, _validator, find_tool, validate_args
-from .records import RequestRecord, SessionRecord, canonical_json
-from .relay import Relay
+from codap_relay import errors as e
+from codap_relay.catalog import plugin_tool
+from codap_relay.manifest import ANNOTATION_HINTS, _validator, find_tool, validate_args
+from codap_relay.records import RequestRecord, SessionRecord, canonical_json
+from codap_relay.relay import Relay
 
 # --- tool presentation -----------------------------------------------------------------------------------
 

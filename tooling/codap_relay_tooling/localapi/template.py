@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..sam_template import TemplateError, load_template
+from codap_relay.sam_template import TemplateError, load_template
 
 FUNCTION_TYPE = "AWS::Serverless::Function"
 API_TYPE = "AWS::Serverless::Api"
@@ -100,7 +100,7 @@ class Resolver:
 
     A resource's Ref is its logical id and a GetAtt an ARN-shaped name built from it, as good as any locally;
     with ``symbolic`` they stay visibly unresolved instead (``<Name>``, ``<Name.Attribute>``), for tests that
-    read a transformed template the way CloudFormation would deploy it (tests/sam_tools.py)."""
+    read a transformed template the way CloudFormation would deploy it (testing/sam.py)."""
 
     def __init__(
         self,

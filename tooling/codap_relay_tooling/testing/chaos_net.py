@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from codap_relay.testing.fake_plugin import FakePlugin
-from codap_relay.testing.sse_client import Event
+from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.sse_client import Event
 
 
 class CuttingProxy:

@@ -1,6 +1,6 @@
-"""MCP resources, prompts and completion over resources.py and prompts.py: the handlers http/mcp.py registers.
+"""MCP resources, prompts and completion over resources.py and prompts.py: the handlers mcp/server.py registers.
 
-Subscriptions are mcp_subscriptions.py's, and only a long-lived server's: the deployed functions answer each POST
+Subscriptions are subscriptions.py's, and only a long-lived server's: the deployed functions answer each POST
 and end, so nothing could carry a ``notifications/resources/updated`` to the client later.
 """
 
@@ -13,12 +13,12 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from . import errors as e
-from .mcp_tools import UNAVAILABLE, protocol_error
-from .prompts import PROMPTS, PromptError, find_prompt
-from .records import SessionRecord
-from .relay import Relay
-from .resources import TEMPLATES, DocumentReader, ResourceError
+from codap_relay import errors as e
+from codap_relay.mcp.tools import UNAVAILABLE, protocol_error
+from codap_relay.prompts import PROMPTS, PromptError, find_prompt
+from codap_relay.records import SessionRecord
+from codap_relay.relay import Relay
+from codap_relay.resources import TEMPLATES, DocumentReader, ResourceError
 
 RESOURCE_NOT_FOUND = -32002  # the MCP spec's code for an unknown resource
 

@@ -1,5 +1,5 @@
 """``codap-relay dynamodb create-table``: create the relay's table from ``template.yaml``'s own definition
-(codap_relay.store.dynamodb_table); ``seed-example``: the session the sample events under events/ use."""
+(codap_relay.store.dynamodb.table); ``seed-example``: the session the sample events under events/ use."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def run_create_table(args: argparse.Namespace) -> int:
     if _aws_missing():
         return 2
     from ..store.dynamodb import dynamodb_client
-    from ..store.dynamodb_table import create_table, table_definition
+    from ..store.dynamodb.table import create_table, table_definition
 
     try:
         props = table_definition(load_template(args.template or default_template()))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..catalog import plugin_tool, plugin_tools
+from codap_relay.catalog import plugin_tool, plugin_tools
 
 
 def typed_tools() -> list[str]:

@@ -1,34 +1,17 @@
-"""Test-local helpers: the relay's commands as child processes, local-api parametrisation, settings.
-(Servers, ports and the fake plugin that bench shares are in codap_relay.testing.)"""
+"""The relay's commands (``serve``, ``local-api``) as child processes, and running a test module's tests through
+local-api as well as in process."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from codap_relay.settings import Settings
-from codap_relay.testing.servers import ServerProcess, free_port, wait_healthy
-
-ROOT = Path(__file__).resolve().parent.parent
-ARTIFACTS = ROOT / "test-artifacts"  # screenshots and pictures the tests leave for a person to look at
-EVENTS = ROOT / "events"
-
-
-def clear_of_rate_window(needed: float = 15.0) -> None:
-    """The relay counts per fixed wall-clock minute. A test that expects the n-th call in a row to be refused waits,
-    when fewer than ``needed`` seconds are left of this minute, for the next one: calls that straddle a minute's
-    end are counted in two windows and none is refused."""
-    left = 60 - time.time() % 60
-    if left < needed:
-        time.sleep(left + 0.05)
+from codap_relay_tooling.testing.servers import ServerProcess, free_port, wait_healthy
 
 
 @contextlib.contextmanager
@@ -87,10 +70,3 @@ def also_through_local_api(metafunc: pytest.Metafunc, fixture: str, in_process: 
     if fixture in metafunc.fixturenames and not once:
         through = pytest.param("local_api", marks=pytest.mark.dynamodb_local, id="local_api")
         metafunc.parametrize(fixture, [in_process, through], indirect=True)
-
-
-def make_settings(**overrides: Any) -> Settings:
-    """Settings for tests: the memory store and a fast heartbeat unless told otherwise."""
-    base: dict[str, Any] = {"relay_store": "memory:", "heartbeat_seconds": 0.2}
-    base.update(overrides)
-    return Settings(**base)

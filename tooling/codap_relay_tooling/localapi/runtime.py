@@ -1,4 +1,4 @@
-"""One Lambda execution environment for a buffered Python function: ``python -m codap_relay.localapi.runtime``.
+"""One Lambda execution environment for a buffered Python function: ``python -m codap_relay_tooling.localapi.runtime``.
 
 Started by local-api with the function's environment (``_HANDLER``, ``LAMBDA_TASK_ROOT`` as the working
 directory, the template's variables). It imports the handler once (the init phase, timed), then answers one
@@ -18,7 +18,7 @@ import traceback
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
-from codap_relay.testing.lambda_context import LambdaContext
+from codap_relay_tooling.testing.lambda_context import LambdaContext
 
 INVOKE_PATH = "/2015-03-31/functions/function/invocations"
 READY_PREFIX = "LOCALAPI-RUNTIME-READY "  # the first line local-api waits for, followed by a nonce and JSON

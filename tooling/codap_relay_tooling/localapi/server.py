@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import parse_qs, urlparse
 
-from ..sam_template import load_template
-from ..settings import state_dir
-from ..store import StoreUrlError, open_store
+from codap_relay.sam_template import load_template
+from codap_relay.settings import state_dir
+from codap_relay.store import StoreUrlError, open_store
+
 from .gateway import Gateway
 from .instances import AdapterInstance, Instance, Pool, RuntimeInstance, function_environment
 from .template import Function, Stack, read_stack
@@ -60,8 +61,8 @@ def prepare_store(url: str, template: Path) -> str:
 
 
 def _ensure_local_table(table: str, options: Mapping[str, str], template: Path) -> None:
-    from ..store.dynamodb import dynamodb_client
-    from ..store.dynamodb_table import create_table, table_definition
+    from codap_relay.store.dynamodb import dynamodb_client
+    from codap_relay.store.dynamodb.table import create_table, table_definition
 
     client = dynamodb_client(endpoint_url=options.get("endpoint_url"), region=options.get("region"))
     create_table(client, table, table_definition(load_template(template)))

@@ -1,6 +1,6 @@
 """The test run's DynamoDB Local: one, started on first use and stopped when the test process exits, with a fresh
 table for each test (so tests never see each other's items). A machine without it skips those tests.
-The launcher itself is codap_relay.testing.dynamodb_local, which the benchmark shares."""
+The launcher itself is dynamodb_local.py, which the benchmark shares."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from codap_relay.testing.dynamodb_local import (
+from codap_relay_tooling.testing.dynamodb_local import (
     CREDENTIALS,
     DynamoLocal,
     DynamoLocalUnavailable,

@@ -2,7 +2,7 @@
 
 DynamoDB Local is the real engine's local edition. ``start()`` launches one (``DynamoLocalUnavailable`` says why
 it cannot: no jar, no Java); ``new_table`` creates the relay's table from template.yaml in it. The test suite
-shares one per run (tests/dynamodb_local.py), the benchmark starts its own (bench/dynamo.py).
+shares one per run (dynamodb_shared.py), the benchmark starts its own (bench/dynamo.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from typing import Any
 
 import httpx
 
-from ..sam_template import load_template
-from ..store.dynamodb_table import create_table, table_definition
+from codap_relay.sam_template import load_template
+from codap_relay.store.dynamodb.table import create_table, table_definition
+
 from . import CHECKOUT
 from .servers import free_port
 

@@ -9,7 +9,7 @@ buffered gateway (API Gateway REST + Lambda, local-api) the stream reaches the c
 events, progress first, then the result.
 
 ``notifications/cancelled`` arrives as a POST of its own, perhaps in another process than the call it names, so
-it is applied through the relay's store (``mcp_tools.cancel_call``) before the SDK acknowledges it with 202.
+it is applied through the relay's store (``tools.cancel_call``) before the SDK acknowledges it with 202.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from mcp.server.streamable_http import check_accept_headers
 from starlette.requests import Request
 from starlette.types import Message, Receive
 
-from ..codes import normalise_code
-from ..errors import RelayError
-from ..mcp_tools import cancel_call
-from ..relay import Relay
+from codap_relay.codes import normalise_code
+from codap_relay.errors import RelayError
+from codap_relay.mcp.tools import cancel_call
+from codap_relay.relay import Relay
 
 
 async def _read_some(receive: Receive, limit: int) -> tuple[list[Message], bytes | None]:

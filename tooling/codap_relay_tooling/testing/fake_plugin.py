@@ -27,7 +27,7 @@ async def echo(tool: str, args: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class FakePlugin:
-    """Subclasses that keep a record (tests/chaos) override the hooks (``_connection_started``, ``_received``,
+    """Subclasses that keep a record (chaos_net.py) override the hooks (``_connection_started``, ``_received``,
     ``_refused``, ``_broken``, ``_execute``, ``_outcome``, ``_post``) and the class settings below."""
 
     base_url: str

@@ -1,37 +1,18 @@
-"""Servers for the browser tests: relay settings, and a relay whose server can be killed and restarted."""
+"""For the browser tests: a relay whose server can be killed and restarted."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
 
 import uvicorn
 
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
-from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
-from codap_relay.testing.plugin_page import wait_until
-from codap_relay.testing.servers import free_port
-
-# The test hosts that frame the plugin: CODAP and the fake host on loopback, on any port, as 127.0.0.1 and as
-# localhost (the cross-site variant), over http and https.
-TEST_FRAME_ANCESTORS = "http://127.0.0.1:*,http://localhost:*,https://127.0.0.1:*,https://localhost:*"
-
-
-def e2e_settings(**overrides: Any) -> Settings:
-    base: dict[str, Any] = {
-        "relay_store": "memory:",
-        "heartbeat_seconds": 1,
-        "rate_limit_session_per_ip": 10_000,
-        "rate_limit_request_per_code": 10_000,
-        "rate_limit_status_per_ip": 10_000,
-        "request_bytes_per_ip_per_hour": 10**10,
-        "frame_ancestors": TEST_FRAME_ANCESTORS,
-    }
-    base.update(overrides)
-    return Settings(**base)
+from codap_relay_tooling.testing.plugin_page import wait_until
+from codap_relay_tooling.testing.relay_settings import e2e_settings
+from codap_relay_tooling.testing.servers import free_port
 
 
 class RestartableRelay:
