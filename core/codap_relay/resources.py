@@ -1,16 +1,14 @@
 """The open CODAP document as read-only resources, read live through the plugin.
 
-Each read queues a call of one of the plugin's read-only tools (get_codap_status, get_codap_datasets,
-export_codap_data, get_codap_graph_image) and waits for CODAP's answer, as ``tools/call`` does: the relay keeps
-nothing of the document. Transport-free: the MCP endpoint (mcp/server.py through mcp/resources.py) and the plain
+Each read queues a call of one of the plugin's read-only tools (status, datasets, export, graph image) and waits
+for CODAP's answer, as ``tools/call`` does: the relay keeps nothing of the document. Transport-free: the MCP endpoint (mcp/server.py through mcp/resources.py) and the plain
 HTTP routes (``GET /resources``, ``GET /resources/read``) both use it.
 
 URIs (names are URL-encoded):
 
 - ``codap://datasets``: every dataset with its collections, attribute count and case count (JSON).
 - ``codap://components``: every component of the document (JSON).
-- ``codap://datasets/{name}``: one dataset's collections and attributes (type, unit, formula, description,
-  precision) and a few example cases (JSON).
+- ``codap://datasets/{name}``: one dataset's collections, attributes (type, unit, formula...), example cases.
 - ``codap://datasets/{name}/cases``: every case as CSV; over ``PAGE_BYTES`` it comes in pages
   (``…/cases?page=2``), each saying on its first line which page it is, how many there are and the next one.
 - ``codap://graphs/{name}/image``: the graph as CODAP draws it (PNG).
