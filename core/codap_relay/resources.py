@@ -1,8 +1,8 @@
 """The open CODAP document as read-only resources, read live through the plugin.
 
 Each read queues a call of one of the plugin's read-only tools (status, datasets, export, graph image) and waits
-for CODAP's answer, as ``tools/call`` does: the relay keeps nothing of the document. Transport-free: the MCP endpoint (mcp/server.py through mcp/resources.py) and the plain
-HTTP routes (``GET /resources``, ``GET /resources/read``) both use it.
+for CODAP's answer, as ``tools/call`` does: the relay keeps nothing of the document. Transport-free: the MCP
+endpoint (mcp/server.py through mcp/resources.py) and the HTTP routes (``GET /resources``, ``…/read``) use it.
 
 URIs (names are URL-encoded):
 
