@@ -10,8 +10,8 @@ import pytest
 
 from codap_relay import errors as e
 from codap_relay.errors import RequestExpired
+from codap_relay.http.mcp_endpoint import security_settings
 from codap_relay.manifest import DEFAULT_TOOLS
-from codap_relay.mcp.server import security_settings
 from codap_relay.mcp.tools import (
     MCP_ERRORS,
     RATE_LIMITED,

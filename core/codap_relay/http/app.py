@@ -46,7 +46,7 @@ def mcp_routes(*, long_lived: bool = False) -> list[BaseRoute]:
     if missing is not None:
         log.warning("%s It answers 501 until then.", missing)
         return [Route(path, _extra_missing(missing), methods=["POST"]) for path in MCP_PATHS]
-    from ..mcp.server import routes as mcp_endpoint_routes
+    from .mcp_endpoint import routes as mcp_endpoint_routes
 
     return mcp_endpoint_routes(subscriptions=long_lived)
 

@@ -1,0 +1,106 @@
+"""The MCP endpoint over HTTP: ``POST /mcp/{code}`` and ``POST /mcp`` with ``Authorization: Bearer <code>``.
+
+The transport only: it checks the request's headers, records who is calling, and lets a per-request stateless
+session manager of the SDK serve the protocol's server (codap_relay.mcp.server). The SDK's session manager may be
+``run()`` only once per instance and normally lives in the app lifespan, which Mangum (``lifespan="off"``) never
+starts and which would break on the second warm invocation anyway; a stateless manager keeps nothing between
+requests, so each request gets a fresh one, entered for that request alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
+
+from ..mcp.calls import read_call
+from ..mcp.server import SCOPE_KEY, SERVER, McpCall, build_server
+from ..settings import Settings
+from .context import allowed_origins, client_ip, mcp_code, public_base, relay_of
+from .errors import error_response
+
+
+def security_settings(settings: Settings) -> TransportSecuritySettings:
+    """Host/Origin checks from ALLOWED_HOSTS. ``*`` (the default) turns the DNS-rebinding check off: the relay
+    is a public service reached by many hostnames, and the pairing code is the credential."""
+    hosts = [h for h in settings.allowed_hosts if h]
+    if "*" in hosts:
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    allowed_hosts: list[str] = []
+    origins = allowed_origins(settings)
+    for host in hosts:
+        allowed_hosts.append(host)
+        if ":" not in host.rsplit("]", 1)[-1]:
+            allowed_hosts.append(f"{host}:*")  # the same host on any port
+            origins.extend([f"https://{host}", f"http://{host}:*", f"https://{host}:*", f"http://{host}"])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=allowed_hosts, allowed_origins=origins
+    )
+
+
+# The SDK answers these checks with a bare text line; ours say what to do. Keyed by the SDK's status.
+HEADER_REJECTIONS = {
+    400: ("unsupported_media_type", "Send the JSON-RPC message with Content-Type: application/json."),
+    403: (
+        "origin_not_allowed",
+        "Browsers may call the MCP endpoint only from the origins in CORS_ORIGIN; other clients send no Origin.",
+    ),
+    421: (
+        "host_not_allowed",
+        "This relay does not answer to that host name. Use the relay's public URL (its ALLOWED_HOSTS setting).",
+    ),
+}
+
+
+async def check_headers(request: Request, security: TransportSecuritySettings) -> Response | None:
+    rejected = await TransportSecurityMiddleware(security).validate_request(request, is_post=True)
+    if rejected is None:
+        return None
+    status = rejected.status_code
+    error, message = HEADER_REJECTIONS.get(status, ("bad_request", "The request headers were refused."))
+    return error_response(request, status, error, message)
+
+
+class McpEndpoint:
+    """ASGI endpoint: records who is calling, then lets a per-request stateless session manager serve it."""
+
+    def __init__(self, server: Server[Any] = SERVER) -> None:
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        relay = relay_of(request)
+        settings = relay.settings
+        scope[SCOPE_KEY] = McpCall(
+            relay=relay, raw_code=mcp_code(request), client=client_ip(request), base_url=public_base(request)
+        )
+        security = security_settings(settings)
+        rejected = await check_headers(request, security)
+        if rejected is not None:
+            await rejected(scope, receive, send)
+            return
+        json_response, receive = await read_call(request, receive, relay, scope[SCOPE_KEY].raw_code, client_ip(request))
+        manager = StreamableHTTPSessionManager(
+            app=self.server,
+            stateless=True,
+            json_response=json_response,
+            security_settings=security,
+            max_request_body_size=settings.max_request_bytes,
+        )
+        async with manager.run():
+            await manager.handle_request(scope, receive, send)
+
+
+def routes(*, subscriptions: bool = False) -> list[BaseRoute]:
+    endpoint = McpEndpoint(build_server(subscriptions=True) if subscriptions else SERVER)
+    # Only POST: in stateless mode there is no stream to GET and no session to DELETE (both answer 405).
+    return [
+        Route("/mcp", endpoint, methods=["POST"]),
+        Route("/mcp/{code}", endpoint, methods=["POST"]),
+    ]
