@@ -17,6 +17,13 @@ from codap_relay_tooling.testing.commands import LocalApi, local_api_process
 from codap_relay_tooling.testing.relay_settings import make_settings
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with slow tests first (a stable sort keeps each file's order): pytest-xdist hands out whole files in
+    this order, and a long file handed out last keeps one worker busy while the others wait."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
+
+
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()

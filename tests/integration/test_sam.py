@@ -277,14 +277,14 @@ def test_each_built_handler_imports(importable: Built, function: Function) -> No
 def test_a_cached_rebuild_ships_the_changed_core(built: Built) -> None:
     """samconfig.toml builds with the cache; a change to the core must still reach the layer. Built into a second
     build dir (the cache is shared) so the first stays as the other tests read it."""
-    relay_py = built.project / "core" / "codap_relay" / "relay.py"
+    relay_py = built.project / "core" / "codap_relay" / "relay" / "__init__.py"
     marker = "# marker: changed after the first build"
     relay_py.write_text(relay_py.read_text() + f"\n{marker}\n")
     rebuilt = built.project / ".aws-sam" / "rebuilt"
     output = sam_build(built.project, built.env, "--build-dir", str(rebuilt))
     assert "use cache" in output, "samconfig.toml is expected to ask for cached builds"
-    shipped = rebuilt / "CoreLayer" / "python" / "codap_relay" / "relay.py"
+    shipped = rebuilt / "CoreLayer" / "python" / "codap_relay" / "relay" / "__init__.py"
     assert marker in shipped.read_text(), "the rebuilt CoreLayer still holds the old core (stale cache)"
-    assert marker not in (built.dir / "CoreLayer" / "python" / "codap_relay" / "relay.py").read_text()
+    assert marker not in (built.dir / "CoreLayer" / "python" / "codap_relay" / "relay" / "__init__.py").read_text()
     # The layer's cache entry was there and judged out of date (not merely bypassed).
     assert "Cache is invalid, running build and copying resources for following layers (CoreLayer)" in output, output
