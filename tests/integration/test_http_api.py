@@ -487,7 +487,7 @@ async def test_without_the_mcp_extra_the_mcp_paths_say_how_to_get_it(monkeypatch
 def test_an_import_bug_in_an_entry_point_fails_the_build_instead_of_dropping_its_routes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setitem(sys.modules, "codap_relay.mcp.server", None)  # the module itself cannot be imported
+    monkeypatch.setitem(sys.modules, "codap_relay.http.mcp_endpoint", None)  # the module itself cannot be imported
     with pytest.raises(ImportError):
         build_app(Relay(make_settings(), MemoryStore()), ["mcp"])
 
