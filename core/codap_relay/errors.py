@@ -144,6 +144,18 @@ class AlreadyAnswered(RelayError):
         self.request_id = request_id
 
 
+class NotAttached(RelayError):
+    """A push connection sent a message for a session it does not (or no longer) deliver for: it must attach."""
+
+    error = "not_attached"
+
+
+class Superseded(NotAttached):
+    """The session is delivered to another consumer now (a newer tab or connection took over)."""
+
+    error = "superseded"
+
+
 class CodeCollision(RelayError):
     """A store refused a new session because the code exists. The service retries with a new code."""
 

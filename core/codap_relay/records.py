@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -28,6 +29,27 @@ DETACHED = "detached"
 def owns(consumer: str | None, owner: str) -> bool:
     """Whether ``consumer`` is one of ``owner``'s streams: ``owner`` itself or ``owner`` + "." + a suffix."""
     return consumer is not None and (consumer == owner or consumer.startswith(owner + "."))
+
+
+#: A plugin page's own id (its tab), which leads the consumer ids of its streams and push connections.
+TAB_RE = re.compile(r"[A-Za-z0-9_-]{8,64}")
+
+#: What marks a consumer as a push connection: ``f"{tab}.push:{connectionId}"`` (an SSE stream's is
+#: ``f"{tab}.{uuid}"``), so ``owns`` and detach on pagehide cover both, and the relay knows where to publish.
+PUSH_MARK = ".push:"
+
+
+def push_consumer(tab: str, connection_id: str) -> str:
+    """The consumer id of the plugin tab ``tab``'s push connection ``connection_id``."""
+    return f"{tab}{PUSH_MARK}{connection_id}"
+
+
+def push_connection(consumer: str | None) -> str | None:
+    """The push connection id of a consumer, or None when it is not a push consumer (an SSE stream, detached)."""
+    if consumer is None or PUSH_MARK not in consumer:
+        return None
+    connection = consumer.rsplit(PUSH_MARK, 1)[1]
+    return connection or None
 
 
 @dataclass(frozen=True)

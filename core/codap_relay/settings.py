@@ -91,6 +91,10 @@ class Settings(BaseModel):
     # A CODAP build (a folder with index.html) served at /codap/: CODAP and the plugin then share one loopback
     # origin, so Chrome has no local-network access to ask about and the plugin's storage is first-party.
     codap_dir: Path | None = None
+    # The push channel (PushChannel=websocket): the URL the plugin opens its WebSocket on (wss://…/{stage}, or
+    # ws:// on loopback), and the management API's base (https://…/{stage}) the relay posts to. Both or neither.
+    push_url: str = ""
+    push_endpoint: str = ""
 
     @model_validator(mode="after")
     def _idle_polls_no_faster(self) -> Settings:
@@ -100,6 +104,32 @@ class Settings(BaseModel):
                 f"POLL_INTERVAL_SECONDS ({self.poll_interval_seconds:g}): an idle session is polled less often"
             )
         return self
+
+    @model_validator(mode="after")
+    def _push_both_or_neither(self) -> Settings:
+        if bool(self.push_url) != bool(self.push_endpoint):
+            raise ValueError(
+                "PUSH_URL and PUSH_ENDPOINT go together: set both (the push channel on) or neither (SSE only)"
+            )
+        return self
+
+    @field_validator("push_url")
+    @classmethod
+    def _push_url(cls, v: str) -> str:
+        v = v.strip().rstrip("/")
+        if v and not re.match(r"^(wss://[^/\s]+|ws://(127\.0\.0\.1|localhost)(:\d{1,5})?)(/[^\s]*)?$", v):
+            raise ValueError(
+                "must be a wss:// URL (ws:// only on 127.0.0.1 or localhost), e.g. wss://abc.execute-api…/v1"
+            )
+        return v
+
+    @field_validator("push_endpoint")
+    @classmethod
+    def _push_endpoint(cls, v: str) -> str:
+        v = v.strip().rstrip("/")
+        if v and not re.match(r"^(https://[^/\s]+|http://(127\.0\.0\.1|localhost)(:\d{1,5})?)(/[^\s]*)?$", v):
+            raise ValueError("must be an https:// URL (http:// only on 127.0.0.1 or localhost), the stage's base")
+        return v
 
     @field_validator("cors_origin", "allowed_hosts", "frame_ancestors", mode="before")
     @classmethod

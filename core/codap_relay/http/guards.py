@@ -38,6 +38,14 @@ def host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
     return False
 
 
+def push_origin(settings: Settings) -> list[str]:
+    """The push channel's WebSocket origin (wss://host), which the page connects to besides its relay."""
+    if not settings.push_url:
+        return []
+    parts = urlsplit(settings.push_url)
+    return [f"{parts.scheme}://{parts.netloc}"]
+
+
 def plugin_csp(settings: Settings) -> str:
     ancestors = ["'self'", *settings.frame_ancestors]
     if settings.public_base_url:
@@ -49,7 +57,7 @@ def plugin_csp(settings: Settings) -> str:
             "script-src 'self'",
             "style-src 'self'",
             "img-src 'self' data: blob:",
-            f"connect-src {PLUGIN_CONNECT}",
+            f"connect-src {' '.join([PLUGIN_CONNECT, *push_origin(settings)])}",
             "base-uri 'none'",
             "form-action 'none'",
             f"frame-ancestors {' '.join(dict.fromkeys(ancestors))}",

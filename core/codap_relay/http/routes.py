@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from starlette.requests import Request
@@ -13,6 +12,7 @@ from .. import __version__
 from ..clock import iso
 from ..codes import normalise_code
 from ..errors import BadInput, PayloadTooLarge, TokenMissing
+from ..records import TAB_RE
 from ..relay import Answer
 from . import schemas as s
 from .bodies import parse, read_json
@@ -61,6 +61,7 @@ async def create_session(request: Request) -> Response:
         expiresAt=iso(session.expires_at),
         browserToken=token,
         changes=f"/api/sessions/{session.code}/changes" if long_lived else None,
+        push=relay.settings.push_url or None,
     )
     # `changes` only where it is offered: elsewhere the answer is as it always was
     return JSONResponse(created.model_dump(mode="json", exclude_none=True), status_code=201)
@@ -89,7 +90,7 @@ async def delete_session(request: Request) -> Response:
     return json_model(s.SessionClosed(code=code, status="closed", failedRequests=failed))
 
 
-TAB_ID = re.compile(r"[A-Za-z0-9_-]{8,64}")
+TAB_ID = TAB_RE
 
 
 def tab_param(request: Request, *, required: bool) -> str | None:
@@ -131,6 +132,15 @@ async def session_log(request: Request) -> Response:
         return JSONResponse({"code": code, "entries": [entry(item) for item in page], "next": following})
     items = await relay_of(request).activity_log(code, bearer_token(request), client=client_ip(request))
     return JSONResponse({"code": code, "entries": [s.log_entry(item) for item in items]})
+
+
+async def pushed_request(request: Request) -> Response:
+    """A tool request too large to push whole: the plugin fetches it by the pointer the push message carried."""
+    code = normalise_code(request.path_params["code"])
+    found = await relay_of(request).pushed_request(
+        code, bearer_token(request), request.path_params["id"], client=client_ip(request)
+    )
+    return json_model(s.PushedRequest(id=found.id, tool=found.tool, args=found.args, seq=found.seq))
 
 
 async def session_changes(request: Request) -> Response:
@@ -311,6 +321,7 @@ GROUPS: dict[str, list[BaseRoute]] = {
         Route("/api/sessions/{code}", delete_session, methods=["DELETE"]),
         Route("/api/sessions/{code}/log", session_log, methods=["GET"]),
         Route("/api/sessions/{code}/detach", detach_session, methods=["POST"]),
+        Route("/api/sessions/{code}/requests/{id}", pushed_request, methods=["GET"]),
     ],
     "stream": [Route("/stream", stream, methods=["GET"])],
     "request": [Route("/request", post_request, methods=["POST"])],

@@ -41,6 +41,18 @@ class SessionCreated(BaseModel):
         description="Where the plugin posts what CODAP said changed in the document (POST, browser token), so MCP "
         "subscriptions can tell their clients; only a long-lived server (codap-relay serve) offers it.",
     )
+    push: str | None = Field(
+        None,
+        description="The push channel's WebSocket URL (wss://…), where the relay offers one (PUSH_URL): the plugin "
+        "attaches there and receives its tool requests pushed; it falls back to GET /stream when it cannot.",
+    )
+
+
+class PushedRequest(BaseModel):
+    id: str
+    tool: str
+    args: dict[str, Any]
+    seq: int
 
 
 class ChangesNote(_Body):

@@ -6,7 +6,9 @@ Plugin role (code + browser token): stream, answer, read the activity log, end t
 ``Relay`` is the one front the entry points use. Each job is a unit of its own, given what it needs:
 sessions.py (open, find by role, end), presence.py (signs of life, status), queue.py (submit, cancel),
 responses.py (answers, waits, calls), stream.py (the plugin's stream), log.py (the activity log), changes.py
-(document change marks), limits.py (rate windows, byte budget); store_io.py and outcomes.py serve them.
+(document change marks), limits.py (rate windows, byte budget), push.py (the push channel's attach, resume and
+ping), push_out.py (what the relay posts to a push connection; publisher.py posts it through API Gateway);
+store_io.py and outcomes.py serve them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from .changes import DocumentChanges
 from .limits import BYTES_WINDOW_SECONDS, RATE_WINDOW_SECONDS, RateLimits
 from .log import LOG_PAGE_BYTES, ActivityLog, LogItem
 from .presence import Presence, SessionState
+from .publisher import Publisher
+from .push import PushChannel
+from .push_out import PushSender
 from .queue import REQUEST_ID_RE, RequestQueue, checked_request_id
 from .responses import Answer, Responses
 from .sessions import CODE_ATTEMPTS, Metadata, Sessions
@@ -40,16 +45,17 @@ __all__ = [
 ]
 # What the units are built from: one replaced on the front (tests swap the observer, the settings, the code
 # factory) reaches every unit, which are wired again. A stream already running keeps the units it opened with.
-_WIRED = frozenset({"settings", "store", "clock", "ids", "codes", "tokens", "notifier", "observer"})
+_WIRED = frozenset({"settings", "store", "clock", "ids", "codes", "tokens", "notifier", "observer", "publisher"})
 
 
 class Relay:
     def __init__(
         self, settings: Settings, store: Store, *, clock: Clock | None = None, ids: IdFactory = uuid_ids,
         codes: CodeFactory = new_code, tokens: Callable[[], str] = new_token, notifier: Notifier | None = None,
-        observer: Observer | None = None,
+        observer: Observer | None = None, publisher: Publisher | None = None,
     ) -> None:
         self.settings = settings
+        self.publisher = publisher  # None: no push channel
         self.store = store
         self.clock = clock or SystemClock()
         self.ids = ids
@@ -70,14 +76,15 @@ class Relay:
         s, clock, notifier, observer = self.settings, self.clock, self.notifier, self.observer
         self.store_io = io = StoreIO(self.store, s)
         self.limits = limits = RateLimits(io, clock, observer)
+        self.push_out = push_out = PushSender(io, clock, self.publisher)
         self.sessions = sessions = Sessions(
             s, io, clock, codes=self.codes, tokens=self.tokens, guard=self.guard, limits=limits, notifier=notifier,
-            observer=observer,
+            observer=observer, push=push_out,
         )
         self.presence = presence = Presence(s, io, clock, sessions=sessions, limits=limits)
         self.queue = queue = RequestQueue(
             s, io, clock, self.ids, sessions=sessions, presence=presence, limits=limits, notifier=notifier,
-            observer=observer,
+            observer=observer, push=push_out,
         )
         self.responses = Responses(
             s, io, clock, guard=self.guard, sessions=sessions, presence=presence, queue=queue, notifier=notifier,
@@ -85,7 +92,10 @@ class Relay:
         )
         self.log = ActivityLog(s, io, clock, sessions=sessions)
         self.doc_changes = DocumentChanges(s, io, sessions=sessions, notifier=notifier)
-        self.streams = PluginStream(s, io, clock, self.ids, sessions=sessions, presence=presence, notifier=notifier)
+        self.streams = PluginStream(
+            s, io, clock, self.ids, sessions=sessions, presence=presence, notifier=notifier, push=push_out
+        )
+        self.push = PushChannel(s, io, clock, sender=push_out, sessions=sessions, presence=presence, notifier=notifier)
 
     # --- plumbing, and rate limits ----------------------------------------------------------------------
 
@@ -205,3 +215,13 @@ class Relay:
         return await self.streams.open(
             code, token, cursor, poll=poll, max_seconds=max_seconds, client=client, tab=tab
         )
+
+    # --- the push channel ---------------------------------------------------------------------------------
+
+    async def push_message(self, connection_id: str, body: str | None, *, client: str | None = None) -> None:
+        await self.push.message(connection_id, body, client=client)
+
+    async def pushed_request(
+        self, code: str, token: str | None, request_id: str, *, client: str | None = None
+    ) -> RequestRecord:
+        return await self.push.fetch(code, token, request_id, client=client)

@@ -20,6 +20,7 @@ from ..store.base import args_bytes
 from .limits import Charge, RateLimits
 from .outcomes import new_response
 from .presence import Presence
+from .push_out import PushSender
 from .sessions import Sessions
 from .store_io import StoreIO
 
@@ -46,6 +47,7 @@ class RequestQueue:
         limits: RateLimits,
         notifier: Notifier,
         observer: Observer,
+        push: PushSender | None = None,
     ) -> None:
         self.settings = settings
         self.store_io = store_io
@@ -57,6 +59,7 @@ class RequestQueue:
         self.limits = limits
         self.notifier = notifier
         self.observer = observer
+        self.push = push or PushSender(store_io, clock, None)  # None: no push channel
 
     async def submit(
         self,
@@ -128,6 +131,9 @@ class RequestQueue:
         if created:
             self.notifier.notify(stream_key(code))
             self.observer.request_queued(tool)
+            # Before the 202 (a Lambda function cannot work after it answers); nothing to do, and no read, unless
+            # the session is delivered over push.
+            await self.push.new_request(session, record)
         return record, created
 
     async def _bounded(
@@ -206,6 +212,7 @@ class RequestQueue:
         session = await self.sessions.load(code)
         withdrawn = []
         marks = []
+        told: list[RequestRecord] = []
         for request_id in request_ids:
             request = await self.store_io.read(self.store.get_request, code, request_id)
             if request is None or request.status != "queued":
@@ -219,6 +226,7 @@ class RequestQueue:
             if done.fresh:
                 withdrawn.append(request_id)
                 marks.append(withdrawn_mark(request.tool, request_id))
+                told.append(request)
         if marks:
             # for the plugin's activity log: its stream tells it (delivery.py), though it never received the request
             with contextlib.suppress(StoreUnavailable):
@@ -228,4 +236,5 @@ class RequestQueue:
         if withdrawn:
             self.notifier.notify(stream_key(code))
             self.notifier.notify(answers_key(code))
+            await self.push.withdrawn(session, told)
         return withdrawn

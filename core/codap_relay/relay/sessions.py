@@ -18,6 +18,7 @@ from ..records import SessionRecord
 from ..settings import Settings
 from .limits import RateLimits
 from .outcomes import new_response
+from .push_out import PushSender
 from .store_io import StoreIO
 
 CODE_ATTEMPTS = 8
@@ -44,6 +45,7 @@ class Sessions:
         limits: RateLimits,
         notifier: Notifier,
         observer: Observer,
+        push: PushSender | None = None,
     ) -> None:
         self.settings = settings
         self.store_io = store_io
@@ -55,6 +57,7 @@ class Sessions:
         self.limits = limits
         self.notifier = notifier
         self.observer = observer
+        self.push = push or PushSender(store_io, clock, None)  # None: no push channel
 
     async def create(
         self, tools: list[dict[str, Any]] | None = None, *, client: str | None = None
@@ -183,4 +186,5 @@ class Sessions:
             failed += int(done.fresh)
         self.notifier.notify(stream_key(code))
         self.notifier.notify(answers_key(code))
+        await self.push.ended(session.consumer, "closed")
         return failed

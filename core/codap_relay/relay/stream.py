@@ -12,6 +12,7 @@ from ..notify import Notifier, stream_key
 from ..records import SessionRecord
 from ..settings import Settings
 from .presence import Presence
+from .push_out import PushSender
 from .sessions import Sessions
 from .store_io import StoreIO
 
@@ -29,6 +30,7 @@ class PluginStream:
         sessions: Sessions,
         presence: Presence,
         notifier: Notifier,
+        push: PushSender | None = None,
     ) -> None:
         self.settings = settings
         self.store_io = store_io
@@ -38,6 +40,7 @@ class PluginStream:
         self.sessions = sessions
         self.presence = presence
         self.notifier = notifier
+        self.push = push or PushSender(store_io, clock, None)  # None: no push channel
 
     async def detach(self, code: str, token: str | None, tab: str, *, client: str | None = None) -> bool:
         """The plugin's tab ``tab`` is going away (pagehide): its stream ends at its next poll, and the LLM sees
@@ -67,6 +70,7 @@ class PluginStream:
         consumer = self.ids() if tab is None else f"{tab}.{self.ids()}"
         await self.presence.touch(session, consumer=consumer)
         self.notifier.notify(stream_key(code))  # an older stream of this session learns it is superseded
+        await self.push.ended(session.consumer, "superseded")  # as does a push connection, told and closed
         return Delivery(self, session, consumer).events(cursor, poll=poll, max_seconds=max_seconds)
 
     # --- what Delivery reads through (delivery.StreamHost) ----------------------------------------------

@@ -1,0 +1,83 @@
+"""How the relay reaches a plugin's push connection: the ``Publisher`` protocol, and the one that posts through
+API Gateway's WebSocket management API (``POST``/``DELETE {push_endpoint}/@connections/{id}``, SigV4-signed by
+boto3 with the function's credentials). Its calls block; the push unit runs them in worker threads."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import threading
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+#: The largest message sent whole: API Gateway refuses a message over 128 KB (131,072 bytes); a tool request
+#: larger than this travels as a pointer the plugin fetches.
+PUSH_INLINE_BYTES = 120_000
+_REGION_IN_HOST = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com")
+
+
+def encode_message(message: dict[str, Any]) -> bytes:
+    """A message as it goes on the wire (one text frame): compact JSON in UTF-8. Its length is what counts."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class Publisher(Protocol):
+    #: True when calls do I/O and must not run on the event loop (as ``Store.blocking``).
+    blocking: bool
+
+    def publish(self, connection_id: str, message: dict[str, Any]) -> bool:
+        """Send ``message`` to the connection; False when the connection is gone (closed, unknown). Raises on
+        other faults (the service logs them and carries on: the plugin's next ping or resume catches up)."""
+        ...
+
+    def close(self, connection_id: str) -> None:
+        """Close the connection (one already gone is no fault)."""
+        ...
+
+
+class ApiGatewayPublisher:
+    """The management API through boto3's ``apigatewaymanagementapi`` client, made on first use and kept for the
+    life of the process (a warm Lambda container reuses it, as it reuses the store's client)."""
+
+    blocking = True
+
+    def __init__(self, endpoint: str, *, region: str | None = None) -> None:
+        self.endpoint = endpoint.rstrip("/")
+        self.region = region
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def _region(self) -> str:
+        found = _REGION_IN_HOST.search(urlsplit(self.endpoint).netloc)
+        env = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        # The host names the API's region on AWS, which is what SigV4 signs for; a loopback endpoint has none.
+        return self.region or (found.group(1) if found else None) or env or "us-east-1"
+
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import boto3
+                from botocore.config import Config
+
+                # Short timeouts and one retry: a publish delays the LLM's 202, and a missed one is caught up by
+                # the plugin's next ping.
+                config = Config(connect_timeout=2, read_timeout=5, retries={"max_attempts": 2, "mode": "standard"})
+                self._client = boto3.session.Session().client(
+                    "apigatewaymanagementapi", endpoint_url=self.endpoint, region_name=self._region(), config=config
+                )
+            return self._client
+
+    def publish(self, connection_id: str, message: dict[str, Any]) -> bool:
+        client = self.client()
+        try:
+            client.post_to_connection(ConnectionId=connection_id, Data=encode_message(message))
+        except client.exceptions.GoneException:
+            return False
+        return True
+
+    def close(self, connection_id: str) -> None:
+        client = self.client()
+        with contextlib.suppress(client.exceptions.GoneException):  # gone already: closed is what we wanted
+            client.delete_connection(ConnectionId=connection_id)

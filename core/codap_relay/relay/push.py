@@ -1,0 +1,224 @@
+"""The push channel (a WebSocket per plugin tab, API Gateway's on AWS): the plugin's ``attach``, ``resume`` and
+``ping`` messages, and the fetch of a request too large to push. What the relay posts is push_out.py's.
+
+Each message is authenticated with the browser token like every plugin-role call: the relay keeps no mapping from
+a connection to its session (a Lambda function keeps nothing between messages), so the message names the session
+and the session's consumer names the connection that owns its delivery.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from ..clock import Clock
+from ..codes import normalise_code
+from ..delivery import withdrawn_of
+from ..errors import (
+    BadInput,
+    NotAttached,
+    RateLimited,
+    RelayError,
+    RequestNotFound,
+    SessionNotFound,
+    StoreUnavailable,
+    Superseded,
+    TokenInvalid,
+    TokenMissing,
+    client_fields,
+)
+from ..notify import Notifier, stream_key
+from ..records import DETACHED, TAB_RE, RequestRecord, SessionRecord, push_connection, push_consumer
+from ..settings import Settings
+from .presence import Presence
+from .push_out import PushSender
+from .sessions import Sessions
+from .store_io import StoreIO
+
+log = logging.getLogger("codap_relay.push")
+
+
+class PushChannel:
+    def __init__(
+        self,
+        settings: Settings,
+        store_io: StoreIO,
+        clock: Clock,
+        *,
+        sender: PushSender,
+        sessions: Sessions,
+        presence: Presence,
+        notifier: Notifier,
+    ) -> None:
+        self.settings = settings
+        self.store_io = store_io
+        self.store = store_io.store
+        self.clock = clock
+        self.sender = sender
+        self.sessions = sessions
+        self.presence = presence
+        self.notifier = notifier
+
+    async def message(self, connection_id: str, body: str | None, *, client: str | None = None) -> None:
+        """One message from a connection. Every reply is posted; nothing raises (a bad message gets an error)."""
+        if self.sender.publisher is None:
+            raise RuntimeError("the push channel needs PUSH_URL and PUSH_ENDPOINT set")
+        try:
+            message = parse_message(body)
+            action = message["action"]
+            if action == "attach":
+                await self.attach(connection_id, message, client=client)
+            else:
+                session = await self._session(message, client)
+                if action == "resume":
+                    await self.resume(connection_id, session, after_of(message))
+                else:
+                    await self.ping(connection_id, session, after_of(message))
+        except RelayError as exc:
+            await self._refuse(connection_id, exc)
+        except Exception as exc:  # never crash on a message; the plugin's watchdog reconnects if it must
+            log.exception(json.dumps({"push": "message_failed", "fault": type(exc).__name__}))
+            await self.sender.post(connection_id, {"event": "error", "code": "internal_error", "message": str(exc)})
+
+    async def _refuse(self, connection_id: str, exc: RelayError) -> None:
+        """A domain error as the connection hears it; those that end its delivery also close it."""
+        if isinstance(exc, BadInput):
+            await self.sender.post(connection_id, error_event("bad_input", exc))
+        elif isinstance(exc, StoreUnavailable):  # stays open: the next ping tries again
+            await self.sender.post(connection_id, error_event(exc.error, exc))
+        elif isinstance(exc, Superseded):
+            await self.sender.end(connection_id, {"event": "superseded"})
+        elif isinstance(exc, SessionNotFound) and exc.reason in ("closed", "expired"):
+            await self.sender.end(connection_id, {"event": exc.reason})
+        elif isinstance(exc, (NotAttached, SessionNotFound, TokenMissing, TokenInvalid, RateLimited)):
+            await self.sender.end(connection_id, error_event(exc.error, exc))
+        else:
+            await self.sender.post(connection_id, error_event(exc.error, exc))
+
+    async def _session(self, message: dict[str, Any], client: str | None) -> SessionRecord:
+        code = normalise_code(message.get("code"))
+        token = message.get("token")
+        return await self.sessions.for_plugin(code, token if isinstance(token, str) else None, client=client)
+
+    async def attach(self, connection_id: str, message: dict[str, Any], *, client: str | None = None) -> None:
+        """Authenticate, make this connection the session's consumer (superseding any other), touch presence,
+        then resume from ``after``, sending every withdrawn mark as an opening SSE stream does."""
+        tab = message.get("tab")
+        if not isinstance(tab, str) or not TAB_RE.fullmatch(tab):
+            raise BadInput("`tab` must be the plugin page's id: 8 to 64 letters, digits, `-` or `_`.", field="tab")
+        after = after_of(message)
+        session = await self._session(message, client)
+        consumer = push_consumer(tab, connection_id)
+        await self.presence.touch(session, consumer=consumer)
+        self.notifier.notify(stream_key(session.code))  # an SSE stream of this session in this process ends now
+        old = push_connection(session.consumer)
+        if old is not None and old != connection_id:
+            await self.sender.end(old, {"event": "superseded"})
+        await self._send_from(connection_id, session, consumer, after, attach=True)
+
+    async def resume(self, connection_id: str, session: SessionRecord, after: int) -> None:
+        await self._send_from(connection_id, session, self._owner(session, connection_id), after, attach=False)
+
+    async def ping(self, connection_id: str, session: SessionRecord, after: int) -> None:
+        """A sign of life: presence when due, a heartbeat, and a resume if requests came that it did not hear of."""
+        consumer = self._owner(session, connection_id)
+        if self.presence.touch_due(session):
+            await self.presence.touch(session)
+        await self.sender.post(connection_id, {"event": "heartbeat"})
+        if session.last_seq > after:
+            await self._send_from(connection_id, session, consumer, after, attach=False)
+
+    def _owner(self, session: SessionRecord, connection_id: str) -> str:
+        """This connection's consumer, if it owns the session's delivery; else NotAttached (Superseded when another
+        consumer owns it)."""
+        if push_connection(session.consumer) == connection_id:
+            assert session.consumer is not None
+            return session.consumer
+        raise lost(session.consumer)
+
+    async def _send_from(
+        self, connection_id: str, session: SessionRecord, consumer: str, after: int, *, attach: bool
+    ) -> None:
+        """Every unanswered request after ``after`` in seq order (marked delivered), then ``resumed``. Withdrawn
+        marks first: all of them on attach (the plugin shows each once, by id), else those past ``after``."""
+        code = session.code
+        if after > session.last_seq:  # the plugin remembers more than this session issued: start over, and say so
+            await self.sender.post(
+                connection_id, {"event": "cursor-reset", "lastEventId": after, "lastSeq": session.last_seq}
+            )
+            after = 0
+        current, pending = await self.store_io.run(self.store.deliver, code, consumer, after, self.clock.now())
+        current = self.sessions.live(current)
+        if current.consumer != consumer:
+            raise lost(current.consumer)
+        for withdrawn in await self._withdrawn(code, None if attach else after):
+            if not await self.sender.post(connection_id, withdrawn):
+                await self.sender.gone(code, consumer)
+                return
+        if not await self.sender.requests(code, consumer, pending):
+            return
+        up_to = max([current.last_seq, *(r.seq for r in pending)])
+        resumed: dict[str, Any] = {"event": "resumed", "after": after, "upTo": up_to}
+        if attach:
+            resumed["pingSeconds"] = self.settings.heartbeat_seconds
+        if not await self.sender.post(connection_id, resumed):
+            await self.sender.gone(code, consumer)
+
+    async def _withdrawn(self, code: str, after: int | None) -> list[dict[str, Any]]:
+        """Withdrawn messages for the session's withdrawn marks (``after``: only requests with a later seq)."""
+        marks = await self.store_io.read(self.store.get_changes, code)
+        found = []
+        for mark in sorted(marks.marks, key=marks.marks.__getitem__) if marks else ():
+            gone = withdrawn_of(mark)
+            if gone is None:
+                continue
+            request = await self.store_io.read(self.store.get_request, code, gone["id"])
+            if after is not None and (request is None or request.seq <= after):
+                continue
+            found.append({"event": "withdrawn", **gone, "args": request.args if request is not None else {}})
+        return found
+
+    async def fetch(self, code: str, token: str | None, request_id: str, *, client: str | None = None) -> RequestRecord:
+        """A request the plugin was pointed at (too large to push): plugin role; served even once answered."""
+        await self.sessions.for_plugin(code, token, client=client)
+        request = await self.store_io.read(self.store.get_request, code, request_id)
+        if request is None:
+            raise RequestNotFound(f"This session has no request {request_id!r}.", request_id=request_id)
+        return request
+
+
+def parse_message(body: str | None) -> dict[str, Any]:
+    """A plugin message: a JSON object whose ``action`` is attach, resume or ping; else BadInput."""
+    try:
+        message = json.loads(body) if body else None
+    except ValueError:
+        message = None
+    if not isinstance(message, dict):
+        raise BadInput('A message is a JSON object with an "action": "attach", "resume" or "ping".', field="action")
+    if message.get("action") not in ("attach", "resume", "ping"):
+        raise BadInput('"action" must be "attach", "resume" or "ping".', field="action")
+    return message
+
+
+def after_of(message: dict[str, Any]) -> int:
+    """The plugin's cursor: the seq of the last request it has; null (or absent) means none yet."""
+    after = message.get("after")
+    if after is None:
+        return 0
+    if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after < 10**18:
+        raise BadInput(
+            '"after" must be the seq of the last tool request received (a whole number) or null.', field="after"
+        )
+    return after
+
+
+def lost(consumer: str | None) -> NotAttached:
+    """What a connection that does not own its session is told: superseded if another consumer owns it."""
+    if consumer is None or consumer == DETACHED:
+        return NotAttached("This connection is not attached to the session: send `attach` again.")
+    return Superseded("This session is now served by another tab.")
+
+
+def error_event(code: str, exc: RelayError) -> dict[str, Any]:
+    return {"event": "error", "code": code, "message": exc.message, **client_fields(exc)}
