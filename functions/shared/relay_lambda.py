@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from codap_relay.http.app import build_app
 from codap_relay.http.middleware import CORRELATION_RE
 from codap_relay.relay import Relay
+from codap_relay.relay.publisher import ApiGatewayPublisher
 from codap_relay.settings import Settings
 from codap_relay.store import open_store
 
@@ -35,7 +36,7 @@ def _tracing_enabled() -> bool:
     return os.environ.get("POWERTOOLS_TRACE_DISABLED", "false").lower() not in ("1", "true")
 
 
-def _trace_handler(fn: Handler) -> Handler:
+def trace_handler(fn: Handler) -> Handler:
     """X-Ray subsegments through Powertools' Tracer, only when tracing is on: importing the X-Ray SDK costs
     ~120 ms of every cold start (see docs/performance.md), so a stack deployed without tracing never pays it."""
     if not _tracing_enabled():
@@ -177,14 +178,21 @@ class LambdaRuntime:
     handler: Handler  # for Lambda's Python runtime (buffered responses)
 
 
+def build_relay(settings: Settings) -> Relay:
+    """The container's relay: its store, its metrics and, where the stack offers the push channel (PUSH_ENDPOINT,
+    for every function: each one may publish), the management API's publisher, whose client is made on first use."""
+    publisher = ApiGatewayPublisher(settings.push_endpoint) if settings.push_endpoint else None
+    return Relay(settings, open_store(settings.relay_store), observer=MetricsObserver(), publisher=publisher)
+
+
 def build(groups: Sequence[str], *, settings: Settings | None = None) -> LambdaRuntime:
     settings = settings or Settings.from_env()
-    relay = Relay(settings, open_store(settings.relay_store), observer=MetricsObserver())
+    relay = build_relay(settings)
     app = CountServerErrors(PublicPath(build_app(relay, groups=groups), settings.public_base_path))
     adapter = Mangum(app, lifespan="off")  # lifespan would run on every invocation otherwise
 
     @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, clear_state=True)
-    @_trace_handler
+    @trace_handler
     @metrics.log_metrics(capture_cold_start_metric=True)
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         result: dict[str, Any] = adapter(event, context)

@@ -25,6 +25,7 @@ MODELS: list[type[BaseModel]] = [
     s.Metadata,
     s.SessionStatus,
     s.SessionClosed,
+    s.PushedRequest,
     s.ChangesNote,
     s.ChangesNoted,
     s.SessionDetached,
@@ -153,6 +154,19 @@ def document(
                 "security": BEARER,
                 "responses": {
                     "200": _json(s.SessionDetached, "Recorded"),
+                    **_errors(400, 401, 403, 404, 429, 503),
+                },
+            }
+        },
+        "/api/sessions/{code}/requests/{id}": {
+            "get": {
+                "operationId": "getPushedRequest",
+                "summary": "A tool request too large to push whole (plugin only): the push message's `pointer`. "
+                "Served even once answered, so a late fetch is harmless",
+                "parameters": [CODE_P, _param("id", "path", "The request's id", required=True)],
+                "security": BEARER,
+                "responses": {
+                    "200": _json(s.PushedRequest, "The request"),
                     **_errors(400, 401, 403, 404, 429, 503),
                 },
             }
