@@ -19,6 +19,9 @@ from relay_lambda import build_relay, logger, metrics, trace_handler
 from codap_relay.settings import Settings
 
 relay = build_relay(Settings.from_env())
+# One loop for the container's life, never made current: asyncio.run would unset the thread's loop when it ends,
+# which Mangum (the HTTP functions, in the same process under tests) still reads.
+loop = asyncio.new_event_loop()
 OK = {"statusCode": 200}
 
 
@@ -44,7 +47,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if isinstance(body, str) and event.get("isBase64Encoded"):  # a binary frame: the relay speaks JSON text
             body = base64.b64decode(body).decode("utf-8", "replace")
         source = (request.get("identity") or {}).get("sourceIp")
-        asyncio.run(relay.push_message(connection, body if isinstance(body, str) else None, client=source))
+        loop.run_until_complete(
+            relay.push_message(connection, body if isinstance(body, str) else None, client=source)
+        )
         return OK
     logger.warning("push event of an unknown type", extra={"eventType": kind})
     return {"statusCode": 400}
