@@ -333,9 +333,10 @@ async def test_malformed_messages_get_bad_input_and_the_connection_stays(relay: 
     await relay.push_message("C1", None)
     await attach(relay, "C1", code, token, tab="short")
     await send(relay, "C1", action="resume", after="7", code=code, token=token)
+    await send(relay, "C1", action="ping", after=0)  # no session named: the relay keeps nothing per connection
     errors = pub.take("C1")
-    assert [(m["event"], m["code"]) for m in errors] == [("error", "bad_input")] * 7 and pub.closed == []
-    assert all(m["message"] for m in errors)
+    assert [(m["event"], m["code"]) for m in errors] == [("error", "bad_input")] * 8 and pub.closed == []
+    assert all(m["message"] for m in errors) and errors[-1]["field"] == "code" and '"token"' in errors[-1]["message"]
 
 
 async def test_a_connection_that_is_not_attached_is_told_and_closed(relay: Relay, pub: FakePublisher) -> None:
@@ -364,3 +365,12 @@ def test_push_settings_go_together_and_name_their_schemes() -> None:
     ):
         with pytest.raises(SettingsError, match="PUSH"):
             Settings.from_env({"RELAY_STORE": "memory:", **env})
+
+
+async def test_pagehide_detaches_the_tabs_push_connection_too(relay: Relay, pub: FakePublisher) -> None:
+    code, token = await opened(relay)
+    await attach(relay, "C1", code, token)
+    assert await relay.detach(code, token, TAB)  # records.owns covers f"{tab}.push:{connection}"
+    assert session_of(relay, code).consumer == DETACHED and not (await relay.status(code)).connected
+    await send(relay, "C1", action="ping", after=0, code=code, token=token)
+    assert pub.to("C1")[-1]["code"] == "not_attached" and pub.closed == ["C1"]

@@ -79,7 +79,8 @@ class PushChannel:
             await self._refuse(connection_id, exc)
         except Exception as exc:  # never crash on a message; the plugin's watchdog reconnects if it must
             log.exception(json.dumps({"push": "message_failed", "fault": type(exc).__name__}))
-            await self.sender.post(connection_id, {"event": "error", "code": "internal_error", "message": str(exc)})
+            said = "The relay could not handle this message (its log says why); send it again or reconnect."
+            await self.sender.post(connection_id, {"event": "error", "code": "internal_error", "message": said})
 
     async def _refuse(self, connection_id: str, exc: RelayError) -> None:
         """A domain error as the connection hears it; those that end its delivery also close it."""
@@ -97,6 +98,12 @@ class PushChannel:
             await self.sender.post(connection_id, error_event(exc.error, exc))
 
     async def _session(self, message: dict[str, Any], client: str | None) -> SessionRecord:
+        if "code" not in message:
+            raise BadInput(
+                f'"{message["action"]}" carries the session\'s "code" and "token", as "attach" does: the relay keeps '
+                "nothing per connection, so each message names its session.",
+                field="code",
+            )
         code = normalise_code(message.get("code"))
         token = message.get("token")
         return await self.sessions.for_plugin(code, token if isinstance(token, str) else None, client=client)
