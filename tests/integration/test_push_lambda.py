@@ -15,6 +15,7 @@ from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools.metrics.provider import cold_start
 from moto import mock_aws
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -113,6 +114,8 @@ def aws() -> Iterator[dict[str, Any]]:
         yield {"client": client, "table": table, "modules": modules, "api": api}
         for name in FUNCTIONS:
             unload_function(name)
+        # Powertools keeps "cold start" per process: the next module's functions start cold as these did
+        cold_start.is_cold_start = True
 
 
 @pytest.fixture
