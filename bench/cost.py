@@ -312,6 +312,21 @@ def push_call(call: dict[str, Any], idle: dict[str, Any] | None, dep: Deployment
 
 # --- the model -----------------------------------------------------------------------------------------------
 
+SSE_HOUR_GOAL = next(g.usd for g in GOALS if g.channel == "sse" and g.scenario == "idle_plugin_hour")
+
+
+def sse_idle_poll_for(goal_usd: float, idle: dict[str, Any], dep: Deployment, prices: Prices) -> float | None:
+    """The idle poll interval at which an idle SSE plugin-hour costs ``goal_usd``: what is left of it once the
+    held function, the reconnects and the presence writes are paid buys the polls' reads."""
+    hour = sse_idle_hour(idle, dep, prices)
+    fixed = dollars(replace(hour, read_units=0.0), prices, dep.architecture)["total_usd"]
+    left = goal_usd - fixed
+    if left <= 0:
+        return None
+    polls = left / (units_per_poll(idle) * prices.dynamodb_read_per_million / 1e6)
+    return 3600 / polls
+
+
 SCENARIO_CALL_KIND = "http_wait"  # a tool call in the scenarios: one POST /request?wait (MCP costs about the same)
 PING_ALTERNATIVES = (15.0, 30.0, 60.0, 120.0, 300.0, 540.0)  # under API Gateway's 10-minute idle timeout
 
@@ -384,6 +399,12 @@ def model(deployed: dict[str, Any], dep: Deployment, prices: Prices) -> dict[str
         f"hour per tab at {dep.heartbeat_seconds:g} s, plus a Lambda invocation, a session read and a presence "
         "write each",
     }
+    interval = sse_idle_poll_for(SSE_HOUR_GOAL, idle, dep, prices)
+    if interval is not None:
+        out["sse_idle_poll_for_goal"] = round(interval, 2)
+        why["sse"] += f"; its reads fit the goal with IdlePollIntervalSeconds ≥ {interval:.2f} s"
+    else:
+        why["sse"] += "; no poll interval fits the goal: the function's hour alone is over it"
     out["goals"] = check_goals(channels, why)
     out["push_ping_sensitivity"] = [
         {

@@ -277,6 +277,9 @@ async def _measure(
             if samples.delivery:
                 figures["delivery"] = summary(samples.delivery)
             out["kinds"][name] = figures
+    for channel, factory in CHANNELS.items():  # the first (SSE) was counted above; any other: round trips
+        if channel != "sse":
+            out.setdefault("channels", {})[channel] = await channel_round_trips(stack.base, factory, kinds, calls)
     print(f"  deployed: {plugins} idle plugins, first call after {resume:g} s …", file=sys.stderr, flush=True)
     async with load.session_pairs(stack.base, plugins) as (llm, pairs):
         for i, pair in enumerate(pairs):

@@ -237,6 +237,12 @@ def deployed_section(d: dict[str, Any]) -> list[str]:
             rows.append(latency_rows(label, k["latency"], None, k["latency_floor"]))
             if "delivery" in k:
                 rows.append(latency_rows("… its delivery (POST → SSE)", k["delivery"], None))
+    for channel, kinds in (d.get("channels") or {}).items():  # channels other than SSE: round trips only
+        for key, label in CALL_TYPES:
+            if key in kinds:
+                rows.append(latency_rows(f"{channel}: {label}", kinds[key]["latency"], None))
+                if "delivery" in kinds[key]:
+                    rows.append(latency_rows(f"… its delivery (POST → {channel})", kinds[key]["delivery"], None))
     if "resume" in d:
         r = d["resume"]
         rows.append(latency_rows(f"HTTP `?wait`, first call after {r['idle_seconds']:g} s idle", r["first"], None))

@@ -85,3 +85,15 @@ def test_scenarios_and_goals() -> None:
 def test_every_price_names_its_page() -> None:
     assert set(cost.PRICE_SOURCES) == {f for f in vars(cost.Prices()) if not f.startswith("_")}
     assert all(url.startswith("https://aws.amazon.com/") for url in cost.PRICE_SOURCES.values())
+
+
+def test_the_sse_poll_interval_that_meets_the_hour_goal() -> None:
+    interval = cost.sse_idle_poll_for(cost.SSE_HOUR_GOAL, IDLE, ARM, cost.Prices())
+    assert interval is not None and interval > 0.15
+    # at that interval the idle hour costs the goal exactly
+    polls = 3600 / interval
+    idle = {**IDLE, "read_units": polls * 0.5, "polling_reads": polls}
+    hour = cost.dollars(cost.sse_idle_hour(idle, ARM, cost.Prices()), cost.Prices(), "arm64")["total_usd"]
+    assert hour == pytest.approx(cost.SSE_HOUR_GOAL, abs=2e-6)
+    big = cost.Deployment(**{**vars(ARM), "memory_mb": {"StreamFunction": 256}})
+    assert cost.sse_idle_poll_for(cost.SSE_HOUR_GOAL, IDLE, big, cost.Prices()) is None  # $0.012 before any read
