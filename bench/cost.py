@@ -1,33 +1,122 @@
-"""Cost model of the deployed stack, from what the benchmark measures through local-api and published prices.
+"""Cost model of the deployed stack, for both plugin channels, from what the benchmark measures and list prices.
 
-The counts come from bench.deployed: DynamoDB requests and capacity units as AWS bills them (bench.dynamo_proxy),
-Lambda billed duration per function from local-api's REPORT lines, API requests as invocations. Memory sizes,
-architecture and waiting settings come from template.yaml.
+Pure arithmetic. The counts come from bench.deployed (local-api on DynamoDB Local): DynamoDB requests and capacity
+units as AWS bills them (bench.dynamo_proxy, the counting proxy), Lambda billed duration per function from
+local-api's REPORT lines, API requests as invocations, an idle plugin's polls and presence writes per hour. Memory
+sizes, architecture and waiting settings come from template.yaml. Every price is a named constant below with the
+page it is listed on.
+
+Two channels carry tool requests to the plugin:
+
+- ``sse``: the plugin holds a streamed REST response (``GET /stream``) served by the stream function, which polls
+  DynamoDB: the function is held (and billed) the whole time a tab is open.
+- ``websocket``: API Gateway WebSocket API (docs/deploy.md, "Push channel"): the relay posts each request to the
+  plugin's connection (``@connections``) right after the durable write; the plugin pings every
+  ``heartbeat_seconds`` and each ping is one short PushFunction invocation that reads the session (and writes the
+  presence when due) and answers ``heartbeat``.
+
+What the WebSocket channel does per call and per ping is derived from the same measurements: a call does what an
+SSE call does minus the stream's polling reads while the call is under way; a ping reads the session as an idle
+stream's poll does (the measured units per poll) and writes the presence at the measured presence interval,
+rounded up to whole pings. The two figures the local bench cannot measure for a channel not yet built (a ping's
+and a publish's billed Lambda time) are named assumptions below; each is under 2 % of its scenario's cost.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from bench.server import ROOT
 
+PRICES_CHECKED = "2026-11-25"  # list prices as published for us-east-1 (not re-read online in this run)
+
 
 @dataclass(frozen=True)
 class Prices:
-    """US East (N. Virginia) on-demand list prices, as AWS publishes them on aws.amazon.com/lambda/pricing,
-    aws.amazon.com/dynamodb/pricing/on-demand and aws.amazon.com/api-gateway/pricing; assumed as of 2026-11-22
-    (docs/performance.md says how they were checked)."""
+    """US East (N. Virginia) on-demand list prices (USD). Each field's page is in ``PRICE_SOURCES``."""
 
     dynamodb_read_per_million: float = 0.125  # on-demand read request units (price since 1 Nov 2024)
     dynamodb_write_per_million: float = 0.625  # on-demand write request units
     lambda_gb_second_x86_64: float = 0.0000166667  # first 6 billion GB-s per month
     lambda_gb_second_arm64: float = 0.0000133334  # first 7.5 billion GB-s per month
     lambda_per_million_requests: float = 0.20
+    lambda_streamed_per_gb: float = 0.008  # response streaming: bytes beyond the first 6 MB of each response
+    lambda_stream_free_bytes: int = 6 * 1024 * 1024
     api_gateway_rest_per_million: float = 3.50  # REST API, first 333 million requests per month
+    api_gateway_rest_stream_bytes_per_request: int = 10 * 1024 * 1024  # a streamed response: each 10 MB a request
+    api_gateway_websocket_messages_per_million: float = 1.00  # first 1 billion messages per month
+    api_gateway_websocket_message_bytes: int = 32 * 1024  # messages are metered in 32 KB increments
+    api_gateway_websocket_connection_minutes_per_million: float = 0.25
 
     def lambda_gb_second(self, architecture: str) -> float:
         return self.lambda_gb_second_arm64 if architecture == "arm64" else self.lambda_gb_second_x86_64
+
+
+LAMBDA_PRICING = "https://aws.amazon.com/lambda/pricing/"
+APIGW_PRICING = "https://aws.amazon.com/api-gateway/pricing/"
+DYNAMODB_PRICING = "https://aws.amazon.com/dynamodb/pricing/on-demand/"
+PRICE_SOURCES: dict[str, str] = {
+    "dynamodb_read_per_million": DYNAMODB_PRICING,
+    "dynamodb_write_per_million": DYNAMODB_PRICING,
+    "lambda_gb_second_x86_64": LAMBDA_PRICING,
+    "lambda_gb_second_arm64": LAMBDA_PRICING,
+    "lambda_per_million_requests": LAMBDA_PRICING,
+    "lambda_streamed_per_gb": LAMBDA_PRICING + " (response streaming)",
+    "lambda_stream_free_bytes": LAMBDA_PRICING + " (response streaming)",
+    "api_gateway_rest_per_million": APIGW_PRICING + " (REST APIs)",
+    "api_gateway_rest_stream_bytes_per_request": APIGW_PRICING + " (REST APIs, response streaming)",
+    "api_gateway_websocket_messages_per_million": APIGW_PRICING + " (WebSocket APIs)",
+    "api_gateway_websocket_message_bytes": APIGW_PRICING + " (WebSocket APIs)",
+    "api_gateway_websocket_connection_minutes_per_million": APIGW_PRICING + " (WebSocket APIs)",
+}
+
+# --- what the bench cannot measure before the push channel exists (named assumptions, small shares) ----------
+
+PUSH_FUNCTION_MB = 128  # push-spec.md: PushFunction, arm64, 128 MB
+PUSH_INVOCATION_BILLED_MS = 10.0  # a warm ping/attach: one or two DynamoDB requests (GetItem ~ 5 ms in-region)
+PUSH_PUBLISH_BILLED_MS = 15.0  # added to the submitting function: one signed @connections POST in the region
+PUSH_CONNECTION_SECONDS = 7200  # API Gateway ends every WebSocket connection after 2 hours: the plugin reconnects
+PUSH_MESSAGES_PER_CONNECT = 2  # attach in, resumed out
+PUSH_INVOCATIONS_PER_CONNECT = 3  # $connect, attach ($default), $disconnect
+PUSH_UNITS_PER_CONNECT = (1.0, 1.0)  # attach: one consistent session read, one consumer write (read, write units)
+SSE_HEARTBEAT_BYTES = 40  # "event: heartbeat\ndata: {...}\n\n" on the stream
+TOOL_REQUEST_BYTES = 400  # the bench's tool-request event/message (add_codap_cases with one case), JSON
+
+# --- scenarios (issue 23) ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scenario:
+    key: str
+    label: str
+    tab_hours: float
+    calls: int
+
+
+SCENARIOS = (
+    Scenario("idle_plugin_hour", "1 idle connected plugin, per hour", 1, 0),
+    Scenario("class_hour", "a class-hour (30 tabs, 300 calls)", 30, 300),
+    Scenario("district_day", "a district day (3,000 tabs x 6 h, 100k calls)", 3000 * 6, 100_000),
+    Scenario("thousand_calls", "1,000 calls (beyond the idle tabs)", 0, 1000),
+)
+
+
+@dataclass(frozen=True)
+class Goal:
+    channel: str
+    scenario: str
+    usd: float
+    label: str
+
+
+GOALS = (
+    Goal("websocket", "class_hour", 0.02, "push channel class-hour ≤ $0.02"),
+    Goal("websocket", "district_day", 5.0, "push channel district day ≤ $5"),
+    Goal("websocket", "idle_plugin_hour", 0.001, "idle connected plugin (push) ≤ $0.001 per hour"),
+    Goal("sse", "idle_plugin_hour", 0.0065, "SSE on arm64 ≤ $0.0065 per plugin-hour"),
+)
 
 
 @dataclass(frozen=True)
@@ -85,59 +174,249 @@ def deployment_from_template() -> Deployment:
 STREAM_FUNCTION = "StreamFunction"
 
 
-def idle_hour(idle: dict[str, Any], dep: Deployment) -> dict[str, Any]:
-    """One connected plugin doing nothing for an hour: its stream function runs (and is billed) the whole hour."""
-    requests = 3600 / dep.stream_max_seconds
-    return {
-        "read_units": idle["read_units"],
-        "write_units": idle["write_units"],
-        "lambda_gb_seconds": round(3600 * dep.memory_for(STREAM_FUNCTION) / 1024, 1),
-        "lambda_requests": round(requests, 2),
-        "api_requests": round(requests, 2),
+# --- usage: what a scenario consumes, leg by leg --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Usage:
+    read_units: float = 0.0
+    write_units: float = 0.0
+    lambda_gb_seconds: float = 0.0
+    lambda_requests: float = 0.0
+    lambda_streamed_bytes: float = 0.0  # billed part only: beyond the first 6 MB of each streamed response
+    api_requests: float = 0.0  # REST requests, streamed responses' extra 10 MB units included
+    websocket_messages: float = 0.0  # in 32 KB units
+    websocket_connection_minutes: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    def times(self, k: float) -> Usage:
+        return Usage(**{f.name: getattr(self, f.name) * k for f in fields(self)})
+
+
+def dollars(u: Usage, prices: Prices, architecture: str) -> dict[str, float]:
+    """Each leg's price, and the total."""
+    legs = {
+        "dynamodb_usd": (
+            u.read_units * prices.dynamodb_read_per_million + u.write_units * prices.dynamodb_write_per_million
+        )
+        / 1e6,
+        "lambda_usd": u.lambda_gb_seconds * prices.lambda_gb_second(architecture)
+        + u.lambda_requests * prices.lambda_per_million_requests / 1e6
+        + u.lambda_streamed_bytes / 2**30 * prices.lambda_streamed_per_gb,
+        "api_gateway_usd": u.api_requests * prices.api_gateway_rest_per_million / 1e6,
+        "websocket_usd": u.websocket_messages * prices.api_gateway_websocket_messages_per_million / 1e6
+        + u.websocket_connection_minutes * prices.api_gateway_websocket_connection_minutes_per_million / 1e6,
     }
+    out = {k: round(v, 6) for k, v in legs.items()}
+    out["total_usd"] = round(sum(legs.values()), 6)
+    return out
 
 
-def thousand_calls(call: dict[str, Any], idle: dict[str, Any] | None, dep: Deployment) -> dict[str, Any]:
-    """1,000 calls of one type: DynamoDB units beyond what the idle plugin costs anyway over the same time,
+def priced(u: Usage, prices: Prices, architecture: str) -> dict[str, Any]:
+    figures = {k: round(v, 3) for k, v in asdict(u).items()}
+    return {**figures, **dollars(u, prices, architecture)}
+
+
+def ws_units(message_bytes: float, prices: Prices) -> int:
+    return max(1, math.ceil(message_bytes / prices.api_gateway_websocket_message_bytes))
+
+
+# --- SSE: the stream function held open per tab ---------------------------------------------------------------
+
+
+def sse_idle_hour(idle: dict[str, Any], dep: Deployment, prices: Prices) -> Usage:
+    """One connected plugin doing nothing for an hour: its stream function runs (and is billed) the whole hour,
+    polling at the measured rate; it ends every ``stream_max_seconds`` and the plugin reconnects."""
+    streams = 3600 / dep.stream_max_seconds
+    stream_bytes = dep.stream_max_seconds / dep.heartbeat_seconds * SSE_HEARTBEAT_BYTES
+    extra_units = max(0, math.ceil(stream_bytes / prices.api_gateway_rest_stream_bytes_per_request) - 1)
+    return Usage(
+        read_units=idle["read_units"],
+        write_units=idle["write_units"],
+        lambda_gb_seconds=3600 * dep.memory_for(STREAM_FUNCTION) / 1024,
+        lambda_requests=streams,
+        lambda_streamed_bytes=streams * max(0.0, stream_bytes - prices.lambda_stream_free_bytes),
+        api_requests=streams * (1 + extra_units),
+    )
+
+
+def sse_call(call: dict[str, Any], idle: dict[str, Any] | None, dep: Deployment) -> Usage:
+    """One call of a measured type: DynamoDB units beyond what the idle plugin costs anyway over the same time,
     Lambda GB-s of every function but the stream (billed duration x memory), API Gateway and Lambda requests."""
     seconds = call["seconds_per_call"]
     idle_reads = (idle or {}).get("read_units", 0) / 3600 * seconds
     idle_writes = (idle or {}).get("write_units", 0) / 3600 * seconds
     gb_seconds = sum(ms / 1000 * dep.memory_for(f) / 1024 for f, ms in call["lambda_billed_ms"].items())
-    return {
-        "read_units": round(max(0.0, call["read_units"] - idle_reads) * 1000, 1),
-        "write_units": round(max(0.0, call["write_units"] - idle_writes) * 1000, 1),
-        "lambda_gb_seconds": round(gb_seconds * 1000, 3),
-        "lambda_requests": round(call["api_requests"] * 1000),
-        "api_requests": round(call["api_requests"] * 1000),
-    }
-
-
-def dollars(figures: dict[str, Any], prices: Prices, architecture: str) -> dict[str, float]:
-    dynamo = (
-        figures["read_units"] * prices.dynamodb_read_per_million
-        + figures["write_units"] * prices.dynamodb_write_per_million
-    ) / 1e6
-    lam = figures["lambda_gb_seconds"] * prices.lambda_gb_second(architecture) + figures["lambda_requests"] * (
-        prices.lambda_per_million_requests / 1e6
+    return Usage(
+        read_units=max(0.0, call["read_units"] - idle_reads),
+        write_units=max(0.0, call["write_units"] - idle_writes),
+        lambda_gb_seconds=gb_seconds,
+        lambda_requests=call["api_requests"],
+        api_requests=call["api_requests"],
     )
-    api = figures["api_requests"] * prices.api_gateway_rest_per_million / 1e6
-    return {
-        "dynamodb_usd": round(dynamo, 6),
-        "lambda_usd": round(lam, 6),
-        "api_gateway_usd": round(api, 6),
-        "total_usd": round(dynamo + lam + api, 6),
-    }
+
+
+# --- WebSocket push: no function held; a ping per heartbeat, a message per request ---------------------------
+
+
+def units_per_poll(idle: dict[str, Any]) -> float:
+    """Read units of one idle poll (the session read), as measured: an idle stream's reads are its polls."""
+    polls = idle.get("polling_reads") or idle.get("dynamodb_requests") or 1
+    return float(idle["read_units"]) / polls
+
+
+def presence_interval(idle: dict[str, Any]) -> float:
+    """Seconds between presence writes of an idle plugin, as measured (each is one write unit)."""
+    writes = float(idle.get("write_units") or 0)
+    return 3600 / writes if writes else math.inf
+
+
+def push_idle_hour(idle: dict[str, Any], dep: Deployment, prices: Prices, ping_seconds: float | None = None) -> Usage:
+    ping = ping_seconds or dep.heartbeat_seconds
+    pings = 3600 / ping
+    every = presence_interval(idle)
+    touches = 3600 / (ping * math.ceil(every / ping)) if math.isfinite(every) else 0.0  # only at pings, when due
+    connects = 3600 / PUSH_CONNECTION_SECONDS
+    invocations = pings + connects * PUSH_INVOCATIONS_PER_CONNECT
+    read_per_connect, write_per_connect = PUSH_UNITS_PER_CONNECT
+    return Usage(
+        read_units=pings * units_per_poll(idle) + connects * read_per_connect,
+        write_units=touches + connects * write_per_connect,
+        lambda_gb_seconds=invocations * PUSH_INVOCATION_BILLED_MS / 1000 * PUSH_FUNCTION_MB / 1024,
+        lambda_requests=invocations,
+        websocket_messages=2 * pings + connects * PUSH_MESSAGES_PER_CONNECT,  # ping in, heartbeat out
+        websocket_connection_minutes=60,
+    )
+
+
+SUBMITTING_FUNCTIONS = ("RequestFunction", "McpFunction")
+
+
+def push_call(call: dict[str, Any], idle: dict[str, Any] | None, dep: Deployment, prices: Prices) -> Usage:
+    """An SSE call without the stream's polling reads while it was under way (at the active interval), plus the
+    publish: one @connections POST from the submitting function and one message of the request's size."""
+    sse = sse_call(call, idle, dep)
+    polls = call["seconds_per_call"] / dep.poll_interval_seconds
+    stream_poll_units = min(call.get("polling_read_units", 0.0), polls * units_per_poll(idle or {"read_units": 0.5}))
+    submitter = next((f for f in SUBMITTING_FUNCTIONS if f in call["lambda_billed_ms"]), "RequestFunction")
+    publish_gb_s = PUSH_PUBLISH_BILLED_MS / 1000 * dep.memory_for(submitter) / 1024
+    return replace(
+        sse,
+        read_units=max(0.0, sse.read_units - stream_poll_units),
+        lambda_gb_seconds=sse.lambda_gb_seconds + publish_gb_s,
+        websocket_messages=ws_units(TOOL_REQUEST_BYTES, prices),
+    )
+
+
+# --- the model -----------------------------------------------------------------------------------------------
+
+SSE_HOUR_GOAL = next(g.usd for g in GOALS if g.channel == "sse" and g.scenario == "idle_plugin_hour")
+
+
+def sse_idle_poll_for(goal_usd: float, idle: dict[str, Any], dep: Deployment, prices: Prices) -> float | None:
+    """The idle poll interval at which an idle SSE plugin-hour costs ``goal_usd``: what is left of it once the
+    held function, the reconnects and the presence writes are paid buys the polls' reads."""
+    hour = sse_idle_hour(idle, dep, prices)
+    fixed = dollars(replace(hour, read_units=0.0), prices, dep.architecture)["total_usd"]
+    left = goal_usd - fixed
+    if left <= 0:
+        return None
+    polls = left / (units_per_poll(idle) * prices.dynamodb_read_per_million / 1e6)
+    return 3600 / polls
+
+
+SCENARIO_CALL_KIND = "http_wait"  # a tool call in the scenarios: one POST /request?wait (MCP costs about the same)
+PING_ALTERNATIVES = (15.0, 30.0, 60.0, 120.0, 300.0, 540.0)  # under API Gateway's 10-minute idle timeout
+
+
+def scenarios(idle_hour: Usage, call: Usage, prices: Prices, architecture: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for s in SCENARIOS:
+        usage = idle_hour.times(s.tab_hours) + call.times(s.calls)
+        out[s.key] = {"label": s.label, **priced(usage, prices, architecture)}
+    return out
+
+
+LEG_NAMES = {
+    "dynamodb_usd": "DynamoDB",
+    "lambda_usd": "Lambda",
+    "api_gateway_usd": "API Gateway REST",
+    "websocket_usd": "WebSocket messages and minutes",
+}
+
+
+def check_goals(channels: dict[str, Any], why: dict[str, str]) -> list[dict[str, Any]]:
+    out = []
+    for g in GOALS:
+        figures = channels.get(g.channel, {}).get("scenarios", {}).get(g.scenario)
+        if figures is None:
+            continue
+        total = figures["total_usd"]
+        legs = sorted(((figures[k], name) for k, name in LEG_NAMES.items()), reverse=True)
+        shares = ", ".join(f"{name} ${v:.4g} ({v / total:.0%})" for v, name in legs if total and v / total >= 0.05)
+        reason = f"largest legs: {shares}" + (f"; {why[g.channel]}" if g.channel in why else "")
+        out.append({"goal": g.label, "usd": total, "limit": g.usd, "met": total <= g.usd, "why": reason})
+    return out
 
 
 def model(deployed: dict[str, Any], dep: Deployment, prices: Prices) -> dict[str, Any]:
-    """Price the deployed stack's measured figures (bench.deployed)."""
-    out: dict[str, Any] = {"prices": asdict(prices), "deployment": asdict(dep)}
+    """Price the deployed stack's measured figures (bench.deployed) for both channels."""
+    out: dict[str, Any] = {
+        "prices": asdict(prices),
+        "price_sources": PRICE_SOURCES,
+        "prices_checked": PRICES_CHECKED,
+        "deployment": asdict(dep),
+    }
+    arch = dep.architecture
     idle = deployed.get("idle")
-    if idle is not None:
-        hour = idle_hour(idle, dep)
-        out["idle_plugin_hour"] = {**hour, **dollars(hour, prices, dep.architecture)}
+    if idle is not None:  # the SSE figures as before (the table printed under the deployed shape)
+        out["idle_plugin_hour"] = priced(sse_idle_hour(idle, dep, prices), prices, arch)
     for kind, call in deployed["kinds"].items():
-        figures = thousand_calls(call, idle, dep)
-        out[f"per_1000_{kind}"] = {**figures, **dollars(figures, prices, dep.architecture)}
+        out[f"per_1000_{kind}"] = priced(sse_call(call, idle, dep).times(1000), prices, arch)
+    call = deployed["kinds"].get(SCENARIO_CALL_KIND) or next(iter(deployed["kinds"].values()), None)
+    if idle is None or call is None:
+        return out
+    sse_hour, push_hour = sse_idle_hour(idle, dep, prices), push_idle_hour(idle, dep, prices)
+    channels = {
+        "sse": {
+            "label": f"SSE on Lambda streaming ({arch}, stream function {dep.memory_for(STREAM_FUNCTION)} MB)",
+            "scenarios": scenarios(sse_hour, sse_call(call, idle, dep), prices, arch),
+        },
+        "websocket": {
+            "label": f"WebSocket push (API Gateway WebSocket API, ping every {dep.heartbeat_seconds:g} s)",
+            "scenarios": scenarios(push_hour, push_call(call, idle, dep, prices), prices, arch),
+        },
+    }
+    out["channels"] = channels
+    out["scenario_call_kind"] = SCENARIO_CALL_KIND
+    gb_hour = dep.memory_for(STREAM_FUNCTION) / 1024 * 3600 * prices.lambda_gb_second(arch)
+    why = {
+        "sse": f"the stream function is held the whole hour: {dep.memory_for(STREAM_FUNCTION)} MB x 3,600 s = "
+        f"${gb_hour:.4f}, plus its polls' reads",
+        "websocket": f"each ping is 2 messages (ping in, heartbeat out): {2 * 3600 / dep.heartbeat_seconds:g} an "
+        f"hour per tab at {dep.heartbeat_seconds:g} s, plus a Lambda invocation, a session read and a presence "
+        "write each",
+    }
+    interval = sse_idle_poll_for(SSE_HOUR_GOAL, idle, dep, prices)
+    if interval is not None:
+        out["sse_idle_poll_for_goal"] = round(interval, 2)
+        why["sse"] += f"; its reads fit the goal with IdlePollIntervalSeconds ≥ {interval:.2f} s"
+    else:
+        why["sse"] += "; no poll interval fits the goal: the function's hour alone is over it"
+    out["goals"] = check_goals(channels, why)
+    out["push_ping_sensitivity"] = [
+        {
+            "ping_seconds": p,
+            **{
+                k: v["total_usd"]
+                for k, v in scenarios(
+                    push_idle_hour(idle, dep, prices, p), push_call(call, idle, dep, prices), prices, arch
+                ).items()
+                if k != "thousand_calls"
+            },
+        }
+        for p in PING_ALTERNATIVES
+    ]
     return out

@@ -25,7 +25,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -50,6 +51,11 @@ CALL_KINDS: dict[str, load.RoundTrip] = {
     "mcp": load.mcp_round_trip,
 }
 WARM_UP_CALLS = 5
+# How the plugin gets its requests: each channel is a factory of connected session pairs (LLM client + plugin). A
+# second channel (the WebSocket push) is one more entry: a factory whose fake plugin connects over it. Every
+# channel's round trips are then measured and printed, locally and against --url.
+Pairs = Callable[[str, int], AbstractAsyncContextManager[tuple[httpx.AsyncClient, list[load.Pair]]]]
+CHANNELS: dict[str, Pairs] = {"sse": load.session_pairs}
 # The bench makes more calls a minute than the request limit allows one client; the counters still run.
 ENV = {
     "RATE_LIMIT_SESSION_PER_IP": "100000",
@@ -271,6 +277,9 @@ async def _measure(
             if samples.delivery:
                 figures["delivery"] = summary(samples.delivery)
             out["kinds"][name] = figures
+    for channel, factory in CHANNELS.items():  # the first (SSE) was counted above; any other: round trips
+        if channel != "sse":
+            out.setdefault("channels", {})[channel] = await channel_round_trips(stack.base, factory, kinds, calls)
     print(f"  deployed: {plugins} idle plugins, first call after {resume:g} s …", file=sys.stderr, flush=True)
     async with load.session_pairs(stack.base, plugins) as (llm, pairs):
         for i, pair in enumerate(pairs):
@@ -306,6 +315,44 @@ async def _measure(
         used[r.function] = max(used.get(r.function, 0), r.used_mb)
     out["max_memory_used_mb"] = dict(sorted(used.items()))
     return out
+
+
+# --- a deployed stack by URL: round trips only (its DynamoDB, Lambda and CPU figures are CloudWatch's) ----------
+
+
+async def channel_round_trips(
+    base: str, pairs: Pairs, kinds: dict[str, load.RoundTrip], calls: int, *, warm_up: int = WARM_UP_CALLS
+) -> dict[str, Any]:
+    """Latency of each call type through one channel, one session pair per type (a deployed stack limits the
+    requests per code and minute), after ``warm_up`` calls that take the cold starts."""
+    out: dict[str, Any] = {}
+    for name, kind in kinds.items():
+        print(f"  deployed: {name} …", file=sys.stderr, flush=True)
+        async with pairs(base, 1) as (llm, (pair,)):
+            for i in range(warm_up):
+                await kind(llm, pair, -1 - i, load.Samples())
+            samples = load.Samples()
+            for i in range(calls):
+                await kind(llm, pair, i, samples)
+        out[name] = {"latency": summary(samples.round_trip), "call_errors": samples.errors}
+        if samples.delivery:
+            out[name]["delivery"] = summary(samples.delivery)
+    return out
+
+
+async def _remote(base: str, calls: int, mcp: bool, channels: dict[str, Pairs]) -> dict[str, Any]:
+    kinds = {name: kind for name, kind in CALL_KINDS.items() if mcp or name != "mcp"}
+    floor = await _floor(base, calls)
+    out: dict[str, Any] = {"url": base, "calls": calls, "floor": summary(floor.round_trip), "channels": {}}
+    for channel, pairs in channels.items():
+        out["channels"][channel] = await channel_round_trips(base, pairs, kinds, calls)
+    return out
+
+
+def run_url(base: str, *, calls: int, mcp: bool = True, channels: dict[str, Pairs] | None = None) -> dict[str, Any]:
+    """The round trips of a stack deployed anywhere (``https://…/v1``), nothing started here."""
+    result: dict[str, Any] = asyncio.run(_remote(base.rstrip("/"), calls, mcp, channels or CHANNELS))
+    return result
 
 
 def run(

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import codap_bench, coldstart, cost, deployed, load, pressure
+from bench import codap_bench, coldstart, cost, cpushare, deployed, load, pressure
 from bench.dynamo import LocalTable, dynamodb_local
 from bench.idle import idle_streams
 from bench.report import render
@@ -30,7 +30,18 @@ from bench.server import run_target
 from bench.stats import ratio, summary
 from codap_relay_tooling.testing.servers import raise_fd_limit
 
-SECTIONS = ("roundtrip", "ops", "stores", "throughput", "pressure", "idle", "coldstart", "deployed", "codap")
+SECTIONS = (
+    "roundtrip",
+    "ops",
+    "stores",
+    "throughput",
+    "pressure",
+    "idle",
+    "coldstart",
+    "deployed",
+    "cpushare",
+    "codap",
+)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -59,6 +70,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--resume-idle-seconds", type=float, default=120.0, help="idle time before each plugin's next call (resume)"
     )
+    p.add_argument("--cpushare-idle-seconds", type=float, default=20.0, help="idle polls counted per CPU share")
+    p.add_argument("--cpushare-calls", type=int, default=20, help="deliveries timed per CPU share")
+    p.add_argument("--url", help="deployed section: measure this deployed stack (https://…/v1) instead of local-api")
     p.add_argument(
         "--no-codap-webgl",
         action="store_true",
@@ -76,6 +90,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.idle_measure_seconds, args.resume_idle_seconds = 1.0, 3.0
         args.ops_calls = 3
         args.pressure_seconds = 0.5
+        args.cpushare_idle_seconds, args.cpushare_calls = 2.0, 3
         args.no_codap_webgl = True
     args.sections = SECTIONS if not args.only else tuple(s.strip() for s in args.only.split(",") if s.strip())
     unknown = set(args.sections) - set(SECTIONS)
@@ -295,6 +310,10 @@ def run_idle(args: argparse.Namespace, results: dict[str, Any]) -> None:
 
 def run_deployed(args: argparse.Namespace, results: dict[str, Any], dynamo: LocalTable | str | None) -> None:
     """The deployed shape through local-api on DynamoDB Local, and the cost model priced from it."""
+    if args.url:
+        print(f"deployed stack at {args.url} …", file=sys.stderr, flush=True)
+        results["deployed"] = deployed.run_url(args.url, calls=args.deployed_calls, mcp=not args.no_mcp)
+        return
     if args.no_dynamodb:
         results["deployed"] = {"skipped": "--no-dynamodb was given (the deployed shape runs on DynamoDB Local)"}
         return
@@ -315,6 +334,17 @@ def run_deployed(args: argparse.Namespace, results: dict[str, Any], dynamo: Loca
     results["deployed"] = {**measured, "cost": cost.model(measured, dep, cost.Prices())}
 
 
+def run_cpushare(args: argparse.Namespace, results: dict[str, Any], dynamo: LocalTable | str | None) -> None:
+    """The stream function's polls and deliveries at the CPU share of each memory size (bench.cpushare)."""
+    if not isinstance(dynamo, LocalTable):
+        results["cpushare"] = {"skipped": f"DynamoDB Local not available: {dynamo}"}
+        return
+    print("stream at Lambda's CPU share …", file=sys.stderr, flush=True)
+    results["cpushare"] = cpushare.run(
+        dynamo, cost.deployment_from_template(), idle_seconds=args.cpushare_idle_seconds, calls=args.cpushare_calls
+    )
+
+
 # --- main ------------------------------------------------------------------------------------------------------
 
 
@@ -329,7 +359,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     if "roundtrip" in args.sections or "throughput" in args.sections:
         run_main_store(args, results, samples)
-    need_dynamo = ("stores" in args.sections and "dynamodb" in args.stores) or "deployed" in args.sections
+    need_dynamo = ("stores" in args.sections and "dynamodb" in args.stores) or "cpushare" in args.sections
+    need_dynamo = need_dynamo or ("deployed" in args.sections and not args.url)
     need_dynamo = need_dynamo and not args.no_dynamodb
     if need_dynamo:
         print("starting DynamoDB Local …", file=sys.stderr, flush=True)
@@ -338,6 +369,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             run_stores(args, results, samples, dynamo)
         if "deployed" in args.sections:
             run_deployed(args, results, dynamo)
+        if "cpushare" in args.sections:
+            run_cpushare(args, results, dynamo)
     if "ops" in args.sections:
         run_ops(args, results)
     if "pressure" in args.sections:

@@ -204,6 +204,8 @@ def render(results: dict[str, Any]) -> str:
             out.append("- no Lambda handler modules under functions/ yet")
     if "deployed" in results:
         out += deployed_section(results["deployed"])
+    if "cpushare" in results:
+        out += cpushare_section(results["cpushare"])
     if "codap" in results:
         out += codap_section(results["codap"])
     return "\n".join(out)
@@ -216,6 +218,8 @@ def detail(mapping: dict[str, Any]) -> str:
 def deployed_section(d: dict[str, Any]) -> list[str]:
     if "skipped" in d:
         return ["", "## Deployed shape (local-api)", "", f"- not measured: {d['skipped']}"]
+    if "url" in d:
+        return deployed_url_section(d)
     dep = d["cost"]["deployment"]
     idle_poll = dep["idle_poll_interval_seconds"]
     polling = f"polling every {dep['poll_interval_seconds']:g} s"
@@ -233,6 +237,12 @@ def deployed_section(d: dict[str, Any]) -> list[str]:
             rows.append(latency_rows(label, k["latency"], None, k["latency_floor"]))
             if "delivery" in k:
                 rows.append(latency_rows("… its delivery (POST → SSE)", k["delivery"], None))
+    for channel, kinds in (d.get("channels") or {}).items():  # channels other than SSE: round trips only
+        for key, label in CALL_TYPES:
+            if key in kinds:
+                rows.append(latency_rows(f"{channel}: {label}", kinds[key]["latency"], None))
+                if "delivery" in kinds[key]:
+                    rows.append(latency_rows(f"… its delivery (POST → {channel})", kinds[key]["delivery"], None))
     if "resume" in d:
         r = d["resume"]
         rows.append(latency_rows(f"HTTP `?wait`, first call after {r['idle_seconds']:g} s idle", r["first"], None))
@@ -291,6 +301,24 @@ def deployed_section(d: dict[str, Any]) -> list[str]:
     return out
 
 
+def deployed_url_section(d: dict[str, Any]) -> list[str]:
+    """Round trips of a stack deployed elsewhere (``--url``), one block of rows per plugin channel."""
+    out = ["", f"## Deployed stack at {d['url']} ({d['calls']} calls of each type per channel)", ""]
+    rows = [latency_rows("floor: 2 `GET /healthz` in a row through the stage", d["floor"], None)]
+    for channel, kinds in d["channels"].items():
+        for key, label in CALL_TYPES:
+            if key in kinds:
+                k = kinds[key]
+                rows.append(latency_rows(f"{channel}: {label}", k["latency"], None))
+                if "delivery" in k:
+                    rows.append(latency_rows(f"… its delivery (POST → {channel})", k["delivery"], None))
+    out += table(LATENCY_HEADER, rows)
+    errors = {f"{c}/{k}": v["call_errors"] for c, kinds in d["channels"].items() for k, v in kinds.items()}
+    if any(errors.values()):
+        out += ["", f"Failed calls: {detail(errors)}."]
+    return out
+
+
 def cost_section(c: dict[str, Any]) -> list[str]:
     p, dep = c["prices"], c["deployment"]
     rows = []
@@ -328,6 +356,101 @@ def cost_section(c: dict[str, Any]) -> list[str]:
         "",
     ]
     header = ["", "read units", "write units", "Lambda GB-s", "requests", "DynamoDB", "Lambda", "API GW", "total"]
+    return out + table(header, rows) + channels_section(c)
+
+
+def channels_section(c: dict[str, Any]) -> list[str]:
+    """Both plugin channels priced for the issue's scenarios, the goals met and missed, and the push channel's
+    cost by ping interval."""
+    if "channels" not in c:
+        return []
+    p = c["prices"]
+    out = [
+        "",
+        f"### Cost by channel (us-east-1 list prices as of {c['prices_checked']}; a call is one "
+        f"`{c['scenario_call_kind']}` call as measured above)",
+        "",
+        f"WebSocket API ${p['api_gateway_websocket_messages_per_million']:g}/M messages (each "
+        f"{p['api_gateway_websocket_message_bytes'] // 1024} KB or part a message), "
+        f"${p['api_gateway_websocket_connection_minutes_per_million']:g}/M connection-minutes; Lambda streaming "
+        f"${p['lambda_streamed_per_gb']:g}/GB beyond {p['lambda_stream_free_bytes'] // 2**20} MB a response; a "
+        f"streamed REST response is a request per {p['api_gateway_rest_stream_bytes_per_request'] // 2**20} MB.",
+        "",
+    ]
+    rows = []
+    for channel in c["channels"].values():
+        for f in channel["scenarios"].values():
+            rows.append(
+                [
+                    channel["label"],
+                    f["label"],
+                    num(f["read_units"]),
+                    num(f["write_units"]),
+                    num(f["lambda_gb_seconds"]),
+                    num(f["lambda_requests"]),
+                    num(f["api_requests"]),
+                    num(f["websocket_messages"]),
+                    f"${f['dynamodb_usd']:.4f}",
+                    f"${f['lambda_usd']:.4f}",
+                    f"${f['api_gateway_usd']:.4f}",
+                    f"${f['websocket_usd']:.4f}",
+                    f"**${f['total_usd']:.4f}**",
+                ]
+            )
+    header = ["channel", "scenario", "read units", "write units", "Lambda GB-s", "Lambda req", "REST req"]
+    header += ["WS messages", "DynamoDB", "Lambda", "API GW REST", "WebSocket", "total"]
+    out += table(header, rows)
+    out += ["", "Goals (issue 23):", ""]
+    for g in c.get("goals", []):
+        verdict = "met" if g["met"] else "MISSED"
+        out.append(f"- {verdict}: {g['goal']}: ${g['usd']:.4f} ({g['why']})")
+    if c.get("push_ping_sensitivity"):
+        out += ["", "The push channel by ping interval (API Gateway closes a connection idle for 10 minutes):", ""]
+        out += table(
+            ["ping every", "idle plugin-hour", "class-hour", "district day"],
+            [
+                [
+                    f"{r['ping_seconds']:g} s",
+                    f"${r['idle_plugin_hour']:.5f}",
+                    f"${r['class_hour']:.4f}",
+                    f"${r['district_day']:.2f}",
+                ]
+                for r in c["push_ping_sensitivity"]
+            ],
+        )
+    return out
+
+
+def cpushare_section(c: dict[str, Any]) -> list[str]:
+    out = ["", "## The stream function at Lambda's CPU share (1,769 MB = 1 vCPU)", ""]
+    if "skipped" in c:
+        return [*out, f"- not measured: {c['skipped']}"]
+    out += [
+        f"A real stream on DynamoDB Local polling every {c['poll_interval_seconds']:g} s, its process run "
+        f"share x {c['period_ms']:g} ms of every {c['period_ms']:g} ms (SIGSTOP/SIGCONT); idle polls counted for "
+        f"{c['idle_seconds']:g} s, then {c['calls']} deliveries (`POST /request` sent → event at the plugin) spread "
+        "over the poll period.",
+        "",
+    ]
+    rows = []
+    for r in c["rows"]:
+        d = r["delivery"]
+        rows.append(
+            [
+                "unthrottled" if r["memory_mb"] is None else f"{r['memory_mb']} MB",
+                "-" if r["share"] is None else f"{r['share']:.3f} ({r['achieved_share']:.3f})",
+                str(r["polls"]),
+                f"{r['cpu_ms_per_poll']:g}",
+                f"{r['wall_ms_per_poll']:g}",
+                ms(d.get("p50")),
+                ms(d.get("p95")),
+                ms(d.get("max")),
+                str(r["errors"]),
+                f"${r['stream_usd_per_hour']:.4f}" if "stream_usd_per_hour" in r else "-",
+            ]
+        )
+    header = ["memory", "vCPU share (achieved)", "idle polls", "CPU ms per poll", "wall ms per poll"]
+    header += ["delivery p50 ms", "p95 ms", "max ms", "errors", f"stream function per hour ({c['architecture']})"]
     return out + table(header, rows)
 
 

@@ -33,7 +33,7 @@ def test_quick_run_reports_every_section(tmp_path: Path) -> None:
     plot = tmp_path / "latency.png"
     # DynamoDB Local is left out to keep this in seconds; the stores section still runs memory and SQLite. The
     # real-CODAP section has a test of its own (below).
-    sections = "roundtrip,ops,stores,throughput,pressure,idle,coldstart,deployed"
+    sections = "roundtrip,ops,stores,throughput,pressure,idle,coldstart,deployed,cpushare"
     stdout, figures = run_bench(
         tmp_path, "--only", sections, "--no-dynamodb", "--stores", "memory,sqlite", "--functions", "request",
         "--plot", str(plot),
@@ -82,6 +82,7 @@ def test_quick_run_reports_every_section(tmp_path: Path) -> None:
     assert figures["coldstart"]["baseline"]["init_ms"] > 0
 
     assert "--no-dynamodb" in figures["deployed"]["skipped"]  # the deployed shape needs DynamoDB Local
+    assert "skipped" in figures["cpushare"] and "## The stream function at Lambda's CPU share" in stdout
 
 
 @pytest.mark.browser
@@ -145,3 +146,9 @@ def test_quick_run_on_dynamodb_local(tmp_path: Path) -> None:
     for key in ("idle_plugin_hour", "per_1000_http_wait", "per_1000_http"):
         assert {"read_units", "write_units", "lambda_gb_seconds", "total_usd"} <= set(cost[key])
     assert "### Cost model" in stdout
+    assert set(cost["channels"]) == {"sse", "websocket"}  # both plugin channels, every scenario, every goal
+    for channel in cost["channels"].values():
+        assert set(channel["scenarios"]) == {"idle_plugin_hour", "class_hour", "district_day", "thousand_calls"}
+        assert all(s["total_usd"] > 0 for s in channel["scenarios"].values())
+    assert len(cost["goals"]) == 4 and all(g["why"] for g in cost["goals"])
+    assert "### Cost by channel" in stdout and "Goals (issue 23):" in stdout

@@ -1,0 +1,36 @@
+"""The CPU-share emulation (bench/cpushare.py): a process under the duty cycle runs only in its windows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.cpushare import DutyCycle, process_cpu_seconds
+
+
+def state(pid: int) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def test_a_busy_process_gets_its_share_and_runs_on_afterwards() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # started
+        before = process_cpu_seconds(child.pid)
+        with DutyCycle(child.pid, 0.2) as duty:
+            time.sleep(1.0)
+        used = process_cpu_seconds(child.pid) - before
+        # It ran only while let: the windows add up to about a fifth of the time, and its CPU time to no more.
+        assert 0.1 < duty.achieved < 0.35, duty.achieved
+        assert used <= duty.open_seconds + 0.03, (used, duty.open_seconds)
+        assert used > 0
+        deadline = time.monotonic() + 2
+        while state(child.pid) == "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert state(child.pid) in "RS"  # continued, never left stopped
+    finally:
+        child.kill()
+        child.wait()
