@@ -165,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=2,  # open streams end; then every function process is stopped
         ws="websockets-sansio",
         ws_max_size=MAX_MESSAGE_BYTES,  # a bigger message closes the connection with 1009, as API Gateway does
+        ws_per_message_deflate=False,  # API Gateway does not compress: a browser's offer of it is declined
     )
     host = args.host if ":" not in args.host else f"[{args.host}]"
     prefix = (args.base_path or stack.stage).strip("/")

@@ -213,6 +213,7 @@ class SocketGateway:
             return
         await send({"type": "websocket.accept"})
         conn.open = True
+        conn.last_active = time.time()  # idle from here: the $connect invocation took its time before
         self.connections[conn.id] = conn
         self._log(f"push: {conn.id} connected from {conn.source_ip}")
         if route is not None and route.two_way:

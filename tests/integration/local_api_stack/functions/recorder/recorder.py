@@ -15,6 +15,7 @@ def record(event: dict[str, Any]) -> None:
     line = {
         "event": event,
         "pid": os.getpid(),
+        "at": time.time(),
         "push": {name: os.environ.get(name) for name in ("PUSH_URL", "PUSH_ENDPOINT")},
     }
     with open(os.environ["RECORDER_LOG"], "a") as log:
