@@ -215,6 +215,9 @@ def talk_through_the_routes(push: Push, ws: ClientConnection, connection: str, e
     assert json.loads(ws.recv(timeout=15)) == {"echo": '{"action": "echo", "n": 2}'}
     routes = [r["event"]["requestContext"]["routeKey"] for r in push.of(connection, "MESSAGE", 2)]
     assert routes == ["$default", "echo"]
+    ws.send(b"\x00\xff")  # a binary frame reaches the function in base64
+    binary = push.of(connection, "MESSAGE", 3)[-1]["event"]
+    assert (binary["body"], binary["isBase64Encoded"]) == ("AP8=", True)
 
 
 def test_a_connect_answered_non_2xx_is_refused_with_its_status(push: Push) -> None:
@@ -349,3 +352,29 @@ def test_each_invocation_runs_in_a_function_process_and_messages_do_not_wait_for
     functions = descendants(local_api)
     every = {r["pid"] for r in push.records()}
     assert local_api not in every and every <= functions, (every, functions)
+
+
+def test_each_route_is_throttled_by_the_stages_default_route_settings(tmp_path: Path) -> None:
+    """A stage allowing a burst of 2 per route, refilled at one per 100 s: a third connection is refused (429);
+    a third message gets API Gateway's error message and is not delivered."""
+    log = tmp_path / "events.jsonl"
+    port = free_port()
+    args = ["--template", str(TEMPLATE), "--store", f"sqlite:///{tmp_path / 'relay.db'}", "--push-port", str(port)]
+    args += ["--push-channel", "websocket", "--parameter", "SocketThrottleRate=0.01"]
+    args += ["--parameter", "SocketThrottleBurst=2"]
+    env = {**os.environ, "RECORDER_LOG": str(log)}
+    with local_api_process(*args, env=env, prefix="/test") as (rest, process):
+        push = Push(rest, f"ws://127.0.0.1:{port}/test", f"http://127.0.0.1:{port}/test", process, log)
+        with open_socket(push) as (ws, connection, _), open_socket(push):
+            with pytest.raises(InvalidStatus) as third:
+                connect(push.url, open_timeout=20)
+            assert third.value.response.status_code == 429
+            for n in range(3):
+                ws.send(json.dumps({"n": n}))
+            said = json.loads(ws.recv(timeout=15))
+            assert said["message"] == "Too Many Requests" and said["connectionId"] == connection
+            ws.send('{"action": "echo"}')  # another route: its own bucket
+            assert json.loads(ws.recv(timeout=15)) == {"echo": '{"action": "echo"}'}
+            delivered = sorted(r["event"]["body"] for r in push.of(connection, "MESSAGE", 3))
+            assert delivered == ['{"action": "echo"}', '{"n": 0}', '{"n": 1}'], delivered
+        assert len([r for r in push.records() if r["event"]["requestContext"]["eventType"] == "CONNECT"]) == 2

@@ -141,7 +141,13 @@ class SocketGateway:
         self.max_seconds = max_seconds
         self.prefix = f"/{api.stage}"
         self.connections: dict[str, Connection] = {}
-        self.bucket = TokenBucket(api.throttle.rate_per_second, api.throttle.burst) if api.throttle else None
+        # The stage's DefaultRouteSettings throttle each route on its own (route-level throttling), $connect too.
+        throttle = api.throttle
+        self.buckets = (
+            {key: TokenBucket(throttle.rate_per_second, throttle.burst) for key in (*api.routes, "$connect")}
+            if throttle is not None
+            else {}
+        )
         expression = api.route_selection_expression
         self.selector = (
             expression.removeprefix("$request.body.").split(".") if expression.startswith("$request.body.") else None
@@ -161,7 +167,7 @@ class SocketGateway:
         if scope["path"].rstrip("/") != self.prefix:
             await self._refuse(scope, send, 403, b'{"message":"Forbidden"}')
             return
-        if self.bucket is not None and not self.bucket.take():
+        if not self._admit("$connect"):
             await self._refuse(scope, send, 429, b'{"message":"Too Many Requests"}')
             return
         now = time.time()
@@ -211,7 +217,11 @@ class SocketGateway:
             self._log(f"push: {conn.id} refused by $connect ({status or 'malformed answer'})")
             await self._refuse(scope, send, status if status is not None else 500, _body(outcome.result))
             return
-        await send({"type": "websocket.accept"})
+        try:
+            await send({"type": "websocket.accept"})
+        except OSError:  # the client left while $connect ran: nothing was opened
+            self._log(f"push: {conn.id} left before $connect answered")
+            return
         conn.open = True
         conn.last_active = time.time()  # idle from here: the $connect invocation took its time before
         self.connections[conn.id] = conn
@@ -313,7 +323,7 @@ class SocketGateway:
         if route is None:  # no route for it and no $default: API Gateway tells the client
             await self._tell(conn, "Forbidden", request_id)
             return
-        if self.bucket is not None and not self.bucket.take():
+        if not self._admit(route.key):
             await self._tell(conn, "Too Many Requests", request_id)
             return
         outcome = await self._invoke(route, event)
@@ -321,6 +331,10 @@ class SocketGateway:
             await self._tell(conn, outcome.error, request_id)
         elif route.two_way:
             await self._answer(conn, outcome.result)
+
+    def _admit(self, route_key: str) -> bool:
+        bucket = self.buckets.get(route_key)
+        return bucket is None or bucket.take()
 
     async def _tell(self, conn: Connection, error: str, request_id: str) -> None:
         body = {"message": error, "connectionId": conn.id, "requestId": request_id}
