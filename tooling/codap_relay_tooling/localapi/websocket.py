@@ -39,17 +39,15 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 from urllib.parse import parse_qsl, unquote
 
 from starlette.types import Receive, Scope, Send
 
 from .events import API_ID, IncomingRequest, encode_payload, gateway_headers, trace_id
+from .gateway import Gateway, TokenBucket
 from .instances import FunctionThrottled, InstanceFailed, Pool, RuntimeInstance
 from .template import SocketApi, SocketRoute
-
-if TYPE_CHECKING:
-    from .gateway import Gateway
 
 MAX_MESSAGE_BYTES = 128 * 1024  # "Message payload size: 128 KB", for messages in and posts out
 IDLE_TIMEOUT_SECONDS = 600.0  # "Idle Connection Timeout: 10 minutes"
@@ -131,8 +129,6 @@ class SocketGateway:
         idle_seconds: float = IDLE_TIMEOUT_SECONDS,
         max_seconds: float = MAX_CONNECTION_SECONDS,
     ) -> None:
-        from .gateway import TokenBucket
-
         self.api = api
         self.pools = pools
         self.gateway = gateway
