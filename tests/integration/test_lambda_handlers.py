@@ -332,6 +332,16 @@ EXPECTED: dict[str, tuple[int, Check]] = {
     # No stream of that tab owns the sample session: recorded, nothing to detach.
     "sessions-detach": (200, lambda r: body(r) == {"code": CODE, "detached": False}),
     "sessions-log": (200, lambda r: [e["id"] for e in body(r)["entries"]] == ["req-1"]),
+    # A request too big to push, fetched by its pointer (plugin role): the request as queued, with its seq.
+    "sessions-request-by-pointer": (
+        200,
+        lambda r: [body(r)[k] for k in ("id", "tool", "seq")] == ["req-1", "get_codap_datasets", 1],
+    ),
+    "sessions-request-by-pointer-preflight": (
+        200,
+        lambda r: r["headers"]["access-control-allow-origin"] == "https://codap.concord.org"
+        and "authorization" in r["headers"]["access-control-allow-headers"].lower(),
+    ),
     "stream-poll": (200, lambda r: '"id":"req-1"' in r["body"]),
     "stream-poll-custom-domain": (200, lambda r: '"id":"req-1"' in r["body"]),
     "request": (202, lambda r: body(r)["id"] == "req-1"),
@@ -368,6 +378,7 @@ EXPECTED: dict[str, tuple[int, Check]] = {
 }
 PREREQUISITES = {
     "sessions-log": ["request"],
+    "sessions-request-by-pointer": ["request"],
     "stream-poll": ["request"],
     "stream-poll-custom-domain": ["request"],
     "response": ["request"],
@@ -439,6 +450,14 @@ TRANSACT_ACTIONS = {
 }
 
 
+def statement_actions(statement: dict[str, Any]) -> list[str]:
+    """A policy statement's actions; under ``!If`` (the push channel's ManageConnections) the statement it adds."""
+    if "Fn::If" in statement:
+        statement = statement["Fn::If"][1]
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else list(action)
+
+
 def allowed_actions() -> dict[str, set[str]]:
     """Each function's DynamoDB actions as its template policy grants them, by the short names of ROUTE_FUNCTION."""
     from codap_relay.sam_template import load_template
@@ -450,7 +469,8 @@ def allowed_actions() -> dict[str, set[str]]:
             action.removeprefix("dynamodb:")
             for policy in props.get("Policies", [])
             for statement in policy.get("Statement", [])
-            for action in statement["Action"]
+            for action in statement_actions(statement)
+            if action.startswith("dynamodb:")
         }
         granted[short] = actions
     return granted

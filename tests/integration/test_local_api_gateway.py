@@ -22,7 +22,7 @@ import pytest
 
 from codap_relay_tooling.testing import CHECKOUT
 from codap_relay_tooling.testing.commands import local_api_process
-from codap_relay_tooling.testing.servers import ServerProcess
+from codap_relay_tooling.testing.servers import ServerProcess, descendants
 
 STACK = Path(__file__).resolve().parent / "local_api_stack"
 TEMPLATE = STACK / "template.yaml"
@@ -49,24 +49,6 @@ def echo(base: str, path: str = "/echo", **kwargs: Any) -> dict[str, Any]:
     assert r.status_code == 200, r.text
     body: dict[str, Any] = r.json()
     return body
-
-
-def children(pid: int) -> set[int]:
-    """Every live descendant process of ``pid`` (from /proc: local-api's function processes)."""
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z":
-            parents[int(stat.parent.name)] = int(fields[1])
-    found: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
-        found |= frontier
-    return found
 
 
 # --- the event ------------------------------------------------------------------------------------------
@@ -238,7 +220,7 @@ def test_each_function_runs_in_its_own_processes_warm_reused_and_scaled_out(
     echo_pids = {echo(base)["pid"] for _ in range(3)}
     assert len(echo_pids) == 1  # one warm instance answers one call after another
     behave_pid = int(httpx.get(f"{base}/behave/pid", timeout=30).text)
-    assert behave_pid not in echo_pids and {behave_pid, *echo_pids} <= children(process.pid)
+    assert behave_pid not in echo_pids and {behave_pid, *echo_pids} <= descendants(process.pid)
     # Three at once: each invocation needs an instance to itself, so two more start cold (the cap is 3).
     cold_before = process.output().count("Init Duration")
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
@@ -272,14 +254,14 @@ def test_throttle_sigterm_and_no_orphans(tmp_path: Path) -> None:
         limited = httpx.get(f"{base}/echo", timeout=30)
         if limited.status_code == 429:
             assert limited.json() == {"message": "Too Many Requests"}
-        functions = children(process.pid)
+        functions = descendants(process.pid)
         assert len(functions) >= 2
         process.send_signal(signal.SIGTERM)
         assert process.wait(20) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal once it has shut down
         assert re.search(r"stopped: \d+ function instance\(s\) ended", process.output())
-        assert not children(process.pid) and not any(Path(f"/proc/{pid}").exists() for pid in functions)
+        assert not descendants(process.pid) and not any(Path(f"/proc/{pid}").exists() for pid in functions)
     with local_api_process(*args, prefix="/test") as (base, process):
-        functions = children(process.pid)
+        functions = descendants(process.pid)
         process.kill()
         process.wait(10)
         deadline = time.monotonic() + 10

@@ -25,6 +25,7 @@ STACKS = {
     "no stream limit": Stack.of(StreamConcurrency="0"),
     "stage prod": Stack.of(StageName="prod"),
     "warm table": Stack.of(TableWarmReadUnitsPerSecond="30000"),
+    "push": Stack.of(PushChannel="websocket"),
 }
 
 # awslabs/aws-lambda-web-adapter publishes its layer from this account, one name per architecture (its README).
@@ -376,3 +377,77 @@ def test_the_log_grace_parameter_agrees_with_the_setting_and_the_tables_ttl(depl
     configured = [f["Environment"]["Variables"] for f in functions(deployed["defaults"]).values() if "Environment" in f]
     relays = [v for v in configured if "SESSION_TTL_SECONDS" in v]
     assert relays and all(str(v.get("LOG_GRACE_SECONDS")) == str(spec["Default"]) for v in relays)
+
+
+# --- issue 23: the push channel (PushChannel=websocket) ---------------------------------------------------------
+
+PUBLISHERS = {"SessionsFunction", "RequestFunction", "McpFunction", "StreamFunction", "PushFunction"}
+MANAGE = "execute-api:ManageConnections"
+
+
+def statements(stack: Deployed, function: dict[str, Any]) -> list[dict[str, Any]]:
+    role = role_of(stack, function)
+    return [s for policy in role.get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
+
+
+@pytest.mark.parametrize("name", ["defaults", "push"])
+def test_the_push_channel_exists_only_with_push_channel_websocket(deployed: dict[str, Deployed], name: str) -> None:
+    stack = deployed[name]
+    on = name == "push"
+    sockets = {kind: stack.resources(f"AWS::ApiGatewayV2::{kind}") for kind in ("Api", "Route", "Integration", "Stage")}
+    assert ("PushFunction" in functions(stack)) is on
+    assert stack.condition(stack.template["Outputs"]["PushUrl"]["Condition"]) is on
+    url = "wss://<PushApi>.execute-api.us-east-1.amazonaws.com/v1"
+    permissions = stack.resources("AWS::Lambda::Permission").values()
+    push_permissions = [p["Properties"] for p in permissions if p["Properties"]["FunctionName"] == "<PushFunction>"]
+    for function_name, function in functions(stack).items():
+        variables = function["Environment"]["Variables"]
+        assert variables["PUSH_URL"] == (url if on else ""), function_name
+        assert variables["PUSH_ENDPOINT"] == (url.replace("wss://", "https://") if on else ""), function_name
+    if not on:
+        assert not any(sockets.values()) and not push_permissions
+        return
+    [api] = sockets["Api"].values()
+    assert api["Properties"]["ProtocolType"] == "WEBSOCKET"
+    assert api["Properties"]["RouteSelectionExpression"] == "$request.body.action"
+    [(integration_name, integration)] = sockets["Integration"].items()
+    assert integration["Properties"]["IntegrationType"] == "AWS_PROXY"
+    assert "/functions/<PushFunction.Arn>/invocations" in integration["Properties"]["IntegrationUri"]
+    routes = {r["Properties"]["RouteKey"]: r["Properties"] for r in sockets["Route"].values()}
+    assert set(routes) == {"$connect", "$disconnect", "$default"}
+    assert {r["Target"] for r in routes.values()} == {f"integrations/<{integration_name}>"}
+    [stage] = sockets["Stage"].values()
+    assert stage["Properties"]["StageName"] == "v1" and stage["Properties"]["AutoDeploy"] is True
+    assert stage["Properties"]["DefaultRouteSettings"]["ThrottlingRateLimit"] > 0
+    [permission] = push_permissions
+    assert permission["Principal"] == "apigateway.amazonaws.com"
+    assert permission["SourceArn"] == "arn:aws:execute-api:us-east-1:123456789012:<PushApi>/v1/*"
+    push = functions(stack)["PushFunction"]
+    assert int(push["MemorySize"]) == 128 and push["Architectures"] == ["arm64"] and push["Handler"] == "app.handler"
+    assert stack.resolve(stack.template["Outputs"]["PushUrl"]["Value"]) == url
+
+
+@pytest.mark.parametrize("name", ["defaults", "push"])
+def test_only_the_publishers_may_manage_connections_and_only_the_push_apis(
+    deployed: dict[str, Deployed], name: str
+) -> None:
+    stack = deployed[name]
+    resource = "arn:aws:execute-api:us-east-1:123456789012:<PushApi>/v1/*/@connections/*"
+    allowed = PUBLISHERS if name == "push" else set()
+    for function_name, function in functions(stack).items():
+        found = statements(stack, function)
+        manage = [s for s in found if MANAGE in json.dumps(s["Action"]) or "execute-api" in json.dumps(s["Action"])]
+        if function_name in allowed:
+            assert manage == [{"Effect": "Allow", "Action": MANAGE, "Resource": resource}], function_name
+        else:
+            assert manage == [], function_name
+        for statement in found:
+            assert statement["Resource"] != "*" and "*" not in json.dumps(statement["Action"]), statement
+
+
+def test_a_request_too_big_to_push_is_fetched_from_the_sessions_function(deployed: dict[str, Deployed]) -> None:
+    paths = deployed["push"].properties("RelayApi")["Body"]["paths"]
+    methods = paths["/api/sessions/{code}/requests/{id}"]
+    assert set(methods) == {"get", "options"}
+    for method in methods.values():
+        assert "SessionsFunction" in json.dumps(method["x-amazon-apigateway-integration"]["uri"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 from typing import Any
 
@@ -50,6 +51,27 @@ def register(sub: Any) -> None:
         help="a template parameter (repeatable), as sam deploy --parameter-overrides",
     )
     p.add_argument(
+        "--push-channel",
+        choices=("sse", "websocket"),
+        help="the PushChannel parameter (default: the template's): websocket also serves the template's WebSocket "
+        "API, ws://HOST:PUSH-PORT/<stage>, with its @connections management API on that port",
+    )
+    p.add_argument(
+        "--push-port", type=options.port, help="the WebSocket API's own port (default: any free one; it is printed)"
+    )
+    p.add_argument(
+        "--push-idle-timeout",
+        type=options.positive_seconds,
+        default=None,
+        help="close a WebSocket connection idle this long (default 600, API Gateway's)",
+    )
+    p.add_argument(
+        "--push-max-lifetime",
+        type=options.positive_seconds,
+        default=None,
+        help="close any WebSocket connection open this long (default 7200, API Gateway's)",
+    )
+    p.add_argument(
         "--max-instances",
         type=options.positive_int,
         default=None,
@@ -65,6 +87,7 @@ INSTALL_TOOLING = "pip install -e ./tooling (from a codap-relay checkout)"
 
 
 def run(args: argparse.Namespace) -> int:
+    import dataclasses
     import importlib.util
 
     import uvicorn
@@ -88,12 +111,20 @@ def run(args: argparse.Namespace) -> int:
         default_store_url,
         load,
         prepare_store,
+        push_addresses,
+    )
+    from codap_relay_tooling.localapi.websocket import (
+        IDLE_TIMEOUT_SECONDS,
+        MAX_CONNECTION_SECONDS,
+        MAX_MESSAGE_BYTES,
     )
 
     parameters: dict[str, str] = {}
     for item in args.parameter:
         name, _, value = item.partition("=")  # options.parameter checked the form
         parameters[name] = value
+    if args.push_channel:
+        parameters["PushChannel"] = args.push_channel
     template = (args.template or default_template()).resolve()
     options = Options(
         template=template,
@@ -102,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
         base_path=args.base_path,
         parameters=parameters,
         max_instances=args.max_instances or DEFAULT_MAX_INSTANCES,
+        host=args.host,
+        push_idle_seconds=args.push_idle_timeout or IDLE_TIMEOUT_SECONDS,
+        push_max_seconds=args.push_max_lifetime or MAX_CONNECTION_SECONDS,
     )
     try:
         stack = load(options)
@@ -109,7 +143,30 @@ def run(args: argparse.Namespace) -> int:
     except (TemplateError, StoreUrlError) as exc:
         print(f"codap-relay: {exc}", file=sys.stderr)
         return 2
+    # One server, two listening sockets: the REST stage's and, with a WebSocket API in the template, that API's own
+    # (a host of its own on AWS). Both are bound first, so that its address is in the functions' environment.
+    try:
+        sockets = [_bind(args.host, args.port)]
+        if stack.socket_api is not None:
+            sockets.append(_bind(args.host, args.push_port or 0))
+            options = dataclasses.replace(options, push_port=sockets[-1].getsockname()[1])
+    except OSError as exc:
+        print(f"codap-relay: cannot listen on {args.host}: {exc}", file=sys.stderr)
+        return 1
     gateway = build_gateway(options, stack, store_url)
+    config = uvicorn.Config(
+        gateway,
+        host=args.host,
+        port=args.port,
+        lifespan="on",
+        proxy_headers=False,  # API Gateway's sourceIp is the TCP peer; a client's X-Forwarded-For is only extended
+        access_log=False,
+        log_config=None,
+        timeout_graceful_shutdown=2,  # open streams end; then every function process is stopped
+        ws="websockets-sansio",
+        ws_max_size=MAX_MESSAGE_BYTES,  # a bigger message closes the connection with 1009, as API Gateway does
+        ws_per_message_deflate=False,  # API Gateway does not compress: a browser's offer of it is declined
+    )
     host = args.host if ":" not in args.host else f"[{args.host}]"
     prefix = (args.base_path or stack.stage).strip("/")
     base = f"http://{host}:{args.port}/{prefix}"
@@ -122,16 +179,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"API:    {base}/", flush=True)
         print(f"Plugin: {base}/plugin/", flush=True)
         print(f"MCP:    {base}/mcp/<pairing code>", flush=True)
+        push = push_addresses(options, stack)
+        if push:
+            print(f"Push:   {push['PUSH_URL']} (@connections: {push['PUSH_ENDPOINT']}/@connections/<id>)", flush=True)
 
     gateway.on_ready = announce
-    uvicorn.run(
-        gateway,
-        host=args.host,
-        port=args.port,
-        lifespan="on",
-        proxy_headers=False,  # API Gateway's sourceIp is the TCP peer; a client's X-Forwarded-For is only extended
-        access_log=False,
-        log_config=None,
-        timeout_graceful_shutdown=2,  # open streams end; then every function process is stopped
-    )
+    uvicorn.Server(config).run(sockets=sockets)
     return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket as uvicorn binds one (port 0: any free port)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -23,6 +23,10 @@ def encode_message(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def _on_loopback(url: str) -> bool:
+    return (urlsplit(url).hostname or "") in ("127.0.0.1", "localhost", "::1")
+
+
 class Publisher(Protocol):
     #: True when calls do I/O and must not run on the event loop (as ``Store.blocking``).
     blocking: bool
@@ -64,8 +68,15 @@ class ApiGatewayPublisher:
                 # Short timeouts and one retry: a publish delays the LLM's 202, and a missed one is caught up by
                 # the plugin's next ping.
                 config = Config(connect_timeout=2, read_timeout=5, retries={"max_attempts": 2, "mode": "standard"})
-                self._client = boto3.session.Session().client(
-                    "apigatewaymanagementapi", endpoint_url=self.endpoint, region_name=self._region(), config=config
+                session = boto3.session.Session()
+                extra: dict[str, str] = {}
+                if _on_loopback(self.endpoint) and session.get_credentials() is None:
+                    # local-api's emulated API wants a signature but checks none: do not make local users invent
+                    # credentials (as the store's client does for DynamoDB Local).
+                    extra = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+                self._client = session.client(
+                    "apigatewaymanagementapi", endpoint_url=self.endpoint, region_name=self._region(), config=config,
+                    **extra,
                 )
             return self._client
 

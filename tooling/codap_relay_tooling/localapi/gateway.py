@@ -30,7 +30,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import httpx
 from starlette.types import Message, Receive, Scope, Send
@@ -48,6 +48,9 @@ from .events import (
 from .instances import AdapterInstance, FunctionThrottled, Instance, InstanceFailed, Pool, RuntimeInstance
 from .routing import Match, Router
 from .template import Stack
+
+if TYPE_CHECKING:
+    from .websocket import SocketGateway
 
 MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024
 MAX_EVENT_BYTES = 6_291_456
@@ -121,6 +124,9 @@ class Gateway:
     ready: bool = False
     on_ready: Callable[[], None] | None = None
     throttled: int = 0  # invocations refused over a reserved concurrency
+    #: The template's WebSocket API, served on its own port (``socket_port``): requests to that port go to it.
+    socket: SocketGateway | None = None
+    socket_port: int | None = None
     _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -147,8 +153,13 @@ class Gateway:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
+        elif self.socket is not None and (scope.get("server") or ("", None))[1] == self.socket_port:
+            await self.socket(scope, receive, send)
         elif scope["type"] == "http":
             await self._http(scope, receive, send)
+        elif scope["type"] == "websocket":  # a REST API does not upgrade: refused as a missing resource
+            await receive()
+            await send({"type": "websocket.close", "code": 1008})
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -372,9 +372,11 @@ def function_environment(
     layer_dir: Path,
     region: str,
     caller: Mapping[str, str],
+    own: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """What the function's process sees: Lambda's own variables, the template's (Globals, then the function's),
-    RELAY_STORE from --store, and any of those the caller's environment sets itself, which win."""
+    any of those the caller's environment sets itself, which win, and then RELAY_STORE from --store and ``own``:
+    what local-api points at itself (the push channel's PUSH_URL and PUSH_ENDPOINT), as it points the store."""
     python_bin = str(Path(sys.executable).parent)
     environment: dict[str, str] = {
         "PATH": os.pathsep.join([python_bin, caller.get("PATH", "/usr/bin:/bin")]),
@@ -403,4 +405,5 @@ def function_environment(
     configured = dict(function.environment)
     configured.update({name: caller[name] for name in configured if name in caller})
     configured["RELAY_STORE"] = store_url  # --store (or the caller's RELAY_STORE, which the command read)
+    configured.update(own or {})
     return {**environment, **configured}

@@ -17,6 +17,7 @@ from codap_relay.store import StoreUrlError, open_store
 from .gateway import Gateway
 from .instances import AdapterInstance, Instance, Pool, RuntimeInstance, function_environment
 from .template import Function, Stack, read_stack
+from .websocket import IDLE_TIMEOUT_SECONDS, MAX_CONNECTION_SECONDS, SocketGateway, quiet_refusals
 
 DEFAULT_MAX_INSTANCES = 10
 
@@ -30,6 +31,11 @@ class Options:
     parameters: dict[str, str] = field(default_factory=dict)
     max_instances: int = DEFAULT_MAX_INSTANCES
     caller: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    #: The WebSocket API's own port (the template's push channel) and the host both listen on.
+    push_port: int | None = None
+    host: str = "127.0.0.1"
+    push_idle_seconds: float = IDLE_TIMEOUT_SECONDS
+    push_max_seconds: float = MAX_CONNECTION_SECONDS
 
 
 def default_store_url() -> str:
@@ -79,12 +85,27 @@ def _region(caller: Mapping[str, str]) -> str:
     return caller.get("AWS_REGION") or caller.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
+def push_addresses(options: Options, stack: Stack) -> dict[str, str]:
+    """PUSH_URL and PUSH_ENDPOINT pointing at the emulated WebSocket API (none without one in the template)."""
+    if stack.socket_api is None or options.push_port is None:
+        return {}
+    host = options.host if ":" not in options.host else f"[{options.host}]"
+    where = f"{host}:{options.push_port}/{stack.socket_api.stage}"
+    return {"PUSH_URL": f"ws://{where}", "PUSH_ENDPOINT": f"http://{where}"}
+
+
 def build_gateway(options: Options, stack: Stack, store_url: str, output: TextIO = sys.stderr) -> Gateway:
     layer_dir = options.template.resolve().parent / "functions" / "shared"
     pools: dict[str, Pool] = {}
+    push = push_addresses(options, stack)
     for function in stack.functions.values():
         environment = function_environment(
-            function, store_url=store_url, layer_dir=layer_dir, region=_region(options.caller), caller=options.caller
+            function,
+            store_url=store_url,
+            layer_dir=layer_dir,
+            region=_region(options.caller),
+            caller=options.caller,
+            own=push,
         )
 
         def make(fn: Function, number: int, environment: dict[str, str] = environment) -> Instance:
@@ -96,4 +117,16 @@ def build_gateway(options: Options, stack: Stack, store_url: str, output: TextIO
         if reserved is not None:
             cap = min(cap, reserved)
         pools[function.logical_id] = Pool(function, make, cap, throttles=reserved is not None and reserved <= cap)
-    return Gateway(stack, pools, output, base_path=options.base_path)
+    gateway = Gateway(stack, pools, output, base_path=options.base_path)
+    if stack.socket_api is not None and options.push_port is not None:
+        gateway.socket = SocketGateway(
+            stack.socket_api,
+            pools,
+            gateway,
+            output,
+            idle_seconds=options.push_idle_seconds,
+            max_seconds=options.push_max_seconds,
+        )
+        gateway.socket_port = options.push_port
+        quiet_refusals()
+    return gateway

@@ -2,8 +2,10 @@
 handler, limits and environment, with parameters and intrinsic functions resolved as CloudFormation would.
 
 Only what local-api needs is modelled: ``AWS::Serverless::Function`` (with ``Globals.Function``),
-``AWS::Serverless::Api`` (stage, binary media types, throttling, gateway responses) and the functions' ``Api``
-events. Intrinsic functions: Ref, Fn::Sub, Fn::If, Fn::GetAtt, Fn::Join, Fn::Select, Fn::Split and the condition
+``AWS::Serverless::Api`` (stage, binary media types, throttling, gateway responses), the functions' ``Api``
+events, and a WebSocket API (``AWS::ApiGatewayV2::Api`` with its ``Route``s, their Lambda proxy ``Integration``s
+and its ``Stage``). A resource whose ``Condition`` is false is left out, as CloudFormation leaves it out.
+Intrinsic functions: Ref, Fn::Sub, Fn::If, Fn::GetAtt, Fn::Join, Fn::Select, Fn::Split and the condition
 functions; anything else is refused with its name, so a template change local-api cannot follow is seen at once.
 """
 
@@ -20,6 +22,10 @@ from codap_relay.sam_template import TemplateError, load_template
 
 FUNCTION_TYPE = "AWS::Serverless::Function"
 API_TYPE = "AWS::Serverless::Api"
+WS_API_TYPE = "AWS::ApiGatewayV2::Api"
+WS_ROUTE_TYPE = "AWS::ApiGatewayV2::Route"
+WS_INTEGRATION_TYPE = "AWS::ApiGatewayV2::Integration"
+WS_STAGE_TYPE = "AWS::ApiGatewayV2::Stage"
 ACCOUNT_ID = "123456789012"  # the placeholder account SAM's sample events use
 DEFAULT_INTEGRATION_TIMEOUT_MS = 29_000  # API Gateway's default (and, for buffered answers, maximum) timeout
 LAMBDA_DEFAULT_TIMEOUT_S = 3
@@ -78,6 +84,29 @@ class Throttle:
 
 
 @dataclass(frozen=True)
+class SocketRoute:
+    """A WebSocket API route (``$connect``, ``$disconnect``, ``$default`` or a custom key) and the function its
+    Lambda proxy integration invokes. ``two_way``: the route has a RouteResponseSelectionExpression, so the body of
+    the function's answer goes back to the client; without one API Gateway drops it."""
+
+    key: str
+    function: str  # logical id
+    two_way: bool = False
+    timeout_ms: int = DEFAULT_INTEGRATION_TIMEOUT_MS
+
+
+@dataclass(frozen=True)
+class SocketApi:
+    """The template's WebSocket API: its stage, how a message picks its route, the routes, the stage's throttle."""
+
+    logical_id: str
+    stage: str
+    route_selection_expression: str
+    routes: dict[str, SocketRoute]
+    throttle: Throttle | None = None
+
+
+@dataclass(frozen=True)
 class Stack:
     stage: str
     binary_media_types: tuple[str, ...]
@@ -89,6 +118,8 @@ class Stack:
     #: MethodSettings' throttles for one resource: (resource path, method or "*") -> its limit, which replaces the
     #: stage-wide ``throttle`` for requests to that method.
     route_throttles: dict[tuple[str, str], Throttle] = field(default_factory=dict)
+    #: The WebSocket API (the push channel), when the template has one its conditions keep.
+    socket_api: SocketApi | None = None
 
 
 def partition(region: str) -> str:
@@ -307,6 +338,73 @@ def _throttle(method_settings: list[Any]) -> Throttle | None:
     return None
 
 
+def _deployed(resolver: Resolver, resources: Mapping[str, Any], kind: str) -> dict[str, Mapping[str, Any]]:
+    """The resources of one type CloudFormation would create: those without a Condition or whose Condition holds."""
+    return {
+        name: r
+        for name, r in resources.items()
+        if r.get("Type") == kind and ("Condition" not in r or resolver.condition(str(r["Condition"])))
+    }
+
+
+def _socket_api(
+    resolver: Resolver, resources: Mapping[str, Any], functions: Mapping[str, Function]
+) -> SocketApi | None:
+    apis = _deployed(resolver, resources, WS_API_TYPE)
+    if not apis:
+        return None
+    if len(apis) > 1:
+        raise TemplateError(f"local-api serves at most one {WS_API_TYPE}; the template has {len(apis)}")
+    [(api_id, api)] = apis.items()
+    props = resolver.resolve(api.get("Properties") or {})
+    if props.get("ProtocolType") != "WEBSOCKET":
+        kind = props.get("ProtocolType")
+        raise TemplateError(f"{api_id}: local-api serves a WebSocket API only (ProtocolType {kind})")
+    # A function's invoke ARN names it by its Arn attribute: arn:…:apigateway:REGION:lambda:path/…/functions/ARN/…
+    arns = {resolver.get_att(name, "Arn"): name for name in functions}
+    integrations: dict[str, tuple[str, int]] = {}
+    for name, resource in _deployed(resolver, resources, WS_INTEGRATION_TYPE).items():
+        own = resolver.resolve(resource.get("Properties") or {})
+        if own.get("ApiId") != api_id:
+            continue
+        if own.get("IntegrationType") != "AWS_PROXY":
+            raise TemplateError(f"{name}: local-api runs Lambda proxy integrations (AWS_PROXY) only")
+        uri = str(own.get("IntegrationUri", ""))
+        found = [fn for arn, fn in arns.items() if f"/functions/{arn}/invocations" in uri]
+        if len(found) != 1:
+            raise TemplateError(f"{name}: IntegrationUri {uri!r} names none of the template's functions")
+        integrations[name] = (found[0], int(own.get("TimeoutInMillis", DEFAULT_INTEGRATION_TIMEOUT_MS)))
+    routes: dict[str, SocketRoute] = {}
+    for name, resource in _deployed(resolver, resources, WS_ROUTE_TYPE).items():
+        own = resolver.resolve(resource.get("Properties") or {})
+        if own.get("ApiId") != api_id:
+            continue
+        target = str(own.get("Target", ""))
+        integration = target.removeprefix("integrations/")
+        if not target.startswith("integrations/") or integration not in integrations:
+            raise TemplateError(f"{name}: Target {target!r} is not integrations/<one of the API's integrations>")
+        function, timeout_ms = integrations[integration]
+        key = str(own["RouteKey"])
+        two_way = bool(own.get("RouteResponseSelectionExpression"))
+        routes[key] = SocketRoute(key, function, two_way=two_way, timeout_ms=timeout_ms)
+    stages = [
+        resolver.resolve(r.get("Properties") or {})
+        for r in _deployed(resolver, resources, WS_STAGE_TYPE).values()
+        if resolver.resolve((r.get("Properties") or {}).get("ApiId")) == api_id
+    ]
+    if len(stages) != 1:
+        raise TemplateError(f"{api_id}: local-api serves a WebSocket API with exactly one stage ({len(stages)} found)")
+    settings = stages[0].get("DefaultRouteSettings") or {}
+    rate, burst = settings.get("ThrottlingRateLimit"), settings.get("ThrottlingBurstLimit")
+    return SocketApi(
+        logical_id=api_id,
+        stage=str(stages[0]["StageName"]),
+        route_selection_expression=str(props.get("RouteSelectionExpression", "")),
+        routes=routes,
+        throttle=Throttle(float(rate), int(burst)) if rate is not None and burst is not None else None,
+    )
+
+
 def read_stack(path: Path, *, parameters: Mapping[str, str] | None = None, region: str | None = None) -> Stack:
     template = load_template(path)
     resolver = Resolver(
@@ -324,9 +422,7 @@ def read_stack(path: Path, *, parameters: Mapping[str, str] | None = None, regio
     function_globals = resolver.resolve(globals_.get("Function") or {})
     functions: dict[str, Function] = {}
     routes: list[Route] = []
-    for logical_id, resource in resources.items():
-        if resource.get("Type") != FUNCTION_TYPE:
-            continue
+    for logical_id, resource in _deployed(resolver, resources, FUNCTION_TYPE).items():
         own = resolver.resolve(resource.get("Properties") or {})
         props = {**function_globals, **own}
         environment = {**_env(function_globals), **_env(own)}
@@ -351,4 +447,5 @@ def read_stack(path: Path, *, parameters: Mapping[str, str] | None = None, regio
         throttle=_throttle(api_props.get("MethodSettings") or []),
         parameters=resolver.parameters,
         route_throttles=_route_throttles(api_props.get("MethodSettings") or []),
+        socket_api=_socket_api(resolver, resources, functions),
     )
