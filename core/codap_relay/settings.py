@@ -42,6 +42,10 @@ class Settings(BaseModel):
     # to save its trace. The stores keep an ended session's records PURGE_GRACE_SECONDS, so no longer than that.
     log_grace_seconds: int = Field(3600, ge=0, le=PURGE_GRACE_SECONDS)
     heartbeat_seconds: float = Field(15, gt=0, le=60)
+    # How often a plugin on the push channel pings (its only sign of life there; each ping is two WebSocket messages
+    # and a function call). Under API Gateway's 10-minute idle timeout. 90 s keeps a district day under $5
+    # (docs/deploy.md); a push plugin counts as connected while seen within 2.5 pings (``push_grace_seconds``).
+    push_ping_seconds: float = Field(90, ge=1, le=540)
     rate_limit_session_per_ip: int = Field(30, ge=1)
     rate_limit_request_per_code: int = Field(60, ge=1)
     guess_limit_per_ip: int = Field(20, ge=1)
@@ -95,6 +99,12 @@ class Settings(BaseModel):
     # ws:// on loopback), and the management API's base (https://…/{stage}) the relay posts to. Both or neither.
     push_url: str = ""
     push_endpoint: str = ""
+
+    @property
+    def push_grace_seconds(self) -> float:
+        """How long a plugin on the push channel may go unseen and still count as connected: two missed pings and
+        a half (never less than ``connected_grace_seconds``)."""
+        return max(self.connected_grace_seconds, 2.5 * self.push_ping_seconds)
 
     @model_validator(mode="after")
     def _idle_polls_no_faster(self) -> Settings:

@@ -58,4 +58,4 @@ async def test_attach_publish_gone_and_resume_on_every_backend(backend: Store) -
     await attach(relay, "C3", code, token, after=1)
     messages = pub.to("C3")
     assert requests_in(messages) == [(2, "r2"), (3, "r3")]
-    assert messages[-1] == {"event": "resumed", "after": 1, "upTo": 3, "pingSeconds": relay.settings.heartbeat_seconds}
+    assert messages[-1] == {"event": "resumed", "after": 1, "upTo": 3, "pingSeconds": relay.settings.push_ping_seconds}

@@ -106,7 +106,7 @@ async def test_attach_takes_delivery_touches_presence_and_sends_what_after_calls
     assert (await relay.status(code)).connected
     messages = pub.take("C1")
     assert requests_in(messages) == [(2, "r2"), (3, "r3")]
-    assert messages[-1] == {"event": "resumed", "after": 1, "upTo": 3, "pingSeconds": relay.settings.heartbeat_seconds}
+    assert messages[-1] == {"event": "resumed", "after": 1, "upTo": 3, "pingSeconds": relay.settings.push_ping_seconds}
     assert messages[0] == {"event": "tool-request", "seq": 2, "id": "r2", "tool": "get_codap_datasets", "args": {}}
     assert relay.store.get_request(code, "r2").status == "delivered"  # type: ignore[union-attr]
     assert pub.closed == []
@@ -135,7 +135,7 @@ async def test_ping_is_a_sign_of_life_and_resumes_when_it_missed_requests(
     code, token = await opened(relay)
     await attach(relay, "C1", code, token)
     pub.take("C1")
-    clock.advance(relay.settings.heartbeat_seconds)
+    clock.advance(relay.settings.push_ping_seconds)
     await send(relay, "C1", action="ping", after=0, code=code, token=token)
     assert pub.take("C1") == [{"event": "heartbeat"}]
     assert session_of(relay, code).last_seen == clock.now()  # touched: it was due
@@ -244,7 +244,7 @@ async def test_cancel_tells_the_push_consumer_withdrawn(relay: Relay, pub: FakeP
     await attach(relay, "C1", code, token, after=0)
     first = pub.take("C1")  # on attach, every withdrawn mark (as an opening SSE stream sends them)
     assert first[0] == {"event": "withdrawn", "id": "r1", "tool": "get_codap_datasets", "args": {"a": 1}}
-    assert first[1:] == [{"event": "resumed", "after": 0, "upTo": 1, "pingSeconds": relay.settings.heartbeat_seconds}]
+    assert first[1:] == [{"event": "resumed", "after": 0, "upTo": 1, "pingSeconds": relay.settings.push_ping_seconds}]
 
 
 async def test_cancel_posts_withdrawn_for_each_request_it_withdrew(relay: Relay, pub: FakePublisher) -> None:
@@ -374,3 +374,19 @@ async def test_pagehide_detaches_the_tabs_push_connection_too(relay: Relay, pub:
     assert session_of(relay, code).consumer == DETACHED and not (await relay.status(code)).connected
     await send(relay, "C1", action="ping", after=0, code=code, token=token)
     assert pub.to("C1")[-1]["code"] == "not_attached" and pub.closed == ["C1"]
+
+
+async def test_a_push_plugin_counts_as_connected_for_two_and_a_half_pings(relay: Relay, clock: FakeClock) -> None:
+    """It is seen only when it pings (PUSH_PING_SECONDS): the LLM must not see it drop between two pings, and must
+    see it gone once pings stopped; a streaming plugin keeps the shorter CONNECTED_GRACE_SECONDS."""
+    code, token = await opened(relay)
+    await attach(relay, "C1", code, token)
+    ping, grace = relay.settings.push_ping_seconds, relay.settings.push_grace_seconds
+    assert grace == 2.5 * ping > relay.settings.connected_grace_seconds
+    clock.advance(ping * 2)
+    assert (await relay.status(code)).connected
+    assert not relay.presence.touch_due(session_of(relay, code).with_(last_seen=clock.now() - ping / 2 + 1))
+    clock.advance(ping * 0.5 + 1)
+    assert not (await relay.status(code)).connected
+    await send(relay, "C1", action="ping", after=0, code=code, token=token)  # a ping brings it back
+    assert (await relay.status(code)).connected

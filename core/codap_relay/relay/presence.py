@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..clock import Clock
 from ..codes import token_matches
-from ..records import DETACHED, SessionRecord
+from ..records import DETACHED, SessionRecord, push_connection
 from ..settings import Settings
 from .limits import RateLimits
 from .sessions import Sessions
@@ -38,13 +38,22 @@ class Presence:
         (on AWS it runs on after the client went) may have refreshed ``last_seen`` just before it ended."""
         if session.consumer == DETACHED or session.last_seen is None:
             return False
-        return self.clock.now() - session.last_seen <= self.settings.connected_grace_seconds
+        return self.clock.now() - session.last_seen <= self._grace(session)
+
+    def _grace(self, session: SessionRecord) -> float:
+        """A push plugin is seen only when it pings (every PUSH_PING_SECONDS); a streaming one at every poll."""
+        if push_connection(session.consumer) is not None:
+            return self.settings.push_grace_seconds
+        return self.settings.connected_grace_seconds
 
     def touch_due(self, session: SessionRecord) -> bool:
         """Whether a sign of life would change what anyone sees: the plugin shows as connected while it was seen
         within ``connected_grace_seconds``, so a third of that (and at least every heartbeat) keeps it so."""
         if session.last_seen is None:
             return True
+        if push_connection(session.consumer) is not None:
+            # Every ping refreshes (half a ping's slack for timers that fire early): the grace is 2.5 pings.
+            return self.clock.now() - session.last_seen >= self.settings.push_ping_seconds / 2
         interval = min(self.settings.heartbeat_seconds, self.settings.connected_grace_seconds / 3)
         return self.clock.now() - session.last_seen >= interval
 

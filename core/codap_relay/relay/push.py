@@ -168,7 +168,7 @@ class PushChannel:
         up_to = max([current.last_seq, *(r.seq for r in pending)])
         resumed: dict[str, Any] = {"event": "resumed", "after": after, "upTo": up_to}
         if attach:
-            resumed["pingSeconds"] = self.settings.heartbeat_seconds
+            resumed["pingSeconds"] = self.settings.push_ping_seconds
         if not await self.sender.post(connection_id, resumed):
             await self.sender.gone(code, consumer)
 
