@@ -12,7 +12,7 @@ Two channels carry tool requests to the plugin:
   DynamoDB: the function is held (and billed) the whole time a tab is open.
 - ``websocket``: API Gateway WebSocket API (docs/deploy.md, "Push channel"): the relay posts each request to the
   plugin's connection (``@connections``) right after the durable write; the plugin pings every
-  ``heartbeat_seconds`` and each ping is one short PushFunction invocation that reads the session (and writes the
+  ``push_ping_seconds`` and each ping is one short PushFunction invocation that reads the session (and writes the
   presence when due) and answers ``heartbeat``.
 
 What the WebSocket channel does per call and per ping is derived from the same measurements: a call does what an
@@ -128,6 +128,7 @@ class Deployment:
     poll_active_seconds: float = 0.0
     stream_max_seconds: float = 840
     heartbeat_seconds: float = 15
+    push_ping_seconds: float = 90  # PushPingSeconds: a push plugin's ping, each of which refreshes its presence
     architecture: str = "x86_64"
     default_memory_mb: int = 256
     memory_mb: dict[str, int] | None = None  # function logical id -> MemorySize
@@ -165,6 +166,7 @@ def deployment_from_template() -> Deployment:
         poll_active_seconds=param("PollActiveSeconds", 0.0) or 0.0,
         stream_max_seconds=param("StreamMaxSeconds", 840) or 840,
         heartbeat_seconds=param("HeartbeatSeconds", 15) or 15,
+        push_ping_seconds=param("PushPingSeconds", 90) or 90,
         architecture=architecture,
         default_memory_mb=default_mem,
         memory_mb=memory,
@@ -267,17 +269,10 @@ def units_per_poll(idle: dict[str, Any]) -> float:
     return float(idle["read_units"]) / polls
 
 
-def presence_interval(idle: dict[str, Any]) -> float:
-    """Seconds between presence writes of an idle plugin, as measured (each is one write unit)."""
-    writes = float(idle.get("write_units") or 0)
-    return 3600 / writes if writes else math.inf
-
-
 def push_idle_hour(idle: dict[str, Any], dep: Deployment, prices: Prices, ping_seconds: float | None = None) -> Usage:
-    ping = ping_seconds or dep.heartbeat_seconds
+    ping = ping_seconds or dep.push_ping_seconds
     pings = 3600 / ping
-    every = presence_interval(idle)
-    touches = 3600 / (ping * math.ceil(every / ping)) if math.isfinite(every) else 0.0  # only at pings, when due
+    touches = pings  # a push plugin's presence is refreshed at every ping (relay.presence: due after half a ping)
     connects = 3600 / PUSH_CONNECTION_SECONDS
     invocations = pings + connects * PUSH_INVOCATIONS_PER_CONNECT
     read_per_connect, write_per_connect = PUSH_UNITS_PER_CONNECT
@@ -385,7 +380,7 @@ def model(deployed: dict[str, Any], dep: Deployment, prices: Prices) -> dict[str
             "scenarios": scenarios(sse_hour, sse_call(call, idle, dep), prices, arch),
         },
         "websocket": {
-            "label": f"WebSocket push (API Gateway WebSocket API, ping every {dep.heartbeat_seconds:g} s)",
+            "label": f"WebSocket push (API Gateway WebSocket API, ping every {dep.push_ping_seconds:g} s)",
             "scenarios": scenarios(push_hour, push_call(call, idle, dep, prices), prices, arch),
         },
     }
@@ -395,8 +390,8 @@ def model(deployed: dict[str, Any], dep: Deployment, prices: Prices) -> dict[str
     why = {
         "sse": f"the stream function is held the whole hour: {dep.memory_for(STREAM_FUNCTION)} MB x 3,600 s = "
         f"${gb_hour:.4f}, plus its polls' reads",
-        "websocket": f"each ping is 2 messages (ping in, heartbeat out): {2 * 3600 / dep.heartbeat_seconds:g} an "
-        f"hour per tab at {dep.heartbeat_seconds:g} s, plus a Lambda invocation, a session read and a presence "
+        "websocket": f"each ping is 2 messages (ping in, heartbeat out): {2 * 3600 / dep.push_ping_seconds:g} an "
+        f"hour per tab at {dep.push_ping_seconds:g} s, plus a Lambda invocation, a session read and a presence "
         "write each",
     }
     interval = sse_idle_poll_for(SSE_HOUR_GOAL, idle, dep, prices)
