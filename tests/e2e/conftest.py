@@ -1,7 +1,8 @@
 """Browser fixtures: one Debian chromium per test module, a real relay and a static CODAP test host on loopback.
 
 Every test that takes ``relay_url`` runs twice: against the relay in process, and through local-api (the deployed
-shape on DynamoDB Local), the plugin loaded from /<stage>/plugin/; tests marked in_process only against the first.
+shape on DynamoDB Local), the plugin loaded from /<stage>/plugin/; tests marked in_process or tools only against
+the first (see ``also_through_local_api``).
 """
 
 from __future__ import annotations

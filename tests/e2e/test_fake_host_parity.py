@@ -18,7 +18,9 @@ import pytest
 from codap_relay_tooling.testing.plugin_page import CLASS_ROWS, CLASSES, MORE_CLASS_ROWS
 from codap_relay_tooling.testing.real_codap import di_call
 
-pytestmark = pytest.mark.browser
+# The relay only serves the plugin's page here: the requests go from the frame straight to each host, so through
+# local-api (the tools marker: run once) this would prove nothing more.
+pytestmark = [pytest.mark.browser, pytest.mark.tools]
 
 Reply = Any
 Request = Any  # one request (a dict) or a message of several (a list)

@@ -1,4 +1,6 @@
-"""Every tool end to end: the LLM posts over HTTP, the plugin runs it in (the test host's) CODAP, the LLM reads it."""
+"""Every tool end to end: the LLM posts over HTTP, the plugin runs it in (the test host's) CODAP, the LLM reads it.
+
+What each tool does is tested once (the tools marker); pairing and the error path also run through local-api."""
 
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ def test_pairing_registers_the_manifest_and_sets_up_the_frame(plugin: PluginPage
     assert "Expires in" in plugin.text("#time-left")
 
 
+@pytest.mark.tools
 def test_create_dataset_each_generator_opens_a_case_table(plugin: PluginPage) -> None:
     for data_type, count in (("random_numbers", 30), ("sample_students", 12), ("time_series", 1000)):
         name = f"gen {data_type}"
@@ -65,6 +68,7 @@ def test_create_dataset_each_generator_opens_a_case_table(plugin: PluginPage) ->
     assert time_attrs["date"] == "date"
 
 
+@pytest.mark.tools
 def test_create_custom_dataset_infers_types_and_refuses_duplicates(plugin: PluginPage) -> None:
     rows = [
         {"city": "Oslo", "temp": "4.5", "when": "2024-03-01", "tags": ["cold", "north"]},
@@ -82,6 +86,7 @@ def test_create_custom_dataset_infers_types_and_refuses_duplicates(plugin: Plugi
     assert ds["items"][1]["values"]["temp"] == 21 and ds["items"][0]["values"]["temp"] == 4.5  # CODAP reads numbers
 
 
+@pytest.mark.tools
 def test_add_cases_reports_the_new_total_and_ignored_fields(plugin: PluginPage) -> None:
     ok_result(
         tool(plugin, "create_codap_dataset", {"datasetName": "adds", "dataType": "random_numbers", "recordCount": 5})
@@ -94,6 +99,7 @@ def test_add_cases_reports_the_new_total_and_ignored_fields(plugin: PluginPage) 
     assert len(plugin.host('dataset("adds")')["items"]) == 7
 
 
+@pytest.mark.tools
 def test_get_datasets_lists_names_attributes_and_counts(plugin: PluginPage) -> None:
     ok_result(
         tool(plugin, "create_codap_dataset", {"datasetName": "one", "dataType": "sample_students", "recordCount": 4})
@@ -104,6 +110,7 @@ def test_get_datasets_lists_names_attributes_and_counts(plugin: PluginPage) -> N
     assert "one: 4 cases" in result["content"][0]["text"]
 
 
+@pytest.mark.tools
 def test_graphs_map_to_what_codap_draws(plugin: PluginPage) -> None:
     ok_result(
         tool(
@@ -166,6 +173,7 @@ def test_graphs_map_to_what_codap_draws(plugin: PluginPage) -> None:
     assert len(graphs) == 4 == len([c for c in plugin.host("state.components") if c["type"] == "graph"])
 
 
+@pytest.mark.tools
 def test_status_lists_datasets_components_and_version(plugin: PluginPage) -> None:
     ok_result(
         tool(plugin, "create_codap_dataset", {"datasetName": "st", "dataType": "random_numbers", "recordCount": 3})
@@ -178,6 +186,7 @@ def test_status_lists_datasets_components_and_version(plugin: PluginPage) -> Non
     assert "datasets" not in slim["structuredContent"] and "components" not in slim["structuredContent"]
 
 
+@pytest.mark.tools
 def test_export_json_csv_tsv_with_quoting_and_hierarchy(plugin: PluginPage) -> None:
     rows = [{"name": 'Pat "PJ" O\'Neil', "note": "a,b\nc", "score": 7}, {"name": "Tab\there", "note": "", "score": 9.5}]
     ok_result(
@@ -215,6 +224,7 @@ def test_export_json_csv_tsv_with_quoting_and_hierarchy(plugin: PluginPage) -> N
     assert [c["caseCount"] for c in classes["collections"]] == [2, 3]
 
 
+@pytest.mark.tools
 def test_codap_api_updates_and_deletes_items(plugin: PluginPage) -> None:
     ok_result(
         tool(plugin, "create_codap_dataset", {"datasetName": "raw", "dataType": "random_numbers", "recordCount": 3})

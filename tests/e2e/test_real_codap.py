@@ -2,7 +2,9 @@
 
 Every number a tool reports and every exported cell is checked against what CODAP itself holds, read through
 ``CodapPage.di`` (a Data Interactive request from the plugin's frame that bypasses the plugin's code). One CODAP
-page serves the tests that need no fresh document; each test names its own datasets.
+page serves the tests that need no fresh document; each test names its own datasets. Tests of what a tool does in
+CODAP are marked ``tools`` and run once; those about the path (pairing, MCP, reloads, tabs, large answers, text
+that must survive every hop) also run through local-api.
 """
 
 from __future__ import annotations
@@ -153,6 +155,7 @@ def test_the_seed_workflow_works_verbatim(codap: CodapPage) -> None:
     shot(codap, "seed-workflow")
 
 
+@pytest.mark.tools
 @pytest.mark.parametrize(
     ("data_type", "count", "attributes"),
     [
@@ -264,6 +267,7 @@ def test_custom_data_with_quotes_commas_unicode_numbers_and_blanks_round_trips(c
     assert [(a["name"], a["type"]) for a in as_tsv["metadata"]["attributes"]] == list(types.items())
 
 
+@pytest.mark.tools
 def test_hierarchical_dataset_counts_and_flat_export(codap: CodapPage) -> None:
     done(codap, "codap_api", CLASSES)
     added = done(codap, "add_codap_cases", {"datasetName": "classes", "cases": CLASS_ROWS})
@@ -286,6 +290,7 @@ def test_hierarchical_dataset_counts_and_flat_export(codap: CodapPage) -> None:
     ]
 
 
+@pytest.mark.tools
 def test_status_and_dataset_list_report_what_codap_holds(codap: CodapPage) -> None:
     done(codap, "create_codap_dataset", {"datasetName": "census", "dataType": "random_numbers", "recordCount": 12})
     status = done(codap, "get_codap_status", {})
@@ -312,6 +317,7 @@ def test_status_and_dataset_list_report_what_codap_holds(codap: CodapPage) -> No
     assert set(slim) == {"codapVersion", "plugin"}
 
 
+@pytest.mark.tools
 def test_codap_api_reads_and_writes_and_formulas_reach_the_export(codap: CodapPage) -> None:
     done(codap, "create_codap_dataset", {"datasetName": "raw", "dataType": "random_numbers", "recordCount": 3})
     items = done(codap, "codap_api", {"action": "get", "resource": "dataContext[raw].itemSearch[*]"})["values"]
@@ -340,6 +346,7 @@ def test_codap_api_reads_and_writes_and_formulas_reach_the_export(codap: CodapPa
     assert exported["metadata"]["attributes"][-1]["name"] == "twice"
 
 
+@pytest.mark.tools
 def test_codaps_own_errors_come_back_as_tool_errors(codap: CodapPage) -> None:
     missing = refused(codap, "codap_api", {"action": "get", "resource": "dataContext[nowhere].collectionList"})
     assert missing["code"] == "codap_error" and missing["message"].endswith(": DataContext not found")
@@ -465,6 +472,7 @@ GRAPHS = [
 ]
 
 
+@pytest.mark.tools
 def test_every_graph_type_reports_what_codap_draws(codap: CodapPage) -> None:
     done(codap, "create_codap_dataset", {"datasetName": "pupils", "dataType": "sample_students", "recordCount": 60})
     for graph_type, x, y, plot, lines in GRAPHS:
@@ -489,6 +497,7 @@ def test_every_graph_type_reports_what_codap_draws(codap: CodapPage) -> None:
     shot(codap, "graphs")
 
 
+@pytest.mark.tools
 def test_a_dataset_whose_name_is_another_datasets_title_gets_the_right_graph(codap: CodapPage) -> None:
     """CODAP resolves `dataContext[x]` by title before name: the tools address datasets by id, and a graph bound
     to the wrong dataset is pointed at the right one."""

@@ -3,7 +3,8 @@
 Uses the SAM CLI that scripts/install-test-deps puts in .tools/sam-venv and the functions' runtime Python (sam build
 refuses a runtime it cannot find on PATH; the layer's Makefile runs pip with it). `sam build` runs as a deployer runs
 it (samconfig.toml's settings, cached builds included) in a copy of the project, so a test may change the copy's
-sources and build again; one build serves every other assertion. The only network use is the layer build's pip
+sources and build again: that cached rebuild (its layer made for the machine the tests run on) is where the built
+handlers are imported; the first build serves every other assertion. The only network use is the layer build's pip
 reaching the package index.
 """
 
@@ -145,20 +146,29 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     shutil.rmtree(work, ignore_errors=True)  # ~100 MB of layer; pytest would keep the last three runs' copies
 
 
+CHANGED_CORE_FILE = Path("core") / "codap_relay" / "relay" / "__init__.py"
+MARKER = "# marker: changed after the first build"
+
+
+@dataclass(frozen=True)
+class Rebuilt:
+    build: Built  # the second build dir, beside the first in the same project (one cache)
+    output: str  # what `sam build` said
+
+
 @pytest.fixture(scope="module")
-def importable(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    """A build whose layer this machine can import: the one that ships where the machines match; else the same
-    build with the layer's compiled wheels for this machine (LAYER_MACHINE in infra/layer/Makefile)."""
-    machine = os.uname().machine
-    if machine == MACHINE[ARCHITECTURE]:
-        yield built
-        return
-    work = tmp_path_factory.mktemp("sam-host")
-    env = {**sam_env(work / "sam-config", built.python, REGION), "LAYER_MACHINE": machine}
-    project = copy_project(work / "project")
-    sam_build(project, env)
-    yield Built(project, project / ".aws-sam" / "build", built.python, env)
-    shutil.rmtree(work, ignore_errors=True)
+def rebuilt(built: Built) -> Rebuilt:
+    """samconfig.toml builds with the cache: a change to the core, then `sam build` again into a second build dir,
+    so the first stays as the other tests read it. The change invalidates the layer's cache entry, so the layer is
+    built afresh anyway: this build makes it for the machine the tests run on (LAYER_MACHINE in
+    infra/layer/Makefile), and the handlers are imported from it here. One layer build serves both checks instead
+    of a third build in a second copy of the project (about 45 s each)."""
+    changed = built.project / CHANGED_CORE_FILE
+    changed.write_text(changed.read_text() + f"\n{MARKER}\n")
+    env = {**built.env, "LAYER_MACHINE": os.uname().machine}
+    build_dir = built.project / ".aws-sam" / "rebuilt"
+    output = sam_build(built.project, env, "--build-dir", str(build_dir))
+    return Rebuilt(Built(built.project, build_dir, built.python, env), output)
 
 
 def test_template_lints_clean(tmp_path: Path) -> None:
@@ -249,8 +259,8 @@ print(type(module.runtime.relay.store).__name__)
 
 
 @pytest.mark.parametrize("function", FUNCTIONS, ids=lambda f: f.name)
-def test_each_built_handler_imports(importable: Built, function: Function) -> None:
-    built = importable
+def test_each_built_handler_imports(rebuilt: Rebuilt, function: Function) -> None:
+    built = rebuilt.build  # its layer holds this machine's compiled wheels
     task_root = built.dir / function.name
     # run.sh serves the ASGI app app:app; app.handler is its buffered fallback (sam local invoke, ?mode=poll)
     if is_script(function, task_root):
@@ -274,17 +284,12 @@ def test_each_built_handler_imports(importable: Built, function: Function) -> No
     assert result.stdout.strip() == "DynamoStore", result.stdout
 
 
-def test_a_cached_rebuild_ships_the_changed_core(built: Built) -> None:
-    """samconfig.toml builds with the cache; a change to the core must still reach the layer. Built into a second
-    build dir (the cache is shared) so the first stays as the other tests read it."""
-    relay_py = built.project / "core" / "codap_relay" / "relay" / "__init__.py"
-    marker = "# marker: changed after the first build"
-    relay_py.write_text(relay_py.read_text() + f"\n{marker}\n")
-    rebuilt = built.project / ".aws-sam" / "rebuilt"
-    output = sam_build(built.project, built.env, "--build-dir", str(rebuilt))
+def test_a_cached_rebuild_ships_the_changed_core(built: Built, rebuilt: Rebuilt) -> None:
+    """A change to the core reaches the layer of a cached rebuild, and the first build is left as it was."""
+    output = rebuilt.output
     assert "use cache" in output, "samconfig.toml is expected to ask for cached builds"
-    shipped = rebuilt / "CoreLayer" / "python" / "codap_relay" / "relay" / "__init__.py"
-    assert marker in shipped.read_text(), "the rebuilt CoreLayer still holds the old core (stale cache)"
-    assert marker not in (built.dir / "CoreLayer" / "python" / "codap_relay" / "relay" / "__init__.py").read_text()
+    shipped = rebuilt.build.dir / "CoreLayer" / "python" / CHANGED_CORE_FILE.relative_to("core")
+    assert MARKER in shipped.read_text(), "the rebuilt CoreLayer still holds the old core (stale cache)"
+    assert MARKER not in (built.dir / "CoreLayer" / "python" / CHANGED_CORE_FILE.relative_to("core")).read_text()
     # The layer's cache entry was there and judged out of date (not merely bypassed).
     assert "Cache is invalid, running build and copying resources for following layers (CoreLayer)" in output, output

@@ -66,7 +66,10 @@ def also_through_local_api(metafunc: pytest.Metafunc, fixture: str, in_process: 
     (``in_process``) and through local-api (``local_api``), except tests marked ``in_process``, which need the
     relay's in-process state (a fake clock, its store or its logs) and tests marked ``tools`` (what a tool does
     inside CODAP: the relay carries every tool alike, and its paths are proven by the contract suites)."""
+    if fixture not in metafunc.fixturenames:
+        return
     once = any(metafunc.definition.get_closest_marker(m) is not None for m in ("in_process", "tools"))
-    if fixture in metafunc.fixturenames and not once:
-        through = pytest.param("local_api", marks=pytest.mark.dynamodb_local, id="local_api")
-        metafunc.parametrize(fixture, [in_process, through], indirect=True)
+    through = pytest.param("local_api", marks=pytest.mark.dynamodb_local, id="local_api")
+    # A test that runs once still takes the in-process parameter: unparametrized, it would get an instance of its
+    # own of the (session) fixture and of every module fixture built on it (a second relay, a second CODAP page).
+    metafunc.parametrize(fixture, [in_process] if once else [in_process, through], indirect=True)
