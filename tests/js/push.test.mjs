@@ -107,7 +107,7 @@ test("5 before 4: 5 is held and the plugin resumes from its cursor; 4 and 5 then
   ws.receive(request(5));
   await flush();
   assert.deepEqual(rec.seqs(), [], "5 must not run before 4");
-  assert.deepEqual(ws.sentOf("resume"), [{ action: "resume", after: 3 }]);
+  assert.deepEqual(ws.sentOf("resume"), [{ action: "resume", code: "ABCD2345", token: "tok", after: 3 }]);
   ws.receive(request(5)); // a second early one asks nothing more: one resume is under way
   assert.equal(ws.sentOf("resume").length, 1);
   // the relay's resume: everything unanswered after 3, then resumed
@@ -147,7 +147,7 @@ test("resumed.upTo moves the cursor past seqs that will never come", async () =>
   const ws = await attached(conn, { upTo: 3 });
   ws.receive(request(7));
   await flush();
-  assert.deepEqual(ws.sentOf("resume"), [{ action: "resume", after: 3 }]);
+  assert.deepEqual(ws.sentOf("resume"), [{ action: "resume", code: "ABCD2345", token: "tok", after: 3 }]);
   // 4, 5, 6 were answered by then (or withdrawn): the resume sends only 7
   ws.receive(request(7));
   ws.receive({ event: "resumed", after: 3, upTo: 7 });
@@ -171,7 +171,7 @@ test("a request held past the resume's upTo asks again, and then runs", async ()
   ws.receive({ event: "resumed", after: 3, upTo: 4 }); // 5 was written after the resume looked
   await flush();
   assert.deepEqual(rec.seqs(), []);
-  assert.deepEqual(ws.sentOf("resume"), [{ action: "resume", after: 3 }, { action: "resume", after: 4 }]);
+  assert.deepEqual(ws.sentOf("resume"), [{ action: "resume", code: "ABCD2345", token: "tok", after: 3 }, { action: "resume", code: "ABCD2345", token: "tok", after: 4 }]);
   ws.receive(request(5));
   await flush();
   assert.deepEqual(rec.seqs(), [5, 6]);
@@ -208,6 +208,27 @@ test("after a re-attach, a stale copy from before the cursor is not handed on ag
   ws.receive({ event: "resumed", after: 5, upTo: 6, pingSeconds: 2 });
   await flush();
   assert.deepEqual(rec.seqs(), [6]);
+  conn.stop();
+});
+
+test("cursor-reset: the relay starts over; nothing runs until its resumed, which sets the cursor anew", async () => {
+  const rec = recorder();
+  let resets = 0;
+  rec.handlers.onCursorReset = () => resets++;
+  const conn = connection(rec);
+  conn.open(40); // a cursor from before the relay's store was reset
+  const ws = last();
+  ws.accept();
+  ws.receive({ event: "cursor-reset", lastEventId: 40, lastSeq: 3 });
+  assert.equal(conn.cursor, null);
+  ws.receive(request(3));
+  ws.receive(request(2));
+  ws.receive({ event: "resumed", after: 0, upTo: 3, pingSeconds: 2 });
+  await flush();
+  assert.equal(resets, 1);
+  assert.deepEqual(rec.seqs(), [2, 3]);
+  assert.equal(conn.cursor, 3);
+  assert.deepEqual(ws.sentOf("resume"), [], "the reset's own resume is under way: no other asked for");
   conn.stop();
 });
 
@@ -304,7 +325,7 @@ test("pings every pingSeconds with the cursor; silence for 2.5 pings reconnects 
     mock.timers.tick(1999);
     assert.equal(ws.sentOf("ping").length, 0);
     mock.timers.tick(1);
-    assert.deepEqual(ws.sentOf("ping"), [{ action: "ping", after: 4 }]);
+    assert.deepEqual(ws.sentOf("ping"), [{ action: "ping", code: "ABCD2345", token: "tok", after: 4 }]);
     ws.receive({ event: "heartbeat" }); // the answer keeps the watchdog quiet
     mock.timers.tick(2000);
     assert.equal(ws.sentOf("ping").length, 2);

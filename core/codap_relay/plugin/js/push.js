@@ -92,7 +92,7 @@ export class PushConnection {
       if (this.ws === ws) fn(event);
     };
     ws.onopen = mine(() => {
-      this._send({ action: "attach", code: this.code, token: this.token, tab: this.tab, after: this.cursor });
+      this._send({ action: "attach", ...this._session(), tab: this.tab, after: this.cursor });
       this._kick(this.attachTimeoutMs);
     });
     ws.onmessage = mine((event) => {
@@ -119,6 +119,11 @@ export class PushConnection {
     this._teardown();
   }
 
+  /** Every message names its session: the relay keeps nothing per connection (a Lambda per message on AWS). */
+  _session() {
+    return { code: this.code, token: this.token };
+  }
+
   _send(message) {
     try {
       this.ws?.send(JSON.stringify(message));
@@ -135,6 +140,14 @@ export class PushConnection {
         return;
       case "resumed":
         this._resumed(message);
+        return;
+      case "cursor-reset":
+        // the relay has fewer requests than the cursor says (its store was reset): it sends every unanswered
+        // request again, then `resumed`, which sets the cursor anew; until then nothing runs
+        this.cursor = null;
+        this.held.clear();
+        this.resuming = true;
+        this.handlers.onCursorReset?.(message);
         return;
       case "heartbeat":
         this.handlers.onAlive?.();
@@ -175,7 +188,7 @@ export class PushConnection {
     if (this.held.size && !this.resuming) {
       // a gap: something before this seq has not come (yet); the relay sends everything after the cursor
       this.resuming = true;
-      this._send({ action: "resume", after: this.cursor });
+      this._send({ action: "resume", ...this._session(), after: this.cursor });
     }
   }
 
@@ -207,7 +220,7 @@ export class PushConnection {
     if (this.held.size && !this.resuming) {
       // pushed past the end of that resume, with a gap still before it
       this.resuming = true;
-      this._send({ action: "resume", after: this.cursor });
+      this._send({ action: "resume", ...this._session(), after: this.cursor });
     }
   }
 
@@ -253,7 +266,7 @@ export class PushConnection {
   _startPings() {
     clearInterval(this._ping);
     const every = this.pingMs ?? this.watchdogMs / WATCHDOG_PINGS;
-    this._ping = setInterval(() => this._send({ action: "ping", after: this.cursor }), every);
+    this._ping = setInterval(() => this._send({ action: "ping", ...this._session(), after: this.cursor }), every);
   }
 
   /** (Re)arm the watchdog: after ``ms`` without a message the socket counts as dead. */
