@@ -66,7 +66,7 @@ async def session_pairs(base: str, count: int) -> AsyncIterator[tuple[httpx.Asyn
         for r in sessions:
             r.raise_for_status()
             body = r.json()
-            plugin = TimingPlugin(base, body["code"], body["browserToken"], client=browser)
+            plugin = TimingPlugin.for_session(base, body, client=browser)
             pairs.append(Pair(body["code"], plugin))
         for pair in pairs:
             pair.plugin.start()

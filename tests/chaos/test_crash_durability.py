@@ -109,7 +109,7 @@ async def test_kill_9_during_500_requests_loses_nothing_and_answers_nothing_twic
                     await asyncio.to_thread(server.kill9)
                     await asyncio.to_thread(server.start)
 
-            async with RecordingPlugin(server.base, code, s["browserToken"], dedup=False) as plugin:
+            async with RecordingPlugin.for_session(server.base, s, dedup=False) as plugin:
                 await asyncio.gather(killer(), *(worker() for _ in range(WORKERS)))
                 try:
                     await until(lambda: set(plugin.acked) >= set(acked), 60, "every acknowledged request answered")

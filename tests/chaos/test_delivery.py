@@ -141,7 +141,7 @@ async def test_after_a_store_restored_from_backup_the_plugin_is_told_and_new_req
                 store._db.backup(dst)
             for n in range(4, 9):
                 await post(c, s["code"], f"b{n}")
-            async with FakePlugin(url, s["code"], s["browserToken"]) as plugin:
+            async with FakePlugin.for_session(url, s) as plugin:
                 r = await c.get("/response", params={"code": s["code"], "id": "b8", "wait": 10})
                 assert r.status_code == 200
                 await plugin.wait_cursor("8")
@@ -182,7 +182,7 @@ async def test_fifty_concurrent_waiting_publishes_get_one_execution_and_agreeing
     llm: httpx.AsyncClient, base: str, relay: Relay
 ) -> None:
     s = await open_session(llm)
-    async with FakePlugin(base, s["code"], s["browserToken"]) as plugin:
+    async with FakePlugin.for_session(base, s) as plugin:
         answers = await asyncio.gather(
             *(
                 llm.post("/request?wait=15", json={"code": s["code"], "id": "w", "tool": "get_codap_status"})

@@ -58,7 +58,13 @@ async def run_chaos(base: str, seed: int, requests: int = REQUESTS, drops: int =
     async with CuttingProxy(url.port, rng) as proxy, httpx.AsyncClient(base_url=base, timeout=30) as llm:
         s = await open_session(llm)
         code = s["code"]
-        plugin = RecordingPlugin(base, code, s["browserToken"], stream_url=f"http://127.0.0.1:{proxy.port}{url.path}")
+        plugin = RecordingPlugin.for_session(base, s, stream_url=f"http://127.0.0.1:{proxy.port}{url.path}")
+        if plugin.push_url is not None:
+            # The push channel has a host of its own (API Gateway's WebSocket API): its socket is the one to cut.
+            push = urlsplit(plugin.push_url)
+            assert push.port is not None
+            proxy.upstream_port = push.port
+            plugin.push_url = push._replace(netloc=f"127.0.0.1:{proxy.port}").geturl()
         acked: dict[str, int] = {}  # id -> seq of the 202
         queue: asyncio.Queue[int] = asyncio.Queue()
         for i in range(requests):

@@ -189,7 +189,7 @@ async def test_logs_of_a_full_flow_carry_no_token_and_no_full_code(tmp_path: Pat
         async with httpx.AsyncClient(base_url=base, timeout=20) as c:
             s = await open_session(c)
             code, token = s["code"], s["browserToken"]
-            async with FakePlugin(base, code, token) as plugin:
+            async with FakePlugin.for_session(base, s) as plugin:
                 r = await c.post("/request?wait=10", json={"code": code.lower(), "tool": "get_codap_datasets"})
                 assert r.status_code == 200 and plugin.executed
             # Token in the query string (the EventSource fallback), errors that echo input, the log, the end.

@@ -74,7 +74,7 @@ async def test_heartbeats_and_retry_preamble(server: str) -> None:
 async def test_reconnect_with_cursor_delivers_what_was_missed_exactly_once(server: str) -> None:
     async with httpx.AsyncClient(base_url=server, timeout=30) as llm:
         s = await new_session(llm)
-        async with FakePlugin(server, s["code"], s["browserToken"]) as plugin:
+        async with FakePlugin.for_session(server, s) as plugin:
             first = await llm.post(
                 "/request?wait=10", json={"code": s["code"], "id": "one", "tool": "get_codap_datasets"}
             )
@@ -119,8 +119,8 @@ async def test_reconnect_without_cursor_resends_unanswered(server: str) -> None:
 async def test_new_tab_supersedes_old(server: str) -> None:
     async with httpx.AsyncClient(base_url=server, timeout=30) as llm:
         s = await new_session(llm)
-        async with FakePlugin(server, s["code"], s["browserToken"]) as old:
-            async with FakePlugin(server, s["code"], s["browserToken"]) as new:
+        async with FakePlugin.for_session(server, s) as old:
+            async with FakePlugin.for_session(server, s) as new:
                 for _ in range(100):
                     if old.stopped_by:
                         break
@@ -153,7 +153,7 @@ async def test_accepted_requests_survive_a_restart(tmp_path: Path, server_env: d
             assert r.status_code == 202
     with serve_process("--store", db, env=server_env) as (base, _):
         async with httpx.AsyncClient(base_url=base, timeout=30) as llm:
-            async with FakePlugin(base, s["code"], s["browserToken"]) as plugin:
+            async with FakePlugin.for_session(base, s) as plugin:
                 r = await llm.get("/response", params={"code": s["code"], "id": "durable", "wait": 10})
                 assert r.status_code == 200 and plugin.executed == ["durable"]
 

@@ -351,9 +351,10 @@ async def test_serve_on_dynamodb_local_end_to_end() -> None:
         async with httpx.AsyncClient(base_url=base, timeout=30) as client:
             created = await client.post("/api/sessions", json={})
             assert created.status_code == 201, created.text
-            code, token = created.json()["code"], created.json()["browserToken"]
+            answer = created.json()
+            code = answer["code"]
 
-            async with FakePlugin(base, code, token) as plugin:
+            async with FakePlugin.for_session(base, answer) as plugin:
                 r = await client.post(
                     "/request", params={"wait": 15}, json={"code": code, "tool": "get_codap_datasets", "args": {}}
                 )

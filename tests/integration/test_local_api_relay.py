@@ -86,7 +86,7 @@ async def test_a_tool_call_round_trip_across_function_processes_on_shared_sqlite
     """Request, stream, response and read-back are four processes here, as four Lambdas are: every wait polls
     the store (no in-process wake-ups), and the stream reaches the plugin through the adapter-style proxy."""
     session = await new_session(base)
-    async with FakePlugin(base, session["code"], session["browserToken"]):
+    async with FakePlugin.for_session(base, session):
         async with AsyncRelayClient(base, session["code"]) as llm:
             done = await llm.call("get_codap_datasets", {}, wait=20)
             assert done.ok and done.result == {"tool": "get_codap_datasets", "args": {}}
@@ -214,7 +214,7 @@ async def test_the_largest_allowed_result_fits_through_every_function_that_carri
     async def big_answer(tool: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"result": {"content": [{"type": "text", "text": text}]}}
 
-    async with FakePlugin(base, code, token, handler=big_answer), httpx.AsyncClient(timeout=60) as http:
+    async with FakePlugin.for_session(base, session, handler=big_answer), httpx.AsyncClient(timeout=60) as http:
         call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_codap_datasets"}}
         r = await http.post(
             f"{base}/mcp/{code}",

@@ -69,7 +69,7 @@ class Live:
         return body
 
     def plugin(self, session: dict[str, Any]) -> FakePlugin:
-        return FakePlugin(self.base, session["code"], session["browserToken"], handler=codap, client=self.http)
+        return FakePlugin.for_session(self.base, session, handler=codap, client=self.http)
 
     async def log(self, session: dict[str, Any]) -> list[dict[str, Any]]:
         r = await self.http.get(f"/api/sessions/{session['code']}/log", headers=bearer(session["browserToken"]))
@@ -392,7 +392,7 @@ async def test_progress_arrives_while_a_call_waits_on_a_slow_plugin(
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, message))
 
-    plugin = FakePlugin(live.base, session["code"], session["browserToken"], handler=slow, client=live.http)
+    plugin = FakePlugin.for_session(live.base, session, handler=slow, client=live.http)
     async with plugin, live.mcp(transport, mode, f"/mcp/{session['code']}") as client:
         result = await client.call_tool("get_codap_datasets", {}, progress_callback=on_progress)
         plain = await client.call_tool("get_codap_datasets", {})  # no token: JSON as before, nothing extra

@@ -60,7 +60,7 @@ async def session(base: str) -> dict[str, Any]:
 
 @pytest.fixture
 async def plugin(base: str, session: dict[str, Any]) -> AsyncIterator[FakePlugin]:
-    async with FakePlugin(base, session["code"], session["browserToken"], handler=codap) as p:
+    async with FakePlugin.for_session(base, session, handler=codap) as p:
         yield p
 
 
@@ -88,7 +88,7 @@ async def test_sync_client_pending_then_done(base: str, session: dict[str, Any])
         with pytest.raises(RelayClientError) as excinfo:
             await asyncio.to_thread(RelayClient(base, "ABCDEFGH").metadata)
         assert excinfo.value.status == 404 and "plugin" in excinfo.value.message
-        async with FakePlugin(base, session["code"], session["browserToken"], handler=codap):
+        async with FakePlugin.for_session(base, session, handler=codap):
             done = await asyncio.to_thread(client.response, "status-1", wait=10)
         assert done.ok and done.result == {"tool": "get_codap_status", "args": {}}
 

@@ -1,19 +1,28 @@
-"""A stand-in for the browser plugin: holds the SSE stream, runs each tool request once, posts the answer.
+"""A stand-in for the browser plugin: holds the SSE stream (or the push channel's WebSocket, when the session
+offers one), runs each tool request once, posts the answer.
 
 Used by the tests, the MCP tests and the benchmarks to play the browser. It behaves as the real plugin must:
 answers in seq order, deduplicates by request id, resumes with its cursor after a drop, retries failed POSTs.
+Over push (push.js's protocol) it also holds a request that comes past cursor + 1 and asks the relay to resume
+from its cursor, pings every ``pingSeconds``, and reconnects after 2.5 pings of silence.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import httpx
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus, WebSocketException
+
+from codap_relay import errors
+from codap_relay.http.errors import STATUS
 
 from .sse_client import Event, iter_events
 
@@ -43,8 +52,11 @@ class FakePlugin:
     connected: asyncio.Event = field(default_factory=asyncio.Event)
     stopped_by: str | None = None  # "superseded", "closed" or "expired" when the server ended the stream
     tab: str = field(default_factory=lambda: f"fake-{secrets.token_hex(8)}")  # the page's id (?tab=), to detach
+    push_url: str | None = None  # the session's push channel (its answer's ``push``): spoken instead of SSE
     _task: asyncio.Task[None] | None = None
     _own_client: bool = False
+    _ws: ClientConnection | None = None
+    _push: _PushState = field(default_factory=lambda: _PushState())
 
     #: Reconnect after a failure: first after this many seconds, doubling up to ``max_delay``.
     first_delay = 0.05
@@ -52,6 +64,17 @@ class FakePlugin:
     #: Stop for good when the server ends the session's stream (superseded, closed, expired).
     stops_when_ended = True
     client_timeout = httpx.Timeout(30, read=None)
+    #: Over push: an open socket not attached within this many seconds has failed (push.js's attach timeout).
+    attach_timeout = 10.0
+    #: Over push: ping this often instead of the relay's ``pingSeconds`` (None: as the relay says).
+    ping_every: float | None = None
+
+    @classmethod
+    def for_session(cls, base_url: str, session_answer: dict[str, Any], **kw: Any) -> Self:
+        """The plugin for a ``POST /api/sessions`` answer: over push when the relay offers it, else SSE."""
+        push = session_answer.get("push")
+        kw.setdefault("push_url", push if isinstance(push, str) and push else None)
+        return cls(base_url, session_answer["code"], session_answer["browserToken"], **kw)
 
     async def __aenter__(self) -> FakePlugin:
         self._open_client()
@@ -99,12 +122,17 @@ class FakePlugin:
 
     async def drop(self) -> None:
         """Cut the connection as a network failure would, then reconnect with the cursor."""
+        if self._ws is not None:
+            self._ws.transport.abort()  # no close frame: the relay learns of it as it would of a dead network
         await self.stop()
         self.connected.clear()
         self.start()
         await asyncio.wait_for(self.connected.wait(), 10)
 
     async def _run(self) -> None:
+        if self.push_url is not None:
+            await self._run_push()
+            return
         assert self.client is not None
         delay = self.first_delay
         url = f"{self.stream_url}/stream" if self.stream_url else "/stream"
@@ -137,6 +165,188 @@ class FakePlugin:
                 self._broken()
             await asyncio.sleep(delay)
             delay = min(delay * 2, self.max_delay)
+
+    # --- the push channel -----------------------------------------------------------------------------------
+
+    async def _run_push(self) -> None:
+        assert self.push_url is not None
+        delay = self.first_delay
+        while True:
+            self._connection_started()
+            push = self._push = _PushState()
+            try:
+                async with connect(self.push_url, open_timeout=10, close_timeout=1, ping_interval=None) as ws:
+                    self._ws = ws
+                    try:
+                        if await self._speak_push(ws):
+                            return
+                    except asyncio.CancelledError:
+                        await ws.close(1001)  # stopped: going away, as a page that leaves says
+                        raise
+                    finally:
+                        self._ws = None
+            except InvalidStatus as exc:  # the upgrade refused ($connect said no)
+                refusal = httpx.Response(exc.response.status_code, content=bytes(exc.response.body or b""))
+                if self._refused(refusal):
+                    self.connected.set()
+                    return
+            except (OSError, TimeoutError, WebSocketException):
+                self._broken()
+            if push.attached:
+                delay = self.first_delay
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.max_delay)
+
+    async def _speak_push(self, ws: ClientConnection) -> bool:
+        """One connection: attach, then serve it until it ends. True: stop for good; False: reconnect."""
+        push = self._push
+        after = None if self.cursor is None else int(self.cursor)
+        attach = {"action": "attach", **self._names(), "tab": self.tab, "after": after}
+        await ws.send(json.dumps(attach))
+        pinger: asyncio.Task[None] | None = None
+        try:
+            while True:
+                # the watchdog: silence for 2.5 pings (or no answer to attach) means a dead socket
+                wait = push.ping * 2.5 if push.attached else self.attach_timeout
+                message = _message(await asyncio.wait_for(ws.recv(), wait))
+                if message is None:
+                    continue
+                kind = str(message.get("event"))
+                self._received(_event(message))
+                if kind == "tool-request":
+                    if not await self._push_request(ws, message):
+                        return False
+                elif kind == "resumed":
+                    first = not push.attached
+                    if not await self._push_resumed(ws, message):
+                        return False
+                    if first:
+                        pinger = asyncio.create_task(self._ping(ws, self.ping_every or push.ping))
+                        self.connected.set()
+                elif kind == "cursor-reset":
+                    # the relay has fewer requests than the cursor says: it sends every unanswered one again and
+                    # then `resumed`, which sets the cursor anew; until then nothing runs
+                    self.cursor = None
+                    push.held.clear()
+                    push.resuming = True
+                elif kind in ("superseded", "closed", "expired"):
+                    if self.stops_when_ended:
+                        self.stopped_by = kind
+                        return True
+                    return False
+                elif kind == "error":
+                    if not push.attached:
+                        refusal = httpx.Response(_status_of(message.get("code")), json=message)
+                        if self._refused(refusal):
+                            self.connected.set()
+                            return True
+                        return False
+                    if message.get("code") == "not_attached":
+                        return False
+        finally:
+            if pinger is not None:
+                pinger.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pinger
+
+    def _names(self) -> dict[str, str]:
+        """Every message names its session: the relay keeps nothing per connection (a Lambda per message)."""
+        return {"code": self.code, "token": self.token}
+
+    async def _ping(self, ws: ClientConnection, every: float) -> None:
+        with contextlib.suppress(WebSocketException):
+            while True:
+                await asyncio.sleep(every)
+                after = None if self.cursor is None else int(self.cursor)
+                await ws.send(json.dumps({"action": "ping", **self._names(), "after": after}))
+
+    async def _push_request(self, ws: ClientConnection, message: dict[str, Any]) -> bool:
+        """A pushed request: run it if it is next, hold it if something before it has not come. False: drop."""
+        push = self._push
+        seq = message.get("seq")
+        if not isinstance(seq, int) or not isinstance(message.get("id"), str):
+            return True
+        cursor = None if self.cursor is None else int(self.cursor)
+        if cursor is not None and seq <= cursor:
+            return True  # handed on before: a redelivery
+        push.held[seq] = message
+        if cursor is None or not push.attached:
+            return True  # the answer to attach sets the cursor first
+        if not await self._push_drain():
+            return False
+        await self._ask_resume(ws)
+        return True
+
+    async def _push_resumed(self, ws: ClientConnection, message: dict[str, Any]) -> bool:
+        """The end of a resume: what is held up to ``upTo`` runs in order; seqs between that never came will
+        not (answered, withdrawn or expired). False: drop."""
+        push = self._push
+        push.resuming = False
+        up_to = message.get("upTo")
+        seqs = sorted(push.held)
+        through = up_to if isinstance(up_to, int) else (seqs[-1] if seqs else 0)
+        for seq in seqs:
+            if seq > through:
+                break
+            if not await self._push_hand_on(push.held.pop(seq)):
+                return False
+        self.cursor = str(max(int(self.cursor or 0), through))
+        if not push.attached:
+            push.attached = True
+            ping = message.get("pingSeconds")
+            if isinstance(ping, int | float) and ping > 0:
+                push.ping = float(ping)
+        if not await self._push_drain():
+            return False
+        await self._ask_resume(ws)
+        return True
+
+    async def _push_drain(self) -> bool:
+        """Run the held requests that follow the cursor without a gap."""
+        push = self._push
+        while (message := push.held.pop(int(self.cursor or 0) + 1, None)) is not None:
+            if not await self._push_hand_on(message):
+                return False
+        for seq in [s for s in push.held if s <= int(self.cursor or 0)]:
+            del push.held[seq]
+        return True
+
+    async def _ask_resume(self, ws: ClientConnection) -> None:
+        push = self._push
+        if push.held and not push.resuming:
+            push.resuming = True
+            await ws.send(json.dumps({"action": "resume", **self._names(), "after": int(self.cursor or 0)}))
+
+    async def _push_hand_on(self, message: dict[str, Any]) -> bool:
+        """Fetch a pointer, run the request (``_execute``, as over SSE) and move the cursor. False: drop."""
+        seq = message["seq"]
+        request = {"id": message["id"], "tool": message.get("tool"), "args": message.get("args") or {}}
+        if isinstance(message.get("pointer"), str):
+            fetched = await self._fetch_pointer(message["pointer"])
+            if fetched is None:  # answered or gone meanwhile: nothing to run
+                self.cursor = str(seq)
+                return True
+            request = {"id": fetched["id"], "tool": fetched["tool"], "args": fetched.get("args") or {}}
+        if not await self._execute(Event("tool-request", json.dumps(request), str(seq))):
+            return False
+        self.cursor = str(seq)
+        return True
+
+    async def _fetch_pointer(self, pointer: str) -> dict[str, Any] | None:
+        assert self.client is not None
+        headers = {"Authorization": f"Bearer {self.token}"}
+        for attempt in range(20):
+            try:
+                r = await self.client.get(pointer.lstrip("/"), headers=headers)
+                if r.status_code in (401, 403, 404):
+                    return None
+                if r.status_code == 200:
+                    body: dict[str, Any] = r.json()
+                    return body
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+        raise AssertionError(f"the request at {pointer} could not be fetched")
 
     # --- hooks ----------------------------------------------------------------------------------------------
 
@@ -182,3 +392,41 @@ class FakePlugin:
             except httpx.TransportError:
                 pass
             await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+
+
+@dataclass
+class _PushState:
+    """One push connection's order-keeping: what came early, whether it is attached, its ping interval."""
+
+    held: dict[int, dict[str, Any]] = field(default_factory=dict)  # seq -> a request past cursor + 1
+    attached: bool = False  # the relay answered the attach
+    resuming: bool = False  # a resume is asked for and its ``resumed`` not yet here
+    ping: float = 15.0  # seconds; the relay names it in its answer to attach
+
+
+def _message(raw: str | bytes) -> dict[str, Any] | None:
+    """A relay message, or None for anything else (it is skipped, as push.js skips it)."""
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _event(message: dict[str, Any]) -> Event:
+    """A push message as the SSE event it stands for: the name, the rest as data, the seq as the id."""
+    kind = str(message.get("event"))
+    rest = {k: v for k, v in message.items() if k not in ("event", "seq")}
+    seq = message.get("seq")
+    return Event(kind, json.dumps(rest), str(seq) if kind == "tool-request" and seq is not None else None)
+
+
+def _status_of(code: object) -> int:
+    """The HTTP status the relay gives the error with this code (a refused attach reads as a refused stream)."""
+    kinds: list[type[errors.RelayError]] = [errors.RelayError]
+    while kinds:
+        kind = kinds.pop()
+        if kind.error == code:
+            return next((status for cls, status in STATUS if issubclass(kind, cls)), 400)
+        kinds.extend(kind.__subclasses__())
+    return 400

@@ -6,6 +6,7 @@ import { CodapPhone } from "./codap.js";
 import { BlockWatch, slowNotes, withCodapWaits } from "./slow.js";
 import { plural } from "./format.js";
 import { canvasRaster } from "./imaging.js";
+import { PushConnection } from "./push.js";
 import {
   RelayClient,
   RelayHttpError,
@@ -73,6 +74,7 @@ listen((notice) => {
     // a notice this cannot read must not keep it from the tools' own listeners
   }
 });
+let pushBlocked = false; // the push channel failed twice on this page: SSE for the rest of its life
 let waitedForRoom = false; // the stream waited for room: its countdown notice goes once it connects
 const tab = newTabId(); // this page's id at the relay: pagehide detaches the streams opened under it
 const replayer = new Replayer({
@@ -95,6 +97,10 @@ const MEMORY_ONLY =
   "This browser blocks third-party storage, so the code lives in this page only. Reloading the plugin or CODAP " +
   "ends this code and shows a new one for your LLM. To keep it across reloads, allow third-party cookies for " +
   "this CODAP site.";
+
+const PUSH_BLOCKED =
+  "This network or browser does not let the plugin keep its WebSocket to the relay, so it uses the relay's " +
+  "event stream instead. Everything works the same.";
 
 const WAITING = {
   busy: () =>
@@ -173,6 +179,7 @@ async function createSession(reason) {
     ttl: created.ttl,
     expiresAt: Date.parse(created.expiresAt) || Date.now() + created.ttl * 1000,
     changes: typeof created.changes === "string" ? created.changes : null,
+    push: typeof created.push === "string" ? created.push : null, // the push channel's URL, when offered
   };
   store.clearSession();
   if (previous) store.addHistory(previous); // its trace can still be saved while the relay keeps its log
@@ -227,7 +234,7 @@ function connect() {
       if (update.status === "done" && !manifest.readOnly.has(update.tool)) reporter?.ranTool(update.tool);
     },
   });
-  stream = new StreamConnection({
+  const options = {
     base: relayBase,
     code,
     token,
@@ -272,8 +279,17 @@ function connect() {
       },
       onWithdrawn: ({ id, tool, args }) => ui.activity({ id, tool, args, status: "withdrawn", code }),
       onCursorReset: () => ui.notice("The relay restarted its queue; unanswered requests are being sent again."),
+      onFallback: () => {
+        pushBlocked = true;
+        ui.notice(PUSH_BLOCKED);
+        const cursor = stream.cursor;
+        stream = new StreamConnection(options);
+        stream.open(cursor);
+      },
     },
-  });
+  };
+  const push = session.push && globalThis.WebSocket && !pushBlocked;
+  stream = push ? new PushConnection({ ...options, url: session.push }) : new StreamConnection(options);
   runner.resume();
   stream.open(null); // after a (re)load the relay sends every unanswered request; the ledger dedupes
 }
@@ -380,6 +396,7 @@ function wireControls() {
   });
   addEventListener("pagehide", (event) => {
     if (!session) return;
+    stream?.pause?.(); // a push socket closes now (the relay then drops it as the consumer)
     // Nothing of a memory-only session survives the unload: end it now, so the LLM is told the session ended
     // instead of its requests waiting for a page that is gone. A stored session is kept for the reload.
     if (!storage.persistent && !event.persisted) {

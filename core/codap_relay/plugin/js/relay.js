@@ -138,6 +138,11 @@ export class RelayClient {
     return entries;
   }
 
+  /** A request too big to push (the push channel's `pointer`, a path under the relay): {id, tool, args, seq}. */
+  fetchRequest(pointer, token) {
+    return this._json(pointer, { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
+  }
+
   /** What CODAP said changed (changes.js), to the session's `changes` path that a long-lived relay gave. */
   postChanges(path, token, note) {
     return this._json(path, {

@@ -1,0 +1,331 @@
+// @ts-check
+// The push channel (a WebSocket the relay posts to; docs/plugin.md): the same handlers as the SSE
+// StreamConnection, with the order kept here. Requests run strictly in seq order: one that arrives past
+// cursor + 1 is held and the plugin asks the relay to resume from its cursor; `resumed.upTo` moves the cursor
+// past seqs that will never come (answered, withdrawn, expired). If the socket cannot open or attach twice in a
+// row (a CSP or a proxy that drops WebSockets), it gives up and the page falls back to SSE (handlers.onFallback).
+
+import { RelayHttpError, backoffMs, newTabId } from "./relay.js";
+
+/** Consecutive failed opens/attaches after which the page uses SSE instead. */
+export const FAILURES_BEFORE_FALLBACK = 2;
+/** No message for this many ping intervals: the socket is dead even if it looks open. */
+export const WATCHDOG_PINGS = 2.5;
+
+export class PushConnection {
+  /**
+   * @param {object} options
+   * @param {string} options.base the relay's base URL
+   * @param {string} options.url the session's push URL (wss://…, or ws:// on loopback)
+   * @param {string} options.code the session's pairing code
+   * @param {string} options.token the browser token
+   * @param {Record<string, (...args: any[]) => void>} options.handlers onStatus, onRequest, onSuperseded, onGone,
+   *   onAlive, onWithdrawn, onCursorReset, onFallback
+   * @param {number} [options.watchdogMs] reconnect when nothing arrived for this long, until the relay names its
+   *   ping interval (then 2.5 pings)
+   * @param {number} [options.attachTimeoutMs] an open socket that is not attached by then has failed
+   * @param {typeof WebSocket} [options.WebSocketImpl]
+   * @param {{fetchRequest: (pointer: string, token: string) => Promise<any>}} options.client the RelayClient
+   * @param {string} [options.tab] this page's id: it leads the connection's consumer id at the relay
+   * @param {{base?: number, max?: number, random?: () => number}} [options.backoff] backoffMs's options
+   */
+  constructor({
+    base,
+    url,
+    code,
+    token,
+    handlers,
+    watchdogMs = 45_000,
+    attachTimeoutMs = 15_000,
+    WebSocketImpl = globalThis.WebSocket,
+    client,
+    tab = newTabId(),
+    backoff = {},
+  }) {
+    this.base = base;
+    this.url = url;
+    this.code = code;
+    this.token = token;
+    this.tab = tab;
+    this.handlers = handlers;
+    this.watchdogMs = watchdogMs;
+    this.attachTimeoutMs = attachTimeoutMs;
+    this.WebSocketImpl = WebSocketImpl;
+    this.client = client;
+    this.backoff = backoff;
+    this.ws = null;
+    /** @type {number | null} the last seq handed on (or skipped as never coming); null: none known yet */
+    this.cursor = null;
+    this.pingMs = null; // from the relay's answer to attach
+    this.attached = false;
+    this.attempt = 0;
+    this.failures = 0; // opens/attaches that failed in a row
+    this.stopped = true;
+    this.fellBack = false;
+    /** @type {Map<number, object>} requests that came early (past cursor + 1), by seq */
+    this.held = new Map();
+    this.resuming = false; // a resume is asked for and its `resumed` not yet here
+    this._delivery = Promise.resolve(); // hand-overs in order, pointer fetches included
+    this._watchdog = null;
+    this._ping = null;
+    this._retry = null;
+  }
+
+  open(cursor = this.cursor) {
+    if (this.fellBack) return;
+    this._teardown();
+    this.stopped = false;
+    this.cursor = cursor ?? null;
+    this.held.clear();
+    this.resuming = false;
+    this.attached = false;
+    let ws;
+    try {
+      ws = new this.WebSocketImpl(this.url);
+    } catch {
+      // a CSP that forbids the URL throws here in some browsers
+      this._failed();
+      return;
+    }
+    this.ws = ws;
+    const mine = (fn) => (event) => {
+      if (this.ws === ws) fn(event);
+    };
+    ws.onopen = mine(() => {
+      this._send({ action: "attach", ...this._session(), tab: this.tab, after: this.cursor });
+      this._kick(this.attachTimeoutMs);
+    });
+    ws.onmessage = mine((event) => {
+      let message;
+      try {
+        message = JSON.parse(event.data);
+      } catch {
+        return; // not for us; the watchdog still counts only messages it can read
+      }
+      if (message && typeof message === "object") this._message(message);
+    });
+    // A socket that fails fires error and then close; some stacks only one of them.
+    ws.onerror = mine(() => this._lost());
+    ws.onclose = mine(() => this._lost());
+  }
+
+  /** Close the socket and its timers, keeping the cursor: open() starts again (pagehide, bfcache). */
+  pause() {
+    this._teardown();
+  }
+
+  stop() {
+    this.stopped = true;
+    this._teardown();
+  }
+
+  /** Every message names its session: the relay keeps nothing per connection (a Lambda per message on AWS). */
+  _session() {
+    return { code: this.code, token: this.token };
+  }
+
+  _send(message) {
+    try {
+      this.ws?.send(JSON.stringify(message));
+    } catch {
+      // a closing socket: its close event follows and reconnects
+    }
+  }
+
+  _message(message) {
+    this._kick();
+    switch (message.event) {
+      case "tool-request":
+        this._request(message);
+        return;
+      case "resumed":
+        this._resumed(message);
+        return;
+      case "cursor-reset":
+        // the relay has fewer requests than the cursor says (its store was reset): it sends every unanswered
+        // request again, then `resumed`, which sets the cursor anew; until then nothing runs
+        this.cursor = null;
+        this.held.clear();
+        this.resuming = true;
+        this.handlers.onCursorReset?.(message);
+        return;
+      case "heartbeat":
+        this.handlers.onAlive?.();
+        return;
+      case "withdrawn":
+        this.handlers.onWithdrawn?.({ id: message.id, tool: message.tool, args: message.args });
+        return;
+      case "superseded":
+        this.stop();
+        this.handlers.onSuperseded();
+        return;
+      case "closed":
+      case "expired":
+        this.stop();
+        this.handlers.onGone(message.event);
+        return;
+      case "error":
+        if (!this.attached) {
+          this._teardown(); // refused before it attached: as good as a socket that never opened
+          this._failed();
+        } else if (message.code === "not_attached") {
+          // the relay no longer counts this socket as the session's (a detach, say): attach again
+          this._teardown();
+          this._scheduleReopen();
+        }
+        return;
+      default:
+    }
+  }
+
+  _request(message) {
+    const seq = Number(message.seq);
+    if (!Number.isInteger(seq) || typeof message.id !== "string") return;
+    if (this.cursor !== null && seq <= this.cursor) return; // handed on before: a redelivery
+    this.held.set(seq, message);
+    if (this.cursor === null || !this.attached) return; // the answer to attach sets the cursor first
+    this._drain();
+    if (this.held.size && !this.resuming) {
+      // a gap: something before this seq has not come (yet); the relay sends everything after the cursor
+      this.resuming = true;
+      this._send({ action: "resume", ...this._session(), after: this.cursor });
+    }
+  }
+
+  _resumed(message) {
+    const first = !this.attached;
+    this.resuming = false;
+    const upTo = Number.isInteger(message.upTo) ? message.upTo : null;
+    // Everything the relay still has up to upTo came before this message: what is held up to there runs now,
+    // in order, and the seqs between that never came are answered, withdrawn or expired.
+    // (A relay that names no upTo vouches for what it sent: all of that is held.)
+    const seqs = [...this.held.keys()].sort((a, b) => a - b);
+    const through = upTo ?? seqs.at(-1) ?? 0;
+    for (const seq of seqs) {
+      if (seq > through) break;
+      this._handOn(this.held.get(seq));
+    }
+    this.cursor = Math.max(this.cursor ?? 0, through);
+    this._drain();
+    if (first) {
+      this.attached = true;
+      this.attempt = 0;
+      this.failures = 0;
+      const ping = Number(message.pingSeconds);
+      if (ping > 0) this.pingMs = ping * 1000;
+      this._startPings();
+      this._kick();
+      this.handlers.onStatus("connected");
+    }
+    if (this.held.size && !this.resuming) {
+      // pushed past the end of that resume, with a gap still before it
+      this.resuming = true;
+      this._send({ action: "resume", ...this._session(), after: this.cursor });
+    }
+  }
+
+  /** Hand on the held requests that follow the cursor without a gap. */
+  _drain() {
+    for (;;) {
+      const next = (this.cursor ?? 0) + 1;
+      const message = this.held.get(next);
+      if (!message) {
+        // drop what the cursor has passed (a resume's upTo or a redelivery)
+        for (const seq of this.held.keys()) if (seq <= (this.cursor ?? 0)) this.held.delete(seq);
+        return;
+      }
+      this._handOn(message);
+      this.cursor = next;
+    }
+  }
+
+  _handOn(message) {
+    this.held.delete(Number(message.seq));
+    this._delivery = this._delivery.then(async () => {
+      const request = message.pointer ? await this._fetch(message) : message;
+      if (request && !this.stopped) {
+        this.handlers.onRequest({ id: request.id, tool: request.tool, args: request.args ?? {}, seq: Number(message.seq) });
+      }
+    });
+  }
+
+  /** A request too big to push, fetched by its pointer; retried until it comes or the relay says it is gone. */
+  async _fetch(message) {
+    for (let attempt = 0; !this.stopped; attempt++) {
+      try {
+        return await this.client.fetchRequest(message.pointer, this.token);
+      } catch (err) {
+        // 404: answered or expired meanwhile; 401/403: a new session replaced this one
+        if (err instanceof RelayHttpError && [401, 403, 404].includes(err.status)) return null;
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt, this.backoff)));
+      }
+    }
+    return null;
+  }
+
+  _startPings() {
+    clearInterval(this._ping);
+    const every = this.pingMs ?? this.watchdogMs / WATCHDOG_PINGS;
+    this._ping = setInterval(() => this._send({ action: "ping", ...this._session(), after: this.cursor }), every);
+  }
+
+  /** (Re)arm the watchdog: after ``ms`` without a message the socket counts as dead. */
+  _kick(ms = this.pingMs ? this.pingMs * WATCHDOG_PINGS : this.watchdogMs) {
+    clearTimeout(this._watchdog);
+    this._watchdog = setTimeout(() => {
+      if (this.stopped) return;
+      this._lost();
+    }, ms);
+  }
+
+  /** The socket died or went silent. */
+  _lost() {
+    if (this.stopped) return;
+    const attached = this.attached;
+    this._teardown();
+    if (!attached) {
+      this._failed();
+      return;
+    }
+    this.handlers.onStatus(globalThis.navigator?.onLine === false ? "offline" : "reconnecting");
+    this._scheduleReopen();
+  }
+
+  /** An open or attach that failed: try again, or after two in a row give up on push for this page. */
+  _failed() {
+    this.failures += 1;
+    if (this.failures >= FAILURES_BEFORE_FALLBACK) {
+      this.fellBack = true;
+      this.stop();
+      this.handlers.onFallback?.();
+      return;
+    }
+    this.handlers.onStatus("reconnecting");
+    this._scheduleReopen();
+  }
+
+  _scheduleReopen() {
+    if (this.stopped) return;
+    clearTimeout(this._retry);
+    this._retry = setTimeout(() => {
+      if (!this.stopped) this.open(this.cursor);
+    }, backoffMs(this.attempt++, this.backoff));
+  }
+
+  _teardown() {
+    clearTimeout(this._watchdog);
+    clearInterval(this._ping);
+    clearTimeout(this._retry);
+    this._watchdog = this._ping = this._retry = null;
+    this.attached = false;
+    if (this.ws) {
+      const ws = this.ws;
+      this.ws = null;
+      try {
+        ws.close(1000);
+      } catch {
+        // already closed
+      }
+    }
+  }
+}

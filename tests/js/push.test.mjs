@@ -1,0 +1,505 @@
+// The push channel's client (push.js) against a fake WebSocket: attach with the cursor, strict seq order with
+// hold-and-resume, resumed.upTo, dedupe, pointer fetch, pings, the watchdog, the ends, and the fall back to SSE.
+import assert from "node:assert/strict";
+import { mock, test } from "node:test";
+
+import { PushConnection } from "../../core/codap_relay/plugin/js/push.js";
+import { RelayClient, RelayHttpError } from "../../core/codap_relay/plugin/js/relay.js";
+
+class FakeSocket {
+  static opened = [];
+  constructor(url) {
+    this.url = url;
+    this.sent = [];
+    this.closed = null;
+    FakeSocket.opened.push(this);
+  }
+  send(text) {
+    if (this.closed !== null) throw new Error("socket closed");
+    this.sent.push(JSON.parse(text));
+  }
+  close(code) {
+    this.closed = code ?? 1005;
+  }
+  // --- what the network and the relay do
+  accept() {
+    this.onopen?.({});
+  }
+  receive(message) {
+    this.onmessage?.({ data: JSON.stringify(message) });
+  }
+  fail() {
+    this.onerror?.({});
+    this.onclose?.({ code: 1006 });
+  }
+  sentOf(action) {
+    return this.sent.filter((m) => m.action === action);
+  }
+}
+
+const last = () => FakeSocket.opened.at(-1);
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+const request = (seq, extra = {}) => ({ event: "tool-request", seq, id: `r${seq}`, tool: "t", args: { n: seq }, ...extra });
+
+function recorder() {
+  const rec = { statuses: [], requests: [], withdrawn: [], gone: [], superseded: 0, alive: 0, fallbacks: 0 };
+  rec.handlers = {
+    onStatus: (s) => rec.statuses.push(s),
+    onRequest: (r) => rec.requests.push(r),
+    onWithdrawn: (w) => rec.withdrawn.push(w),
+    onSuperseded: () => rec.superseded++,
+    onGone: (kind) => rec.gone.push(kind),
+    onAlive: () => rec.alive++,
+    onFallback: () => rec.fallbacks++,
+  };
+  rec.seqs = () => rec.requests.map((r) => r.seq);
+  return rec;
+}
+
+function connection(rec, { client = {}, ...options } = {}) {
+  FakeSocket.opened = [];
+  return new PushConnection({
+    base: "https://relay.example/v1",
+    url: "wss://push.example/v1",
+    code: "ABCD2345",
+    token: "tok",
+    tab: "tab-1",
+    handlers: rec.handlers,
+    WebSocketImpl: /** @type {any} */ (FakeSocket),
+    client: /** @type {any} */ (client),
+    backoff: { random: () => 0.5 }, // no jitter: attempt n waits 500 * 2^n ms
+    ...options,
+  });
+}
+
+/** Open, attach, and answer the attach with nothing pending up to ``upTo``. */
+async function attached(conn, { cursor = null, upTo = 3, pingSeconds = 2 } = {}) {
+  conn.open(cursor);
+  last().accept();
+  last().receive({ event: "resumed", after: cursor, upTo, pingSeconds });
+  await flush();
+  return last();
+}
+
+test("attach carries code, token, tab and the cursor; the answer to it connects and sets the cursor", async () => {
+  const rec = recorder();
+  const conn = connection(rec);
+  conn.open(7);
+  assert.equal(last().url, "wss://push.example/v1");
+  assert.deepEqual(last().sent, []);
+  last().accept();
+  assert.deepEqual(last().sent, [{ action: "attach", code: "ABCD2345", token: "tok", tab: "tab-1", after: 7 }]);
+  assert.deepEqual(rec.statuses, [], "not connected before the relay answers the attach");
+  last().receive(request(8));
+  last().receive({ event: "resumed", after: 7, upTo: 9, pingSeconds: 15 });
+  await flush();
+  assert.deepEqual(rec.statuses, ["connected"]);
+  assert.deepEqual(rec.requests, [{ id: "r8", tool: "t", args: { n: 8 }, seq: 8 }]);
+  assert.equal(conn.cursor, 9, "seq 9 never came: answered, withdrawn or expired");
+  assert.equal(conn.pingMs, 15_000);
+  conn.stop();
+});
+
+test("5 before 4: 5 is held and the plugin resumes from its cursor; 4 and 5 then run in order, once each", async () => {
+  const rec = recorder();
+  const conn = connection(rec);
+  const ws = await attached(conn, { upTo: 3 });
+  ws.receive(request(5));
+  await flush();
+  assert.deepEqual(rec.seqs(), [], "5 must not run before 4");
+  assert.deepEqual(ws.sentOf("resume"), [{ action: "resume", code: "ABCD2345", token: "tok", after: 3 }]);
+  ws.receive(request(5)); // a second early one asks nothing more: one resume is under way
+  assert.equal(ws.sentOf("resume").length, 1);
+  // the relay's resume: everything unanswered after 3, then resumed
+  ws.receive(request(4));
+  ws.receive(request(5));
+  ws.receive({ event: "resumed", after: 3, upTo: 5 });
+  await flush();
+  assert.deepEqual(rec.seqs(), [4, 5]);
+  assert.equal(conn.cursor, 5);
+  assert.equal(conn.held.size, 0);
+  ws.receive(request(6));
+  await flush();
+  assert.deepEqual(rec.seqs(), [4, 5, 6]);
+  assert.equal(ws.sentOf("resume").length, 1, "in order again: no resume");
+  conn.stop();
+});
+
+test("the gap closes by itself when the missing seq is pushed before the resume's answer", async () => {
+  const rec = recorder();
+  const conn = connection(rec);
+  const ws = await attached(conn, { upTo: 3 });
+  ws.receive(request(5));
+  ws.receive(request(4)); // two writers' pushes crossed on the way
+  await flush();
+  assert.deepEqual(rec.seqs(), [4, 5]);
+  ws.receive(request(4)); // the resume's copies: already handed on
+  ws.receive(request(5));
+  ws.receive({ event: "resumed", after: 3, upTo: 5 });
+  await flush();
+  assert.deepEqual(rec.seqs(), [4, 5]);
+  conn.stop();
+});
+
+test("resumed.upTo moves the cursor past seqs that will never come", async () => {
+  const rec = recorder();
+  const conn = connection(rec);
+  const ws = await attached(conn, { upTo: 3 });
+  ws.receive(request(7));
+  await flush();
+  assert.deepEqual(ws.sentOf("resume"), [{ action: "resume", code: "ABCD2345", token: "tok", after: 3 }]);
+  // 4, 5, 6 were answered by then (or withdrawn): the resume sends only 7
+  ws.receive(request(7));
+  ws.receive({ event: "resumed", after: 3, upTo: 7 });
+  await flush();
+  assert.deepEqual(rec.seqs(), [7]);
+  assert.equal(conn.cursor, 7);
+  // a push that raced past the resume's end: 9 was held when upTo said 7, and 8 is past upTo too
+  ws.receive(request(9));
+  ws.receive({ event: "resumed", after: 7, upTo: 8 }); // 8 withdrawn: the held 9 runs without another resume
+  await flush();
+  assert.deepEqual(rec.seqs(), [7, 9]);
+  assert.equal(conn.cursor, 9);
+  conn.stop();
+});
+
+test("a request held past the resume's upTo asks again, and then runs", async () => {
+  const rec = recorder();
+  const conn = connection(rec);
+  const ws = await attached(conn, { upTo: 3 });
+  ws.receive(request(6));
+  ws.receive({ event: "resumed", after: 3, upTo: 4 }); // 5 was written after the resume looked
+  await flush();
+  assert.deepEqual(rec.seqs(), []);
+  assert.deepEqual(ws.sentOf("resume"), [{ action: "resume", code: "ABCD2345", token: "tok", after: 3 }, { action: "resume", code: "ABCD2345", token: "tok", after: 4 }]);
+  ws.receive(request(5));
+  await flush();
+  assert.deepEqual(rec.seqs(), [5, 6]);
+  conn.stop();
+});
+
+test("duplicates are handed on once; after a reload (no cursor) the attach's resume comes in order", async () => {
+  const rec = recorder();
+  const conn = connection(rec);
+  conn.open(null);
+  const ws = last();
+  ws.accept();
+  assert.equal(ws.sentOf("attach")[0].after, null);
+  // a push that crossed the attach's resume, then the resume itself
+  ws.receive(request(3));
+  ws.receive(request(2));
+  ws.receive(request(3));
+  ws.receive({ event: "resumed", after: null, upTo: 3, pingSeconds: 2 });
+  ws.receive(request(3));
+  ws.receive(request(2));
+  await flush();
+  assert.deepEqual(rec.seqs(), [2, 3]);
+  conn.stop();
+});
+
+test("after a re-attach, a stale copy from before the cursor is not handed on again", async () => {
+  const rec = recorder();
+  const conn = connection(rec);
+  conn.open(5);
+  const ws = last();
+  ws.accept();
+  ws.receive(request(4)); // a late push of a request this page already ran
+  ws.receive(request(6));
+  ws.receive({ event: "resumed", after: 5, upTo: 6, pingSeconds: 2 });
+  await flush();
+  assert.deepEqual(rec.seqs(), [6]);
+  conn.stop();
+});
+
+test("cursor-reset: the relay starts over; nothing runs until its resumed, which sets the cursor anew", async () => {
+  const rec = recorder();
+  let resets = 0;
+  rec.handlers.onCursorReset = () => resets++;
+  const conn = connection(rec);
+  conn.open(40); // a cursor from before the relay's store was reset
+  const ws = last();
+  ws.accept();
+  ws.receive({ event: "cursor-reset", lastEventId: 40, lastSeq: 3 });
+  assert.equal(conn.cursor, null);
+  ws.receive(request(3));
+  ws.receive(request(2));
+  ws.receive({ event: "resumed", after: 0, upTo: 3, pingSeconds: 2 });
+  await flush();
+  assert.equal(resets, 1);
+  assert.deepEqual(rec.seqs(), [2, 3]);
+  assert.equal(conn.cursor, 3);
+  assert.deepEqual(ws.sentOf("resume"), [], "the reset's own resume is under way: no other asked for");
+  conn.stop();
+});
+
+test("withdrawn, heartbeat and malformed messages", async () => {
+  const rec = recorder();
+  const conn = connection(rec);
+  const ws = await attached(conn);
+  ws.receive({ event: "withdrawn", id: "r9", tool: "t", args: { a: 1 } });
+  ws.receive({ event: "heartbeat" });
+  ws.onmessage({ data: "not json" });
+  ws.receive({ event: "error", code: "bad_input", message: "?" });
+  ws.receive({ event: "tool-request", seq: "x", id: "r4" });
+  await flush();
+  assert.deepEqual(rec.withdrawn, [{ id: "r9", tool: "t", args: { a: 1 } }]);
+  assert.equal(rec.alive, 1);
+  assert.deepEqual(rec.seqs(), []);
+  assert.equal(ws.closed, null, "none of it breaks the connection");
+  conn.stop();
+});
+
+test("a pointer is fetched with the token, in its turn: a later inline request waits for it", async () => {
+  const rec = recorder();
+  const fetched = [];
+  let release;
+  const client = {
+    fetchRequest(pointer, token) {
+      fetched.push([pointer, token]);
+      return new Promise((resolve) => {
+        release = () => resolve({ id: "r4", tool: "big", args: { rows: [1, 2, 3] }, seq: 4 });
+      });
+    },
+  };
+  const conn = connection(rec, { client });
+  const ws = await attached(conn, { upTo: 3 });
+  ws.receive({ event: "tool-request", seq: 4, id: "r4", tool: "big", pointer: "/api/sessions/ABCD2345/requests/r4" });
+  ws.receive(request(5));
+  await flush();
+  assert.deepEqual(fetched, [["/api/sessions/ABCD2345/requests/r4", "tok"]]);
+  assert.deepEqual(rec.seqs(), [], "5 waits for 4's fetch");
+  assert.equal(conn.cursor, 5, "both are in hand: no resume needed");
+  release();
+  await flush();
+  assert.deepEqual(rec.requests, [
+    { id: "r4", tool: "big", args: { rows: [1, 2, 3] }, seq: 4 },
+    { id: "r5", tool: "t", args: { n: 5 }, seq: 5 },
+  ]);
+  assert.equal(ws.sentOf("resume").length, 0);
+  conn.stop();
+});
+
+test("a pointer the relay no longer has (404) is skipped; the next request still runs", async () => {
+  const rec = recorder();
+  const client = {
+    async fetchRequest() {
+      throw new RelayHttpError(404, { code: "request_not_found" });
+    },
+  };
+  const conn = connection(rec, { client });
+  const ws = await attached(conn, { upTo: 3 });
+  ws.receive({ event: "tool-request", seq: 4, id: "r4", tool: "big", pointer: "/api/sessions/ABCD2345/requests/r4" });
+  ws.receive(request(5));
+  await flush();
+  await flush();
+  assert.deepEqual(rec.seqs(), [5]);
+  conn.stop();
+});
+
+test("RelayClient.fetchRequest GETs the pointer under the relay's base with the Bearer token", async () => {
+  const calls = [];
+  const fetchImpl = async (url, init) => {
+    calls.push({ url, init });
+    return { ok: true, status: 200, json: async () => ({ id: "r4", tool: "t", args: {}, seq: 4 }), headers: new Map() };
+  };
+  const client = new RelayClient("https://relay.example/v1", fetchImpl);
+  assert.deepEqual(await client.fetchRequest("/api/sessions/ABCD2345/requests/r4", "tok"), {
+    id: "r4",
+    tool: "t",
+    args: {},
+    seq: 4,
+  });
+  assert.equal(calls[0].url, "https://relay.example/v1/api/sessions/ABCD2345/requests/r4");
+  assert.equal(calls[0].init.headers.Authorization, "Bearer tok");
+  assert.equal(calls[0].init.method, undefined, "a GET");
+});
+
+test("pings every pingSeconds with the cursor; silence for 2.5 pings reconnects and re-attaches with the cursor", async () => {
+  mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  try {
+    const rec = recorder();
+    const conn = connection(rec);
+    const ws = await attached(conn, { upTo: 3, pingSeconds: 2 });
+    ws.receive(request(4));
+    await flush();
+    mock.timers.tick(1999);
+    assert.equal(ws.sentOf("ping").length, 0);
+    mock.timers.tick(1);
+    assert.deepEqual(ws.sentOf("ping"), [{ action: "ping", code: "ABCD2345", token: "tok", after: 4 }]);
+    ws.receive({ event: "heartbeat" }); // the answer keeps the watchdog quiet
+    mock.timers.tick(2000);
+    assert.equal(ws.sentOf("ping").length, 2);
+    // no answer to that ping or the next: 5 s (2.5 × 2 s) after the last heartbeat the socket counts as dead
+    mock.timers.tick(2999);
+    assert.equal(ws.closed, null);
+    mock.timers.tick(1);
+    assert.equal(ws.closed, 1000, "the silent socket is closed");
+    assert.equal(rec.statuses.at(-1), "reconnecting");
+    assert.equal(FakeSocket.opened.length, 1, "the reconnect waits its backoff");
+    mock.timers.tick(500); // backoff's first step without jitter
+    assert.equal(FakeSocket.opened.length, 2);
+    last().accept();
+    assert.equal(last().sentOf("attach")[0].after, 4, "re-attach carries the cursor");
+    assert.equal(ws.sentOf("ping").length, 3, "the dead socket pings no more");
+    last().receive({ event: "resumed", after: 4, upTo: 4, pingSeconds: 2 });
+    await flush();
+    assert.equal(rec.statuses.at(-1), "connected");
+    conn.stop();
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("a dropped socket reconnects with backoff that grows while attaches fail, and resets once attached", async () => {
+  mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  try {
+    const rec = recorder();
+    const conn = connection(rec);
+    await attached(conn, { upTo: 3 });
+    last().fail();
+    assert.equal(rec.statuses.at(-1), "reconnecting");
+    mock.timers.tick(500);
+    assert.equal(FakeSocket.opened.length, 2);
+    last().fail(); // one failed open after a good connection: not yet a reason to give up on push
+    assert.equal(rec.fallbacks, 0);
+    mock.timers.tick(999);
+    assert.equal(FakeSocket.opened.length, 2, "the second wait is longer");
+    mock.timers.tick(1);
+    assert.equal(FakeSocket.opened.length, 3);
+    last().accept();
+    last().receive({ event: "resumed", after: 3, upTo: 3, pingSeconds: 2 });
+    await flush();
+    assert.equal(conn.attempt, 0);
+    assert.equal(conn.failures, 0);
+    conn.stop();
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+for (const kind of ["closed", "expired"]) {
+  test(`${kind} ends the connection for good and says so`, async () => {
+    mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+    try {
+      const rec = recorder();
+      const conn = connection(rec);
+      const ws = await attached(conn);
+      ws.receive({ event: kind });
+      assert.deepEqual(rec.gone, [kind]);
+      assert.equal(conn.stopped, true);
+      assert.equal(ws.closed, 1000);
+      mock.timers.tick(600_000);
+      assert.equal(FakeSocket.opened.length, 1, "no reconnect");
+      assert.equal(ws.sentOf("ping").length, 0, "no pings after the end");
+    } finally {
+      mock.timers.reset();
+    }
+  });
+}
+
+test("superseded stops the connection and tells the page; open() later takes the session back", async () => {
+  mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  try {
+    const rec = recorder();
+    const conn = connection(rec);
+    const ws = await attached(conn, { upTo: 5 });
+    ws.receive({ event: "superseded" });
+    assert.equal(rec.superseded, 1);
+    assert.equal(ws.closed, 1000);
+    mock.timers.tick(600_000);
+    assert.equal(FakeSocket.opened.length, 1);
+    conn.open(conn.cursor); // "Connect here"
+    last().accept();
+    assert.equal(last().sentOf("attach")[0].after, 5);
+    conn.stop();
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("two failed opens in a row fall back to SSE, once, with the cursor kept for the stream", async () => {
+  mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  try {
+    const rec = recorder();
+    const conn = connection(rec);
+    conn.open(12);
+    last().fail(); // blocked by the CSP, or a proxy that refuses the upgrade
+    assert.equal(rec.fallbacks, 0);
+    mock.timers.tick(500);
+    last().fail();
+    assert.equal(rec.fallbacks, 1);
+    assert.equal(conn.stopped, true);
+    assert.equal(conn.cursor, 12, "the SSE stream starts from here");
+    mock.timers.tick(600_000);
+    assert.equal(FakeSocket.opened.length, 2, "no socket after the fall back");
+    conn.open(12);
+    assert.equal(FakeSocket.opened.length, 2, "for the rest of the page's life");
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("sockets that open but never attach (refused, or silent) count as failures too", async () => {
+  mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  try {
+    const rec = recorder();
+    const conn = connection(rec, { attachTimeoutMs: 3000 });
+    conn.open(null);
+    last().accept();
+    last().receive({ event: "error", code: "unauthorized", message: "no" });
+    assert.equal(rec.fallbacks, 0);
+    mock.timers.tick(500);
+    last().accept(); // a proxy that lets the upgrade through and then passes nothing
+    mock.timers.tick(2999);
+    assert.equal(rec.fallbacks, 0);
+    mock.timers.tick(1);
+    assert.equal(rec.fallbacks, 1);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("a WebSocket constructor that throws (a CSP) counts as a failed open", () => {
+  const rec = recorder();
+  let tries = 0;
+  const conn = connection(rec, {
+    WebSocketImpl: /** @type {any} */ (
+      class {
+        constructor() {
+          tries++;
+          throw new Error("Refused to connect: Content Security Policy");
+        }
+      }
+    ),
+  });
+  conn.open(null);
+  assert.equal(rec.fallbacks, 0);
+  conn.open(null); // the retry, run at once here
+  assert.equal(tries, 2);
+  assert.equal(rec.fallbacks, 1);
+  conn.stop();
+});
+
+test("stop() and pause() leave no timer behind and close the socket", async () => {
+  const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length;
+  const before = timers();
+  const rec = recorder();
+  const conn = connection(rec);
+  const ws = await attached(conn, { pingSeconds: 1 });
+  assert.ok(timers() > before, "attached: ping and watchdog timers run");
+  conn.pause();
+  assert.equal(timers(), before);
+  assert.equal(ws.closed, 1000);
+  ws.fail(); // the close event of a socket it let go changes nothing
+  assert.equal(FakeSocket.opened.length, 1);
+  assert.equal(timers(), before);
+  await attached(conn, { cursor: conn.cursor, pingSeconds: 1 });
+  assert.equal(FakeSocket.opened.length, 2, "open() after pause() attaches again");
+  last().fail(); // a reconnect is scheduled now
+  assert.ok(timers() > before);
+  conn.stop();
+  assert.equal(timers(), before);
+  assert.equal(conn._watchdog, null);
+  assert.equal(conn._ping, null);
+  assert.equal(conn._retry, null);
+});
