@@ -87,10 +87,15 @@ LOCAL_API_ENV = {
 @pytest.fixture(scope="session")
 def local_api() -> Iterator[LocalApi]:
     """One ``codap-relay local-api`` (the real command, a child process) on one DynamoDB Local table for the
-    whole test session: every function in processes of its own, the stream behind the adapter-style proxy."""
+    whole test session: every function in processes of its own, the stream behind the adapter-style proxy, the
+    WebSocket push channel on its own port."""
     from codap_relay_tooling.testing.dynamodb_shared import env_for, fresh_table, store_url
 
     with fresh_table() as (dynamo, table):
         env = {**env_for(dynamo), **LOCAL_API_ENV}
-        with local_api_process("--store", store_url(dynamo, table), env=env) as (base, process):
+        # With the push channel on (PushChannel=websocket): the plugin, its test stand-in and the suites that go
+        # through here use it, as a deployment that offers it is used. SSE through local-api has tests of its own
+        # (test_local_api_relay.py, test_deployed_streams.py, test_custom_domain.py).
+        args = ("--store", store_url(dynamo, table), "--push-channel", "websocket")
+        with local_api_process(*args, env=env) as (base, process):
             yield LocalApi(base, process)

@@ -503,3 +503,27 @@ test("stop() and pause() leave no timer behind and close the socket", async () =
   assert.equal(conn._ping, null);
   assert.equal(conn._retry, null);
 });
+
+test("a ping timer that fires long after it should (the machine slept) reopens the socket at once", async () => {
+  mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  try {
+    let wall = 0;
+    const rec = recorder();
+    const conn = connection(rec, { now: () => wall });
+    const ws = await attached(conn, { upTo: 2, pingSeconds: 2 });
+    wall += 2000;
+    mock.timers.tick(2000);
+    assert.equal(ws.sentOf("ping").length, 1, "on time: a ping");
+    ws.receive({ event: "heartbeat" });
+    wall += 60_000; // asleep for a minute; the timer fires once on waking
+    mock.timers.tick(2000);
+    assert.equal(ws.sentOf("ping").length, 1, "no ping into a socket that slept");
+    assert.equal(ws.closed, 1000);
+    mock.timers.tick(500);
+    last().accept();
+    assert.equal(last().sentOf("attach")[0].after, 2, "re-attach carries the cursor");
+    conn.stop();
+  } finally {
+    mock.timers.reset();
+  }
+});
