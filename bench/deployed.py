@@ -51,11 +51,17 @@ CALL_KINDS: dict[str, load.RoundTrip] = {
     "mcp": load.mcp_round_trip,
 }
 WARM_UP_CALLS = 5
-# How the plugin gets its requests: each channel is a factory of connected session pairs (LLM client + plugin). A
-# second channel (the WebSocket push) is one more entry: a factory whose fake plugin connects over it. Every
-# channel's round trips are then measured and printed, locally and against --url.
+# How the plugin gets its requests: each channel is a factory of connected session pairs (LLM client + plugin).
+# Every channel's round trips are measured and printed, locally (local-api runs with the push channel on; the
+# SSE pairs ignore it) and against --url (a stack deployed without PushChannel=websocket offers no push: said so).
 Pairs = Callable[[str, int], AbstractAsyncContextManager[tuple[httpx.AsyncClient, list[load.Pair]]]]
-CHANNELS: dict[str, Pairs] = {"sse": load.session_pairs}
+
+
+def sse_pairs(base: str, count: int) -> AbstractAsyncContextManager[tuple[httpx.AsyncClient, list[load.Pair]]]:
+    return load.session_pairs(base, count, push=False)
+
+
+CHANNELS: dict[str, Pairs] = {"sse": sse_pairs, "websocket": load.session_pairs}
 # The bench makes more calls a minute than the request limit allows one client; the counters still run.
 ENV = {
     "RATE_LIMIT_SESSION_PER_IP": "100000",
@@ -147,7 +153,7 @@ def run_stack(dynamo: LocalTable) -> Iterator[Stack]:
         with _child([*proxy_cmd, "--upstream", dynamo.endpoint], env, proxy_log) as proxy_proc:
             _wait(f"{proxy}/__bench/counts", proxy_proc, proxy_log, 30)
             api_cmd = [sys.executable, "-m", "codap_relay.cli", "local-api", "--host", "127.0.0.1"]
-            api_cmd += ["--port", str(api_port), "--store", dynamo.store_url_via(proxy)]
+            api_cmd += ["--port", str(api_port), "--store", dynamo.store_url_via(proxy), "--push-channel", "websocket"]
             with _child(api_cmd, env, log) as api:
                 base = f"http://127.0.0.1:{api_port}/v1"
                 _wait(f"{base}/healthz", api, log, 120)
@@ -258,7 +264,7 @@ async def _measure(
     kinds = {name: kind for name, kind in CALL_KINDS.items() if mcp or name != "mcp"}
     floor = await _floor(stack.base, calls)
     out["floor"] = summary(floor.round_trip)
-    async with load.session_pairs(stack.base, 1) as (llm, pairs):
+    async with sse_pairs(stack.base, 1) as (llm, pairs):
         pair = pairs[0]
         for kind in kinds.values():  # cold starts, and DynamoDB Local's JIT warming up, out of the figures
             for i in range(WARM_UP_CALLS):
@@ -281,7 +287,7 @@ async def _measure(
         if channel != "sse":
             out.setdefault("channels", {})[channel] = await channel_round_trips(stack.base, factory, kinds, calls)
     print(f"  deployed: {plugins} idle plugins, first call after {resume:g} s …", file=sys.stderr, flush=True)
-    async with load.session_pairs(stack.base, plugins) as (llm, pairs):
+    async with sse_pairs(stack.base, plugins) as (llm, pairs):
         for i, pair in enumerate(pairs):
             await load.http_wait_round_trip(llm, pair, i, load.Samples())
         idle_from = time.perf_counter()
@@ -329,6 +335,8 @@ async def channel_round_trips(
     for name, kind in kinds.items():
         print(f"  deployed: {name} …", file=sys.stderr, flush=True)
         async with pairs(base, 1) as (llm, (pair,)):
+            if pairs is load.session_pairs and pair.plugin.push_url is None:
+                return {"skipped": "the relay offers no push channel (deployed without PushChannel=websocket)"}
             for i in range(warm_up):
                 await kind(llm, pair, -1 - i, load.Samples())
             samples = load.Samples()

@@ -58,15 +58,19 @@ class Samples:
 
 
 @contextlib.asynccontextmanager
-async def session_pairs(base: str, count: int) -> AsyncIterator[tuple[httpx.AsyncClient, list[Pair]]]:
-    """``count`` sessions, each with a connected fake plugin; yields the LLM client and the pairs."""
+async def session_pairs(
+    base: str, count: int, *, push: bool = True
+) -> AsyncIterator[tuple[httpx.AsyncClient, list[Pair]]]:
+    """``count`` sessions, each with a connected fake plugin; yields the LLM client and the pairs. The plugins use
+    the push channel where the relay offers it, as the real one does, unless ``push`` is False (then the stream)."""
     async with new_client(base) as llm, new_client(base) as browser:
         sessions = await asyncio.gather(*(llm.post("/api/sessions", json={}) for _ in range(count)))
         pairs = []
         for r in sessions:
             r.raise_for_status()
             body = r.json()
-            plugin = TimingPlugin.for_session(base, body, client=browser)
+            offered = body if push else {k: v for k, v in body.items() if k != "push"}
+            plugin = TimingPlugin.for_session(base, offered, client=browser)
             pairs.append(Pair(body["code"], plugin))
         for pair in pairs:
             pair.plugin.start()

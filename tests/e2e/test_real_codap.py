@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from codap_relay.catalog import plugin_tools
+from codap_relay.relay.publisher import PUSH_INLINE_BYTES
 from codap_relay_tooling.testing import ARTIFACTS
 from codap_relay_tooling.testing.plugin_page import (
     CLASS_ROWS,
@@ -124,6 +125,9 @@ def test_plugin_pairs_in_real_codap_and_sets_up_its_frame(codap: CodapPage) -> N
     assert frame["dimensions"] == {"width": 380, "height": 600}
     meta = httpx.get(f"{codap.relay}/metadata", params={"code": codap.code()}).json()
     assert [t["name"] for t in meta["tools"]] == [t["name"] for t in plugin_tools()]
+    # Where the relay offers the push channel (local-api here: tests/conftest.py) the plugin takes it
+    offered = "push" if "push" in httpx.post(f"{codap.relay}/api/sessions", json={}).json() else "stream"
+    assert codap.frame.locator("#status").get_attribute("data-channel") == offered
 
 
 def test_the_seed_workflow_works_verbatim(codap: CodapPage) -> None:
@@ -530,6 +534,19 @@ def test_a_dataset_whose_name_is_another_datasets_title_gets_the_right_graph(cod
     assert (shown["dataContext"], shown["xAttributeName"], shown["yAttributeName"]) == ("twin", "x", "y")
     exported = done(codap, "export_codap_data", {"datasetName": "twin"})
     assert exported["rowCount"] == 6
+
+
+def test_a_request_too_big_to_push_whole_reaches_codap_by_its_pointer(codap: CodapPage) -> None:
+    """Over the push channel (through local-api) a request over PUSH_INLINE_BYTES goes as a pointer the plugin
+    fetches; CODAP then holds every case. In process (the stream) it goes whole: the same outcome."""
+    cases = [{"n": i, "label": f"case number {i} of a large import"} for i in range(2501)]
+    first = {"datasetName": "big", "dataType": "custom", "recordCount": 1, "customData": cases[:1]}
+    done(codap, "create_codap_dataset", first)
+    args = {"datasetName": "big", "cases": cases[1:]}
+    assert len(json.dumps({"event": "tool-request", "args": args})) > PUSH_INLINE_BYTES
+    added = done(codap, "add_codap_cases", args)
+    assert added["added"] == 2500 and added["totalCases"] == 2501 == case_count(codap, "big")
+    assert rows_held(codap, "big", ["n"])[-1] == {"n": 2500}
 
 
 def test_added_cases_are_counted_by_codap_and_a_10000_case_export_matches_it(codap: CodapPage) -> None:

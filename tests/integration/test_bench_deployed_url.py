@@ -23,7 +23,8 @@ ENV = {"RATE_LIMIT_SESSION_PER_IP": "10000", "RATE_LIMIT_REQUEST_PER_CODE": "100
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = tmp_path_factory.mktemp("bench-url") / "relay.db"
-    with local_api_process("--store", f"sqlite:///{store}", env={**os.environ, **ENV}) as (url, _process):
+    args = ("--store", f"sqlite:///{store}", "--push-channel", "websocket")  # a stack that offers both channels
+    with local_api_process(*args, env={**os.environ, **ENV}) as (url, _process):
         yield url
 
 
@@ -41,10 +42,11 @@ def test_the_deployed_section_measures_a_stack_by_url(base: str, tmp_path: Path)
     assert "starting DynamoDB Local" not in proc.stderr and "local-api on DynamoDB Local" not in proc.stderr
     deployed = json.loads(out.read_text())["deployed"]
     assert deployed["url"] == base and deployed["floor"]["n"] == 3
-    assert set(deployed["channels"]) == {"sse"}
-    kinds = deployed["channels"]["sse"]
-    assert set(kinds) == {"http_wait", "http", "mcp"}
-    for figures in kinds.values():  # every call came back answered by the fake plugin through the URL
-        assert figures["call_errors"] == 0 and figures["latency"]["n"] == 3 and figures["latency"]["p50"] > 0
-    assert kinds["http"]["delivery"]["n"] == 3
-    assert f"## Deployed stack at {base}" in proc.stdout and "sse: HTTP `?wait`" in proc.stdout
+    assert set(deployed["channels"]) == {"sse", "websocket"}
+    for kinds in deployed["channels"].values():
+        assert set(kinds) == {"http_wait", "http", "mcp"}
+        for figures in kinds.values():  # every call came back answered by the fake plugin through the URL
+            assert figures["call_errors"] == 0 and figures["latency"]["n"] == 3 and figures["latency"]["p50"] > 0
+        assert kinds["http"]["delivery"]["n"] == 3
+    assert f"## Deployed stack at {base}" in proc.stdout
+    assert "sse: HTTP `?wait`" in proc.stdout and "websocket: HTTP `?wait`" in proc.stdout

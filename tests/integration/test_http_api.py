@@ -53,7 +53,8 @@ async def test_create_session_contract(client: httpx.AsyncClient) -> None:
     r = await client.post("/api/sessions", json={})
     assert r.status_code == 201
     body = r.json()
-    assert set(body) - {"changes"} == {"code", "ttl", "expiresAt", "browserToken"}
+    assert set(body) - {"changes", "push"} == {"code", "ttl", "expiresAt", "browserToken"}
+    assert body.get("push", "ws://").startswith(("ws://", "wss://"))  # offered where the push channel is on
     # only a long-lived server (every group in one process) takes the plugin's change notes
     assert body.get("changes") in (None, f"/api/sessions/{body['code']}/changes")
     assert len(body["code"]) == 8 and body["ttl"] == 600 and body["expiresAt"].endswith("Z")

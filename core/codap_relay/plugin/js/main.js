@@ -284,12 +284,14 @@ function connect() {
         ui.notice(PUSH_BLOCKED);
         const cursor = stream.cursor;
         stream = new StreamConnection(options);
+        ui.setChannel("stream");
         stream.open(cursor);
       },
     },
   };
   const push = session.push && globalThis.WebSocket && !pushBlocked;
   stream = push ? new PushConnection({ ...options, url: session.push }) : new StreamConnection(options);
+  ui.setChannel(push ? "push" : "stream");
   runner.resume();
   stream.open(null); // after a (re)load the relay sends every unanswered request; the ledger dedupes
 }

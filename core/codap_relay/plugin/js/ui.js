@@ -108,6 +108,13 @@ export function createUI(doc = document) {
       el.textContent = STATUS_TEXT[state] ?? state;
       el.className = `pill pill-${state}`;
     },
+    /** Which channel brings the requests ("push": a WebSocket; "stream": server-sent events), on the status pill's
+     * tooltip (and its data-channel, which the tests read). */
+    setChannel(kind) {
+      const el = $("status");
+      el.dataset.channel = kind;
+      el.title = kind === "push" ? "Requests arrive over a WebSocket (push)." : "Requests arrive over an event stream.";
+    },
     setCodapStatus(text) {
       $("codap-status").textContent = `CODAP: ${text}`;
     },
