@@ -84,6 +84,13 @@ def gateway_headers(request: IncomingRequest, now: float) -> list[tuple[str, str
     return headers
 
 
+def caller_identity(source_ip: str, user_agent: str | None) -> dict[str, Any]:
+    """``requestContext.identity`` as API Gateway fills it for an unauthenticated caller (REST and WebSocket)."""
+    unset = ("accessKey", "accountId", "caller", "cognitoAuthenticationProvider", "cognitoAuthenticationType",
+             "cognitoIdentityId", "cognitoIdentityPoolId", "principalOrgId", "user", "userArn")
+    return {**dict.fromkeys(unset), "sourceIp": source_ip, "userAgent": user_agent}
+
+
 def request_context(request: IncomingRequest, match: Match, stage: str, request_id: str, now: float) -> dict[str, Any]:
     headers = dict(request.headers)
     host = headers.get("host", "")
@@ -94,20 +101,7 @@ def request_context(request: IncomingRequest, match: Match, stage: str, request_
         "domainPrefix": host.split(".", 1)[0],
         "extendedRequestId": f"{request_id[:8]}-ext",
         "httpMethod": request.method,
-        "identity": {
-            "accessKey": None,
-            "accountId": None,
-            "caller": None,
-            "cognitoAuthenticationProvider": None,
-            "cognitoAuthenticationType": None,
-            "cognitoIdentityId": None,
-            "cognitoIdentityPoolId": None,
-            "principalOrgId": None,
-            "sourceIp": request.source_ip,
-            "user": None,
-            "userAgent": headers.get("user-agent"),
-            "userArn": None,
-        },
+        "identity": caller_identity(request.source_ip, headers.get("user-agent")),
         "path": request.public_path,
         "protocol": "HTTP/1.1",
         "requestId": request_id,

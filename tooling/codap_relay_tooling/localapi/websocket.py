@@ -44,7 +44,7 @@ from urllib.parse import parse_qsl, unquote
 
 from starlette.types import Receive, Scope, Send
 
-from .events import API_ID, IncomingRequest, encode_payload, gateway_headers, trace_id
+from .events import API_ID, IncomingRequest, caller_identity, encode_payload, gateway_headers, trace_id
 from .gateway import Gateway, TokenBucket
 from .instances import FunctionThrottled, InstanceFailed, Pool, RuntimeInstance
 from .template import SocketApi, SocketRoute
@@ -269,20 +269,7 @@ class SocketGateway:
             "stage": self.api.stage,
             "connectedAt": int(conn.connected_at * 1000),
             "requestTimeEpoch": int(now * 1000),
-            "identity": {
-                "accessKey": None,
-                "accountId": None,
-                "caller": None,
-                "cognitoAuthenticationProvider": None,
-                "cognitoAuthenticationType": None,
-                "cognitoIdentityId": None,
-                "cognitoIdentityPoolId": None,
-                "principalOrgId": None,
-                "sourceIp": conn.source_ip,
-                "user": None,
-                "userAgent": conn.user_agent,
-                "userArn": None,
-            },
+            "identity": caller_identity(conn.source_ip, conn.user_agent),
             "requestId": request_id,
             "domainName": conn.domain,
             "connectionId": conn.id,
