@@ -213,6 +213,20 @@ async def test_submit_publishes_inline_and_reads_nothing_more_without_a_push_con
     assert relay.store.get_request(code, "r2").status == "delivered"  # type: ignore[union-attr]
 
 
+async def test_a_plugin_that_attached_after_the_submit_read_its_session_still_gets_the_request(
+    relay: Relay, pub: FakePublisher, clock: FakeClock
+) -> None:
+    """The race the second read closes: the submit read the session (no consumer yet), the plugin attached and
+    resumed, and only then was the request stored. Without the read it would wait for the next ping (90 s)."""
+    code, token = await opened(relay)
+    read_before_attach = session_of(relay, code)
+    await attach(relay, "C1", code, token)
+    pub.take("C1")
+    record, _ = relay.store.add_request(code, *_new("r1", clock))
+    await relay.push_out.new_request(read_before_attach, record)
+    assert requests_in(pub.take("C1")) == [(1, "r1")]
+
+
 async def test_a_request_over_the_inline_limit_travels_as_a_pointer(relay: Relay, pub: FakePublisher) -> None:
     session, token = await relay.create_session(TOOLS)
     await attach(relay, "C2", session.code, token)

@@ -101,12 +101,19 @@ class PushSender:
 
     async def new_request(self, session: SessionRecord, request: RequestRecord) -> None:
         """Right after ``request`` was durably queued: push it (and any earlier one not yet delivered) when the
-        session, as the submit read it, is delivered over push. No store read otherwise."""
-        consumer = session.consumer
-        if self.publisher is None or push_connection(consumer) is None:
+        session is delivered over push. No store read without a publisher (a relay that offers no push)."""
+        if self.publisher is None:
             return
-        assert consumer is not None
         try:
+            consumer = session.consumer
+            if push_connection(consumer) is None:
+                # The submit read the session before a plugin attached; an attach that came after that read may
+                # also have resumed before this request was stored. Read once more: whichever came second sees it.
+                fresh = await self.store_io.run(self.store.get_session, session.code)
+                consumer = fresh.consumer if fresh is not None else None
+                if push_connection(consumer) is None:
+                    return
+            assert consumer is not None
             for attempt in range(2):
                 current, pending = await self.store_io.run(
                     self.store.deliver, session.code, consumer, request.seq - 1, self.clock.now()
