@@ -2,8 +2,9 @@
 before the answer was posted, between events). Afterwards, Jepsen-style: lost = acknowledged but never
 answered = empty; unexpected = empty; each id executed once after deduplication; seq strictly increasing.
 
-Run on the relay in process over each store, and through local-api on DynamoDB Local: there the cut lands
-between the plugin and API Gateway's stage, and the stream function behind it must notice and let go. On DynamoDB
+Run on the relay in process over each store, and through local-api on DynamoDB Local with the push channel on:
+there the plugin holds a WebSocket to the emulated WebSocket API, the cut lands on that socket, and every request
+must still arrive (pushed, or resumed on the next attach), once, in order. On DynamoDB
 Local (in process or deployed) the storm keeps its shape (a cut every tenth request, the same mix of cuts) at a
 third of the size."""
 
