@@ -481,6 +481,7 @@ test("a WebSocket constructor that throws (a CSP) counts as a failed open", () =
 });
 
 test("stop() and pause() leave no timer behind and close the socket", async () => {
+  // Timers of the whole process: another test's stray one may fire meanwhile, so "none left" is "no more than before"
   const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === "Timeout").length;
   const before = timers();
   const rec = recorder();
@@ -488,17 +489,17 @@ test("stop() and pause() leave no timer behind and close the socket", async () =
   const ws = await attached(conn, { pingSeconds: 1 });
   assert.ok(timers() > before, "attached: ping and watchdog timers run");
   conn.pause();
-  assert.equal(timers(), before);
+  assert.ok(timers() <= before);
   assert.equal(ws.closed, 1000);
   ws.fail(); // the close event of a socket it let go changes nothing
   assert.equal(FakeSocket.opened.length, 1);
-  assert.equal(timers(), before);
+  assert.ok(timers() <= before);
   await attached(conn, { cursor: conn.cursor, pingSeconds: 1 });
   assert.equal(FakeSocket.opened.length, 2, "open() after pause() attaches again");
   last().fail(); // a reconnect is scheduled now
   assert.ok(timers() > before);
   conn.stop();
-  assert.equal(timers(), before);
+  assert.ok(timers() <= before);
   assert.equal(conn._watchdog, null);
   assert.equal(conn._ping, null);
   assert.equal(conn._retry, null);

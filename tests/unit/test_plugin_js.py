@@ -26,7 +26,11 @@ def test_node_unit_tests_pass() -> None:
     files = sorted(str(p) for p in JS_TESTS.glob("*.test.mjs"))
     assert files, "no Node tests found"
     proc = subprocess.run([NODE or "node", "--test", *files], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    failed = [
+        "\n".join(lines[i : i + 30]) for i, line in enumerate(lines) if line.lstrip().startswith("not ok")
+    ]  # each failing test with its error: a whole run's output is too long to read the failure from
+    assert proc.returncode == 0, "\n".join(failed)[-6000:] + proc.stderr[-2000:]
 
 
 def plugin_manifest() -> list[dict[str, object]]:
