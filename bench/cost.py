@@ -15,11 +15,13 @@ Two channels carry tool requests to the plugin:
   ``push_ping_seconds`` and each ping is one short PushFunction invocation that reads the session (and writes the
   presence when due) and answers ``heartbeat``.
 
-What the WebSocket channel does per call and per ping is derived from the same measurements: a call does what an
-SSE call does minus the stream's polling reads while the call is under way; a ping reads the session as an idle
-stream's poll does (the measured units per poll) and writes the presence at the measured presence interval,
-rounded up to whole pings. The two figures the local bench cannot measure for a channel not yet built (a ping's
-and a publish's billed Lambda time) are named assumptions below; each is under 2 % of its scenario's cost.
+What the WebSocket channel does per call, per ping and per reconnect is measured the same way (bench.deployed's
+``push`` figures: DynamoDB units by the counting proxy, the push function's and the submitting function's billed
+time from local-api's REPORT lines, WebSocket messages counted at the plugin), and priced at the production ping
+interval (the template's ``PushPingSeconds``): each ping refreshes the presence at any interval, so a ping counted
+at the bench's short interval costs what one at 90 s does. What stays assumed: API Gateway's 2-hour connection
+limit (so a reconnect every 2 hours) and the connection-minutes. A JSON without the ``push`` figures (an older
+run) is priced as before, derived from the SSE counts with the named assumptions below.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ PRICE_SOURCES: dict[str, str] = {
     "api_gateway_websocket_connection_minutes_per_million": APIGW_PRICING + " (WebSocket APIs)",
 }
 
-# --- what the bench cannot measure before the push channel exists (named assumptions, small shares) ----------
+# --- the push channel: API Gateway's rules, and the fallback when its counts are missing (an older JSON) -----
 
 PUSH_FUNCTION_MB = 128  # push-spec.md: PushFunction, arm64, 128 MB
 PUSH_INVOCATION_BILLED_MS = 10.0  # a warm ping/attach: one or two DynamoDB requests (GetItem ~ 5 ms in-region)
@@ -174,6 +176,7 @@ def deployment_from_template() -> Deployment:
 
 
 STREAM_FUNCTION = "StreamFunction"
+PUSH_FUNCTION = "PushFunction"
 
 
 # --- usage: what a scenario consumes, leg by leg --------------------------------------------------------------
@@ -305,6 +308,50 @@ def push_call(call: dict[str, Any], idle: dict[str, Any] | None, dep: Deployment
     )
 
 
+# --- WebSocket push from its own counts (bench.deployed's ``push``) -------------------------------------------
+
+
+def ws_message_units(figures: dict[str, Any], prices: Prices) -> float:
+    """Messages as metered (each a 32 KB unit or more): every counted message at the largest one's size."""
+    per = ws_units(figures.get("largest_message_bytes", 0), prices)
+    return float(figures["websocket_messages"]) * per
+
+
+def measured_push_idle_hour(push: dict[str, Any], dep: Deployment, ping_seconds: float | None = None) -> Usage:
+    """An idle push plugin's hour from the counted ping (and reconnect, when counted): so many pings an hour at
+    ``ping_seconds`` (the template's by default), a reconnect every 2 hours, 60 connection-minutes."""
+    ping, reconnect = push["ping"], push.get("reconnect")
+    pings = 3600 / (ping_seconds or dep.push_ping_seconds)
+    connects = 3600 / PUSH_CONNECTION_SECONDS
+    if reconnect is not None:
+        c_reads, c_writes = reconnect["read_units"], reconnect["write_units"]
+        c_invocations, c_ms = reconnect["push_invocations"], reconnect["push_billed_ms"]
+        c_messages = reconnect["websocket_messages"]
+    else:
+        (c_reads, c_writes), c_invocations = PUSH_UNITS_PER_CONNECT, PUSH_INVOCATIONS_PER_CONNECT
+        c_ms, c_messages = PUSH_INVOCATIONS_PER_CONNECT * PUSH_INVOCATION_BILLED_MS, PUSH_MESSAGES_PER_CONNECT
+    billed_ms = pings * ping["push_billed_ms"] + connects * c_ms
+    return Usage(
+        read_units=pings * ping["read_units"] + connects * c_reads,
+        write_units=pings * ping["write_units"] + connects * c_writes,
+        lambda_gb_seconds=billed_ms / 1000 * dep.memory_for(PUSH_FUNCTION) / 1024,
+        lambda_requests=pings * ping["push_invocations"] + connects * c_invocations,
+        websocket_messages=pings * ping["websocket_messages"] + connects * c_messages,
+        websocket_connection_minutes=60,
+    )
+
+
+def measured_push_call(call: dict[str, Any], dep: Deployment, prices: Prices) -> Usage:
+    """A call over push as counted: no stream runs beside it, so nothing is taken off (its polls are not there);
+    the publish is in the submitting function's billed time; its messages as counted at the plugin."""
+    return replace(sse_call(call, None, dep), websocket_messages=ws_message_units(call, prices))
+
+
+def push_measured(deployed: dict[str, Any]) -> bool:
+    push = deployed.get("push") or {}
+    return "ping" in push and SCENARIO_CALL_KIND in (push.get("kinds") or {})
+
+
 # --- the model -----------------------------------------------------------------------------------------------
 
 SSE_HOUR_GOAL = next(g.usd for g in GOALS if g.channel == "sse" and g.scenario == "idle_plugin_hour")
@@ -373,7 +420,26 @@ def model(deployed: dict[str, Any], dep: Deployment, prices: Prices) -> dict[str
     call = deployed["kinds"].get(SCENARIO_CALL_KIND) or next(iter(deployed["kinds"].values()), None)
     if idle is None or call is None:
         return out
-    sse_hour, push_hour = sse_idle_hour(idle, dep, prices), push_idle_hour(idle, dep, prices)
+    measured = push_measured(deployed)
+    sse_hour = sse_idle_hour(idle, dep, prices)
+
+    def push_hour_at(ping: float | None = None) -> Usage:
+        if measured:
+            return measured_push_idle_hour(deployed["push"], dep, ping)
+        return push_idle_hour(idle, dep, prices, ping)
+
+    push_call_usage = (
+        measured_push_call(deployed["push"]["kinds"][SCENARIO_CALL_KIND], dep, prices)
+        if measured
+        else push_call(call, idle, dep, prices)
+    )
+    push_hour = push_hour_at()
+    out["push_source"] = "measured" if measured else "derived"
+    if measured:
+        out["per_1000_push"] = {
+            kind: priced(measured_push_call(c, dep, prices).times(1000), prices, arch)
+            for kind, c in deployed["push"]["kinds"].items()
+        }
     channels = {
         "sse": {
             "label": f"SSE on Lambda streaming ({arch}, stream function {dep.memory_for(STREAM_FUNCTION)} MB)",
@@ -381,7 +447,7 @@ def model(deployed: dict[str, Any], dep: Deployment, prices: Prices) -> dict[str
         },
         "websocket": {
             "label": f"WebSocket push (API Gateway WebSocket API, ping every {dep.push_ping_seconds:g} s)",
-            "scenarios": scenarios(push_hour, push_call(call, idle, dep, prices), prices, arch),
+            "scenarios": scenarios(push_hour, push_call_usage, prices, arch),
         },
     }
     out["channels"] = channels
@@ -394,6 +460,14 @@ def model(deployed: dict[str, Any], dep: Deployment, prices: Prices) -> dict[str
         f"hour per tab at {dep.push_ping_seconds:g} s, plus a Lambda invocation, a session read and a presence "
         "write each",
     }
+    if measured:
+        ping = deployed["push"]["ping"]
+        why["websocket"] = (
+            f"each ping is {ping['websocket_messages']:g} messages, {ping['push_invocations']:g} push-function "
+            f"invocation(s) of {ping['push_billed_ms']:g} billed ms, {ping['read_units']:g} read and "
+            f"{ping['write_units']:g} write units (measured); {3600 / dep.push_ping_seconds:g} pings an hour per tab "
+            f"at {dep.push_ping_seconds:g} s"
+        )
     interval = sse_idle_poll_for(SSE_HOUR_GOAL, idle, dep, prices)
     if interval is not None:
         out["sse_idle_poll_for_goal"] = round(interval, 2)
@@ -406,9 +480,7 @@ def model(deployed: dict[str, Any], dep: Deployment, prices: Prices) -> dict[str
             "ping_seconds": p,
             **{
                 k: v["total_usd"]
-                for k, v in scenarios(
-                    push_idle_hour(idle, dep, prices, p), push_call(call, idle, dep, prices), prices, arch
-                ).items()
+                for k, v in scenarios(push_hour_at(p), push_call_usage, prices, arch).items()
                 if k != "thousand_calls"
             },
         }

@@ -11,7 +11,11 @@ Measured, one session pair, calls one after another:
 - idle connected plugins (after the fast-polling window has passed): DynamoDB requests and units per plugin-hour,
   the stream function's CPU;
 - the first call after minutes idle on each of those plugins (a conversation resuming), and the call after it;
-- each function's largest ``Max Memory Used``.
+- each function's largest ``Max Memory Used``;
+- the push channel, counted the same way: each call type over push (plugins that do not ping during the burst, as
+  at the production ping of 90 s), the pings of idle push plugins (the bench's relay asks for a ping every
+  ``PING_SECONDS``; each ping refreshes the presence at any interval, so a ping costs the same), and a reconnect
+  ($disconnect, $connect, attach). WebSocket messages are counted at the plugin, each way.
 """
 
 from __future__ import annotations
@@ -41,6 +45,10 @@ from bench.stats import ratio, summary
 from codap_relay_tooling.testing.servers import ServerProcess, free_port
 
 STREAM_FUNCTION = "StreamFunction"
+PUSH_FUNCTION = "PushFunction"
+NOT_REST = (STREAM_FUNCTION, PUSH_FUNCTION)  # invoked by a held stream or a WebSocket message, not a REST request
+PING_SECONDS = 1  # the bench's relay: push plugins ping every second (SSE plugins never ping: their figures stay)
+QUIET_SECONDS = 3600.0  # a push plugin that does not ping during a burst of calls (production pings every 90 s)
 REPORT_RE = re.compile(
     r"^\[(?P<function>\w+)#\d+\] REPORT RequestId: \S+\tDuration: (?P<ms>[\d.]+) ms"
     r"\tBilled Duration: (?P<billed>\d+) ms\tMemory Size: (?P<memory>\d+) MB\tMax Memory Used: (?P<used>\d+) MB"
@@ -69,6 +77,7 @@ ENV = {
     "GUESS_LIMIT_PER_IP": "100000",
     "RATE_LIMIT_STATUS_PER_IP": "100000",
     "REQUEST_BYTES_PER_IP_PER_HOUR": "10000000000",
+    "PUSH_PING_SECONDS": str(PING_SECONDS),
 }
 
 
@@ -205,9 +214,10 @@ class Phase:
 
 
 def per_call(phase: dict[str, Any], calls: int) -> dict[str, Any]:
-    """A phase's figures divided by its calls. API requests: the invocations of every function but the stream."""
+    """A phase's figures divided by its calls. API requests: the invocations of every function but the stream's
+    and the push function's (a WebSocket message, not a REST request)."""
     d = phase["dynamodb"]
-    invocations = {f: v["invocations"] for f, v in phase["lambda"].items() if f != STREAM_FUNCTION}
+    invocations = {f: v["invocations"] for f, v in phase["lambda"].items() if f not in NOT_REST}
     return {
         "seconds_per_call": round(phase["seconds"] / calls, 4),
         "dynamodb_requests": round(sum(d["requests"].values()) / calls, 2),
@@ -238,6 +248,118 @@ def per_hour(phase: dict[str, Any], plugins: int) -> dict[str, Any]:
         "write_units": round(d["write_units"] * scale),
         "stream_cpu_seconds": round(phase["cpu_seconds"].get(STREAM_FUNCTION, 0.0) * scale, 2),
     }
+
+
+# --- the push channel: per call, per ping, per reconnect -------------------------------------------------------
+
+
+def messages_between(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: n - before.get(k, 0) for k, n in sorted(after.items()) if n - before.get(k, 0)}
+
+
+PING_MESSAGES = ("in:ping", "out:heartbeat")
+
+
+def per_ping(phase: dict[str, Any], messages: dict[str, int]) -> dict[str, Any]:
+    """An idle push phase divided by the pings sent in it: DynamoDB, the push function, WebSocket messages."""
+    d, pings = phase["dynamodb"], max(1, messages.get("in:ping", 0))
+    push = phase["lambda"].get(PUSH_FUNCTION) or {"invocations": 0, "ms": 0.0, "billed_ms": 0}
+    return {
+        "pings": messages.get("in:ping", 0),
+        "seconds": round(phase["seconds"], 1),
+        "dynamodb_requests": round(sum(d["requests"].values()) / pings, 3),
+        "dynamodb_by_operation": {op: round(n / pings, 3) for op, n in sorted(d["requests"].items())},
+        "read_units": round(d["read_units"] / pings, 3),
+        "write_units": round(d["write_units"] / pings, 3),
+        "push_invocations": round(push["invocations"] / pings, 3),
+        "push_billed_ms": round(push["billed_ms"] / pings, 2),
+        "push_ms": round(push["ms"] / pings, 2),
+        "websocket_messages": round(sum(messages.values()) / pings, 3),
+        "websocket_by_kind": {k: round(n / pings, 3) for k, n in messages.items()},
+        "errors": d["errors"],
+    }
+
+
+def per_reconnect(
+    phase: dict[str, Any], messages: dict[str, int], ping: dict[str, Any], plugins: int
+) -> dict[str, Any]:
+    """A reconnect phase divided by its reconnects, less the pings that fell into it (at the measured ping)."""
+    d, pings = phase["dynamodb"], messages.get("in:ping", 0)
+    push = phase["lambda"].get(PUSH_FUNCTION) or {"invocations": 0, "ms": 0.0, "billed_ms": 0}
+    own = {k: n for k, n in messages.items() if k not in PING_MESSAGES}
+
+    def less(total: float, per: float) -> float:
+        return round(max(0.0, total - pings * per) / plugins, 3)
+
+    return {
+        "reconnects": plugins,
+        "pings_within": pings,
+        "read_units": less(d["read_units"], ping["read_units"]),
+        "write_units": less(d["write_units"], ping["write_units"]),
+        "dynamodb_by_operation": {
+            op: less(n, ping["dynamodb_by_operation"].get(op, 0.0)) for op, n in sorted(d["requests"].items())
+        },
+        "push_invocations": less(push["invocations"], ping["push_invocations"]),
+        "push_billed_ms": less(push["billed_ms"], ping["push_billed_ms"]),
+        "websocket_messages": round(sum(own.values()) / plugins, 3),
+        "websocket_by_kind": {k: round(n / plugins, 3) for k, n in own.items()},
+    }
+
+
+async def measure_push(
+    stack: Stack, kinds: dict[str, load.RoundTrip], *, calls: int, plugins: int, idle: float
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The push channel counted as the SSE one is: (round trips as ``channel_round_trips`` gives them, counts).
+
+    Calls: one pair whose plugin does not ping during the burst (each pushed request resets its watchdog), so a
+    call's figures hold no ping, as a burst between two pings 90 s apart would not. Pings: ``plugins`` idle push
+    plugins pinging every ``PING_SECONDS``. Reconnect: each of them cut and reconnected with its cursor."""
+    trips: dict[str, Any] = {}
+    counts: dict[str, Any] = {"ping_seconds": PING_SECONDS, "kinds": {}}
+    async with load.session_pairs(stack.base, 1, ping_every=QUIET_SECONDS) as (llm, pairs):
+        pair = pairs[0]
+        for kind in kinds.values():
+            for i in range(WARM_UP_CALLS):
+                await kind(llm, pair, -1 - i, load.Samples())
+        for name, kind in kinds.items():
+            print(f"  deployed: websocket {name} …", file=sys.stderr, flush=True)
+            before = load.message_counts(pairs)
+            phase = Phase(stack)
+            await phase.start()
+            samples = load.Samples()
+            for i in range(calls):
+                await kind(llm, pair, i, samples)
+            figures = per_call(await phase.stop(), calls)
+            messages = messages_between(before, load.message_counts(pairs))
+            figures["websocket_messages"] = round(sum(messages.values()) / calls, 3)
+            figures["websocket_by_kind"] = {k: round(n / calls, 3) for k, n in messages.items()}
+            figures["largest_message_bytes"] = pair.plugin.largest_message
+            figures["reconnects"] = messages.get("in:attach", 0)  # the watchdog fired: the figures hold an attach
+            figures["latency"] = summary(samples.round_trip)
+            figures["call_errors"] = samples.errors
+            trips[name] = {"latency": figures["latency"], "call_errors": samples.errors}
+            if samples.delivery:
+                figures["delivery"] = trips[name]["delivery"] = summary(samples.delivery)
+            counts["kinds"][name] = figures
+    print(f"  deployed: {plugins} idle push plugins pinging every {PING_SECONDS} s …", file=sys.stderr, flush=True)
+    async with load.session_pairs(stack.base, plugins) as (llm, pairs):
+        await asyncio.sleep(1.2 * PING_SECONDS)  # attach and its presence write done; pings under way
+        before = load.message_counts(pairs)
+        phase = Phase(stack)
+        await phase.start()
+        await asyncio.sleep(max(idle, 2 * PING_SECONDS))
+        stats = await phase.stop()
+        counts["ping"] = per_ping(stats, messages_between(before, load.message_counts(pairs)))
+        before = load.message_counts(pairs)
+        phase = Phase(stack)
+        await phase.start()
+        for pair in pairs:
+            await pair.plugin.drop()
+        await asyncio.sleep(0.3)  # $disconnect runs after the connection is gone
+        stats = await phase.stop()
+        messages = messages_between(before, load.message_counts(pairs))
+        counts["reconnect"] = per_reconnect(stats, messages, counts["ping"], plugins)
+    return trips, counts
 
 
 # --- the run -------------------------------------------------------------------------------------------------
@@ -283,9 +405,9 @@ async def _measure(
             if samples.delivery:
                 figures["delivery"] = summary(samples.delivery)
             out["kinds"][name] = figures
-    for channel, factory in CHANNELS.items():  # the first (SSE) was counted above; any other: round trips
-        if channel != "sse":
-            out.setdefault("channels", {})[channel] = await channel_round_trips(stack.base, factory, kinds, calls)
+    # The push channel, counted as above; its round trips are the channel's rows beside the stream's.
+    trips, out["push"] = await measure_push(stack, kinds, calls=calls, plugins=plugins, idle=idle)
+    out["channels"] = {"websocket": trips}
     print(f"  deployed: {plugins} idle plugins, first call after {resume:g} s …", file=sys.stderr, flush=True)
     async with sse_pairs(stack.base, plugins) as (llm, pairs):
         for i, pair in enumerate(pairs):

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from websockets.asyncio.client import ClientConnection
 
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.sse_client import Event
@@ -34,13 +36,51 @@ def tool_args(n: int) -> dict[str, Any]:
 
 @dataclass
 class TimingPlugin(FakePlugin):
-    """The fake plugin, noting when each tool-request event reached it (delivery latency)."""
+    """The fake plugin, noting when each tool-request event reached it (delivery latency), and over push counting
+    the WebSocket messages each way by kind (``action`` in, ``event`` out) and their largest size, as API Gateway
+    meters them (every message in or out is one)."""
 
     arrivals: dict[str, float] = field(default_factory=dict)
+    messages: dict[str, int] = field(default_factory=dict)  # "in:ping", "out:heartbeat", ... -> count
+    largest_message: int = 0  # bytes
 
     async def _execute(self, event: Event) -> bool:
         self.arrivals.setdefault(event.json()["id"], time.perf_counter())
         return await super()._execute(event)
+
+    async def _speak_push(self, ws: ClientConnection) -> bool:
+        send, recv = ws.send, ws.recv
+
+        async def counted_send(message: Any, *args: Any, **kw: Any) -> None:
+            self._count("in", "action", message)
+            await send(message, *args, **kw)
+
+        async def counted_recv(*args: Any, **kw: Any) -> Any:
+            message = await recv(*args, **kw)
+            self._count("out", "event", message)
+            return message
+
+        ws.send, ws.recv = counted_send, counted_recv  # type: ignore[method-assign]
+        return await super()._speak_push(ws)
+
+    def _count(self, way: str, key: str, message: str | bytes) -> None:
+        size = len(message.encode() if isinstance(message, str) else message)
+        self.largest_message = max(self.largest_message, size)
+        try:
+            kind = str(json.loads(message).get(key))
+        except (ValueError, AttributeError):
+            kind = "other"
+        name = f"{way}:{kind}"
+        self.messages[name] = self.messages.get(name, 0) + 1
+
+
+def message_counts(pairs: list[Pair]) -> dict[str, int]:
+    """The WebSocket messages of these pairs' plugins so far, by way and kind, summed."""
+    out: dict[str, int] = {}
+    for pair in pairs:
+        for name, n in pair.plugin.messages.items():
+            out[name] = out.get(name, 0) + n
+    return out
 
 
 @dataclass
@@ -59,10 +99,11 @@ class Samples:
 
 @contextlib.asynccontextmanager
 async def session_pairs(
-    base: str, count: int, *, push: bool = True
+    base: str, count: int, *, push: bool = True, ping_every: float | None = None
 ) -> AsyncIterator[tuple[httpx.AsyncClient, list[Pair]]]:
     """``count`` sessions, each with a connected fake plugin; yields the LLM client and the pairs. The plugins use
-    the push channel where the relay offers it, as the real one does, unless ``push`` is False (then the stream)."""
+    the push channel where the relay offers it, as the real one does, unless ``push`` is False (then the stream);
+    over push they ping every ``ping_every`` seconds (None: as the relay says)."""
     async with new_client(base) as llm, new_client(base) as browser:
         sessions = await asyncio.gather(*(llm.post("/api/sessions", json={}) for _ in range(count)))
         pairs = []
@@ -70,7 +111,7 @@ async def session_pairs(
             r.raise_for_status()
             body = r.json()
             offered = body if push else {k: v for k, v in body.items() if k != "push"}
-            plugin = TimingPlugin.for_session(base, offered, client=browser)
+            plugin = TimingPlugin.for_session(base, offered, client=browser, ping_every=ping_every)
             pairs.append(Pair(body["code"], plugin))
         for pair in pairs:
             pair.plugin.start()

@@ -314,6 +314,8 @@ def deployed_section(d: dict[str, Any]) -> list[str]:
             f"polling reads; {detail(i['dynamodb_by_operation'])}), {num(i['read_units'])} read units, "
             f"{num(i['write_units'])} write units; stream function CPU {i['stream_cpu_seconds']:g} s.",
         ]
+    if "push" in d:
+        out += push_counts_section(d["push"])
     memory = d.get("max_memory_used_mb") or {}
     if memory:
         configured = dep["memory_mb"] or {}
@@ -324,6 +326,66 @@ def deployed_section(d: dict[str, Any]) -> list[str]:
 
 
 PUSH_ROUND_TRIP_GOAL_MS = 50
+
+
+def push_counts_section(p: dict[str, Any]) -> list[str]:
+    """The push channel's counts: per call (a burst without pings), per ping, per reconnect."""
+    out = [
+        "",
+        f"The push channel, counted the same way (the bench's relay asks for a ping every {p['ping_seconds']:g} s; "
+        "each ping refreshes the presence at any interval; WebSocket messages counted at the plugin, both ways):",
+        "",
+    ]
+    rows = []
+    for key, label in CALL_TYPES:
+        if key in p["kinds"]:
+            k = p["kinds"][key]
+            rows.append(
+                [
+                    f"a call, {label}",
+                    f"{k['dynamodb_requests']:g}",
+                    detail(k["dynamodb_by_operation"]),
+                    f"{k['read_units']:g}",
+                    f"{k['write_units']:g}",
+                    f"{k['api_requests']:g}",
+                    detail(k["lambda_billed_ms"]),
+                    f"{k['websocket_messages']:g} ({detail(k['websocket_by_kind'])})",
+                ]
+            )
+    if "ping" in p:
+        g = p["ping"]
+        rows.append(
+            [
+                f"a ping ({g['pings']} counted over {g['seconds']:g} s)",
+                f"{g['dynamodb_requests']:g}",
+                detail(g["dynamodb_by_operation"]),
+                f"{g['read_units']:g}",
+                f"{g['write_units']:g}",
+                "0",
+                f"PushFunction {g['push_billed_ms']:g} ({g['push_invocations']:g} invocations)",
+                f"{g['websocket_messages']:g} ({detail(g['websocket_by_kind'])})",
+            ]
+        )
+    if "reconnect" in p:
+        r = p["reconnect"]
+        rows.append(
+            [
+                f"a reconnect ({r['reconnects']}; $disconnect, $connect, attach)",
+                f"{sum(r['dynamodb_by_operation'].values()):g}",
+                detail(r["dynamodb_by_operation"]),
+                f"{r['read_units']:g}",
+                f"{r['write_units']:g}",
+                "0",
+                f"PushFunction {r['push_billed_ms']:g} ({r['push_invocations']:g} invocations)",
+                f"{r['websocket_messages']:g} ({detail(r['websocket_by_kind'])})",
+            ]
+        )
+    header = ["push", "DynamoDB requests", "by operation", "read units", "write units", "API requests"]
+    out += table([*header, "Lambda billed ms", "WebSocket messages"], rows)
+    reconnects = {k: v["reconnects"] for k, v in p["kinds"].items() if v.get("reconnects")}
+    if reconnects:
+        out.append(f"- the plugin reconnected during the calls (its figures hold an attach): {detail(reconnects)}")
+    return out
 
 
 def deployed_url_section(d: dict[str, Any]) -> list[str]:
@@ -433,6 +495,20 @@ def channels_section(c: dict[str, Any]) -> list[str]:
     header = ["channel", "scenario", "read units", "write units", "Lambda GB-s", "Lambda req", "REST req"]
     header += ["WS messages", "DynamoDB", "Lambda", "API GW REST", "WebSocket", "total"]
     out += table(header, rows)
+    if c.get("push_source") == "measured":
+        out += [
+            "",
+            "Measured: every count above (DynamoDB units, Lambda billed ms, REST requests, WebSocket messages per "
+            "call, per ping and per reconnect). Assumed: the prices; API Gateway's 2-hour connection limit (a "
+            "reconnect every 2 h) and 60 connection-minutes a tab-hour; Lambda billed ms as local-api's processes "
+            "take them on this machine (a DynamoDB request on AWS takes a few ms, here DynamoDB Local's).",
+        ]
+    elif "push_source" in c:
+        out += [
+            "",
+            "The push rows are derived (no push counts in this run): from the SSE counts, with a ping's and a "
+            "publish's billed ms and a reconnect's units assumed (bench/cost.py).",
+        ]
     out += ["", "Goals (issue 23):", ""]
     for g in c.get("goals", []):
         verdict = "met" if g["met"] else "MISSED"
