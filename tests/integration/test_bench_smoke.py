@@ -168,6 +168,15 @@ def test_quick_run_on_dynamodb_local(quick_run: Run) -> None:
         assert call["api_requests"] >= 2 and call["write_units"] > 0
     assert deployed["idle"]["dynamodb_requests"] > 0 and deployed["resume"]["first"]["n"] == 1
     assert deployed["max_memory_used_mb"]["StreamFunction"] > 0
+    push = deployed["push"]  # the push channel counted as the stream is: per call, per ping, per reconnect
+    assert set(push["kinds"]) == {"http_wait", "http", "mcp"}
+    for call in push["kinds"].values():  # a pushed request is one message out, the answer a REST request
+        assert call["call_errors"] == 0 and call["websocket_by_kind"]["out:tool-request"] == 1
+        assert call["dynamodb_by_operation"]["TransactWriteItems"] == 2 and call["api_requests"] >= 2
+    ping = push["ping"]
+    assert ping["pings"] > 0 and ping["push_invocations"] > 0 and ping["read_units"] > 0 and ping["write_units"] > 0
+    assert push["reconnect"]["websocket_by_kind"]["in:attach"] == 1
+    assert deployed["channels"]["websocket"]["http_wait"]["latency"]["n"] == 3
     shares = figures["cpushare"]["rows"]  # the stream at each memory size's CPU share, and unthrottled
     assert shares[0]["memory_mb"] is None and all(r["polls"] > 0 and r["errors"] == 0 for r in shares)
     assert "## The stream function at Lambda's CPU share" in stdout
@@ -181,3 +190,4 @@ def test_quick_run_on_dynamodb_local(quick_run: Run) -> None:
         assert all(s["total_usd"] > 0 for s in channel["scenarios"].values())
     assert len(cost["goals"]) == 4 and all(g["why"] for g in cost["goals"])
     assert "### Cost by channel" in stdout and "Goals (issue 23):" in stdout
+    assert cost["push_source"] == "measured" and "| a ping (" in stdout and "| a reconnect (" in stdout
