@@ -343,7 +343,7 @@ async def measure_push(
             counts["kinds"][name] = figures
     print(f"  deployed: {plugins} idle push plugins pinging every {PING_SECONDS} s …", file=sys.stderr, flush=True)
     async with load.session_pairs(stack.base, plugins) as (llm, pairs):
-        await asyncio.sleep(1.2 * PING_SECONDS)  # attach and its presence write done; pings under way
+        await asyncio.sleep(0.3)  # connected: attach answered, its REPORT line written; the first ping comes at 1 s
         before = load.message_counts(pairs)
         phase = Phase(stack)
         await phase.start()
