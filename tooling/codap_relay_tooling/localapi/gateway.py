@@ -216,7 +216,7 @@ class Gateway:
         if match is None:
             await self._refuse(send, MISSING_TOKEN, request_id)
             return
-        body = await _read_body(receive, headers)
+        body = await read_body(receive, MAX_REQUEST_BODY_BYTES, dict(headers).get("content-length"))
         if body is None:
             await self._refuse(send, BODY_TOO_LARGE, request_id)
             return
@@ -554,10 +554,10 @@ async def _pump(
     return gone.is_set()
 
 
-async def _read_body(receive: Receive, headers: list[tuple[str, str]]) -> bytes | None:
-    """The whole request body, or None past API Gateway's 10 MB (read no further than needed to know)."""
-    length = dict(headers).get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_REQUEST_BODY_BYTES:
+async def read_body(receive: Receive, limit: int, content_length: str | None = None) -> bytes | None:
+    """The whole request body, or None past ``limit`` bytes (API Gateway's 10 MB for the REST API, 128 KB for a
+    WebSocket management call): read no further than needed to know."""
+    if content_length is not None and content_length.isdigit() and int(content_length) > limit:
         return None
     chunks: list[bytes] = []
     size = 0
@@ -567,7 +567,7 @@ async def _read_body(receive: Receive, headers: list[tuple[str, str]]) -> bytes 
             break
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_REQUEST_BODY_BYTES:
+        if size > limit:
             return None
         chunks.append(chunk)
         if not message.get("more_body", False):

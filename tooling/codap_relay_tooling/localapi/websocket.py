@@ -45,7 +45,7 @@ from urllib.parse import parse_qsl, unquote
 from starlette.types import Receive, Scope, Send
 
 from .events import API_ID, IncomingRequest, caller_identity, encode_payload, gateway_headers, trace_id
-from .gateway import Gateway, TokenBucket
+from .gateway import Gateway, TokenBucket, read_body
 from .instances import FunctionThrottled, InstanceFailed, Pool, RuntimeInstance
 from .template import SocketApi, SocketRoute
 
@@ -413,7 +413,7 @@ class SocketGateway:
             await _respond(send, 403, unsigned, "MissingAuthenticationTokenException")
             return
         target = unquote(raw_path[len(head) :])
-        body = await _read(receive, MAX_MESSAGE_BYTES)
+        body = await read_body(receive, MAX_MESSAGE_BYTES, headers.get("content-length"))
         conn = self.connections.get(target)
         if conn is None or not conn.open:
             await _respond(send, 410, {"message": None}, "GoneException")
@@ -454,23 +454,6 @@ def _status(result: Any) -> int | None:
 def _body(result: Any) -> bytes:
     body = result.get("body") if isinstance(result, dict) else None
     return body.encode("utf-8") if isinstance(body, str) else b""
-
-
-async def _read(receive: Receive, limit: int) -> bytes | None:
-    """The request body, or None once it passes ``limit``."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size <= limit:
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks) if size <= limit else None
 
 
 async def _respond(send: Send, status: int, body: Any, error_type: str | None = None) -> None:
