@@ -14,6 +14,7 @@ from codap_relay.notify import Notifier, changes_key
 from codap_relay.observe import NullObserver
 from codap_relay.relay.changes import DocumentChanges
 from codap_relay.relay.limits import RateLimits
+from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.sessions import Sessions
 from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
@@ -23,12 +24,13 @@ from codap_relay.store.memory import MemoryStore
 def changes_of(settings: Settings, clock: FakeClock) -> tuple[DocumentChanges, Sessions, Notifier]:
     store, notifier = MemoryStore(), Notifier()
     io = StoreIO(store, settings)
+    push = PushSender(io, clock, None)  # no publisher: no push channel
     limits = RateLimits(io, clock, NullObserver())
     guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
     numbers = itertools.count(1)
     sessions = Sessions(
         settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=notifier, observer=NullObserver(),
+        notifier=notifier, observer=NullObserver(), push=push,
     )
     return DocumentChanges(settings, io, sessions=sessions, notifier=notifier), sessions, notifier
 

@@ -16,6 +16,7 @@ from codap_relay.records import NewRequest
 from codap_relay.relay.limits import RateLimits
 from codap_relay.relay.log import LOG_PAGE_BYTES, ActivityLog, LogItem
 from codap_relay.relay.outcomes import new_response
+from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.sessions import Sessions
 from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
@@ -25,12 +26,13 @@ from codap_relay.store.memory import MemoryStore
 def log_of(settings: Settings, clock: FakeClock) -> tuple[ActivityLog, Sessions, MemoryStore]:
     store = MemoryStore()
     io = StoreIO(store, settings)
+    push = PushSender(io, clock, None)  # no publisher: no push channel
     limits = RateLimits(io, clock, NullObserver())
     guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
     numbers = itertools.count(1)
     sessions = Sessions(
         settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=Notifier(), observer=NullObserver(),
+        notifier=Notifier(), observer=NullObserver(), push=push,
     )
     return ActivityLog(settings, io, clock, sessions=sessions), sessions, store
 

@@ -16,6 +16,7 @@ from codap_relay.observe import NullObserver
 from codap_relay.records import DETACHED, NewRequest, SessionRecord
 from codap_relay.relay.limits import RateLimits
 from codap_relay.relay.presence import Presence, SessionState
+from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.sessions import Sessions
 from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
@@ -25,12 +26,13 @@ from codap_relay.store.memory import MemoryStore
 def presence_of(settings: Settings, clock: FakeClock) -> tuple[Presence, Sessions, MemoryStore]:
     store = MemoryStore()
     io = StoreIO(store, settings)
+    push = PushSender(io, clock, None)  # no publisher: no push channel
     limits = RateLimits(io, clock, NullObserver())
     guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
     numbers = itertools.count(1)
     sessions = Sessions(
         settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=Notifier(), observer=NullObserver(),
+        notifier=Notifier(), observer=NullObserver(), push=push,
     )
     return Presence(settings, io, clock, sessions=sessions, limits=limits), sessions, store
 

@@ -24,6 +24,7 @@ from codap_relay.guard import GuessingGuard
 from codap_relay.notify import Notifier, answers_key, stream_key
 from codap_relay.relay.limits import RateLimits
 from codap_relay.relay.presence import Presence
+from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.queue import REQUEST_ID_RE, RequestQueue, checked_request_id
 from codap_relay.relay.sessions import Sessions
 from codap_relay.relay.store_io import StoreIO
@@ -63,17 +64,18 @@ class World:
 def world(settings: Settings, clock: FakeClock) -> World:
     store, notifier, seen = MemoryStore(), Notifier(), Seen()
     io = StoreIO(store, settings)
+    push = PushSender(io, clock, None)  # no publisher: no push channel
     limits = RateLimits(io, clock, seen)
     guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
     numbers = itertools.count(1)
     sessions = Sessions(
         settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=notifier, observer=seen,
+        notifier=notifier, observer=seen, push=push,
     )
     presence = Presence(settings, io, clock, sessions=sessions, limits=limits)
     queue = RequestQueue(
         settings, io, clock, counting_ids(), sessions=sessions, presence=presence, limits=limits, notifier=notifier,
-        observer=seen,
+        observer=seen, push=push,
     )
     return World(queue, sessions, store, notifier, seen)
 

@@ -18,6 +18,7 @@ from codap_relay.records import RequestRecord, fingerprint
 from codap_relay.relay.limits import RateLimits
 from codap_relay.relay.outcomes import new_response
 from codap_relay.relay.presence import Presence
+from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.queue import RequestQueue
 from codap_relay.relay.responses import Answer, Responses
 from codap_relay.relay.sessions import Sessions
@@ -52,17 +53,18 @@ class World:
 def world(settings: Settings, clock: FakeClock) -> World:
     store, notifier, seen = MemoryStore(), Notifier(), Seen()
     io = StoreIO(store, settings)
+    push = PushSender(io, clock, None)  # no publisher: no push channel
     limits = RateLimits(io, clock, seen)
     guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
     numbers = itertools.count(1)
     sessions = Sessions(
         settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=notifier, observer=seen,
+        notifier=notifier, observer=seen, push=push,
     )
     presence = Presence(settings, io, clock, sessions=sessions, limits=limits)
     queue = RequestQueue(
         settings, io, clock, counting_ids(), sessions=sessions, presence=presence, limits=limits, notifier=notifier,
-        observer=seen,
+        observer=seen, push=push,
     )
     responses = Responses(
         settings, io, clock, guard=guard, sessions=sessions, presence=presence, queue=queue, notifier=notifier,

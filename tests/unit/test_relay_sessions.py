@@ -23,6 +23,7 @@ from codap_relay.notify import Notifier, answers_key, stream_key
 from codap_relay.observe import NullObserver
 from codap_relay.records import NewRequest
 from codap_relay.relay.limits import RateLimits
+from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.sessions import Metadata, Sessions
 from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
@@ -34,6 +35,7 @@ def sessions_of(
 ) -> tuple[Sessions, MemoryStore, Notifier]:
     store, notifier = MemoryStore(), Notifier()
     io = StoreIO(store, settings)
+    push = PushSender(io, clock, None)  # no publisher: no push channel
     limits = RateLimits(io, clock, NullObserver())
     guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
     numbers = itertools.count(1)
@@ -46,7 +48,7 @@ def sessions_of(
         guard=guard,
         limits=limits,
         notifier=notifier,
-        observer=NullObserver(),
+        observer=NullObserver(), push=push,
     )
     return sessions, store, notifier
 

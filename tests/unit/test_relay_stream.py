@@ -19,6 +19,7 @@ from codap_relay.observe import NullObserver
 from codap_relay.records import DETACHED, NewRequest
 from codap_relay.relay.limits import RateLimits
 from codap_relay.relay.presence import Presence
+from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.sessions import Sessions
 from codap_relay.relay.store_io import StoreIO
 from codap_relay.relay.stream import PluginStream
@@ -29,16 +30,17 @@ from codap_relay.store.memory import MemoryStore
 def stream_of(settings: Settings, clock: FakeClock) -> tuple[PluginStream, Sessions, MemoryStore, Notifier]:
     store, notifier = MemoryStore(), Notifier()
     io = StoreIO(store, settings)
+    push = PushSender(io, clock, None)  # no publisher: no push channel
     limits = RateLimits(io, clock, NullObserver())
     guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
     numbers = itertools.count(1)
     sessions = Sessions(
         settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=notifier, observer=NullObserver(),
+        notifier=notifier, observer=NullObserver(), push=push,
     )
     presence = Presence(settings, io, clock, sessions=sessions, limits=limits)
     stream = PluginStream(
-        settings, io, clock, counting_ids("conn-"), sessions=sessions, presence=presence, notifier=notifier
+        settings, io, clock, counting_ids("conn-"), sessions=sessions, presence=presence, notifier=notifier, push=push,
     )
     return stream, sessions, store, notifier
 

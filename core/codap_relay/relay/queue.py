@@ -47,7 +47,7 @@ class RequestQueue:
         limits: RateLimits,
         notifier: Notifier,
         observer: Observer,
-        push: PushSender | None = None,
+        push: PushSender,
     ) -> None:
         self.settings = settings
         self.store_io = store_io
@@ -59,7 +59,7 @@ class RequestQueue:
         self.limits = limits
         self.notifier = notifier
         self.observer = observer
-        self.push = push or PushSender(store_io, clock, None)  # None: no push channel
+        self.push = push  # its publisher None: no push channel
 
     async def submit(
         self,

@@ -45,7 +45,7 @@ class Sessions:
         limits: RateLimits,
         notifier: Notifier,
         observer: Observer,
-        push: PushSender | None = None,
+        push: PushSender,
     ) -> None:
         self.settings = settings
         self.store_io = store_io
@@ -57,7 +57,7 @@ class Sessions:
         self.limits = limits
         self.notifier = notifier
         self.observer = observer
-        self.push = push or PushSender(store_io, clock, None)  # None: no push channel
+        self.push = push  # its publisher None: no push channel
 
     async def create(
         self, tools: list[dict[str, Any]] | None = None, *, client: str | None = None

@@ -30,7 +30,7 @@ class PluginStream:
         sessions: Sessions,
         presence: Presence,
         notifier: Notifier,
-        push: PushSender | None = None,
+        push: PushSender,
     ) -> None:
         self.settings = settings
         self.store_io = store_io
@@ -40,7 +40,7 @@ class PluginStream:
         self.sessions = sessions
         self.presence = presence
         self.notifier = notifier
-        self.push = push or PushSender(store_io, clock, None)  # None: no push channel
+        self.push = push  # its publisher None: no push channel
 
     async def detach(self, code: str, token: str | None, tab: str, *, client: str | None = None) -> bool:
         """The plugin's tab ``tab`` is going away (pagehide): its stream ends at its next poll, and the LLM sees
