@@ -39,8 +39,7 @@ def restartable() -> Iterator[RestartableRelay]:
     relay = RestartableRelay()
     relay.start()
     yield relay
-    if relay._thread is not None and relay._thread.is_alive():
-        relay.kill()
+    relay.close()
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +37,7 @@ from codap_relay_tooling.testing.plugin_page import (
 )
 from codap_relay_tooling.testing.real_codap import CodapPage, settle
 from codap_relay_tooling.testing.restartable_relay import RestartableRelay
+from codap_relay_tooling.testing.silent_listener import SilentListener
 
 
 def posted_answer(url: str) -> bool:
@@ -575,23 +577,36 @@ def test_added_cases_are_counted_by_codap_and_a_10000_case_export_matches_it(cod
     assert grow["caseCount"] == 10_000
 
 
-def test_relay_restart_while_codap_stays_open(pages: Callable[..., CodapPage]) -> None:
+@pytest.mark.parametrize("outage", ["refused", "silent"])
+def test_relay_restart_while_codap_stays_open(pages: Callable[..., CodapPage], outage: str) -> None:
+    """The relay dies and comes back on its port; the plugin reconnects by itself and runs every request once.
+    ``silent``: meanwhile something on the port takes connections and never answers (a stalled proxy, a dying
+    server's sockets), and they stay open after the relay is back; the plugin gives them up at its watchdog (3 s
+    here) and its calls' deadlines instead of waiting on them for ever."""
     relay = RestartableRelay()
     relay.start()
+    silent = SilentListener(relay.port)
     try:
-        codap = pages(f"{relay.url}/plugin/")
+        codap = pages(f"{relay.url}/plugin/?watchdog=3" if outage == "silent" else f"{relay.url}/plugin/")
         code = codap.code()
         done(codap, "create_codap_dataset", {"datasetName": "kept", "dataType": "random_numbers", "recordCount": 3})
         pending = submit(relay.url, code, "add_codap_cases", {"datasetName": "kept", "cases": [{"index": 4}]})
         relay.kill()
         wait_until(lambda: codap.status() in ("Reconnecting…", "Offline"), "the plugin to notice the relay is gone")
+        if outage == "silent":
+            silent.start()
+            wait_until(lambda: silent.taken >= 1, "the plugin to reconnect into the silent port")
+            time.sleep(1)  # time for more of its calls (an answer's post, a status check) to go in
+            silent.stop_listening()  # what it took stays open and silent
         relay.start()
         wait_until(lambda: codap.status() == "Connected", "the plugin to reconnect", 60)
+        assert all(c.fileno() != -1 for c in silent.held), "the silent connections were still open"
         assert codap.code() == code
-        assert answer(relay.url, code, pending)["status"] == "completed"
+        # an answer posted into the silent port is posted again after its deadline (20 s for a small one)
+        assert answer(relay.url, code, pending, timeout=45)["status"] == "completed"
         added = done(codap, "add_codap_cases", {"datasetName": "kept", "cases": [{"index": 5}]})
         assert added["totalCases"] == 5
         assert sorted(i["values"]["index"] for i in codap.items("kept")) == [1, 2, 3, 4, 5]
     finally:
-        if relay._thread is not None and relay._thread.is_alive():
-            relay.kill()
+        silent.close()
+        relay.close()

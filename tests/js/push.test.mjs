@@ -528,3 +528,23 @@ test("a ping timer that fires long after it should (the machine slept) reopens t
     mock.timers.reset();
   }
 });
+
+test("a socket that neither opens nor fails (a stalled proxy) counts as a failed open after attachTimeoutMs", async () => {
+  mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  try {
+    const rec = recorder();
+    const conn = connection(rec, { attachTimeoutMs: 3000 });
+    conn.open(null); // never accepted, never failed
+    mock.timers.tick(2999);
+    assert.equal(last().closed, null);
+    mock.timers.tick(1);
+    assert.equal(last().closed, 1000, "the stalled socket is given up on");
+    assert.equal(rec.statuses.at(-1), "reconnecting");
+    mock.timers.tick(500);
+    assert.equal(FakeSocket.opened.length, 2, "and another is opened after the backoff");
+    mock.timers.tick(3000); // the second stalls too: two failed opens in a row fall back to the stream
+    assert.equal(rec.fallbacks, 1);
+  } finally {
+    mock.timers.reset();
+  }
+});

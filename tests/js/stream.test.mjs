@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 
-import { RelayClient, RelayHttpError, StreamConnection, newTabId } from "../../core/codap_relay/plugin/js/relay.js";
+import { RelayClient, RelayHttpError, RelayTimeoutError, StreamConnection, newTabId } from "../../core/codap_relay/plugin/js/relay.js";
 
 class FakeEventSource {
   static opened = [];
@@ -169,4 +169,70 @@ test("a refusal other than for room reopens with backoff, as before", async () =
   } finally {
     mock.timers.reset();
   }
+});
+
+test("a stream whose connection is taken and never answered is given up after the watchdog, first open or retry", async () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    FakeEventSource.opened = [];
+    const rec = recorder();
+    const conn = new StreamConnection({
+      base: "https://relay.example/v1",
+      code: "ABCD2345",
+      token: "tok",
+      watchdogMs: 5000,
+      handlers: rec.handlers,
+      EventSourceImpl: FakeEventSource,
+      client: /** @type {any} */ ({}),
+    });
+    conn.open(null); // the first open hangs: no open, no error
+    mock.timers.tick(4999);
+    assert.equal(FakeEventSource.opened[0].readyState, 0);
+    mock.timers.tick(1);
+    assert.equal(FakeEventSource.opened[0].readyState, 2, "closed by the watchdog");
+    mock.timers.tick(1000); // backoff, at most 625 ms on the first step
+    assert.equal(FakeEventSource.opened.length, 2);
+
+    const es = FakeEventSource.opened[1];
+    es.onopen({});
+    assert.equal(rec.statuses.at(-1), "connected");
+    // the relay goes away: EventSource says "error" and retries by itself (readyState stays CONNECTING), but
+    // its retry reaches a server that took the connection and never answers
+    es.readyState = 0;
+    es.onerror({});
+    assert.equal(rec.statuses.at(-1), "reconnecting");
+    mock.timers.tick(4999);
+    assert.equal(FakeEventSource.opened.length, 2, "EventSource's own retry is given its time");
+    mock.timers.tick(1);
+    assert.equal(es.readyState, 2, "then the hung retry is closed");
+    mock.timers.tick(1000);
+    assert.equal(FakeEventSource.opened.length, 3, "and a new stream opened with the cursor");
+    conn.stop();
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("a call nobody answers, or whose body stops coming, ends in a RelayTimeoutError at its deadline", async () => {
+  // as fetch does: the promise (or the body's) rejects when the signal aborts
+  const hung = (signal) => new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))));
+  const never = async (_url, init) => hung(init.signal);
+  const slowBody = async (_url, init) => ({ ok: true, status: 200, headers: new Map(), json: () => hung(init.signal) });
+  for (const fetchImpl of [never, slowBody]) {
+    const client = new RelayClient("https://relay.example/v1", fetchImpl, { callMs: 30 });
+    const started = Date.now();
+    await assert.rejects(client.sessionStatus("ABCD2345", "tok"), (err) => err instanceof RelayTimeoutError);
+    if (fetchImpl === never) await assert.rejects(client.checkStream("ABCD2345", "tok"), RelayTimeoutError); // 2xx: no body read
+    await assert.rejects(client.postResponse("ABCD2345", "tok", "r1", { status: "ok" }), RelayTimeoutError);
+    assert.ok(Date.now() - started < 5000);
+  }
+  // a call answered in time is not cut: its deadline timer is cleared
+  const quick = async () => ({ ok: true, status: 200, headers: new Map(), json: async () => ({ code: "ABCD2345" }) });
+  const client = new RelayClient("https://relay.example/v1", quick, { callMs: 30 });
+  assert.deepEqual(await client.sessionStatus("ABCD2345", "tok"), { code: "ABCD2345" });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  // an answer's deadline grows with its size, at a slow link's pace: 3 MB gets 20 s + 94 s
+  const sized = new RelayClient("https://relay.example/v1", quick);
+  assert.equal(sized._uploadMs("x".repeat(3_000_000)), 20_000 + 93_750);
+  assert.equal(sized._uploadMs("{}"), 20_001);
 });

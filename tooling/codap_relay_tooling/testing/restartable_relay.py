@@ -34,7 +34,13 @@ class RestartableRelay:
 
         async def serve() -> None:
             self._loop = asyncio.get_running_loop()
-            await server.serve()
+            try:
+                await server.serve()
+            finally:
+                # A connection taken after kill() aborted the others, before the listener closed, would outlive the
+                # loop unanswered; a crashed process leaves no socket behind.
+                abort_connections(server)
+                await asyncio.sleep(0)
 
         self._server = server
         self._thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
@@ -46,14 +52,21 @@ class RestartableRelay:
         server, loop = self._server, self._loop
         assert server is not None and loop is not None and self._thread is not None
 
-        def abort_all() -> None:
-            for connection in list(server.server_state.connections):
-                transport = getattr(connection, "transport", None)
-                if transport is not None:
-                    transport.abort()
-
         server.should_exit = True
         server.force_exit = True
-        loop.call_soon_threadsafe(abort_all)
+        loop.call_soon_threadsafe(abort_connections, server)
         self._thread.join(10)
         assert not self._thread.is_alive()
+
+    def close(self) -> None:
+        """Kill the server if it runs (a test's cleanup)."""
+        if self._thread is not None and self._thread.is_alive():
+            self.kill()
+
+
+def abort_connections(server: uvicorn.Server) -> None:
+    """Reset every connection ``server`` holds, as a crash or a cut network would."""
+    for connection in list(server.server_state.connections):
+        transport = getattr(connection, "transport", None)
+        if transport is not None:
+            transport.abort()

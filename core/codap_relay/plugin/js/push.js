@@ -23,7 +23,7 @@ export class PushConnection {
    *   onAlive, onWithdrawn, onCursorReset, onFallback
    * @param {number} [options.watchdogMs] reconnect when nothing arrived for this long, until the relay names its
    *   ping interval (then 2.5 pings)
-   * @param {number} [options.attachTimeoutMs] an open socket that is not attached by then has failed
+   * @param {number} [options.attachTimeoutMs] a socket not open and attached by then (from open()) has failed
    * @param {typeof WebSocket} [options.WebSocketImpl]
    * @param {{fetchRequest: (pointer: string, token: string) => Promise<any>}} options.client the RelayClient
    * @param {string} [options.tab] this page's id: it leads the connection's consumer id at the relay
@@ -92,6 +92,7 @@ export class PushConnection {
       return;
     }
     this.ws = ws;
+    this._kick(this.attachTimeoutMs); // a socket that neither opens nor fails (a stalled proxy) has failed too
     const mine = (fn) => (event) => {
       if (this.ws === ws) fn(event);
     };

@@ -11,6 +11,22 @@ export class RelayHttpError extends Error {
   }
 }
 
+/** The relay took the call but gave no whole answer in time (a hung connection, a stalled proxy). Callers treat
+ * it as they treat an unreachable relay: retry later. */
+export class RelayTimeoutError extends Error {
+  constructor(seconds) {
+    super(`the relay did not answer within ${seconds} s`);
+    this.seconds = seconds;
+  }
+}
+
+/** How long a call may take before it counts as lost: long enough for a slow school network, short enough that
+ * a connection nobody answers never leaves the plugin waiting for ever. An answer carries up to a few megabytes:
+ * it gets more time by its size, at a slow link's pace; a pointed-to request (size unknown) gets the most. */
+export const CALL_TIMEOUT_MS = 20_000;
+export const TRANSFER_TIMEOUT_MS = 120_000;
+export const SLOW_LINK_BYTES_PER_SECOND = 32_000; // 256 kbit/s
+
 /** Retry-After in seconds: a number of seconds or an HTTP date; null when absent or unreadable. */
 export function parseRetryAfter(value, now = Date.now()) {
   if (value === null || value === undefined || value === "") return null;
@@ -54,21 +70,45 @@ export function relayBaseFrom(location) {
 }
 
 export class RelayClient {
-  constructor(base, fetchImpl = globalThis.fetch.bind(globalThis)) {
+  /**
+   * @param {string} base the relay's base URL
+   * @param {typeof fetch} [fetchImpl]
+   * @param {{callMs?: number, transferMs?: number}} [timeouts] how long a call may take, and a download of a
+   *   pointed-to request (an answer's upload gets callMs plus its size at SLOW_LINK_BYTES_PER_SECOND)
+   */
+  constructor(base, fetchImpl = globalThis.fetch.bind(globalThis), { callMs = CALL_TIMEOUT_MS, transferMs = TRANSFER_TIMEOUT_MS } = {}) {
     this.base = base;
     this.fetch = fetchImpl;
+    this.callMs = callMs;
+    this.transferMs = transferMs;
   }
 
-  async _json(path, init = {}) {
-    const res = await this.fetch(this.base + path, init);
-    let body = null;
+  /** ``read(res)`` within ``ms`` of sending, the body included: past it the call is aborted (RelayTimeoutError). */
+  async _within(url, init, ms, read) {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), ms);
     try {
-      body = await res.json();
-    } catch {
-      body = null;
+      return await read(await this.fetch(url, { ...init, signal: controller.signal }), controller.signal);
+    } catch (err) {
+      if (controller.signal.aborted) throw new RelayTimeoutError(Math.round(ms / 1000));
+      throw err;
+    } finally {
+      clearTimeout(timer);
     }
-    if (!res.ok) throw new RelayHttpError(res.status, body, parseRetryAfter(res.headers?.get?.("Retry-After")));
-    return body;
+  }
+
+  async _json(path, init = {}, ms = this.callMs) {
+    return this._within(this.base + path, init, ms, async (res, signal) => {
+      let body = null;
+      try {
+        body = await res.json();
+      } catch (err) {
+        if (signal.aborted) throw err; // the deadline passed while the body came: a timeout, not an empty body
+        body = null;
+      }
+      if (!res.ok) throw new RelayHttpError(res.status, body, parseRetryAfter(res.headers?.get?.("Retry-After")));
+      return body;
+    });
   }
 
   createSession(tools) {
@@ -112,15 +152,16 @@ export class RelayClient {
    * functions are all taken. EventSource hides a refused stream's status; this shows it. */
   async checkStream(code, token) {
     const params = new URLSearchParams({ code, token, mode: "check" });
-    const res = await this.fetch(`${this.base}/stream?${params}`, { cache: "no-store" });
-    if (res.ok) return true;
-    let body = null;
-    try {
-      body = await res.json();
-    } catch {
-      body = null;
-    }
-    throw new RelayHttpError(res.status, body, parseRetryAfter(res.headers?.get?.("Retry-After")));
+    return this._within(`${this.base}/stream?${params}`, { cache: "no-store" }, this.callMs, async (res) => {
+      if (res.ok) return true;
+      let body = null;
+      try {
+        body = await res.json();
+      } catch {
+        body = null;
+      }
+      throw new RelayHttpError(res.status, body, parseRetryAfter(res.headers?.get?.("Retry-After")));
+    });
   }
 
   /** Every entry of a session's trace (GET …/log?view=trace, page by page); the relay answers for a while
@@ -140,7 +181,7 @@ export class RelayClient {
 
   /** A request too big to push (the push channel's `pointer`, a path under the relay): {id, tool, args, seq}. */
   fetchRequest(pointer, token) {
-    return this._json(pointer, { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
+    return this._json(pointer, { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" }, this.transferMs);
   }
 
   /** What CODAP said changed (changes.js), to the session's `changes` path that a long-lived relay gave. */
@@ -153,12 +194,18 @@ export class RelayClient {
   }
 
   postResponse(code, token, id, body) {
+    const text = JSON.stringify({ code, id, ...body });
     // ?code= lets the relay check the token before it reads the body (up to 3 MB)
     return this._json(`/response?code=${encodeURIComponent(code)}`, {
       method: "POST",
       headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
-      body: JSON.stringify({ code, id, ...body }),
-    });
+      body: text,
+    }, this._uploadMs(text));
+  }
+
+  /** A call's deadline plus the time ``text`` takes to send over a slow link. */
+  _uploadMs(text) {
+    return this.callMs + Math.ceil((text.length / SLOW_LINK_BYTES_PER_SECOND) * 1000);
   }
 }
 
@@ -240,6 +287,9 @@ export class StreamConnection {
     if (cursor !== null && cursor !== undefined) params.set("lastEventId", String(cursor));
     const es = new this.EventSourceImpl(`${this.base}/stream?${params}`);
     this.es = es;
+    // Armed before the stream opens: a connection the relay (or a proxy) accepted and never answers is given up
+    // after watchdogMs, as a silent open stream is, instead of "Reconnecting…" for ever.
+    this._kick();
     const mine = (fn) => (event) => {
       if (this.es === es) fn(event);
     };
@@ -290,11 +340,12 @@ export class StreamConnection {
       }));
     }
     es.onerror = mine(() => {
-      this._clearWatchdog();
       if (es.readyState !== 2) {
-        this.handlers.onStatus("reconnecting"); // EventSource retries by itself
+        // EventSource retries by itself; the watchdog keeps running, so a retry that hangs is given up on
+        this.handlers.onStatus("reconnecting");
         return;
       }
+      this._clearWatchdog();
       this._recover();
     });
   }
