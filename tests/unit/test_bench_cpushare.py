@@ -23,9 +23,11 @@ def test_a_busy_process_gets_its_share_and_runs_on_afterwards() -> None:
         with DutyCycle(child.pid, 0.2) as duty:
             time.sleep(1.0)
         used = process_cpu_seconds(child.pid) - before
-        # It ran only while let: the windows add up to about a fifth of the time, and its CPU time to no more.
-        assert 0.1 < duty.achieved < 0.35, duty.achieved
+        # It ran only while let: its CPU time is no more than the windows add up to. The windows themselves are
+        # about a fifth of the time, more on a loaded machine that wakes the cycle's thread late (the bench prints
+        # the share achieved), so only a loose bound is asserted on them.
         assert used <= duty.open_seconds + 0.03, (used, duty.open_seconds)
+        assert 0.1 < duty.achieved < 0.6, duty.achieved
         assert used > 0
         deadline = time.monotonic() + 2
         while state(child.pid) == "T" and time.monotonic() < deadline:
