@@ -21,15 +21,17 @@ import pytest
 
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
+from codap_relay.relay.publisher import PUSH_INLINE_BYTES
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing import ARTIFACTS, engines
+from codap_relay_tooling.testing.commands import LocalApi
 from codap_relay_tooling.testing.engines import CodapTab, Engine
 from codap_relay_tooling.testing.plugin_page import call_tool, ok_result, wait_until
 from codap_relay_tooling.testing.real_codap import codap_required, other_site
 from codap_relay_tooling.testing.relay_settings import e2e_settings
 from codap_relay_tooling.testing.servers import serve_app
 
-pytestmark = [pytest.mark.browser, pytest.mark.in_process]
+pytestmark = pytest.mark.browser
 
 # Every engine in both shapes with its shipped defaults; and Firefox with all cross-site cookies blocked (WebKitGTK
 # has no such setting beyond its default, see engines.WEBKIT_ARGS).
@@ -96,6 +98,10 @@ LOCAL_STORAGE_AND_COOKIES = """() => {
 }"""
 
 
+# Which channel the plugin's requests arrive on (ui.setChannel): "push" or "stream".
+CHANNEL = "() => document.getElementById('status').dataset.channel"
+
+
 def session_status(relay: str, code: str) -> int:
     return httpx.get(f"{relay}/api/sessions/{code}", timeout=10).status_code
 
@@ -113,6 +119,7 @@ def assert_picture(result: dict[str, Any]) -> None:
     assert len(picture.getcolors(1 << 24) or []) > 2, "the graph's picture is blank"
 
 
+@pytest.mark.in_process
 @pytest.mark.parametrize(("engine", "shape"), SCENARIOS)
 def test_the_plugin_scenario_in_real_codap(
     engine: str, shape: str, relay: str, browsers: Callable[[str, str], Engine]
@@ -174,3 +181,32 @@ def test_the_plugin_scenario_in_real_codap(
     tab.wait_paired(other_than=code)
     assert "The session was ended, so this is a new code" in tab.shown()["notice"]
     TIMES[f"{engine}/{shape}"] = round(time.monotonic() - started, 1)
+
+
+@pytest.mark.parametrize("engine", ["firefox", "webkit"])
+def test_the_push_channel_in_real_codap(
+    engine: str, local_api: LocalApi, codap_url: str, browsers: Callable[[str, str], Engine]
+) -> None:
+    """Through local-api with the push channel on, as a deployment with ``PushChannel=websocket``: the plugin in
+    each engine holds the WebSocket (the status pill names it), runs the requests pushed to it in CODAP, fetches
+    one too big to push by its pointer, and after a reload of its frame attaches again with the same code."""
+    relay = local_api.base
+    tab = CodapTab(browsers(engine, "default"), codap_url, f"{relay}/plugin/")
+    code = tab.open()
+    assert tab.engine.evaluate(CHANNEL) == "push"
+    rows = [{"n": 0, "label": "the first case"}]
+    args = {"datasetName": "pushed", "dataType": "custom", "recordCount": 1, "customData": rows}
+    ok_result(call_tool(relay, code, "create_codap_dataset", args))
+    more = [{"n": i, "label": f"case number {i} of a large import"} for i in range(1, 2501)]
+    big = {"datasetName": "pushed", "cases": more}
+    assert len(json.dumps({"event": "tool-request", "args": big})) > PUSH_INLINE_BYTES  # sent as a pointer
+    added = ok_result(call_tool(relay, code, "add_codap_cases", big))["structuredContent"]
+    assert added["totalCases"] == 2501 == len(tab.items("pushed"))
+
+    tab.engine.reload_frame()
+    assert tab.wait_paired() == code
+    assert tab.engine.evaluate(CHANNEL) == "push"
+    ok_result(call_tool(relay, code, "add_codap_cases", {"datasetName": "pushed", "cases": [{"n": 2501}]}))
+    assert sorted(i["values"]["n"] for i in tab.items("pushed"))[-2:] == [2500, 2501]
+    assert tab.end_stored_session(code) == 200
+
