@@ -152,16 +152,8 @@ export class RelayClient {
    * functions are all taken. EventSource hides a refused stream's status; this shows it. */
   async checkStream(code, token) {
     const params = new URLSearchParams({ code, token, mode: "check" });
-    return this._within(`${this.base}/stream?${params}`, { cache: "no-store" }, this.callMs, async (res) => {
-      if (res.ok) return true;
-      let body = null;
-      try {
-        body = await res.json();
-      } catch {
-        body = null;
-      }
-      throw new RelayHttpError(res.status, body, parseRetryAfter(res.headers?.get?.("Retry-After")));
-    });
+    await this._json(`/stream?${params}`, { cache: "no-store" }); // 204: no body, read as null
+    return true;
   }
 
   /** Every entry of a session's trace (GET …/log?view=trace, page by page); the relay answers for a while
