@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,6 +306,40 @@ def per_reconnect(
     }
 
 
+async def warm_up(
+    llm: httpx.AsyncClient, pair: load.Pair, kinds: Iterable[load.RoundTrip], calls: int = WARM_UP_CALLS
+) -> None:
+    """Calls of each kind whose figures are dropped: cold starts, and DynamoDB Local's JIT warming up."""
+    for kind in kinds:
+        for i in range(calls):
+            await kind(llm, pair, -1 - i, load.Samples())
+
+
+async def timed_calls(kind: load.RoundTrip, llm: httpx.AsyncClient, pair: load.Pair, calls: int) -> load.Samples:
+    samples = load.Samples()
+    for i in range(calls):
+        await kind(llm, pair, i, samples)
+    return samples
+
+
+def trip_figures(samples: load.Samples) -> dict[str, Any]:
+    """A call type's round trips: latency, errors, and the delivery leg where it was measured."""
+    figures: dict[str, Any] = {"latency": summary(samples.round_trip), "call_errors": samples.errors}
+    if samples.delivery:
+        figures["delivery"] = summary(samples.delivery)
+    return figures
+
+
+async def counted_calls(
+    stack: Stack, kind: load.RoundTrip, llm: httpx.AsyncClient, pair: load.Pair, calls: int
+) -> dict[str, Any]:
+    """``calls`` calls of ``kind`` in one counted phase: what each cost (``per_call``) and its round trips."""
+    phase = Phase(stack)
+    await phase.start()
+    samples = await timed_calls(kind, llm, pair, calls)
+    return {**per_call(await phase.stop(), calls), **trip_figures(samples)}
+
+
 async def measure_push(
     stack: Stack, kinds: dict[str, load.RoundTrip], *, calls: int, plugins: int, idle: float
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -318,28 +352,17 @@ async def measure_push(
     counts: dict[str, Any] = {"ping_seconds": PING_SECONDS, "kinds": {}}
     async with load.session_pairs(stack.base, 1, ping_every=QUIET_SECONDS) as (llm, pairs):
         pair = pairs[0]
-        for kind in kinds.values():
-            for i in range(WARM_UP_CALLS):
-                await kind(llm, pair, -1 - i, load.Samples())
+        await warm_up(llm, pair, kinds.values())
         for name, kind in kinds.items():
             print(f"  deployed: websocket {name} …", file=sys.stderr, flush=True)
             before = load.message_counts(pairs)
-            phase = Phase(stack)
-            await phase.start()
-            samples = load.Samples()
-            for i in range(calls):
-                await kind(llm, pair, i, samples)
-            figures = per_call(await phase.stop(), calls)
+            figures = await counted_calls(stack, kind, llm, pair, calls)
             messages = messages_between(before, load.message_counts(pairs))
             figures["websocket_messages"] = round(sum(messages.values()) / calls, 3)
             figures["websocket_by_kind"] = {k: round(n / calls, 3) for k, n in messages.items()}
             figures["largest_message_bytes"] = pair.plugin.largest_message
             figures["reconnects"] = messages.get("in:attach", 0)  # the watchdog fired: the figures hold an attach
-            figures["latency"] = summary(samples.round_trip)
-            figures["call_errors"] = samples.errors
-            trips[name] = {"latency": figures["latency"], "call_errors": samples.errors}
-            if samples.delivery:
-                figures["delivery"] = trips[name]["delivery"] = summary(samples.delivery)
+            trips[name] = {k: figures[k] for k in ("latency", "call_errors", "delivery") if k in figures}
             counts["kinds"][name] = figures
     print(f"  deployed: {plugins} idle push plugins pinging every {PING_SECONDS} s …", file=sys.stderr, flush=True)
     async with load.session_pairs(stack.base, plugins) as (llm, pairs):
@@ -388,22 +411,11 @@ async def _measure(
     out["floor"] = summary(floor.round_trip)
     async with sse_pairs(stack.base, 1) as (llm, pairs):
         pair = pairs[0]
-        for kind in kinds.values():  # cold starts, and DynamoDB Local's JIT warming up, out of the figures
-            for i in range(WARM_UP_CALLS):
-                await kind(llm, pair, -1 - i, load.Samples())
+        await warm_up(llm, pair, kinds.values())
         for name, kind in kinds.items():
             print(f"  deployed: {name} …", file=sys.stderr, flush=True)
-            phase = Phase(stack)
-            await phase.start()
-            samples = load.Samples()
-            for i in range(calls):
-                await kind(llm, pair, i, samples)
-            figures = per_call(await phase.stop(), calls)
-            figures["latency"] = summary(samples.round_trip)
+            figures = await counted_calls(stack, kind, llm, pair, calls)
             figures["latency_floor"] = ratio(figures["latency"]["p50"], out["floor"]["p50"])
-            figures["call_errors"] = samples.errors
-            if samples.delivery:
-                figures["delivery"] = summary(samples.delivery)
             out["kinds"][name] = figures
     # The push channel, counted as above; its round trips are the channel's rows beside the stream's.
     trips, out["push"] = await measure_push(stack, kinds, calls=calls, plugins=plugins, idle=idle)
@@ -449,24 +461,19 @@ async def _measure(
 
 
 async def channel_round_trips(
-    base: str, pairs: Pairs, kinds: dict[str, load.RoundTrip], calls: int, *, warm_up: int = WARM_UP_CALLS
+    base: str, pairs: Pairs, kinds: dict[str, load.RoundTrip], calls: int, *, warm_up_calls: int = WARM_UP_CALLS
 ) -> dict[str, Any]:
     """Latency of each call type through one channel, one session pair per type (a deployed stack limits the
-    requests per code and minute), after ``warm_up`` calls that take the cold starts."""
+    requests per code and minute), after ``warm_up_calls`` calls that take the cold starts."""
     out: dict[str, Any] = {}
     for name, kind in kinds.items():
         print(f"  deployed: {name} …", file=sys.stderr, flush=True)
         async with pairs(base, 1) as (llm, (pair,)):
             if pairs is load.session_pairs and pair.plugin.push_url is None:
                 return {"skipped": "the relay offers no push channel (deployed without PushChannel=websocket)"}
-            for i in range(warm_up):
-                await kind(llm, pair, -1 - i, load.Samples())
-            samples = load.Samples()
-            for i in range(calls):
-                await kind(llm, pair, i, samples)
-        out[name] = {"latency": summary(samples.round_trip), "call_errors": samples.errors}
-        if samples.delivery:
-            out[name]["delivery"] = summary(samples.delivery)
+            await warm_up(llm, pair, [kind], warm_up_calls)
+            samples = await timed_calls(kind, llm, pair, calls)
+        out[name] = trip_figures(samples)
     return out
 
 

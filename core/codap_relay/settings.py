@@ -126,20 +126,12 @@ class Settings(BaseModel):
     @field_validator("push_url")
     @classmethod
     def _push_url(cls, v: str) -> str:
-        v = v.strip().rstrip("/")
-        if v and not re.match(r"^(wss://[^/\s]+|ws://(127\.0\.0\.1|localhost)(:\d{1,5})?)(/[^\s]*)?$", v):
-            raise ValueError(
-                "must be a wss:// URL (ws:// only on 127.0.0.1 or localhost), e.g. wss://abc.execute-api…/v1"
-            )
-        return v
+        return _secure_url(v, "wss", "ws", "e.g. wss://abc.execute-api…/v1")
 
     @field_validator("push_endpoint")
     @classmethod
     def _push_endpoint(cls, v: str) -> str:
-        v = v.strip().rstrip("/")
-        if v and not re.match(r"^(https://[^/\s]+|http://(127\.0\.0\.1|localhost)(:\d{1,5})?)(/[^\s]*)?$", v):
-            raise ValueError("must be an https:// URL (http:// only on 127.0.0.1 or localhost), the stage's base")
-        return v
+        return _secure_url(v, "https", "http", "the stage's base")
 
     @field_validator("cors_origin", "allowed_hosts", "frame_ancestors", mode="before")
     @classmethod
@@ -191,3 +183,14 @@ class Settings(BaseModel):
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors())
             raise SettingsError(f"invalid settings: {problems}") from exc
+
+
+def _secure_url(value: str, secure: str, plain: str, example: str) -> str:
+    """``value`` without trailing slashes when empty or a ``secure``:// URL, or a ``plain``:// one on this computer
+    (local-api); else a ValueError that says so."""
+    value = value.strip().rstrip("/")
+    pattern = rf"^({secure}://[^/\s]+|{plain}://(127\.0\.0\.1|localhost)(:\d{{1,5}})?)(/[^\s]*)?$"
+    if value and not re.match(pattern, value):
+        where = f"{plain}:// only on 127.0.0.1 or localhost"
+        raise ValueError(f"must be a URL that starts {secure}:// ({where}), {example}")
+    return value

@@ -316,14 +316,11 @@ class Gateway:
                 await self._refuse(send, INTEGRATION_TIMEOUT, request_id)
                 self._spawn(self._finish_late(pool, instance, invocation, task, function_deadline))
                 return
-        try:
-            raw, failed = task.result()
-        except InstanceFailed as exc:
-            instance.end(invocation, status="error")
-            self._log(str(exc))
-            await pool.discard(instance)
+        settled = await self._settled(pool, instance, invocation, task)
+        if settled is None:
             await self._refuse(send, INTEGRATION_FAILURE, request_id)
             return
+        raw, failed = settled
         if len(raw) > MAX_RESPONSE_PAYLOAD_BYTES:
             # Lambda's runtime cannot post the answer and exits (Runtime.ExitError): the environment is gone.
             instance.log(
@@ -351,6 +348,19 @@ class Gateway:
             headers.append(("Content-Type", "application/json"))
         headers += [("x-amzn-requestid", request_id), ("x-amzn-trace-id", trace_id(now))]
         await _send(send, GatewayAnswer(answer.status, headers, answer.body))
+
+    async def _settled(
+        self, pool: Pool, instance: Instance, invocation: Any, task: asyncio.Task[tuple[bytes, bool]]
+    ) -> tuple[bytes, bool] | None:
+        """A finished invocation's payload and whether the function failed; None when its instance died during it
+        (the invocation ended as an error, the instance logged and discarded)."""
+        try:
+            return task.result()
+        except InstanceFailed as exc:
+            instance.end(invocation, status="error")
+            self._log(str(exc))
+            await pool.discard(instance)
+            return None
 
     async def _time_out(self, pool: Pool, instance: Instance, invocation: Any, task: asyncio.Task[Any]) -> None:
         instance.log(f"Task timed out after {instance.function.timeout_s:.2f} seconds")

@@ -381,13 +381,10 @@ class SocketGateway:
                 return Outcome(False, error="Internal server error")
             self.gateway._spawn(self.gateway._finish_late(pool, instance, invocation, task, function_deadline))
             return Outcome(False, error="Endpoint request timed out")
-        try:
-            raw, failed = task.result()
-        except InstanceFailed as exc:
-            instance.end(invocation, status="error")
-            self._log(str(exc))
-            await pool.discard(instance)
+        settled = await self.gateway._settled(pool, instance, invocation, task)
+        if settled is None:
             return Outcome(False, error="Internal server error")
+        raw, failed = settled
         instance.end(invocation, status="error" if failed else "")
         await pool.release(instance)
         if failed:
