@@ -77,8 +77,8 @@ class DutyCycle:
         started = tick = time.perf_counter()
         try:
             while not self._stop.is_set():
+                opened = time.perf_counter()  # read before it runs: this thread may be preempted right after
                 os.kill(self.pid, signal.SIGCONT)
-                opened = time.perf_counter()
                 _sleep_until(tick + run)
                 os.kill(self.pid, signal.SIGSTOP)
                 self.open_seconds += time.perf_counter() - opened

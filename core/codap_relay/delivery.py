@@ -110,7 +110,7 @@ class Delivery:
                 try:
                     current = relay.live(current)
                 except SessionNotFound as exc:
-                    yield StreamEvent("closed" if exc.reason == "closed" else "expired", {"reason": exc.reason})
+                    yield _ended(exc)
                     return
                 if current.consumer == DETACHED:
                     # Its tab said it left. Ended without a word: were the page still there after all (restored from
@@ -145,7 +145,11 @@ class Delivery:
                 if pending:
                     active = mono
                 if relay.touch_due(current):
-                    await relay.touch(current)
+                    try:
+                        await relay.touch(current)
+                    except SessionNotFound as exc:  # it expired since the read above (the clock jumped)
+                        yield _ended(exc)
+                        return
                 if limit and mono - started >= limit:
                     yield StreamEvent("reconnect", {"message": "Stream ended to stay within the host's time limit."})
                     return
@@ -159,3 +163,8 @@ class Delivery:
                 if limit:
                     to_beat = min(to_beat, max(0.0, limit - (mono - started)))
                 await listener.wait(relay.wait_slice(to_beat, quiet_for=mono - active))
+
+
+def _ended(exc: SessionNotFound) -> StreamEvent:
+    """The last event of a stream whose session ended: closed in the plugin, or expired."""
+    return StreamEvent("closed" if exc.reason == "closed" else "expired", {"reason": exc.reason})

@@ -243,8 +243,8 @@ async def test_answers_for_another_sessions_request_or_after_expiry_are_404(
     assert relay.store.get_response(b["code"], "theirs") is None
     # After the request expired (the plugin keeps the session alive meanwhile):
     await post(llm, a["code"], "late")
-    for _ in range(7):
-        clock.advance(relay.settings.request_ttl_seconds / 6)
+    for _ in range(13):  # a step under the session's TTL: a sign of life never revives an expired code
+        clock.advance(relay.settings.request_ttl_seconds / 12)
         await relay.touch(relay.store.get_session(a["code"]))  # type: ignore[arg-type]
     r = await llm.post(
         "/response", json={"code": a["code"], "id": "late", "result": 1}, headers=bearer(a["browserToken"])

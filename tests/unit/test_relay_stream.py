@@ -12,11 +12,11 @@ import pytest
 from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.codes import new_token
 from codap_relay.delivery import StreamEvent
-from codap_relay.errors import TokenInvalid
+from codap_relay.errors import SessionNotFound, TokenInvalid
 from codap_relay.guard import GuessingGuard
 from codap_relay.notify import Notifier, stream_key
 from codap_relay.observe import NullObserver
-from codap_relay.records import DETACHED, NewRequest
+from codap_relay.records import DETACHED, NewRequest, SessionRecord
 from codap_relay.relay.limits import RateLimits
 from codap_relay.relay.presence import Presence
 from codap_relay.relay.push_out import PushSender
@@ -101,3 +101,34 @@ async def test_it_is_the_host_delivery_reads_through(settings: Settings, clock: 
     stored = store.get_session(session.code)
     assert stored is not None and stored.consumer == "tab.9" and not stream.touch_due(stored)
     assert stream.wait_slice(3.0) == 3.0  # the memory store pushes its writes
+
+
+async def test_a_clock_jump_between_the_read_and_the_sign_of_life_ends_the_stream(
+    settings: Settings, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine that slept with a stream open can wake after the stream read its live session and before the sign
+    of life it then writes. The code has expired meanwhile: the stream ends with `expired`, and the write that was
+    due does not revive the code."""
+    stream, sessions, store, _ = stream_of(settings, clock)
+    session, token = await sessions.create()
+    events = await stream.open(session.code, token, None, tab="tab1")
+    jumps = iter([settings.session_ttl_seconds + 1])
+
+    def jump_then_due(current: SessionRecord) -> bool:
+        clock.advance(next(jumps, 0))
+        return True
+
+    monkeypatch.setattr(stream, "touch_due", jump_then_due)
+    event = await next_event(events)
+    assert (event.event, event.data) == ("expired", {"reason": "expired"})
+    stored = store.get_session(session.code)
+    assert stored is not None and stored.expires_at < clock.now()
+
+
+async def test_a_sign_of_life_never_revives_an_expired_code(settings: Settings, clock: FakeClock) -> None:
+    stream, sessions, store, _ = stream_of(settings, clock)
+    session, _ = await sessions.create()
+    clock.advance(settings.session_ttl_seconds)
+    with pytest.raises(SessionNotFound) as raised:
+        await stream.touch(session, consumer="tab.9")
+    assert raised.value.reason == "expired" and store.get_session(session.code) == session

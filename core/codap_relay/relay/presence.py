@@ -58,8 +58,13 @@ class Presence:
         return self.clock.now() - session.last_seen >= interval
 
     async def touch(self, session: SessionRecord, *, consumer: str | None = None) -> None:
-        """A sign of life from the plugin: slide the expiry and record when it was seen."""
+        """A sign of life from the plugin: slide the expiry and record when it was seen.
+
+        Never revives a code that expired after ``session`` was read: raises SessionNotFound (expired) instead. The
+        record is checked against the same clock reading the write uses, so a clock that jumped between the read
+        and the write (a machine that slept with a stream open) ends the session rather than sliding it on."""
         now = self.clock.now()
+        self.sessions.live(session, allow_closed=True, now=now)
         await self.store_io.run(
             self.store.update_session,
             session.code,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..clock import Clock
-from ..errors import AlreadyAnswered, RequestExpired, RequestNotFound, StoreUnavailable
+from ..errors import AlreadyAnswered, RequestExpired, RequestNotFound, SessionNotFound, StoreUnavailable
 from ..guard import GuessingGuard
 from ..notify import Listener, Notifier, answers_key
 from ..observe import Observer
@@ -198,6 +198,7 @@ class Responses:
             latency = None if done.queued_at is None else (stored.timestamp - done.queued_at) * 1000
             self.observer.response_completed(stored.status, latency)
         if self.presence.touch_due(session):
-            with contextlib.suppress(StoreUnavailable):  # the answer is durable; a missed sign of life is no failure
+            # The answer is durable; a missed sign of life (or a code that expired meanwhile) is no failure.
+            with contextlib.suppress(StoreUnavailable, SessionNotFound):
                 await self.presence.touch(session)
         return stored

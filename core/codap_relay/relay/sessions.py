@@ -88,8 +88,15 @@ class Sessions:
     async def load(self, code: str, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
         return self.live(await self.store_io.read(self.store.get_session, code), allow_closed=allow_closed, grace=grace)
 
-    def live(self, session: SessionRecord | None, *, allow_closed: bool = False, grace: float = 0) -> SessionRecord:
-        """The session if it can be used now; else SessionNotFound with the reason and what to do.
+    def live(
+        self,
+        session: SessionRecord | None,
+        *,
+        allow_closed: bool = False,
+        grace: float = 0,
+        now: float | None = None,
+    ) -> SessionRecord:
+        """The session if it can be used now (or at ``now``); else SessionNotFound with the reason and what to do.
         ``grace``: one that ended (closed or expired) less than this many seconds ago is still returned."""
         if session is None:
             raise SessionNotFound(
@@ -97,7 +104,8 @@ class Sessions:
                 "in CODAP and use the code it shows.",
                 reason="unknown",
             )
-        now = self.clock.now()
+        if now is None:
+            now = self.clock.now()
         if session.closed_at is not None and not allow_closed and session.closed_at + grace <= now:
             raise SessionNotFound(
                 "This CODAP session was ended in the plugin. Ask the user for the new code the plugin shows.",
