@@ -2,37 +2,20 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from codap_relay.clock import FakeClock
-from codap_relay.codes import new_token
 from codap_relay.errors import TokenInvalid
-from codap_relay.guard import GuessingGuard
 from codap_relay.notify import Notifier, changes_key
-from codap_relay.observe import NullObserver
 from codap_relay.relay.changes import DocumentChanges
-from codap_relay.relay.limits import RateLimits
-from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.sessions import Sessions
-from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
-from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.relays import unit_relay
 
 
 def changes_of(settings: Settings, clock: FakeClock) -> tuple[DocumentChanges, Sessions, Notifier]:
-    store, notifier = MemoryStore(), Notifier()
-    io = StoreIO(store, settings)
-    push = PushSender(io, clock, None)  # no publisher: no push channel
-    limits = RateLimits(io, clock, NullObserver())
-    guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
-    numbers = itertools.count(1)
-    sessions = Sessions(
-        settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=notifier, observer=NullObserver(), push=push,
-    )
-    return DocumentChanges(settings, io, sessions=sessions, notifier=notifier), sessions, notifier
+    relay = unit_relay(settings, clock)
+    return relay.doc_changes, relay.sessions, relay.notifier
 
 
 async def test_the_plugin_notes_what_changed_and_watchers_wake(settings: Settings, clock: FakeClock) -> None:

@@ -2,39 +2,23 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from codap_relay.clock import FakeClock
-from codap_relay.codes import new_token
 from codap_relay.errors import SessionNotFound, TokenMissing
-from codap_relay.guard import GuessingGuard
-from codap_relay.notify import Notifier
-from codap_relay.observe import NullObserver
 from codap_relay.records import NewRequest
-from codap_relay.relay.limits import RateLimits
 from codap_relay.relay.log import LOG_PAGE_BYTES, ActivityLog, LogItem
 from codap_relay.relay.outcomes import new_response
-from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.sessions import Sessions
-from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.relays import unit_relay
 
 
 def log_of(settings: Settings, clock: FakeClock) -> tuple[ActivityLog, Sessions, MemoryStore]:
     store = MemoryStore()
-    io = StoreIO(store, settings)
-    push = PushSender(io, clock, None)  # no publisher: no push channel
-    limits = RateLimits(io, clock, NullObserver())
-    guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
-    numbers = itertools.count(1)
-    sessions = Sessions(
-        settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=Notifier(), observer=NullObserver(), push=push,
-    )
-    return ActivityLog(settings, io, clock, sessions=sessions), sessions, store
+    relay = unit_relay(settings, clock, store)
+    return relay.log, relay.sessions, store
 
 
 def add(store: MemoryStore, code: str, rid: str, now: float, ttl: float = 3600) -> None:

@@ -3,38 +3,22 @@ life, and the session's status as the LLM reads it."""
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from codap_relay.clock import FakeClock
-from codap_relay.codes import new_token
 from codap_relay.errors import RateLimited
-from codap_relay.guard import GuessingGuard
-from codap_relay.notify import Notifier
-from codap_relay.observe import NullObserver
 from codap_relay.records import DETACHED, NewRequest, SessionRecord
-from codap_relay.relay.limits import RateLimits
 from codap_relay.relay.presence import Presence, SessionState
-from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.sessions import Sessions
-from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.relays import unit_relay
 
 
 def presence_of(settings: Settings, clock: FakeClock) -> tuple[Presence, Sessions, MemoryStore]:
     store = MemoryStore()
-    io = StoreIO(store, settings)
-    push = PushSender(io, clock, None)  # no publisher: no push channel
-    limits = RateLimits(io, clock, NullObserver())
-    guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
-    numbers = itertools.count(1)
-    sessions = Sessions(
-        settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=Notifier(), observer=NullObserver(), push=push,
-    )
-    return Presence(settings, io, clock, sessions=sessions, limits=limits), sessions, store
+    relay = unit_relay(settings, clock, store)
+    return relay.presence, relay.sessions, store
 
 
 def seen(session: SessionRecord, at: float | None, consumer: str | None = "tab.1") -> SessionRecord:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 
 import pytest
 
-from codap_relay.clock import FakeClock, counting_ids
-from codap_relay.codes import new_token
+from codap_relay.clock import FakeClock
 from codap_relay.delivery import withdrawn_mark
 from codap_relay.errors import (
     BadInput,
@@ -20,17 +18,13 @@ from codap_relay.errors import (
     SessionNotFound,
     UnknownTool,
 )
-from codap_relay.guard import GuessingGuard
 from codap_relay.notify import Notifier, answers_key, stream_key
-from codap_relay.relay.limits import RateLimits
-from codap_relay.relay.presence import Presence
-from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.queue import REQUEST_ID_RE, RequestQueue, checked_request_id
 from codap_relay.relay.sessions import Sessions
-from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
 from codap_relay.store.base import args_bytes
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.relays import unit_relay
 
 CASES = {"datasetName": "s", "cases": [{"x": 1}]}
 
@@ -62,22 +56,9 @@ class World:
 
 
 def world(settings: Settings, clock: FakeClock) -> World:
-    store, notifier, seen = MemoryStore(), Notifier(), Seen()
-    io = StoreIO(store, settings)
-    push = PushSender(io, clock, None)  # no publisher: no push channel
-    limits = RateLimits(io, clock, seen)
-    guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
-    numbers = itertools.count(1)
-    sessions = Sessions(
-        settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=notifier, observer=seen, push=push,
-    )
-    presence = Presence(settings, io, clock, sessions=sessions, limits=limits)
-    queue = RequestQueue(
-        settings, io, clock, counting_ids(), sessions=sessions, presence=presence, limits=limits, notifier=notifier,
-        observer=seen, push=push,
-    )
-    return World(queue, sessions, store, notifier, seen)
+    store, seen = MemoryStore(), Seen()
+    relay = unit_relay(settings, clock, store, observer=seen)
+    return World(relay.queue, relay.sessions, store, relay.notifier, seen)
 
 
 def test_request_ids_are_short_plain_and_end_where_they_seem_to() -> None:

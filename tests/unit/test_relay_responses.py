@@ -4,27 +4,20 @@ and a call that queues and waits. Also the response record every answer is store
 from __future__ import annotations
 
 import asyncio
-import itertools
 from dataclasses import dataclass, field
 
 import pytest
 
-from codap_relay.clock import FakeClock, counting_ids
-from codap_relay.codes import new_token
+from codap_relay.clock import FakeClock
 from codap_relay.errors import AlreadyAnswered, BadInput, RequestExpired, RequestNotFound, SessionNotFound
-from codap_relay.guard import GuessingGuard
-from codap_relay.notify import Notifier
 from codap_relay.records import RequestRecord, fingerprint
-from codap_relay.relay.limits import RateLimits
 from codap_relay.relay.outcomes import new_response
-from codap_relay.relay.presence import Presence
-from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.queue import RequestQueue
 from codap_relay.relay.responses import Answer, Responses
 from codap_relay.relay.sessions import Sessions
-from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.relays import unit_relay
 
 
 @dataclass
@@ -51,26 +44,9 @@ class World:
 
 
 def world(settings: Settings, clock: FakeClock) -> World:
-    store, notifier, seen = MemoryStore(), Notifier(), Seen()
-    io = StoreIO(store, settings)
-    push = PushSender(io, clock, None)  # no publisher: no push channel
-    limits = RateLimits(io, clock, seen)
-    guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
-    numbers = itertools.count(1)
-    sessions = Sessions(
-        settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=notifier, observer=seen, push=push,
-    )
-    presence = Presence(settings, io, clock, sessions=sessions, limits=limits)
-    queue = RequestQueue(
-        settings, io, clock, counting_ids(), sessions=sessions, presence=presence, limits=limits, notifier=notifier,
-        observer=seen, push=push,
-    )
-    responses = Responses(
-        settings, io, clock, guard=guard, sessions=sessions, presence=presence, queue=queue, notifier=notifier,
-        observer=seen,
-    )
-    return World(responses, queue, sessions, store, seen)
+    store, seen = MemoryStore(), Seen()
+    relay = unit_relay(settings, clock, store, observer=seen)
+    return World(relay.responses, relay.queue, relay.sessions, store, seen)
 
 
 def test_a_response_record_says_completed_or_failed_with_an_error_code() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from codap_relay.clock import FakeClock
-from codap_relay.codes import new_token, token_matches
+from codap_relay.codes import token_matches
 from codap_relay.errors import (
     InvalidManifest,
     RateLimited,
@@ -17,40 +17,21 @@ from codap_relay.errors import (
     TokenInvalid,
     TokenMissing,
 )
-from codap_relay.guard import GuessingGuard
 from codap_relay.manifest import DEFAULT_TOOLS, MANIFEST_VERSION
 from codap_relay.notify import Notifier, answers_key, stream_key
-from codap_relay.observe import NullObserver
 from codap_relay.records import NewRequest
-from codap_relay.relay.limits import RateLimits
-from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.sessions import Metadata, Sessions
-from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.relays import unit_relay
 
 
 def sessions_of(
     settings: Settings, clock: FakeClock, codes: Callable[[], str] | None = None
 ) -> tuple[Sessions, MemoryStore, Notifier]:
-    store, notifier = MemoryStore(), Notifier()
-    io = StoreIO(store, settings)
-    push = PushSender(io, clock, None)  # no publisher: no push channel
-    limits = RateLimits(io, clock, NullObserver())
-    guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
-    numbers = itertools.count(1)
-    sessions = Sessions(
-        settings,
-        io,
-        clock,
-        codes=codes or (lambda: f"CODE{next(numbers):04d}"),
-        tokens=new_token,
-        guard=guard,
-        limits=limits,
-        notifier=notifier,
-        observer=NullObserver(), push=push,
-    )
-    return sessions, store, notifier
+    store = MemoryStore()
+    relay = unit_relay(settings, clock, store, codes=codes)
+    return relay.sessions, store, relay.notifier
 
 
 def queue(store: MemoryStore, code: str, rid: str, now: float) -> None:

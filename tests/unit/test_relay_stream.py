@@ -4,45 +4,26 @@ through it, and detaching a tab that left."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import AsyncIterator
 
 import pytest
 
 from codap_relay.clock import FakeClock, counting_ids
-from codap_relay.codes import new_token
 from codap_relay.delivery import StreamEvent
 from codap_relay.errors import SessionNotFound, TokenInvalid
-from codap_relay.guard import GuessingGuard
 from codap_relay.notify import Notifier, stream_key
-from codap_relay.observe import NullObserver
 from codap_relay.records import DETACHED, NewRequest, SessionRecord
-from codap_relay.relay.limits import RateLimits
-from codap_relay.relay.presence import Presence
-from codap_relay.relay.push_out import PushSender
 from codap_relay.relay.sessions import Sessions
-from codap_relay.relay.store_io import StoreIO
 from codap_relay.relay.stream import PluginStream
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.relays import unit_relay
 
 
 def stream_of(settings: Settings, clock: FakeClock) -> tuple[PluginStream, Sessions, MemoryStore, Notifier]:
-    store, notifier = MemoryStore(), Notifier()
-    io = StoreIO(store, settings)
-    push = PushSender(io, clock, None)  # no publisher: no push channel
-    limits = RateLimits(io, clock, NullObserver())
-    guard = GuessingGuard(limits.admit, clock.now, settings.guess_limit_per_ip)
-    numbers = itertools.count(1)
-    sessions = Sessions(
-        settings, io, clock, codes=lambda: f"CODE{next(numbers):04d}", tokens=new_token, guard=guard, limits=limits,
-        notifier=notifier, observer=NullObserver(), push=push,
-    )
-    presence = Presence(settings, io, clock, sessions=sessions, limits=limits)
-    stream = PluginStream(
-        settings, io, clock, counting_ids("conn-"), sessions=sessions, presence=presence, notifier=notifier, push=push,
-    )
-    return stream, sessions, store, notifier
+    store = MemoryStore()
+    relay = unit_relay(settings, clock, store, ids=counting_ids("conn-"))
+    return relay.streams, relay.sessions, store, relay.notifier
 
 
 async def next_event(events: AsyncIterator[StreamEvent]) -> StreamEvent:

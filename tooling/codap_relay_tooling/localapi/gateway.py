@@ -28,8 +28,8 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 import httpx
@@ -45,7 +45,8 @@ from .events import (
     read_answer,
     trace_id,
 )
-from .instances import AdapterInstance, FunctionThrottled, Instance, InstanceFailed, Pool, RuntimeInstance
+from .instances import AdapterInstance, Instance, Pool
+from .invocations import MAX_RESPONSE_PAYLOAD_BYTES, Invoker, Refused
 from .routing import Match, Router
 from .template import Stack
 
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
 
 MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024
 MAX_EVENT_BYTES = 6_291_456
-MAX_RESPONSE_PAYLOAD_BYTES = 6_291_556
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,12 @@ LAMBDA_THROTTLED = Refusal("INTEGRATION_FAILURE", 500, "Internal server error", 
 INTEGRATION_TIMEOUT = Refusal(
     "INTEGRATION_TIMEOUT", 504, "Endpoint request timed out", b'{"message": "Endpoint request timed out"}'
 )
+#: What the REST API answers for an invocation that gave no payload.
+REFUSALS: dict[Refused, Refusal] = {
+    "throttled": LAMBDA_THROTTLED,
+    "timed out": INTEGRATION_TIMEOUT,
+    "failed": INTEGRATION_FAILURE,
+}
 STARTING = Refusal(None, 503, "local-api is starting", b'{"message": "local-api is still starting its functions"}')
 
 
@@ -123,13 +129,12 @@ class Gateway:
     base_path: str | None = None
     ready: bool = False
     on_ready: Callable[[], None] | None = None
-    throttled: int = 0  # invocations refused over a reserved concurrency
     #: The template's WebSocket API, served on its own port (``socket_port``): requests to that port go to it.
     socket: SocketGateway | None = None
     socket_port: int | None = None
-    _background: set[asyncio.Task[None]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        self.invoker = Invoker(self.output)
         self.router = Router(self.stack.routes)
         self.prefix = f"/{(self.base_path or self.stack.stage).strip('/')}"
         throttle = self.stack.throttle
@@ -188,9 +193,7 @@ class Gateway:
             self.on_ready()
 
     async def close(self) -> None:
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.invoker.close()
         count = sum(len(pool.instances) for pool in self.pools.values())
         await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
         self._log(f"stopped: {count} function instance(s) ended")
@@ -275,72 +278,32 @@ class Gateway:
 
     async def _acquire(self, send: Send, pool: Pool, match: Match, request_id: str) -> Instance | None:
         """A warm or new instance for one invocation; None once the refusal API Gateway would give is sent."""
-        try:
-            return await pool.acquire(timeout=match.route.timeout_ms / 1000)
-        except FunctionThrottled as exc:  # over the reserved concurrency: refused at once
-            self._log(f"{exc}: throttled (Rate Exceeded.)")
-            self.throttled += 1
-            await self._refuse(send, LAMBDA_THROTTLED, request_id)
-        except TimeoutError:  # every instance busy (or starting) for the whole integration timeout
-            await self._refuse(send, INTEGRATION_TIMEOUT, request_id)
-        except InstanceFailed as exc:  # the function cannot start: Lambda's init error, API Gateway's 502
-            self._log(f"{pool.function.logical_id}: {exc}")
-            await self._refuse(send, INTEGRATION_FAILURE, request_id)
-        return None
+        found = await self.invoker.instance(pool, match.route.timeout_ms / 1000)
+        if isinstance(found, str):
+            await self._refuse(send, REFUSALS[found], request_id)
+            return None
+        return found
 
     # --- buffered functions (the Lambda invoke) ------------------------------------------------------------
 
     async def _invoke(
         self, send: Send, match: Match, request: IncomingRequest, payload: bytes, request_id: str, now: float
     ) -> None:
-        function = self.stack.functions[match.route.function]
-        pool = self.pools[function.logical_id]
-        integration_deadline = time.monotonic() + match.route.timeout_ms / 1000
-        instance = await self._acquire(send, pool, match, request_id)
-        if instance is None:
-            return
-        assert isinstance(instance, RuntimeInstance)
-        invocation = instance.begin(request_id)
-        function_deadline = time.time() + function.timeout_s
-        task = asyncio.create_task(instance.invoke(payload, request_id, function_deadline, trace_id(now)))
-        integration_left = max(0.0, integration_deadline - time.monotonic())
-        if function.timeout_s <= integration_left:
-            done, _ = await asyncio.wait({task}, timeout=function.timeout_s)
-            if not done:  # Lambda stops the function at its timeout; API Gateway gets an error
-                await self._time_out(pool, instance, invocation, task)
-                await self._refuse(send, INTEGRATION_FAILURE, request_id)
-                return
-        else:
-            done, _ = await asyncio.wait({task}, timeout=integration_left)
-            if not done:  # API Gateway gives up; the function runs on until it returns or its timeout ends it
-                await self._refuse(send, INTEGRATION_TIMEOUT, request_id)
-                self._spawn(self._finish_late(pool, instance, invocation, task, function_deadline))
-                return
-        settled = await self._settled(pool, instance, invocation, task)
-        if settled is None:
-            await self._refuse(send, INTEGRATION_FAILURE, request_id)
-            return
-        raw, failed = settled
-        if len(raw) > MAX_RESPONSE_PAYLOAD_BYTES:
-            # Lambda's runtime cannot post the answer and exits (Runtime.ExitError): the environment is gone.
-            instance.log(
-                f"Response payload size ({len(raw)} bytes) exceeded maximum allowed payload size "
-                f"({MAX_RESPONSE_PAYLOAD_BYTES} bytes)"
-            )
-            instance.end(invocation, status="error")
-            await pool.discard(instance)
-            await self._refuse(send, INTEGRATION_FAILURE, request_id)
-            return
-        instance.end(invocation, status="error" if failed else "")
-        await pool.release(instance)
-        if failed:
-            await self._refuse(send, INTEGRATION_FAILURE, request_id)
+        pool = self.pools[match.route.function]
+        invoked = await self.invoker.invoke(pool, payload, request_id, match.route.timeout_ms / 1000, now)
+        if invoked.payload is None:
+            await self._refuse(send, REFUSALS[invoked.refused or "failed"], request_id)
             return
         accept = dict(request.headers).get("accept")
         try:
-            answer = read_answer(json.loads(raw), accept=accept, binary_media_types=self.stack.binary_media_types)
+            answer = read_answer(
+                json.loads(invoked.payload), accept=accept, binary_media_types=self.stack.binary_media_types
+            )
         except (MalformedResponse, ValueError) as exc:
-            instance.log(f"Execution failed due to configuration error: Malformed Lambda proxy response ({exc})")
+            assert invoked.instance is not None
+            invoked.instance.log(
+                f"Execution failed due to configuration error: Malformed Lambda proxy response ({exc})"
+            )
             await self._refuse(send, INTEGRATION_FAILURE, request_id)
             return
         headers = list(answer.headers)
@@ -348,40 +311,6 @@ class Gateway:
             headers.append(("Content-Type", "application/json"))
         headers += [("x-amzn-requestid", request_id), ("x-amzn-trace-id", trace_id(now))]
         await _send(send, GatewayAnswer(answer.status, headers, answer.body))
-
-    async def _settled(
-        self, pool: Pool, instance: Instance, invocation: Any, task: asyncio.Task[tuple[bytes, bool]]
-    ) -> tuple[bytes, bool] | None:
-        """A finished invocation's payload and whether the function failed; None when its instance died during it
-        (the invocation ended as an error, the instance logged and discarded)."""
-        try:
-            return task.result()
-        except InstanceFailed as exc:
-            instance.end(invocation, status="error")
-            self._log(str(exc))
-            await pool.discard(instance)
-            return None
-
-    async def _time_out(self, pool: Pool, instance: Instance, invocation: Any, task: asyncio.Task[Any]) -> None:
-        instance.log(f"Task timed out after {instance.function.timeout_s:.2f} seconds")
-        instance.end(invocation, status="timeout")
-        task.cancel()
-        await pool.discard(instance)
-
-    async def _finish_late(
-        self, pool: Pool, instance: Instance, invocation: Any, task: asyncio.Task[Any], function_deadline: float
-    ) -> None:
-        try:
-            await asyncio.wait_for(asyncio.shield(task), max(0.0, function_deadline - time.time()))
-        except TimeoutError:
-            await self._time_out(pool, instance, invocation, task)
-            return
-        except InstanceFailed:
-            instance.end(invocation, status="error")
-            await pool.discard(instance)
-            return
-        instance.end(invocation)
-        await pool.release(instance)
 
     # --- functions behind the Lambda Web Adapter (the stream) ----------------------------------------------
 
@@ -496,16 +425,8 @@ class Gateway:
         finally:
             await response.aclose()
 
-    # --- plumbing -----------------------------------------------------------------------------------------
-
-    def _spawn(self, coroutine: Awaitable[None]) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coroutine)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-
     def _log(self, text: str) -> None:
-        self.output.write(f"[local-api] {text}\n")
-        self.output.flush()
+        self.invoker.log(text)
 
 
 def render_template(template: str, refusal: Refusal, request_id: str, stage: str) -> bytes:

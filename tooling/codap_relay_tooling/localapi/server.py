@@ -122,8 +122,7 @@ def build_gateway(options: Options, stack: Stack, store_url: str, output: TextIO
         gateway.socket = SocketGateway(
             stack.socket_api,
             pools,
-            gateway,
-            output,
+            gateway.invoker,
             idle_seconds=options.push_idle_seconds,
             max_seconds=options.push_max_seconds,
         )

@@ -39,14 +39,15 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from starlette.types import Receive, Scope, Send
 
-from .events import API_ID, IncomingRequest, caller_identity, encode_payload, gateway_headers, trace_id
-from .gateway import Gateway, TokenBucket, read_body
-from .instances import FunctionThrottled, InstanceFailed, Pool, RuntimeInstance
+from .events import API_ID, IncomingRequest, caller_identity, encode_payload, gateway_headers
+from .gateway import TokenBucket, read_body
+from .instances import Pool
+from .invocations import Invoker, Refused
 from .template import SocketApi, SocketRoute
 
 MAX_MESSAGE_BYTES = 128 * 1024  # "Message payload size: 128 KB", for messages in and posts out
@@ -116,6 +117,15 @@ class Outcome:
     error: str = ""  # "Internal server error" / "Endpoint request timed out" / "Too Many Requests"
 
 
+#: What the WebSocket API tells the client for an invocation that gave no payload (a throttled function too is an
+#: internal error to it).
+SOCKET_ERRORS: dict[Refused, str] = {
+    "throttled": "Internal server error",
+    "timed out": "Endpoint request timed out",
+    "failed": "Internal server error",
+}
+
+
 class SocketGateway:
     """The WebSocket API's ASGI side: ``websocket`` scopes are client connections, ``http`` the management API."""
 
@@ -123,16 +133,14 @@ class SocketGateway:
         self,
         api: SocketApi,
         pools: Mapping[str, Pool],
-        gateway: Gateway,
-        output: TextIO,
+        invoker: Invoker,
         *,
         idle_seconds: float = IDLE_TIMEOUT_SECONDS,
         max_seconds: float = MAX_CONNECTION_SECONDS,
     ) -> None:
         self.api = api
         self.pools = pools
-        self.gateway = gateway
-        self.output = output
+        self.invoker = invoker
         self.idle_seconds = idle_seconds
         self.max_seconds = max_seconds
         self.prefix = f"/{api.stage}"
@@ -238,13 +246,13 @@ class SocketGateway:
                     await conn.deliver({"type": "websocket.close", "code": CLOSE_TOO_BIG})
                     continue
                 conn.last_active = time.time()
-                self.gateway._spawn(self._message(conn, text, data))
+                self.invoker.spawn(self._message(conn, text, data))
         finally:
             watchdog.cancel()
             conn.open = False
             self.connections.pop(conn.id, None)
         self._log(f"push: {conn.id} closed ({code}{' ' + reason if reason else ''})")
-        self.gateway._spawn(self._disconnected(conn, code, reason))
+        self.invoker.spawn(self._disconnected(conn, code, reason))
 
     async def _refuse(self, scope: Scope, send: Send, status: int, body: bytes) -> None:
         """The handshake answered with an HTTP status instead of 101 (403 where the server cannot say more)."""
@@ -355,42 +363,14 @@ class SocketGateway:
 
     async def _invoke(self, route: SocketRoute, event: dict[str, Any]) -> Outcome:
         pool = self.pools[route.function]
-        function = pool.function
         request_id = str(event["requestContext"]["requestId"])
-        now = time.time()
+        invoked = await self.invoker.invoke(
+            pool, encode_payload(event), request_id, route.timeout_ms / 1000, time.time()
+        )
+        if invoked.payload is None:
+            return Outcome(False, error=SOCKET_ERRORS[invoked.refused or "failed"])
         try:
-            instance = await pool.acquire(timeout=route.timeout_ms / 1000)
-        except FunctionThrottled as exc:
-            self._log(f"{exc}: throttled (Rate Exceeded.)")
-            return Outcome(False, error="Internal server error")
-        except TimeoutError:
-            return Outcome(False, error="Endpoint request timed out")
-        except InstanceFailed as exc:
-            self._log(f"{function.logical_id}: {exc}")
-            return Outcome(False, error="Internal server error")
-        assert isinstance(instance, RuntimeInstance)
-        invocation = instance.begin(request_id)
-        function_deadline = time.time() + function.timeout_s
-        payload = encode_payload(event)
-        task = asyncio.create_task(instance.invoke(payload, request_id, function_deadline, trace_id(now)))
-        wait = min(function.timeout_s, route.timeout_ms / 1000)
-        done, _ = await asyncio.wait({task}, timeout=wait)
-        if not done:
-            if function.timeout_s <= route.timeout_ms / 1000:
-                await self.gateway._time_out(pool, instance, invocation, task)
-                return Outcome(False, error="Internal server error")
-            self.gateway._spawn(self.gateway._finish_late(pool, instance, invocation, task, function_deadline))
-            return Outcome(False, error="Endpoint request timed out")
-        settled = await self.gateway._settled(pool, instance, invocation, task)
-        if settled is None:
-            return Outcome(False, error="Internal server error")
-        raw, failed = settled
-        instance.end(invocation, status="error" if failed else "")
-        await pool.release(instance)
-        if failed:
-            return Outcome(False, error="Internal server error")
-        try:
-            return Outcome(True, json.loads(raw))
+            return Outcome(True, json.loads(invoked.payload))
         except ValueError:
             return Outcome(False, error="Internal server error")
 
@@ -439,8 +419,7 @@ class SocketGateway:
                 await _respond(send, 410, {"message": None}, "GoneException")
 
     def _log(self, text: str) -> None:
-        self.output.write(f"[local-api] {text}\n")
-        self.output.flush()
+        self.invoker.log(text)
 
 
 def _status(result: Any) -> int | None:

@@ -1,4 +1,5 @@
-"""For the reliability and fuzz suites: deterministic relays (fixed codes, tokens, ids, a fake clock) over any store."""
+"""For the unit, reliability and fuzz suites: deterministic relays (fixed codes, tokens, ids, a fake clock) over any
+store."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from codap_relay.clock import FakeClock, counting_ids
+from codap_relay.clock import FakeClock, IdFactory, counting_ids
+from codap_relay.codes import new_token
+from codap_relay.observe import Observer
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.base import Store
@@ -72,6 +75,30 @@ def make_relay(store: Store, clock: FakeClock | None = None, **overrides: Any) -
         ids=counting_ids(),
         codes=fixed_codes(),
         tokens=fixed_tokens(),
+    )
+
+
+def unit_relay(
+    settings: Settings,
+    clock: FakeClock,
+    store: MemoryStore | None = None,
+    *,
+    codes: Callable[[], str] | None = None,
+    ids: IdFactory | None = None,
+    observer: Observer | None = None,
+) -> Relay:
+    """The relay's units wired as the relay wires them, for a test that drives one unit on its own (``relay.sessions``,
+    ``relay.queue``, ...): a memory store, codes CODE0001, CODE0002, ... unless ``codes`` says otherwise, no push
+    channel."""
+    numbers = itertools.count(1)
+    return Relay(
+        settings,
+        store if store is not None else MemoryStore(),
+        clock=clock,
+        ids=ids or counting_ids(),
+        codes=codes or (lambda: f"CODE{next(numbers):04d}"),
+        tokens=new_token,
+        observer=observer,
     )
 
 
