@@ -3,10 +3,12 @@ life, and the session's status as the LLM reads it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from codap_relay.clock import FakeClock
-from codap_relay.errors import RateLimited
+from codap_relay.errors import RateLimited, SessionNotFound
 from codap_relay.records import DETACHED, NewRequest, SessionRecord
 from codap_relay.relay.presence import Presence, SessionState
 from codap_relay.relay.sessions import Sessions
@@ -78,3 +80,23 @@ async def test_status_counts_what_waits_and_the_token_keeps_the_code(settings: S
     await presence.status(session.code, client="1.2.3.4")
     with pytest.raises(RateLimited):
         await presence.status(session.code, client="1.2.3.4")
+
+
+async def test_a_status_read_with_the_token_never_revives_a_code_that_expired_meanwhile(
+    settings: Settings, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The token's status read slides the expiry of the session it read. Were the clock to pass the expiry between
+    that read and the write (a machine that slept), the code is expired, not revived."""
+    presence, sessions, store = presence_of(settings, clock)
+    session, token = await sessions.create()
+    read = sessions.for_llm
+
+    async def read_then_sleep(code: str, **kw: Any) -> SessionRecord:
+        found = await read(code, **kw)
+        clock.advance(settings.session_ttl_seconds)
+        return found
+
+    monkeypatch.setattr(sessions, "for_llm", read_then_sleep)
+    with pytest.raises(SessionNotFound) as raised:
+        await presence.status(session.code, token=token)
+    assert raised.value.reason == "expired" and store.get_session(session.code) == session

@@ -58,13 +58,9 @@ class Presence:
         return self.clock.now() - session.last_seen >= interval
 
     async def touch(self, session: SessionRecord, *, consumer: str | None = None) -> None:
-        """A sign of life from the plugin: slide the expiry and record when it was seen.
-
-        Never revives a code that expired after ``session`` was read: raises SessionNotFound (expired) instead. The
-        record is checked against the same clock reading the write uses, so a clock that jumped between the read
-        and the write (a machine that slept with a stream open) ends the session rather than sliding it on."""
-        now = self.clock.now()
-        self.sessions.live(session, allow_closed=True, now=now)
+        """A sign of life from the plugin: slide the expiry and record when it was seen. A code that expired since
+        ``session`` was read raises SessionNotFound (expired) instead (``_now_if_live``)."""
+        now = self._now_if_live(session)
         await self.store_io.run(
             self.store.update_session,
             session.code,
@@ -72,6 +68,15 @@ class Presence:
             last_seen=now,
             consumer=consumer,
         )
+
+    def _now_if_live(self, session: SessionRecord) -> float:
+        """The clock reading a sign of life writes with, once ``session`` (as read) is checked against that same
+        reading. A code that expired since it was read raises SessionNotFound (expired) rather than being revived
+        when the clock jumped between the read and the write (a machine that slept with a stream open); a jump after
+        this reading leaves the written expiry in the past, so the code still expires."""
+        now = self.clock.now()
+        self.sessions.live(session, allow_closed=True, now=now)
+        return now
 
     async def status(self, code: str, *, client: str | None = None, token: str | None = None) -> SessionState:
         """The session as the LLM sees it. The pending requests are counted, never read (their arguments can be
@@ -84,7 +89,7 @@ class Presence:
             await self.limits.admit("status", client, self.settings.rate_limit_status_per_ip)
         session = await self.sessions.for_llm(code, client=client)
         if token and token_matches(token, session.token_hash):
-            expires_at = self.clock.now() + self.settings.session_ttl_seconds
+            expires_at = self._now_if_live(session) + self.settings.session_ttl_seconds
             await self.store_io.run(self.store.update_session, code, expires_at=expires_at)
             session = session.with_(expires_at=max(expires_at, session.expires_at))
         pending = await self.store_io.read(self.store.count_pending, code, self.clock.now())
