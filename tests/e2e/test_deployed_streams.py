@@ -22,7 +22,6 @@ import httpx
 import pytest
 
 from codap_relay.records import DETACHED
-from codap_relay.store import open_store
 from codap_relay.store.base import Store
 from codap_relay_tooling.testing.commands import local_api_process
 from codap_relay_tooling.testing.plugin_page import PluginPage, close_tabs, new_page, wait_until
@@ -42,14 +41,16 @@ THROTTLED = "StreamFunction: all 1 of its reserved concurrency are busy: throttl
 
 @pytest.fixture(scope="module")
 def deployed() -> Iterator[tuple[str, ServerProcess, Store]]:
-    """local-api on DynamoDB Local with one stream function at most (StreamConcurrency=1), and its table."""
+    """local-api on DynamoDB Local with one stream function at most (StreamConcurrency=1), and its table (read with
+    the credentials local-api gets: DynamoDB Local keeps each key's tables apart)."""
+    from codap_relay.store.dynamodb import DynamoStore
     from codap_relay_tooling.testing.dynamodb_shared import env_for, fresh_table, store_url
 
     with fresh_table() as (dynamo, table):
         env = {**os.environ, **env_for(dynamo), **ENV}
-        url = store_url(dynamo, table)
-        with local_api_process("--store", url, "--parameter", "StreamConcurrency=1", env=env) as (base, process):
-            yield base, process, open_store(url)
+        args = ("--store", store_url(dynamo, table), "--parameter", "StreamConcurrency=1")
+        with local_api_process(*args, env=env) as (base, process):
+            yield base, process, DynamoStore(dynamo.client(), table)
 
 
 def stream_reports(process: ServerProcess) -> list[str]:
@@ -64,6 +65,7 @@ class FirstSeen:
     def __init__(self, **conditions: Callable[[], bool]) -> None:
         self.conditions = conditions
         self.at: dict[str, float] = {}
+        self.error: Exception | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
@@ -75,12 +77,21 @@ class FirstSeen:
         self._stop.set()
         self._thread.join(5)
 
+    def all_seen(self) -> bool:
+        """Whether every condition was seen; a condition that raised raises here, in the test's thread."""
+        if self.error is not None:
+            raise self.error
+        return len(self.at) == len(self.conditions)
+
     def _watch(self) -> None:
-        while not self._stop.is_set() and len(self.at) < len(self.conditions):
-            for name, holds in self.conditions.items():
-                if name not in self.at and holds():
-                    self.at[name] = time.monotonic()
-            self._stop.wait(0.01)
+        try:
+            while not self._stop.is_set() and len(self.at) < len(self.conditions):
+                for name, holds in self.conditions.items():
+                    if name not in self.at and holds():
+                        self.at[name] = time.monotonic()
+                self._stop.wait(0.01)
+        except Exception as exc:
+            self.error = exc
 
 
 def status(base: str, code: str) -> dict[str, Any]:
@@ -136,7 +147,7 @@ def test_a_closed_tab_frees_its_stream_within_a_second_and_a_waiting_tab_pairs(
             closed_at = time.monotonic()
             # page.close() runs the page's unload steps (pagehide) as closing a tab does; a context's close does not.
             first_page.close()
-            wait_until(lambda: len(seen.at) == 2, "the first tab to detach and its stream function to end", 5)
+            wait_until(seen.all_seen, "the first tab to detach and its stream function to end", 5)
         took = seen.at["ended"] - seen.at["detached"]
         print(
             f"\ndetach stored -> stream function ended: {took * 1000:.0f} ms; from pagehide (the tab's own closing"
