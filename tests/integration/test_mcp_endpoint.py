@@ -27,6 +27,7 @@ from codap_relay.mcp.tools import SESSION_NOT_FOUND
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
 from codap_relay_tooling.testing.relay_settings import make_settings
 from codap_relay_tooling.testing.servers import bearer, serve_app
 
@@ -88,7 +89,9 @@ class Live:
         else:
             http = httpx2.AsyncClient(headers=headers, timeout=10)
             url = self.base + path
-        async with http, Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        async with http, Client(
+            streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=MCP_ANSWER_SECONDS
+        ) as client:
             yield client
 
 

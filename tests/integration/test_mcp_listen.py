@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 from codap_relay.http.app import build_app
 from codap_relay.mcp import subscriptions as mcp_subscriptions
 from codap_relay.relay import Relay
+from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
 from codap_relay_tooling.testing.servers import serve_app
 
 
@@ -69,7 +70,7 @@ def test_a_long_lived_relay_gives_the_plugin_a_changes_path_for_its_token_only(l
 async def test_a_subscriber_hears_of_its_own_session_s_changes_only(long_lived: str) -> None:
     mine, other = open_session(long_lived), open_session(long_lived)
     watched = ["codap://datasets/Mammals", "codap://datasets/Mammals/cases", "codap://components"]
-    async with Client(f"{long_lived}/mcp/{mine['code']}") as client:
+    async with Client(f"{long_lived}/mcp/{mine['code']}", read_timeout_seconds=MCP_ANSWER_SECONDS) as client:
         caps = client.server_capabilities.resources
         assert caps is not None and caps.subscribe and caps.list_changed
         async with client.listen(resources_list_changed=True, resource_subscriptions=watched) as subscription:
@@ -88,7 +89,7 @@ async def test_the_deployed_shape_neither_declares_nor_serves_subscriptions(depl
     session = open_session(deployed)
     assert session.get("changes") is None  # so the plugin posts nothing there
     assert note(deployed, session, datasets=["Mammals"]).status_code in (404, 405)
-    async with Client(f"{deployed}/mcp/{session['code']}") as client:
+    async with Client(f"{deployed}/mcp/{session['code']}", read_timeout_seconds=MCP_ANSWER_SECONDS) as client:
         caps = client.server_capabilities.resources
         assert caps is not None and not caps.subscribe and not caps.list_changed
         with pytest.raises(MCPError):
@@ -99,7 +100,7 @@ async def test_the_deployed_shape_neither_declares_nor_serves_subscriptions(depl
 async def test_a_listen_stream_ends_when_its_session_does(long_lived: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mcp_subscriptions, "RECHECK_SECONDS", 0.2)  # 30 s in use
     session = open_session(long_lived)
-    async with Client(f"{long_lived}/mcp/{session['code']}") as client:
+    async with Client(f"{long_lived}/mcp/{session['code']}", read_timeout_seconds=MCP_ANSWER_SECONDS) as client:
         async with client.listen(resource_subscriptions=["codap://datasets"]) as subscription:
             ended = await asyncio.to_thread(
                 httpx.delete,

@@ -23,6 +23,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay_tooling.testing.commands import also_through_local_api
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
 from codap_relay_tooling.testing.servers import serve_app
 
 DATASETS = {"datasets": [{"name": "Mammals", "cases": 27}]}
@@ -133,7 +134,7 @@ async def test_mcp_stdio_bridge(base: str, session: dict[str, Any], plugin: Fake
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "codap_relay.cli", "mcp-stdio", "--url", f"{base}/mcp/{session['code']}"]
     )
-    async with Client(params, mode=mode) as client:
+    async with Client(params, mode=mode, read_timeout_seconds=MCP_ANSWER_SECONDS) as client:
         tools = (await client.list_tools()).tools
         assert len(tools) == 6 and tools[3].annotations is not None and tools[3].annotations.read_only_hint
         result = await client.call_tool("get_codap_datasets", {})
@@ -160,14 +161,14 @@ async def test_mcp_stdio_passes_on_the_relays_errors(base: str) -> None:
         command=sys.executable,
         args=["-m", "codap_relay.cli", "mcp-stdio", "--url", f"{base}/mcp", "--code", "ABCDEFGH"],
     )
-    async with Client(params, mode="legacy") as client:
+    async with Client(params, mode="legacy", read_timeout_seconds=MCP_ANSWER_SECONDS) as client:
         with pytest.raises(MCPError) as excinfo:
             await client.list_tools()
     assert "open the codap-relay plugin" in excinfo.value.message
     unreachable = StdioServerParameters(
         command=sys.executable, args=["-m", "codap_relay.cli", "mcp-stdio", "--url", "http://127.0.0.1:9/mcp/ABCDEFGH"]
     )
-    async with Client(unreachable, mode="legacy") as client:
+    async with Client(unreachable, mode="legacy", read_timeout_seconds=MCP_ANSWER_SECONDS) as client:
         with pytest.raises(MCPError) as excinfo:
             await client.list_tools()
     assert excinfo.value.code == types.INTERNAL_ERROR

@@ -15,6 +15,9 @@ from urllib.parse import quote
 import httpx
 
 DEADLINE = 20.0
+#: How long a test's MCP client waits for any answer (the relay's own tool timeout is 15 s at most), so that an
+#: answer lost on the way fails the test with the SDK's timeout instead of leaving it waiting for ever.
+MCP_ANSWER_SECONDS = 60.0
 
 
 def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
@@ -262,7 +265,9 @@ class McpClient:
             # The SDK's task group must be entered and left by the same task: this one, until __exit__.
             self._closing = asyncio.Event()
             async with httpx2.AsyncClient(timeout=self.timeout) as http:
-                async with Client(streamable_http_client(self.url, http_client=http)) as client:
+                async with Client(
+                    streamable_http_client(self.url, http_client=http), read_timeout_seconds=MCP_ANSWER_SECONDS
+                ) as client:
                     self._client = client
                     ready.set_result(None)
                     await self._closing.wait()
