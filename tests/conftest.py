@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,12 +18,54 @@ from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing.commands import LocalApi, local_api_process
 from codap_relay_tooling.testing.relay_settings import make_settings
 
+# Seconds each test file took in a full run (setup, calls and teardown summed), written by
+# `scripts/test --record-file-seconds tests/file_seconds.json`. pytest-xdist hands out whole files in the order they
+# are collected (scripts/test turns its own reordering, by number of tests, off), so the longest go first: a long
+# file handed out last keeps one worker busy while the others wait.
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+# A file the record does not know yet: a slow one is placed among the long files, any other among the short.
+UNKNOWN_SLOW_SECONDS, UNKNOWN_SECONDS = 60.0, 5.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--record-file-seconds",
+        type=Path,
+        default=None,
+        help="write the seconds each test file took (JSON) to this path, for ordering later runs",
+    )
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files with slow tests first (a stable sort keeps each file's order): pytest-xdist hands out whole files in
-    this order, and a long file handed out last keeps one worker busy while the others wait."""
+    """Files longest first (a stable sort keeps each file's own order)."""
+    known: dict[str, float] = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.exists() else {}
+    root = Path(__file__).parent.parent
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
+
+    def seconds(item: pytest.Item) -> float:
+        recorded = known.get(item.path.relative_to(root).as_posix())
+        if recorded is not None:
+            return recorded
+        return UNKNOWN_SLOW_SECONDS if item.path in slow_files else UNKNOWN_SECONDS
+
+    items.sort(key=lambda item: -seconds(item))
+
+
+_file_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # On the controller, workers' reports included: the whole file's time is the sum of its phases.
+    path = report.nodeid.split("::", 1)[0]
+    _file_seconds[path] = _file_seconds.get(path, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    target: Path | None = session.config.getoption("--record-file-seconds")
+    if target is None or hasattr(session.config, "workerinput"):  # a worker: the controller writes the record
+        return
+    rounded = {path: round(sec, 1) for path, sec in sorted(_file_seconds.items())}
+    target.write_text(json.dumps(rounded, indent=1) + "\n")
 
 
 @pytest.fixture
