@@ -126,7 +126,10 @@ def _lambda(a: Account, d: Deployment) -> list[Finding]:
     shared = llm + pings + (0 if reserved else streams)  # what runs in the unreserved pool
     pool = unreserved - reserved
     held = f"{streams} streams, " if streams and not reserved else ""
-    text = f"{held}{llm} for {d.calls_per_second:g} calls/s and {pings} for pings need {shared} of {pool} unreserved"
+    text = (
+        f"{held}{llm} executions for {d.calls_per_second:g} calls/s and {pings} for pings need {shared} of {pool} "
+        "unreserved"
+    )
     if shared > pool:
         raise_to = elsewhere + reserved + shared + (LAMBDA_MIN_UNRESERVED if reserved else 0)
         out.append(Finding(BLOCK, "lambda", f"{text}: raise 'Concurrent executions' to {raise_to} (now {quota})"))
