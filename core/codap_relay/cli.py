@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 # Subcommand modules (commands/table.py is `codap-relay dynamodb`: the table, not the store).
 # Each imports its optional extras only when run, and says so when one is missing.
-COMMANDS = ("serve", "local_api", "call", "mcp_stdio", "table")
+COMMANDS = ("serve", "local_api", "call", "mcp_stdio", "table", "doctor")
 
 
 def build_parser() -> argparse.ArgumentParser:

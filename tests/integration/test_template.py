@@ -22,7 +22,10 @@ STACKS = {
     "ap-southeast-2": Stack.of("ap-southeast-2"),
     "tracing": Stack.of("eu-west-1", Tracing="Active"),
     "own adapter": Stack.of(WebAdapterLayerArn="arn:aws:lambda:us-east-1:111122223333:layer:MyAdapter:3"),
-    "no stream limit": Stack.of(StreamConcurrency="0"),
+    "stream limit": Stack.of(StreamConcurrency="100"),
+    "guard-rails": Stack.of(
+        PushChannel="websocket", AlertEmail="ops@example.org", ApiAccessLogging="CreateAccountRole"
+    ),
     "stage prod": Stack.of(StageName="prod"),
     "warm table": Stack.of(TableWarmReadUnitsPerSecond="30000"),
     "push": Stack.of(PushChannel="websocket"),
@@ -214,7 +217,7 @@ def test_the_plugins_and_the_llms_routes_are_throttled_apart(deployed: dict[str,
 
 
 def test_the_gateway_writes_a_json_access_log_without_codes_or_tokens(deployed: dict[str, Deployed]) -> None:
-    stack = deployed["defaults"]
+    stack = deployed["guard-rails"]  # ApiAccessLogging on
     [stage] = stack.resources("AWS::ApiGateway::Stage").values()
     access = stage["Properties"]["AccessLogSetting"]
     assert "ApiAccessLogs" in json.dumps(access["DestinationArn"])
@@ -262,7 +265,7 @@ LAMBDA_MIN_UNRESERVED = 100  # Lambda refuses reservations that leave less unres
 
 
 def test_streams_have_reserved_concurrency_and_nothing_else_does(deployed: dict[str, Deployed]) -> None:
-    stack = deployed["defaults"]
+    stack = deployed["stream limit"]
     reserved = {name: f.get("ReservedConcurrentExecutions") for name, f in functions(stack).items()}
     limit = reserved.pop("StreamFunction")
     assert limit is not None and int(limit) == int(stack.params["StreamConcurrency"]) > 0
@@ -270,9 +273,73 @@ def test_streams_have_reserved_concurrency_and_nothing_else_does(deployed: dict[
     assert int(limit) + LAMBDA_MIN_UNRESERVED <= LAMBDA_DEFAULT_ACCOUNT_QUOTA
 
 
-def test_stream_concurrency_zero_reserves_nothing(deployed: dict[str, Deployed]) -> None:
-    stream = functions(deployed["no stream limit"])["StreamFunction"]
+def test_by_default_nothing_is_reserved_so_a_new_accounts_quota_deploys(deployed: dict[str, Deployed]) -> None:
+    # A new account's quota is 10, and Lambda keeps 100 unreserved: any reservation would fail the deploy.
+    stream = functions(deployed["defaults"])["StreamFunction"]
     assert "ReservedConcurrentExecutions" not in stream
+
+
+# --- a first deploy on a new account, and guard-rails ------------------------------------------------------------
+
+
+def stage_of(stack: Deployed) -> dict[str, Any]:
+    [stage] = stack.resources("AWS::ApiGateway::Stage").values()
+    return dict(stage["Properties"])
+
+
+def test_by_default_the_stage_needs_no_account_logs_role(deployed: dict[str, Deployed]) -> None:
+    stack = deployed["defaults"]
+    assert "AccessLogSetting" not in stage_of(stack)
+    assert not stack.resources("AWS::ApiGateway::Account")
+
+
+def test_created_account_role_is_set_before_the_stage_and_outlives_the_stack(deployed: dict[str, Deployed]) -> None:
+    stack = deployed["guard-rails"]
+    assert stage_of(stack)["AccessLogSetting"]["DestinationArn"] == "<ApiAccessLogs.Arn>"
+    [account] = stack.resources("AWS::ApiGateway::Account")
+    template = stack.template["Resources"]
+    assert template[account]["DeletionPolicy"] == "Retain" and template["ApiLogsRole"]["DeletionPolicy"] == "Retain"
+    # stage -> deployment -> RestApi -> the handle whose metadata names the account setting
+    assert template["RelayApi"]["DependsOn"] == "ApiLogsRoleReady"
+    assert stack.properties("ApiLogsRoleReady") == {}
+    assert stack.resolve(template["ApiLogsRoleReady"]["Metadata"]) == {"AccountSetting": f"<{account}>"}
+
+
+def test_alarms_watch_every_function_the_api_and_the_table(deployed: dict[str, Deployed]) -> None:
+    for name in ("defaults", "guard-rails"):
+        stack = deployed[name]
+        alarms = stack.resources("AWS::CloudWatch::Alarm")
+        for alarm in ("LambdaErrorsAlarm", "LambdaThrottlesAlarm"):
+            watched = {
+                m["MetricStat"]["Metric"]["Dimensions"][0]["Value"]
+                for m in alarms[alarm]["Properties"]["Metrics"]
+                if "MetricStat" in m
+            }
+            assert watched == {f"<{f}>" for f in functions(stack)}, alarm
+        api = alarms["ApiErrorsAlarm"]["Properties"]
+        # API Gateway's metrics name a REST API by its name, which SAM takes from the OpenAPI title
+        title = stack.properties("RelayApi")["Body"]["info"]["title"]
+        assert {d["Name"]: d["Value"] for d in api["Dimensions"]} == {"ApiName": title, "Stage": "v1"}
+        assert "TableThrottlesAlarm" in alarms
+    assert "ApiThrottledAlarm" not in deployed["defaults"].resources()  # no access log to count 429s in
+    assert {"ApiThrottledAlarm", "PushRefusedAlarm"} <= set(deployed["guard-rails"].resources())
+
+
+def test_alarms_and_the_budget_mail_the_alert_address_only_when_given(deployed: dict[str, Deployed]) -> None:
+    quiet, mailed = deployed["defaults"], deployed["guard-rails"]
+    assert all("AlarmActions" not in a["Properties"] for a in quiet.resources("AWS::CloudWatch::Alarm").values())
+    assert not quiet.resources("AWS::Budgets::Budget") and not quiet.resources("AWS::SNS::Topic")
+    for alarm in mailed.resources("AWS::CloudWatch::Alarm").values():
+        assert alarm["Properties"]["AlarmActions"] == ["<AlertTopic>"]
+    assert mailed.properties("AlertSubscription")["Endpoint"] == "ops@example.org"
+    [budget] = mailed.resources("AWS::Budgets::Budget").values()
+    subscribers = [s for n in budget["Properties"]["NotificationsWithSubscribers"] for s in n["Subscribers"]]
+    assert {s["Address"] for s in subscribers} == {"ops@example.org"}
+
+
+def test_the_table_is_capped_at_what_a_new_table_serves(deployed: dict[str, Deployed]) -> None:
+    caps = deployed["defaults"].properties("RelayTable")["OnDemandThroughput"]
+    assert caps == {"MaxReadRequestUnits": "12000", "MaxWriteRequestUnits": "4000"}
 
 
 # --- defect 6: every wait well under API Gateway's 29 s integration timeout -------------------------------------

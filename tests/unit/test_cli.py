@@ -80,6 +80,15 @@ def test_serve_refuses_an_unknown_log_level_with_exit_code_2(capsys: pytest.Capt
 # person mistypes: a port out of range or not a number, a negative or zero count, a store URL of no known kind, a
 # folder or file that is not there, a host that is not one, a pairing code of the wrong shape...
 BAD_OPTIONS = [
+    (["doctor", "--region", "Mars"], "--region"),
+    (["doctor", "--profile", "my profile"], "--profile"),
+    (["doctor", "--template", "/nonexistent/template.yaml"], "--template"),
+    (["doctor", "--config-file", "/nonexistent/samconfig.toml"], "--config-file"),
+    (["doctor", "--config-env", "a/b"], "--config-env"),
+    (["doctor", "--parameter", "no-equals"], "--parameter"),
+    (["doctor", "--tabs", "0"], "--tabs"),
+    (["doctor", "--calls-per-second", "-1"], "--calls-per-second"),
+    (["doctor", "--calls-per-second", "many"], "--calls-per-second"),
     (["serve", "--port", "0"], "--port"),
     (["serve", "--port", "65536"], "--port"),
     (["serve", "--port", "http"], "--port"),

@@ -91,7 +91,7 @@ def test_the_relays_template_as_local_api_reads_it() -> None:
     assert stack.stage == "v1" and stack.binary_media_types == ("image/*",)
     stream = stack.functions["StreamFunction"]
     assert stream.web_adapter and stream.timeout_s == 900 and stream.handler == "run.sh"
-    assert stream.reserved_concurrency == 100  # !If [LimitStreams, !Ref StreamConcurrency, !Ref AWS::NoValue]
+    assert stream.reserved_concurrency is None  # !If [LimitStreams, !Ref StreamConcurrency, !Ref AWS::NoValue]
     assert [r.streaming for r in stack.routes if r.function == "StreamFunction"] == [True]
     assert stack.functions["RequestFunction"].environment["POWERTOOLS_TRACE_DISABLED"] == "false"
     assert stack.functions["ResponseFunction"].memory_mb == 512

@@ -27,6 +27,7 @@ TABLE_RE = re.compile(r"^[A-Za-z0-9_.-]{3,255}$")  # DynamoDB's table names
 REGION_RE = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d{1,2}$")  # us-east-1, eu-central-2, us-gov-west-1
 PARAMETER_RE = re.compile(r"^[A-Za-z0-9]+=")  # a CloudFormation parameter name, then its value
 TOOL_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+CONFIG_NAME_RE = re.compile(r"^[A-Za-z0-9_.@+=,-]{1,128}$")  # an AWS profile's or a samconfig environment's name
 
 
 class Parser(argparse.ArgumentParser):
@@ -179,6 +180,22 @@ def region(text: str) -> str:
     if not REGION_RE.match(text):
         raise Bad(f"{text!r} is not an AWS region, e.g. us-east-1")
     return text
+
+
+def config_name(text: str) -> str:
+    if not CONFIG_NAME_RE.match(text):
+        raise Bad(f"{text!r} is not a profile or environment name (letters, digits and _.@+=,-)")
+    return text
+
+
+def per_second(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise Bad(f"must be a number per second, not {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise Bad(f"must be a number per second above 0, not {text!r}")
+    return value
 
 
 def _int(text: str, what: str) -> int:

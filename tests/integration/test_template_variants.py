@@ -1,0 +1,113 @@
+"""Every option of template.yaml lints clean: the template rendered for combinations of its condition-driving
+parameters (codap_relay_tooling.testing.template_variants), each linted as `sam validate --lint` and `cfn-lint` lint
+it, all in one process.
+
+Which combinations: the 9 options have 576 distinct outcomes, and one lint takes about 3 s of CPU, so all of them
+would take half an hour. The variants form a covering array of strength 2 instead: every pair of two options' values
+is in at least one variant (10 variants). A lint finding that needs options together comes from one option's
+resources referring to another's (a Ref, a DependsOn, an alarm's metric of a conditional function), which is a pair;
+the template's composite conditions (AlarmsByEmail, BudgetOn, ThrottleAlarmOn, PushAlarmOn) join two options each.
+The unrendered template, every condition at once, is linted by test_sam.py and test_dynamodb_store.py.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codap_relay.sam_template import load_template
+from codap_relay_tooling.testing.sam import SAM_VENV, TEMPLATE_PATH, need_sam
+from codap_relay_tooling.testing.template_variants import (
+    condition_parameters,
+    distinct_variants,
+    pairs_of,
+    pairwise,
+    render,
+    sam_validate_lint,
+    write_variants,
+)
+
+pytestmark = pytest.mark.slow
+
+TEMPLATE = load_template(TEMPLATE_PATH)
+# Each condition-driving parameter's values: one per outcome of the conditions it decides.
+OPTIONS = {
+    "Tracing": ["Disabled", "Active"],
+    "WebAdapterLayerArn": ["", "arn:aws:lambda:us-east-1:111122223333:layer:MyAdapter:3"],
+    "StreamConcurrency": ["0", "100"],
+    "TableWarmReadUnitsPerSecond": ["0", "30000"],
+    "PushChannel": ["sse", "websocket"],
+    "ApiAccessLogging": ["Disabled", "UseAccountRole", "CreateAccountRole"],
+    "Alarms": ["Enabled", "Disabled"],
+    "AlertEmail": ["", "ops@example.org"],
+    "MonthlyBudgetUsd": ["0", "100"],
+}
+# Parameters the rendered variants no longer read (only a dropped branch did): an artefact of rendering.
+RENDERING_ONLY = ("W2001",)
+
+
+def test_the_options_cover_every_condition_driving_parameter() -> None:
+    assert set(OPTIONS) == condition_parameters(TEMPLATE), "a new condition's parameter needs its values here"
+    for name, values in OPTIONS.items():
+        allowed = TEMPLATE["Parameters"][name].get("AllowedValues")
+        if allowed is not None:
+            assert sorted(values) == sorted(allowed), f"{name}: lint each of its allowed values"
+
+
+def test_the_variants_hold_every_pair_of_option_values() -> None:
+    chosen = pairwise(OPTIONS)
+    every_pair = set().union(*(pairs_of(dict(zip(OPTIONS, v, strict=True))) for v in _product()))
+    assert set().union(*(pairs_of(c) for c in chosen)) == every_pair
+    assert len(chosen) <= 12, "the lint's time grows with each variant"
+
+
+def _product() -> list[tuple[str, ...]]:
+    import itertools
+
+    return list(itertools.product(*OPTIONS.values()))
+
+
+def test_rendering_decides_every_condition() -> None:
+    on = render(TEMPLATE, {"PushChannel": "websocket", "Alarms": "Enabled", "AlertEmail": "ops@example.org"})
+    off = render(TEMPLATE, {"PushChannel": "sse", "Alarms": "Disabled"})
+    assert "Conditions" not in on and "PushApi" in on["Resources"] and "AlertTopic" in on["Resources"]
+    assert "PushApi" not in off["Resources"] and "LambdaErrorsAlarm" not in off["Resources"]
+    # the push function's metric is in the alarm only where the function exists
+    metrics = on["Resources"]["LambdaErrorsAlarm"]["Properties"]["Metrics"]
+    assert any(m["Id"] == "push" for m in metrics)
+    assert '"Fn::If"' not in repr(on).replace("'", '"')
+    assert "AWS::NoValue" not in repr(off)
+
+
+def _lint_cli(paths: list[Path]) -> str:
+    """The dev extra's cfn-lint, on every file at once; its output (empty when clean)."""
+    cfn_lint = Path(sys.executable).parent / "cfn-lint"
+    cmd = [str(cfn_lint), "--format", "parseable", "--ignore-checks", *RENDERING_ONLY, "--", *map(str, paths)]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    return result.stdout + result.stderr if result.returncode else ""
+
+
+def _sam_cfn_lint_version() -> str:
+    cmd = [str(SAM_VENV / "bin" / "python"), "-c", "import importlib.metadata as m; print(m.version('cfn-lint'))"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout.strip()
+
+
+def test_every_option_combination_lints_clean(tmp_path: Path) -> None:
+    need_sam()
+    variants: dict[str, dict[str, Any]] = distinct_variants(TEMPLATE, pairwise(OPTIONS))
+    files = write_variants(variants, tmp_path)
+    found = sam_validate_lint(list(files))
+    failures = {
+        files[Path(path)]: [m for m in matches if not any(f"[{rule}:" in m for rule in RENDERING_ONLY)]
+        for path, matches in found.items()
+    }
+    failures = {name: matches for name, matches in failures.items() if matches}
+    assert not failures, "\n".join(f"{name}:\n  " + "\n  ".join(m) for name, m in failures.items())
+    # `cfn-lint` is the same library `sam validate --lint` calls: run it apart only if the versions differ.
+    if importlib.metadata.version("cfn-lint") != _sam_cfn_lint_version():
+        assert not (output := _lint_cli(list(files))), output
