@@ -14,6 +14,15 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from codap_relay import errors as e
+from codap_relay.mcp.app import (
+    APP_DESCRIPTION,
+    APP_MIME_TYPE,
+    APP_NAME,
+    APP_RESOURCE_META,
+    APP_TITLE,
+    APP_URI,
+    app_html,
+)
 from codap_relay.mcp.tools import UNAVAILABLE, protocol_error
 from codap_relay.prompts import PROMPTS, PromptError, find_prompt
 from codap_relay.records import SessionRecord
@@ -65,11 +74,16 @@ def handlers(call_of: Callable[[Ctx], Call]) -> dict[str, Any]:
 
     async def on_list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         listed = await guarded(reader_of(call_of(ctx)).listing())
+        app = types.Resource(
+            uri=APP_URI, name=APP_NAME, title=APP_TITLE, description=APP_DESCRIPTION, mime_type=APP_MIME_TYPE,
+            _meta=APP_RESOURCE_META,
+        )
         return types.ListResourcesResult(
             resources=[
                 types.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type)
                 for r in listed
             ]
+            + [app]
         )
 
     async def on_list_resource_templates(
@@ -89,6 +103,11 @@ def handlers(call_of: Callable[[Ctx], Call]) -> dict[str, Any]:
         )
 
     async def on_read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        if params.uri == APP_URI:
+            page = types.TextResourceContents(
+                uri=APP_URI, mime_type=APP_MIME_TYPE, text=app_html(), _meta=APP_RESOURCE_META
+            )
+            return types.ReadResourceResult(contents=[page])
         read = await guarded(reader_of(call_of(ctx)).read(params.uri))
         contents: list[types.TextResourceContents | types.BlobResourceContents] = []
         for c in read:

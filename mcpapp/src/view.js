@@ -1,0 +1,133 @@
+// The relay's MCP App: the live CODAP document in the chat. It runs in the host's sandboxed frame with no network
+// of its own (its CSP declares no domain): everything it shows comes through the host, as resources/read of the
+// relay's resources (codap://components, codap://activity, codap://graphs/ID/image).
+import { App, applyDocumentTheme, applyHostStyleVariables } from "@modelcontextprotocol/ext-apps";
+
+const app = new App({ name: "codap-relay document", version: "1.0.0" }, {});
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+let focusGraph = null; // the graph the latest tool call named: shown first
+let running = null; // the refresh under way; a tool result during it asks for one more
+let again = false;
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text; // never innerHTML: names come from the document
+  return node;
+}
+
+async function read(uri) {
+  const answer = await app.readServerResource({ uri });
+  const item = answer.contents && answer.contents[0];
+  if (!item) throw new Error(`${uri}: empty answer`);
+  return item;
+}
+
+async function readJson(uri) {
+  return JSON.parse((await read(uri)).text);
+}
+
+function graphsOf(components) {
+  return components.filter((c) => c.type === "graph");
+}
+
+function labelOf(c) {
+  return c.title || c.name || String(c.id);
+}
+
+async function showGraph(components) {
+  const graphs = graphsOf(components);
+  const box = $("graph");
+  if (graphs.length === 0) {
+    box.replaceChildren(el("p", "empty", "No graph in the document yet."));
+    return;
+  }
+  const chosen = graphs.find((g) => String(g.id) === String(focusGraph)) || graphs[graphs.length - 1];
+  const item = await read(`codap://graphs/${encodeURIComponent(String(chosen.id))}/image`);
+  const img = el("img");
+  img.alt = `Graph ${labelOf(chosen)}`;
+  img.src = `data:${item.mimeType || "image/png"};base64,${item.blob}`;
+  img.dataset.graphId = String(chosen.id);
+  const figure = el("figure");
+  figure.append(img, el("figcaption", "", `Graph: ${labelOf(chosen)}`));
+  box.replaceChildren(figure);
+}
+
+function showComponents(components) {
+  const list = $("components");
+  list.replaceChildren(
+    ...components.map((c) => el("li", "", `${c.type}: ${labelOf(c)}${c.dataset ? ` (${c.dataset})` : ""}`)),
+  );
+  if (components.length === 0) list.append(el("li", "empty", "The document is empty."));
+}
+
+function showActivity(activity) {
+  const list = $("activity");
+  list.replaceChildren(
+    ...activity.calls.map((call) => {
+      const li = el("li", `call ${call.status}`);
+      li.append(el("span", "tool", call.title), el("span", "status", call.status));
+      if (call.summary) li.append(el("div", "summary", call.summary));
+      return li;
+    }),
+  );
+  if (activity.calls.length === 0) list.append(el("li", "empty", "No tool has changed the document yet."));
+  $("activity-count").textContent = String(activity.total);
+}
+
+async function refreshOnce() {
+  const { components } = await readJson("codap://components");
+  showComponents(components);
+  showActivity(await readJson("codap://activity"));
+  await showGraph(components);
+}
+
+/** Read the document again; calls during a read make one more read after it, not one each. */
+async function refresh() {
+  if (running) {
+    again = true;
+    return running;
+  }
+  running = (async () => {
+    do {
+      again = false;
+      try {
+        await refreshOnce();
+        $("state").textContent = `Updated ${new Date().toLocaleTimeString()}`;
+        document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
+      } catch (err) {
+        $("state").textContent = `Could not read the document: ${err && err.message ? err.message : err}`;
+      }
+    } while (again);
+    running = null;
+  })();
+  return running;
+}
+
+function applyContext(ctx) {
+  if (!ctx) return;
+  if (ctx.theme) applyDocumentTheme(ctx.theme);
+  if (ctx.styles && ctx.styles.variables) applyHostStyleVariables(ctx.styles.variables);
+}
+
+app.ontoolinput = ({ arguments: args }) => {
+  if (args && args.graph !== undefined) focusGraph = args.graph;
+  $("last").textContent = "Running in CODAP…";
+};
+
+app.ontoolresult = (result) => {
+  const structured = result.structuredContent || {};
+  if (structured.graphId !== undefined) focusGraph = structured.graphId;
+  const text = (result.content || []).find((c) => c.type === "text");
+  $("last").textContent = text ? text.text.split("\n", 1)[0] : "";
+  $("last").classList.toggle("error", Boolean(result.isError));
+  void refresh();
+};
+
+app.onhostcontextchanged = applyContext;
+
+app.connect().then(() => {
+  applyContext(app.getHostContext());
+  void refresh();
+});
