@@ -25,6 +25,7 @@ window.startHost = async ({ html, csp }) => {
   const iframe = document.createElement("iframe");
   iframe.setAttribute("sandbox", "allow-scripts");
   iframe.title = "MCP App";
+  iframe.style.cssText = "width: 640px; height: 200px; border: 1px solid #ccc";
   iframe.srcdoc = html.replace("<head>", () => `<head>${meta}`);
   document.getElementById("apps").append(iframe);
   const bridge = new AppBridge(

@@ -32,8 +32,11 @@ function graphsOf(components) {
   return components.filter((c) => c.type === "graph");
 }
 
+// CODAP's component types as a person knows them
+const KINDS = { caseTable: "table", game: "plugin", calcView: "calculator", webView: "web page" };
+
 function labelOf(c) {
-  return c.title || c.name || String(c.id);
+  return c.title || c.name || c.dataset || `#${c.id}`;
 }
 
 async function showGraph(components) {
@@ -57,7 +60,11 @@ async function showGraph(components) {
 function showComponents(components) {
   const list = $("components");
   list.replaceChildren(
-    ...components.map((c) => el("li", "", `${c.type}: ${labelOf(c)}${c.dataset ? ` (${c.dataset})` : ""}`)),
+    ...components.map((c) => {
+      const label = labelOf(c);
+      const of = c.dataset && c.dataset !== label ? ` (${c.dataset})` : "";
+      return el("li", "", `${KINDS[c.type] || c.type}: ${label}${of}`);
+    }),
   );
   if (components.length === 0) list.append(el("li", "empty", "The document is empty."));
 }
