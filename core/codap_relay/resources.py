@@ -208,18 +208,18 @@ class DocumentReader:
                 "application/json",
             ),
             ResourceInfo(
+                f"{SCHEME}://components",
+                "components",
+                "CODAP components",
+                "Every component of the document (graphs, tables, text, sliders, maps) with id, title and dataset.",
+                "application/json",
+            ),
+            ResourceInfo(
                 f"{SCHEME}://activity",
                 "activity",
                 "Tool calls that changed the document",
                 f"The last {ACTIVITY_CALLS} calls of tools that change the document, each with its status and what it "
                 "did (the first line of CODAP's answer), and how many there were in all.",
-                "application/json",
-            ),
-            ResourceInfo(
-                f"{SCHEME}://components",
-                "components",
-                "CODAP components",
-                "Every component of the document (graphs, tables, text, sliders, maps) with id, title and dataset.",
                 "application/json",
             ),
         ]

@@ -16,12 +16,6 @@ from typing import Any
 APP_URI = "ui://codap/document"
 APP_MIME_TYPE = "text/html;profile=mcp-app"
 APP_FILE = Path(__file__).resolve().parent / "app" / "document.html"
-APP_NAME = "codap-document"
-APP_TITLE = "CODAP document"
-APP_DESCRIPTION = (
-    "The live CODAP document for a chat that shows MCP Apps: the graph a tool just made or changed, the "
-    "document's components, and the tool calls that changed it, each with what it did."
-)
 # Exactly what the page loads from outside its own HTML: nothing (its pictures are data: URLs of resources it read
 # through the host). Empty lists, stated rather than omitted, so a host's default never widens it.
 APP_CSP: dict[str, list[str]] = {"connectDomains": [], "resourceDomains": [], "frameDomains": []}

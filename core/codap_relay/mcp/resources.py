@@ -14,15 +14,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from codap_relay import errors as e
-from codap_relay.mcp.app import (
-    APP_DESCRIPTION,
-    APP_MIME_TYPE,
-    APP_NAME,
-    APP_RESOURCE_META,
-    APP_TITLE,
-    APP_URI,
-    app_html,
-)
+from codap_relay.mcp.app import APP_MIME_TYPE, APP_RESOURCE_META, APP_URI, app_html
 from codap_relay.mcp.tools import UNAVAILABLE, protocol_error
 from codap_relay.prompts import PROMPTS, PromptError, find_prompt
 from codap_relay.records import SessionRecord
@@ -74,16 +66,13 @@ def handlers(call_of: Callable[[Ctx], Call]) -> dict[str, Any]:
 
     async def on_list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         listed = await guarded(reader_of(call_of(ctx)).listing())
-        app = types.Resource(
-            uri=APP_URI, name=APP_NAME, title=APP_TITLE, description=APP_DESCRIPTION, mime_type=APP_MIME_TYPE,
-            _meta=APP_RESOURCE_META,
-        )
+        # The app (ui://codap/document) is not listed: hosts find it in the tools' _meta.ui.resourceUri (the
+        # extension lets a server leave it out), and the list stays the document's, as GET /resources gives it.
         return types.ListResourcesResult(
             resources=[
                 types.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type)
                 for r in listed
             ]
-            + [app]
         )
 
     async def on_list_resource_templates(
