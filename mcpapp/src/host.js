@@ -1,6 +1,6 @@
 // A minimal MCP Apps host for the tests: ext-apps' AppBridge renders a view in a sandboxed frame (scripts only, an
-// opaque origin) under the CSP its resource declares, and hands the view's resources/read and tools/call to
-// window.relayMcp, which the test wires to a real MCP client of the relay.
+// opaque origin) under the CSP its resource declares, and hands the view's resources/read to window.relayMcp,
+// which the test wires to a real MCP client of the relay.
 import { AppBridge, PostMessageTransport } from "@modelcontextprotocol/ext-apps/app-bridge";
 
 /** The CSP a host builds from the resource's _meta.ui.csp (the extension's defaults where a list is empty). */
@@ -31,11 +31,10 @@ window.startHost = async ({ html, csp }) => {
   const bridge = new AppBridge(
     null,
     { name: "codap-relay test host", version: "1.0.0" },
-    { serverResources: {}, serverTools: {} },
+    { serverResources: {} },
     { hostContext: { theme: "light", displayMode: "inline", platform: "web" } },
   );
   bridge.onreadresource = (params) => window.relayMcp("resources/read", params);
-  bridge.oncalltool = (params) => window.relayMcp("tools/call", params);
   bridge.onsizechange = ({ height }) => {
     if (height) iframe.style.height = `${height}px`;
   };

@@ -132,6 +132,11 @@ app.ontoolresult = (result) => {
   void refresh();
 };
 
+app.ontoolcancelled = ({ reason }) => {
+  $("last").textContent = `The call was cancelled${reason ? `: ${reason}` : "."}`;
+  void refresh();
+};
+
 app.onhostcontextchanged = applyContext;
 
 app.connect().then(() => {

@@ -115,6 +115,7 @@ def host(browser: Any, app_host_url: str, mcp: McpClient) -> Iterator[Host]:
 
 def test_the_app_shows_the_live_document_and_updates_after_each_tool_call(codap: CodapPage, host: Host) -> None:
     policy = host.start()
+    assert host.page.locator("iframe").get_attribute("sandbox") == "allow-scripts"
     assert "connect-src 'none'" in policy and "frame-src 'none'" in policy
     host.wait(lambda: host.refreshed() >= 1)
     assert host.app.locator("#graph").inner_text() == "No graph in the document yet."
