@@ -20,7 +20,7 @@ function policy(csp) {
   ].join("; ");
 }
 
-window.startHost = async ({ html, csp }) => {
+window.startHost = async ({ html, csp, capabilities = { serverResources: {} } }) => {
   const meta = `<meta http-equiv="Content-Security-Policy" content="${policy(csp)}">`;
   const iframe = document.createElement("iframe");
   iframe.setAttribute("sandbox", "allow-scripts");
@@ -31,7 +31,7 @@ window.startHost = async ({ html, csp }) => {
   const bridge = new AppBridge(
     null,
     { name: "codap-relay test host", version: "1.0.0" },
-    { serverResources: {} },
+    capabilities,
     { hostContext: { theme: "light", displayMode: "inline", platform: "web" } },
   );
   bridge.onreadresource = (params) => window.relayMcp("resources/read", params);

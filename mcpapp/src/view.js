@@ -48,13 +48,28 @@ async function showGraph(components) {
   }
   const chosen = graphs.find((g) => String(g.id) === String(focusGraph)) || graphs[graphs.length - 1];
   const item = await read(`codap://graphs/${encodeURIComponent(String(chosen.id))}/image`);
+  showPicture(item.mimeType, item.blob, chosen.id, labelOf(chosen));
+}
+
+function showPicture(mimeType, base64, graphId, label) {
   const img = el("img");
-  img.alt = `Graph ${labelOf(chosen)}`;
-  img.src = `data:${item.mimeType || "image/png"};base64,${item.blob}`;
-  img.dataset.graphId = String(chosen.id);
+  img.alt = `Graph ${label}`;
+  img.src = `data:${mimeType || "image/png"};base64,${base64}`;
+  img.dataset.graphId = String(graphId);
   const figure = el("figure");
-  figure.append(img, el("figcaption", "", `Graph: ${labelOf(chosen)}`));
-  box.replaceChildren(figure);
+  figure.append(img, el("figcaption", "", `Graph: ${label}`));
+  $("graph").replaceChildren(figure);
+}
+
+/** A host that reads no resources for the page (no serverResources) still shows the picture a call answered. */
+function canRead() {
+  const caps = app.getHostCapabilities();
+  return Boolean(caps && caps.serverResources);
+}
+
+function updated(state) {
+  $("state").textContent = state;
+  document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
 }
 
 function showComponents(components) {
@@ -96,13 +111,16 @@ async function refresh() {
     again = true;
     return running;
   }
+  if (!canRead()) {
+    updated("This chat app lets the page show only each call's own answer, not read the document.");
+    return;
+  }
   running = (async () => {
     do {
       again = false;
       try {
         await refreshOnce();
-        $("state").textContent = `Updated ${new Date().toLocaleTimeString()}`;
-        document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
+        updated(`Updated ${new Date().toLocaleTimeString()}`);
       } catch (err) {
         $("state").textContent = `Could not read the document: ${err && err.message ? err.message : err}`;
       }
@@ -129,6 +147,11 @@ app.ontoolresult = (result) => {
   const text = (result.content || []).find((c) => c.type === "text");
   $("last").textContent = text ? text.text.split("\n", 1)[0] : "";
   $("last").classList.toggle("error", Boolean(result.isError));
+  const picture = (result.content || []).find((c) => c.type === "image");
+  if (picture && structured.graphId !== undefined) {
+    const label = structured.title || `#${structured.graphId}`;
+    showPicture(picture.mimeType, picture.data, structured.graphId, label);
+  }
   void refresh();
 };
 

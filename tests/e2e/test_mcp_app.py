@@ -70,10 +70,14 @@ class Host:
             return {"contents": [as_json(c) for c in self.mcp.read(params["uri"])]}
         raise AssertionError(f"the app asked for {method}")
 
-    def start(self) -> str:
+    def start(self, capabilities: dict[str, Any] | None = None) -> str:
+        """Render the app; ``capabilities``: the host's (default: it reads resources for the app)."""
         (page_contents,) = self.mcp.read(APP_URI)
         meta = page_contents.meta or {}
-        return str(self.page.evaluate("(p) => startHost(p)", {"html": page_contents.text, "csp": meta["ui"]["csp"]}))
+        shown = {"html": page_contents.text, "csp": meta["ui"]["csp"]}
+        if capabilities is not None:
+            shown["capabilities"] = capabilities
+        return str(self.page.evaluate("(p) => startHost(p)", shown))
 
     def refreshed(self) -> int:
         return int(self.app.locator("body").get_attribute("data-refreshed") or 0)
@@ -118,7 +122,9 @@ def test_the_app_shows_the_live_document_and_updates_after_each_tool_call(codap:
     assert host.page.locator("iframe").get_attribute("sandbox") == "allow-scripts"
     assert "connect-src 'none'" in policy and "frame-src 'none'" in policy
     host.wait(lambda: host.refreshed() >= 1)
-    assert host.app.locator("#graph").inner_text() == "No graph in the document yet."
+    assert host.app.locator("#components li").count() == len(codap.components())
+    if not any(c["type"] == "graph" for c in codap.components()):
+        assert host.app.locator("#graph").inner_text() == "No graph in the document yet."
 
     made = host.call(
         "create_codap_dataset",
@@ -151,3 +157,25 @@ def test_the_app_shows_the_live_document_and_updates_after_each_tool_call(codap:
     assert json.loads(host.mcp.read("codap://activity")[0].text)["total"] == 2
     ARTIFACTS.mkdir(exist_ok=True)
     host.page.screenshot(path=str(ARTIFACTS / "mcp-app.png"), full_page=True)
+
+
+def test_a_host_that_reads_no_resources_still_shows_the_graph_a_call_answered(codap: CodapPage, host: Host) -> None:
+    """The picture comes from the call's own answer (includeImage), as a host without serverResources sends it."""
+    host.start(capabilities={})
+    host.wait(lambda: host.refreshed() >= 1)
+    host.call(
+        "create_codap_dataset",
+        {"datasetName": "beds", "dataType": "custom", "recordCount": len(ROWS), "customData": ROWS},
+    )
+    graph = host.call(
+        "create_codap_graph",
+        {"datasetName": "beds", "graphType": "dot_plot", "xAttribute": "height", "title": "Beds", "includeImage": True},
+    )
+    (picture,) = [c for c in graph["content"] if c["type"] == "image"]
+    image = host.app.locator("#graph img")
+    assert image.get_attribute("data-graph-id") == str(graph["structuredContent"]["graphId"])
+    assert image.get_attribute("src") == f"data:{picture['mimeType']};base64,{picture['data']}"
+    assert image.evaluate("img => img.complete && img.naturalWidth > 100")
+    assert host.app.locator("figcaption").inner_text() == "Graph: Beds"
+    assert "only each call's own answer" in host.app.locator("#state").inner_text()
+    assert host.reads == []
