@@ -82,7 +82,7 @@ async def test_the_tools_that_change_the_document_link_the_app(base: str, mode: 
         tools = (await client.list_tools()).tools
     linked = {t.name for t in tools if (t.meta or {}).get("ui", {}).get("resourceUri") == APP_URI}
     for t in tools:
-        assert t.meta in (None, {"ui": {"resourceUri": APP_URI}}), t.name
+        assert t.meta in (None, {"ui": {"resourceUri": APP_URI}, "ui/resourceUri": APP_URI}), t.name
         assert t.annotations is not None
         assert (t.name in linked) == (t.annotations.read_only_hint is not True), t.name
     assert {

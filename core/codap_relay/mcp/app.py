@@ -20,7 +20,8 @@ APP_FILE = Path(__file__).resolve().parent / "app" / "document.html"
 # through the host). Empty lists, stated rather than omitted, so a host's default never widens it.
 APP_CSP: dict[str, list[str]] = {"connectDomains": [], "resourceDomains": [], "frameDomains": []}
 APP_RESOURCE_META: dict[str, Any] = {"ui": {"csp": APP_CSP, "prefersBorder": True}}
-APP_TOOL_META: dict[str, Any] = {"ui": {"resourceUri": APP_URI}}
+# The flat "ui/resourceUri" too, as ext-apps' own registerAppTool adds it, for hosts that still read only that key.
+APP_TOOL_META: dict[str, Any] = {"ui": {"resourceUri": APP_URI}, "ui/resourceUri": APP_URI}
 
 
 @cache
