@@ -27,6 +27,34 @@ def plugin_tool(name: str) -> dict[str, Any] | None:
     return next((t for t in plugin_tools() if t["name"] == name), None)
 
 
+def tool_title(spec: dict[str, Any]) -> str:
+    title = spec.get("title")
+    if isinstance(title, str) and title.strip():
+        return title.strip()
+    name: str = spec["name"]
+    known = plugin_tool(name)
+    if known is not None:
+        return str(known["title"])
+    words = name.replace("_", " ").strip()
+    return (words[:1].upper() + words[1:]).replace("codap", "CODAP") or name
+
+
+def declared_annotations(name: str, declared: Any = None) -> dict[str, Any] | None:
+    """A tool's annotations: what its manifest declares (the one source of truth, which the plugin's trace replay
+    reads too), else what the plugin's definitions say of the same tool; None for a tool nothing is known of."""
+    if isinstance(declared, dict):
+        return declared
+    known = plugin_tool(name)
+    return known["annotations"] if known is not None else None
+
+
+def changes_document(name: str, declared: Any = None) -> bool:
+    """Whether a call of the tool may change what the person sees in CODAP: every tool not declared read-only
+    (one nothing is known of is assumed able to change anything)."""
+    annotations = declared_annotations(name, declared)
+    return not (isinstance(annotations, dict) and annotations.get("readOnlyHint") is True)
+
+
 @cache
 def headings() -> dict[str, str]:
     """Each family's heading, for the documents that list the tools."""

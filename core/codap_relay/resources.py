@@ -8,6 +8,8 @@ URIs (names are URL-encoded):
 
 - ``codap://datasets``: every dataset with its collections, attribute count and case count (JSON).
 - ``codap://components``: every component of the document (JSON).
+- ``codap://activity``: the session's calls of tools that change the document, each with what it did (JSON; read
+  from the relay, not the plugin).
 - ``codap://datasets/{name}``: one dataset's collections, attributes (type, unit, formula...), example cases.
 - ``codap://datasets/{name}/cases``: every case as CSV; over ``PAGE_BYTES`` it comes in pages
   (``…/cases?page=2``), each saying on its first line which page it is, how many there are and the next one.
@@ -22,13 +24,17 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from . import errors as e
+from .catalog import changes_document, tool_title
+from .clock import iso
 from .manifest import find_tool
 from .records import SessionRecord
 from .relay import Relay
+from .tool_content import summary
 
 SCHEME = "codap"
 PAGE_BYTES = 200_000  # a CSV larger than this (UTF-8) comes in pages of at most this size each
 EXAMPLE_CASES = 5
+ACTIVITY_CALLS = 30  # codap://activity's calls, the latest; its "total" counts them all
 
 TEMPLATES: list[dict[str, str]] = [
     {
@@ -208,6 +214,14 @@ class DocumentReader:
                 "Every component of the document (graphs, tables, text, sliders, maps) with id, title and dataset.",
                 "application/json",
             ),
+            ResourceInfo(
+                f"{SCHEME}://activity",
+                "activity",
+                "Tool calls that changed the document",
+                f"The last {ACTIVITY_CALLS} calls of tools that change the document, each with its status and what it "
+                "did (the first line of CODAP's answer), and how many there were in all.",
+                "application/json",
+            ),
         ]
         if not self.relay.is_connected(self.session):
             return fixed  # reading them says the plugin is not connected
@@ -265,6 +279,8 @@ class DocumentReader:
         if parts.netloc == "components" and not segments:
             status = await self.structured("get_codap_status", {"includeDatasets": False})
             return [self._json(uri, {"components": status.get("components", [])})]
+        if parts.netloc == "activity" and not segments:
+            return [self._json(uri, await self.activity())]
         if parts.netloc == "datasets" and len(segments) == 1 and segments[0]:
             return [self._json(uri, await self.dataset(segments[0]))]
         if parts.netloc == "datasets" and len(segments) == 2 and segments[0] and segments[1] == "cases":
@@ -276,6 +292,32 @@ class DocumentReader:
     @staticmethod
     def _json(uri: str, value: Any) -> Contents:
         return Contents(uri, "application/json", text=json.dumps(value, ensure_ascii=False, indent=1))
+
+    async def activity(self) -> dict[str, Any]:
+        """The session's calls of tools that change the document (not the reads, resources' own included), the last
+        ACTIVITY_CALLS of them, each with what it did: the first line of CODAP's answer. Read from the relay, so
+        it answers while the plugin is away too."""
+        specs = {t["name"]: t for t in self.relay.manifest(self.session)}
+        items, total = await self.relay.recent_activity(
+            self.session.code,
+            keep=lambda r: changes_document(r.tool, specs.get(r.tool, {}).get("annotations")),
+            limit=ACTIVITY_CALLS,
+        )
+        return {
+            "total": total,
+            "calls": [
+                {
+                    "seq": item.request.seq,
+                    "tool": item.request.tool,
+                    "title": tool_title(specs.get(item.request.tool, {"name": item.request.tool})),
+                    "status": item.status,
+                    "queuedAt": iso(item.request.created_at),
+                    "summary": summary(item.answer),
+                    "error": item.request.error_code,
+                }
+                for item in items
+            ],
+        }
 
     async def datasets(self) -> dict[str, Any]:
         listed = await self.structured("get_codap_datasets", {})
@@ -443,7 +485,8 @@ def _page_of(uri: str, query: str) -> int:
 def _unknown_uri(uri: str) -> ResourceError:
     return ResourceError(
         "not_found",
-        f"No resource {uri}. The relay serves codap://datasets, codap://components, codap://datasets/NAME, "
+        f"No resource {uri}. The relay serves codap://datasets, codap://components, codap://activity, "
+        "codap://datasets/NAME, "
         "codap://datasets/NAME/cases and codap://graphs/NAME/image (names URL-encoded); resources/list gives them "
         "for the open document.",
     )

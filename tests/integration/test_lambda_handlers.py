@@ -372,8 +372,11 @@ EXPECTED: dict[str, tuple[int, Check]] = {
     "mcp-bearer-tools-list": (200, lambda r: len(body(r)["result"]["tools"]) == 6),
     # The plugin is not connected in this table: the call is a tool error that says so, and nothing is queued.
     "mcp-tools-call": (200, lambda r: body(r)["result"]["isError"] is True),
-    # No plugin in this table: the list holds the two fixed resources; reading says the plugin is not connected.
-    "resources-list": (200, lambda r: [x["uri"] for x in body(r)["resources"]] == ["codap://datasets", "codap://components"]),
+    # No plugin in this table: the list holds the three fixed resources; reading says the plugin is not connected.
+    "resources-list": (
+        200,
+        lambda r: [x["uri"] for x in body(r)["resources"]] == ["codap://datasets", "codap://components", "codap://activity"],
+    ),
     "resources-read": (503, lambda r: body(r)["error"] == "not_connected" and "open CODAP" in body(r)["message"]),
 }
 PREREQUISITES = {

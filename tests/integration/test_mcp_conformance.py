@@ -95,11 +95,12 @@ def test_inspector_cli_shows_the_unknown_code_message(mcp_url: str) -> None:
 
 @pytest.mark.skipif(not INSPECTOR.exists(), reason=f"@modelcontextprotocol/inspector {MISSING}")
 def test_inspector_cli_lists_resources_templates_and_prompts(mcp_url: str) -> None:
-    """The TypeScript SDK's view: with no plugin connected, the list holds the two fixed resources (reading them
-    says the plugin is not connected); the templates and the six class prompts are always there."""
+    """The TypeScript SDK's view: with no plugin connected, the list holds the three fixed resources (reading the
+    document's says the plugin is not connected); the templates and the six class prompts are always there."""
     run = inspector(mcp_url, "--method", "resources/list")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    assert [r["uri"] for r in json.loads(run.stdout)["resources"]] == ["codap://datasets", "codap://components"]
+    listed = [r["uri"] for r in json.loads(run.stdout)["resources"]]
+    assert listed == ["codap://datasets", "codap://components", "codap://activity"]
     run = inspector(mcp_url, "--method", "resources/templates/list")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     templates = {t["uriTemplate"] for t in json.loads(run.stdout)["resourceTemplates"]}

@@ -9,6 +9,7 @@ import mcp_types as types
 import pytest
 
 from codap_relay import errors as e
+from codap_relay.catalog import tool_title
 from codap_relay.errors import RequestExpired
 from codap_relay.http.mcp_endpoint import security_settings
 from codap_relay.manifest import DEFAULT_TOOLS
@@ -20,7 +21,6 @@ from codap_relay.mcp.tools import (
     protocol_error,
     surface_for,
     tool_annotations,
-    tool_title,
 )
 from codap_relay.settings import Settings
 

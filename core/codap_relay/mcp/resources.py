@@ -14,6 +14,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from codap_relay import errors as e
+from codap_relay.mcp.app import APP_MIME_TYPE, APP_RESOURCE_META, APP_URI, app_html
 from codap_relay.mcp.tools import UNAVAILABLE, protocol_error
 from codap_relay.prompts import PROMPTS, PromptError, find_prompt
 from codap_relay.records import SessionRecord
@@ -65,6 +66,8 @@ def handlers(call_of: Callable[[Ctx], Call]) -> dict[str, Any]:
 
     async def on_list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         listed = await guarded(reader_of(call_of(ctx)).listing())
+        # The app (ui://codap/document) is not listed: hosts find it in the tools' _meta.ui.resourceUri (the
+        # extension lets a server leave it out), and the list stays the document's, as GET /resources gives it.
         return types.ListResourcesResult(
             resources=[
                 types.Resource(uri=r.uri, name=r.name, title=r.title, description=r.description, mime_type=r.mime_type)
@@ -89,6 +92,11 @@ def handlers(call_of: Callable[[Ctx], Call]) -> dict[str, Any]:
         )
 
     async def on_read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        if params.uri == APP_URI:
+            page = types.TextResourceContents(
+                uri=APP_URI, mime_type=APP_MIME_TYPE, text=app_html(), _meta=APP_RESOURCE_META
+            )
+            return types.ReadResourceResult(contents=[page])
         read = await guarded(reader_of(call_of(ctx)).read(params.uri))
         contents: list[types.TextResourceContents | types.BlobResourceContents] = []
         for c in read:

@@ -22,34 +22,19 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from codap_relay import errors as e
-from codap_relay.catalog import plugin_tool
+from codap_relay.catalog import changes_document, declared_annotations, tool_title
 from codap_relay.manifest import ANNOTATION_HINTS, _validator, find_tool, validate_args
+from codap_relay.mcp.app import APP_TOOL_META
 from codap_relay.records import RequestRecord, SessionRecord, canonical_json
 from codap_relay.relay import Relay
 
 # --- tool presentation -----------------------------------------------------------------------------------
 
 
-def tool_title(spec: dict[str, Any]) -> str:
-    title = spec.get("title")
-    if isinstance(title, str) and title.strip():
-        return title.strip()
-    name: str = spec["name"]
-    known = plugin_tool(name)
-    if known is not None:
-        return str(known["title"])
-    words = name.replace("_", " ").strip()
-    return (words[:1].upper() + words[1:]).replace("codap", "CODAP") or name
-
-
 def tool_annotations(name: str, title: str, declared: Any = None) -> types.ToolAnnotations:
-    """Hints for the client's confirmation UI. The plugin's manifest declares them for its own tools (the one
-    source of truth, which its trace replay reads too); for a manifest without them, what the plugin's definitions
-    say of the same tool (catalog.py). A tool nothing is known of is assumed able to change anything; every tool
-    acts on the user's own CODAP document only."""
-    if not isinstance(declared, dict):
-        known = plugin_tool(name)
-        declared = known["annotations"] if known is not None else None
+    """Hints for the client's confirmation UI, as catalog.declared_annotations finds them. A tool nothing is known
+    of is assumed able to change anything; every tool acts on the user's own CODAP document only."""
+    declared = declared_annotations(name, declared)
     if isinstance(declared, dict):
         hints = {hint: declared[hint] for hint in ANNOTATION_HINTS if isinstance(declared.get(hint), bool)}
         return types.ToolAnnotations.model_validate({**hints, "title": title})
@@ -70,6 +55,9 @@ def mcp_tools(manifest: list[dict[str, Any]]) -> list[types.Tool]:
                 input_schema=spec["inputSchema"],
                 output_schema=spec.get("outputSchema"),
                 annotations=tool_annotations(spec["name"], title, spec.get("annotations")),
+                # A host with MCP Apps shows the document beside the result of a tool that changes it; others
+                # ignore _meta and read the result as before.
+                _meta=APP_TOOL_META if changes_document(spec["name"], spec.get("annotations")) else None,
             )
         )
     return tools

@@ -246,6 +246,11 @@ class Relay:
     async def activity_log(self, code: str, token: str | None, *, client: str | None = None) -> list[LogItem]:
         return await self.log.items(code, token, client=client)
 
+    async def recent_activity(
+        self, code: str, *, keep: Callable[[RequestRecord], bool], limit: int
+    ) -> tuple[list[LogItem], int]:
+        return await self.log.recent(code, keep=keep, limit=limit)
+
     async def log_page(
         self, code: str, token: str | None, *, size_of: Callable[[LogItem], int], after: int = 0,
         client: str | None = None,

@@ -45,6 +45,18 @@ class ActivityLog:
         await self.sessions.for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
         return [self._item(r) for r in await self.store_io.read(self.store.list_requests, code)]
 
+    async def recent(
+        self, code: str, *, keep: Callable[[RequestRecord], bool], limit: int
+    ) -> tuple[list[LogItem], int]:
+        """The last ``limit`` requests ``keep`` picks, each with its answer, and how many it picks in all. For the
+        LLM side (the MCP App's codap://activity), whose caller was let in by the live code: no plugin token."""
+        kept = [r for r in await self.store_io.read(self.store.list_requests, code) if keep(r)]
+        items: list[LogItem] = []
+        for r in kept[-limit:] if limit > 0 else []:
+            response = await self.store_io.read(self.store.get_response, code, r.id)
+            items.append(self._item(r, None if response is None else response.body))
+        return items, len(kept)
+
     async def page(
         self,
         code: str,

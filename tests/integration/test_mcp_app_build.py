@@ -1,0 +1,16 @@
+"""The MCP App served is the one its sources build: scripts/build-mcp-app, run again, gives the committed
+core/codap_relay/mcp/app/document.html byte for byte (so no edit of mcpapp/src goes out unbuilt, and no edit of
+the built file goes out without its source)."""
+
+from __future__ import annotations
+
+import pytest
+
+from codap_relay.mcp.app import APP_FILE
+from codap_relay_tooling.testing.mcp_app import MISSING, build, mcp_app_modules
+
+
+def test_the_committed_app_is_the_build_of_its_sources() -> None:
+    if mcp_app_modules() is None:
+        pytest.skip(MISSING)
+    assert build("--stdout") == APP_FILE.read_bytes(), "run scripts/build-mcp-app and commit core/codap_relay/mcp/app/"
