@@ -42,12 +42,12 @@ async def test_a_request_holding_1e999_is_refused_naming_the_field_and_nothing_i
 ) -> None:
     code = session["code"]
     raw = (
-        f'{{"code": "{code}", "id": "inf-1", "tool": "create_codap_dataset", '
-        '"args": {"datasetName": "s", "values": [0, 1, {"x": 1e999}]}}'
+        f'{{"code": "{code}", "id": "inf-1", "tool": "add_codap_cases", '
+        '"args": {"datasetName": "s", "cases": [{"x": 0}, {"x": 1}, {"x": 1e999}]}}'
     )
-    refused_for(await client.post("/request", content=raw, headers=JSON), "args.values[2].x")
+    refused_for(await client.post("/request", content=raw, headers=JSON), "args.cases[2].x")
     minus = raw.replace("1e999", "-1E400").replace("inf-1", "inf-2")
-    refused_for(await client.post("/request?wait=1", content=minus, headers=JSON), "args.values[2].x")
+    refused_for(await client.post("/request?wait=1", content=minus, headers=JSON), "args.cases[2].x")
     for rid in ("inf-1", "inf-2"):
         assert (await client.get("/response", params={"code": code, "id": rid})).status_code == 404
     status = (await client.get(f"/api/sessions/{code}")).json()
@@ -88,15 +88,15 @@ async def test_the_mcp_endpoint_refuses_1e999_in_tool_arguments_with_invalid_par
 ) -> None:
     code = session["code"]
     raw = (
-        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "create_codap_dataset", '
-        '"arguments": {"datasetName": "s", "rows": [{"x": 1e999}]}}}'
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "add_codap_cases", '
+        '"arguments": {"datasetName": "s", "cases": [{"x": 1e999}]}}}'
     )
     headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18", **JSON}
     r = await client.post(f"/mcp/{code}", content=raw, headers=headers)
     assert r.status_code == 400, r.text
     body = r.json()
     assert body["id"] == 7 and body["error"]["code"] == -32602
-    assert body["error"]["data"] == {"error": "non_finite_number", "field": "params.arguments.rows[0].x"}
+    assert body["error"]["data"] == {"error": "non_finite_number", "field": "params.arguments.cases[0].x"}
     assert (await client.get(f"/api/sessions/{code}")).json()["pending"] == 0
 
 
