@@ -95,6 +95,8 @@ BAD_OPTIONS = [
     (["serve", "--max-connections", "many"], "--max-connections"),
     (["serve", "--header-timeout", "0"], "--header-timeout"),
     (["serve", "--header-timeout", "nan"], "--header-timeout"),
+    (["serve", "--max-connections-per-address", "0"], "--max-connections-per-address"),
+    (["serve", "--body-timeout", "-1"], "--body-timeout"),
     (["serve", "--log-level", "chatty"], "--log-level"),
     (["local-api", "--port", "-1"], "--port"),
     (["local-api", "--host", "-"], "--host"),
