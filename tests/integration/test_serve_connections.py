@@ -25,7 +25,7 @@ MAX = 20
 def served() -> Iterator[tuple[str, object]]:
     # every connection of these tests comes from 127.0.0.1: the per-address cap is lifted to the global one here
     args = ["--store", "memory:", "--max-connections", str(MAX), "--max-connections-per-address", str(MAX)]
-    args += ["--header-timeout", "1", "--log-level", "warning"]
+    args += ["--header-timeout", "1", "--body-timeout", "2", "--log-level", "warning"]
     with command_process("serve", *args) as (base, process):
         yield base, process
 
@@ -85,6 +85,54 @@ def test_connections_beyond_the_limit_get_503_with_retry_after_and_one_log_line(
     assert httpx.get(f"{base}/healthz").status_code == 200  # served again once connections closed
     output = process.output()  # type: ignore[attr-defined]
     assert output.count("refusing new ones with 503") == 1, output[-2000:]
+
+
+def _closed_while_trickling(sock: socket.socket, data: bytes, every: float, limit: float) -> float | None:
+    """Send ``data`` a byte every ``every`` seconds; the seconds until the relay closed the connection, or None if
+    it was still open after ``limit`` seconds."""
+    started = time.monotonic()
+    sock.setblocking(False)
+    for i in range(10**6):
+        if time.monotonic() - started > limit:
+            return None
+        try:
+            if sock.recv(65536) == b"":
+                return time.monotonic() - started
+        except BlockingIOError:
+            pass
+        except OSError:
+            return time.monotonic() - started
+        try:
+            sock.send(data[i : i + 1] or b" ")
+        except OSError:
+            return time.monotonic() - started
+        time.sleep(every)
+    return None
+
+
+def test_a_body_trickled_in_is_closed_after_the_body_timeout(served: tuple[str, object]) -> None:
+    base, _process = served
+    sock = _connect(base)
+    try:
+        sock.sendall(b"POST /request HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n\r\n")
+        took = _closed_while_trickling(sock, b"{", 0.2, 10)
+    finally:
+        sock.close()
+    assert took is not None and 1.5 < took < 6, took  # --body-timeout 2, from the headers
+
+
+def test_a_later_request_trickled_on_a_kept_alive_connection_is_closed_too(served: tuple[str, object]) -> None:
+    """uvicorn's keep-alive timeout stops at the first byte of the next request: from there the header and body
+    deadlines together bound it (1 + 2 s here)."""
+    base, _process = served
+    sock = _connect(base)
+    try:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        took = _closed_while_trickling(sock, b"GET /healthz HTTP/1.1\r\nX-Slow: " + b"a" * 200, 0.2, 12)
+    finally:
+        sock.close()
+    assert took is not None and took < 6, took
 
 
 SLOTS = 12
