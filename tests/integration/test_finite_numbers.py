@@ -6,7 +6,9 @@ relay parses, with the field named, and nothing is stored (security issue 31: a 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from typing import Any
 
 import httpx
@@ -14,10 +16,12 @@ import pytest
 
 from codap_relay.delivery import StreamEvent
 from codap_relay.errors import NonFiniteNumber
+from codap_relay.http.app import build_app
 from codap_relay.http.sse import encode
 from codap_relay.jsonvalues import check_finite, dumps, loads
 from codap_relay.relay import Relay
 from codap_relay_tooling.testing.commands import also_through_local_api
+from codap_relay_tooling.testing.servers import serve_app
 
 JSON = {"content-type": "application/json"}
 
@@ -137,3 +141,36 @@ def test_the_event_stream_never_writes_infinity() -> None:
     where it is written, never reaching the plugin as ``Infinity``."""
     with pytest.raises(ValueError):
         encode(StreamEvent(event="tool-request", data={"args": {"x": float("inf")}}, id="1"))
+
+
+@pytest.mark.in_process
+async def test_the_stdio_bridge_refuses_1e999_instead_of_sending_it_on_as_null(relay: Relay) -> None:
+    """The bridge's SDK reads ``1e999`` as infinity and would write it to the relay as ``null``: a different call."""
+    with serve_app(build_app(relay)) as base:
+        code = httpx.post(f"{base}/api/sessions", json={}).json()["code"]
+        bridge = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "codap_relay.cli", "mcp-stdio", "--url", f"{base}/mcp/{code}",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        assert bridge.stdin is not None and bridge.stdout is not None
+        try:
+            lines = [
+                '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", '
+                '"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}',
+                '{"jsonrpc": "2.0", "method": "notifications/initialized"}',
+                '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add_codap_cases", '
+                '"arguments": {"datasetName": "s", "cases": [{"x": 1e999}]}}}',
+            ]
+            bridge.stdin.write(("\n".join(lines) + "\n").encode())
+            await bridge.stdin.drain()
+            answers: dict[Any, Any] = {}
+            async with asyncio.timeout(60):
+                while 2 not in answers:
+                    message = json.loads(await bridge.stdout.readline())
+                    answers[message.get("id")] = message
+        finally:
+            bridge.kill()
+            await bridge.wait()
+    error = answers[2]["error"]
+    assert error["code"] == -32602 and error["data"] == {"error": "non_finite_number", "field": "arguments.cases[0].x"}
+    assert await relay.pending_ids(code, "") == []  # nothing reached the relay's queue
