@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from codap_relay.delivery import StreamEvent
-from codap_relay.errors import NonFiniteNumber
+from codap_relay.errors import BadInput, NonFiniteNumber
 from codap_relay.http.app import build_app
 from codap_relay.http.sse import encode
 from codap_relay.jsonvalues import check_finite, dumps, loads
@@ -124,7 +124,7 @@ def test_the_parse_helper_names_the_field_and_the_writer_never_writes_infinity()
         loads('{"a": {"b c": [1, 2e400]}}', root="body")
     assert refused.value.data["field"] == 'body.a["b c"][1]'
     deep = "[" * 100_000 + "]" * 100_000
-    with pytest.raises(Exception, match="nested too deeply"):
+    with pytest.raises(BadInput, match="nested too deeply"):
         loads(deep)
     nested: Any = 1e999
     for _ in range(5000):  # deeper than the recursion limit: the check is iterative

@@ -183,6 +183,7 @@ def _healthz(base: str) -> int:
         return 0
 
 
+@pytest.mark.slow  # the default 20 s body timeout, as shipped
 def test_twelve_sockets_trickling_bodies_from_one_address_leave_healthz_answering_within_30_s(
     defaults: tuple[str, object],
 ) -> None:
