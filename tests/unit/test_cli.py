@@ -119,6 +119,7 @@ BAD_OPTIONS = [
     (["call", "--url", "http://127.0.0.1:8080", "--code", "ABCD2345", "no such tool!"], "tool"),
     (["call", "--url", "http://127.0.0.1:8080", "--code", "ABCD2345", "tools", "[1]"], "args"),
     (["call", "--url", "http://127.0.0.1:8080", "--code", "ABCD2345", "tools", "{bad"], "args"),
+    (["call", "--url", "http://127.0.0.1:8080", "--code", "ABCD2345", "tools", '{"x": 1e999}'], "args"),
     (["mcp-stdio", "--url", "ftp://relay/mcp/ABCD2345"], "--url"),
     (["mcp-stdio", "--url", "http://127.0.0.1:8080/mcp", "--code", "ABCD23456"], "--code"),
     (["mcp-stdio", "--url", "http://127.0.0.1:8080/mcp/ABCD2345", "--timeout", "0"], "--timeout"),
