@@ -8,6 +8,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .jsonvalues import dumps
+
 TOOLS_DIR = Path(__file__).resolve().parent / "plugin" / "js" / "tools"
 
 
@@ -120,7 +122,7 @@ def tools_markdown() -> str:
             for name, prop in props.items():
                 what = str(prop.get("description", "")).replace("|", "\\|").replace("\n", " ")
                 if "default" in prop:
-                    what += f" (default `{json.dumps(prop['default'])}`)"
+                    what += f" (default `{dumps(prop['default'])}`)"
                 need = "yes" if name in required else ""
                 kind = _type(prop).replace("|", "\\|")
                 out.append(f"| `{name}` | {kind} | {need} | {what} |")

@@ -48,6 +48,13 @@ class BadInput(RelayError):
     error = "invalid_request"
 
 
+class NonFiniteNumber(BadInput):
+    """A number JSON cannot hold (NaN, an infinity, or beyond a float's range such as ``1e999``); ``field`` names
+    where it was."""
+
+    error = "non_finite_number"
+
+
 class InvalidCode(BadInput):
     error = "invalid_code"
 

@@ -7,6 +7,8 @@ import logging
 import sys
 import time
 
+from .jsonvalues import dumps
+
 
 class JsonLines(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
@@ -18,10 +20,10 @@ class JsonLines(logging.Formatter):
         }
         if message.startswith("{"):
             try:
-                return json.dumps({**base, **json.loads(message)})
+                return dumps({**base, **json.loads(message)})
             except ValueError:
                 pass
-        return json.dumps({**base, "message": message})
+        return dumps({**base, "message": message})
 
 
 def configure(level: str = "INFO") -> None:

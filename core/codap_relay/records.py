@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+
+from .jsonvalues import dumps
 
 RequestStatus = Literal["queued", "delivered", "completed", "failed"]
 PENDING: tuple[RequestStatus, ...] = ("queued", "delivered")
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def fingerprint(value: Any) -> str:

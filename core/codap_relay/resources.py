@@ -18,7 +18,6 @@ URIs (names are URL-encoded):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -26,12 +25,15 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from . import errors as e
 from .catalog import changes_document, tool_title
 from .clock import iso
+from .jsonvalues import dumps
 from .manifest import find_tool
 from .records import SessionRecord
 from .relay import Relay
 from .tool_content import summary
 
 SCHEME = "codap"
+MAX_URI_CHARS = 2048  # a resource URI longer than this is refused (names are titles, not documents)
+MAX_DIGITS = 9  # a page number or graph id: ASCII digits, at most this many
 PAGE_BYTES = 200_000  # a CSV larger than this (UTF-8) comes in pages of at most this size each
 EXAMPLE_CASES = 5
 ACTIVITY_CALLS = 30  # codap://activity's calls, the latest; its "total" counts them all
@@ -270,6 +272,10 @@ class DocumentReader:
     # --- resources/read ------------------------------------------------------------------------------------
 
     async def read(self, uri: str) -> list[Contents]:
+        if len(uri) > MAX_URI_CHARS:
+            raise ResourceError(
+                "invalid", f"A resource URI has at most {MAX_URI_CHARS} characters; this one has {len(uri)}."
+            )
         parts = urlsplit(uri)
         segments = [unquote(s) for s in parts.path.split("/")[1:]] if parts.path else []
         if parts.scheme != SCHEME:
@@ -291,7 +297,7 @@ class DocumentReader:
 
     @staticmethod
     def _json(uri: str, value: Any) -> Contents:
-        return Contents(uri, "application/json", text=json.dumps(value, ensure_ascii=False, indent=1))
+        return Contents(uri, "application/json", text=dumps(value, ensure_ascii=False, indent=1))
 
     async def activity(self) -> dict[str, Any]:
         """The session's calls of tools that change the document (not the reads, resources' own included), the last
@@ -417,7 +423,10 @@ class DocumentReader:
         return Contents(uri, "text/csv", text=f"{note}\r\n{text}", meta=meta)
 
     async def image(self, uri: str, graph: str) -> Contents:
-        args: dict[str, Any] = {"graph": int(graph) if graph.isdigit() else graph}
+        number = whole_number(graph)
+        if number is None and graph.isascii() and graph.isdigit():
+            raise ResourceError("invalid", f"{uri}: a graph's id has at most {MAX_DIGITS} digits.")
+        args: dict[str, Any] = {"graph": graph if number is None else number}  # else a name, whatever its letters
         try:
             result = await self.tool("get_codap_graph_image", args)
         except ResourceError as exc:
@@ -476,9 +485,17 @@ def paginate(csv: str, limit: int = PAGE_BYTES) -> list[tuple[int, int, str]]:
 def _page_of(uri: str, query: str) -> int:
     if not query:
         return 1
-    raw = parse_qs(query).get("page", [""])[-1]
-    if not raw.isdigit() or int(raw) < 1:
-        raise ResourceError("invalid", f"{uri}: page must be a whole number from 1.")
+    page = whole_number(parse_qs(query).get("page", [""])[-1])
+    if page is None or page < 1:
+        raise ResourceError("invalid", f"{uri}: page must be a whole number from 1 (digits 0-9, at most {MAX_DIGITS}).")
+    return page
+
+
+def whole_number(raw: str) -> int | None:
+    """``raw`` as a number if it is 1 to MAX_DIGITS ASCII digits; else None. ``str.isdigit`` alone also takes
+    ``²`` and other digits ``int`` refuses, and ``int`` refuses more than 4,300 digits."""
+    if not 0 < len(raw) <= MAX_DIGITS or not raw.isascii() or not raw.isdigit():
+        return None
     return int(raw)
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from .store.base import PURGE_GRACE_SECONDS
 
@@ -99,6 +100,9 @@ class Settings(BaseModel):
     # ws:// on loopback), and the management API's base (https://…/{stage}) the relay posts to. Both or neither.
     push_url: str = ""
     push_endpoint: str = ""
+    # The key of the access log's code hints (an HMAC): the same in every process of a deployment, so one session's
+    # lines share a hint. Unset, each process draws its own at start (hints then agree within a process only).
+    log_hint_key: SecretStr = Field(default_factory=lambda: SecretStr(secrets.token_hex(32)), min_length=16)
 
     @property
     def push_grace_seconds(self) -> float:

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from typing import Any
 
 from .errors import InvalidResult
+from .jsonvalues import dumps
 
 # The picture formats vision-capable LLM APIs accept, and how each file begins.
 IMAGE_SIGNATURES: dict[str, tuple[bytes, ...]] = {
@@ -80,7 +80,7 @@ def summary(body: dict[str, Any] | None) -> str | None:
         for item in result["content"]:
             if isinstance(item, dict) and item.get("type") == "text" and isinstance(item.get("text"), str):
                 return _clip(item["text"])
-    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    text = result if isinstance(result, str) else dumps(result, ensure_ascii=False)
     return _clip(text)
 
 

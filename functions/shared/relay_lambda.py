@@ -100,7 +100,7 @@ def request_context_of(scope: Scope) -> dict[str, Any]:
         if name == b"x-amzn-request-context":
             try:
                 parsed = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return {}
             return parsed if isinstance(parsed, dict) else {}
     return {}

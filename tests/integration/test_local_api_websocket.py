@@ -247,6 +247,18 @@ def test_a_failed_invocation_tells_the_client_and_the_connection_stays(push: Pus
     assert "ValueError: asked to fail" in push.process.output()
 
 
+def test_a_message_nested_too_deeply_to_select_a_route_goes_to_default_and_the_connection_stays(push: Push) -> None:
+    """API Gateway cannot read a route key out of it, so $default gets it, as any body that is not JSON; local-api
+    raised instead (security issue 31) and never passed it on."""
+    deep = '{"action": ' + "[" * 20_000 + "]" * 20_000 + "}"
+    with open_socket(push) as (ws, connection, _):
+        ws.send(deep)
+        [record] = push.of(connection, "MESSAGE")
+        assert record["event"]["requestContext"]["routeKey"] == "$default" and record["event"]["body"] == deep
+        ws.send('{"action": "echo"}')
+        assert json.loads(ws.recv(timeout=15)) == {"echo": '{"action": "echo"}'}
+
+
 # --- the @connections management API -------------------------------------------------------------------
 
 

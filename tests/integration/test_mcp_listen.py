@@ -6,6 +6,8 @@ tests/e2e/test_mcp_subscriptions.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -109,3 +111,38 @@ async def test_a_listen_stream_ends_when_its_session_does(long_lived: str, monke
             )
             assert ended.status_code == 200
             assert await next_events(subscription, 1) == []  # the server closed the stream: the loop ends
+
+
+async def test_a_session_holds_at_most_four_listen_streams_and_a_fifth_is_refused_until_one_ends(
+    long_lived: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each listen holds a connection and a watcher: without a cap, one pairing code could hold every connection
+    the server has (security issue 31). Another session's streams are its own."""
+    caplog.set_level(logging.WARNING, logger="codap_relay.mcp")
+    limit = 4  # MAX_LISTENS_PER_SESSION, as docs/threat-model.md gives it
+    mine, other = open_session(long_lived), open_session(long_lived)
+    async with contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            Client(f"{long_lived}/mcp/{mine['code']}", read_timeout_seconds=MCP_ANSWER_SECONDS)
+        )
+        streams = [
+            await stack.enter_async_context(client.listen(resource_subscriptions=["codap://datasets"]))
+            for _ in range(limit)
+        ]
+        for _ in range(2):
+            with pytest.raises(MCPError) as refused:
+                async with client.listen(resource_subscriptions=["codap://datasets"]):
+                    pass
+            assert refused.value.error.code == -32011 and "subscriptions/listen" in refused.value.error.message
+        async with Client(f"{long_lived}/mcp/{other['code']}", read_timeout_seconds=MCP_ANSWER_SECONDS) as theirs:
+            async with theirs.listen(resource_subscriptions=["codap://datasets"]) as subscription:
+                await asyncio.to_thread(note, long_lived, other, datasets=["Mammals"])
+                assert len(await next_events(subscription, 1)) == 1
+        assert len(streams) == limit
+    lines = [r for r in caplog.records if "subscriptions/listen streams open" in r.getMessage()]
+    assert len(lines) == 1 and mine["code"] not in lines[0].getMessage()
+    # the streams ended with the client: the session may listen again
+    async with Client(f"{long_lived}/mcp/{mine['code']}", read_timeout_seconds=MCP_ANSWER_SECONDS) as client:
+        async with client.listen(resource_subscriptions=["codap://datasets"]) as subscription:
+            await asyncio.to_thread(note, long_lived, mine, datasets=["Mammals"])
+            assert len(await next_events(subscription, 1)) == 1

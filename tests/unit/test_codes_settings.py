@@ -31,7 +31,7 @@ def test_normalise_rejects_with_advice(raw: object) -> None:
 def test_token_hash_and_redaction() -> None:
     h = hash_token("secret-token")
     assert token_matches("secret-token", h) and not token_matches("other", h)
-    shown = redact_code("ABCD2345")
+    shown = redact_code("ABCD2345", b"k" * 32)
     assert "ABCD2345" not in shown and shown.startswith("AB")
 
 

@@ -6,11 +6,11 @@ Exit status: 0 done, 1 CODAP or the relay reported an error, 2 bad usage, 3 stil
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
 
+from ..jsonvalues import dumps
 from . import options
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_PENDING = 0, 1, 2, 3
@@ -50,7 +50,7 @@ def register(sub: Any) -> None:
 
 
 def _print(value: Any) -> None:
-    print(value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False))
+    print(value if isinstance(value, str) else dumps(value, indent=2, ensure_ascii=False))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
 import math
 import re
 import sys
@@ -14,7 +13,8 @@ from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from ..codes import normalise_code
-from ..errors import InvalidCode
+from ..errors import BadInput, InvalidCode
+from ..jsonvalues import loads
 from ..store import StoreUrlError, check_store_url
 
 Bad = argparse.ArgumentTypeError
@@ -162,9 +162,9 @@ def tool_name(text: str) -> str:
 
 def json_object(text: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise Bad(f'must be a JSON object, e.g. \'{{"datasetName": "x"}}\' ({exc})') from None
+        value = loads(text)  # the relay's own parser: 1e999 or nesting too deep is refused here, not sent on
+    except BadInput as exc:
+        raise Bad(f'must be a JSON object, e.g. \'{{"datasetName": "x"}}\' ({exc.message})') from None
     if not isinstance(value, dict):
         raise Bad("must be a JSON object, e.g. '{}'")
     return value

@@ -45,6 +45,19 @@ def register(sub: Any) -> None:
         help="seconds a new connection has to send its request's headers before it is closed (default 10)",
     )
     p.add_argument(
+        "--max-connections-per-address",
+        type=options.positive_int,
+        help="open connections one client address may hold; more are answered 503 with Retry-After (default half "
+        "of --max-connections, so one client never holds them all)",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=options.positive_seconds,
+        default=20,
+        help="seconds a request's body has to arrive in once its headers have, before the connection is closed "
+        "(default 20)",
+    )
+    p.add_argument(
         "--log-level",
         default="INFO",
         type=str.upper,  # any case: info, INFO, Info
@@ -68,6 +81,26 @@ def connection_cap(wanted: int) -> int:
     return max(1, min(wanted, soft - 64))
 
 
+WILDCARDS = ("0.0.0.0", "::")
+
+
+def default_hosts(bound: str, configured: str) -> str | None:
+    """ALLOWED_HOSTS when it is not set: on loopback, the loopback names (the DNS-rebinding guard on); on one
+    other address, that address; on every address (0.0.0.0, ::), none to guess, so serve refuses to start. Without
+    this, ``*`` would answer any Host header and reflect it in the URLs the relay writes."""
+    if configured.strip():
+        return None  # Settings reads it
+    if bound in LOOPBACK:
+        return "localhost,127.0.0.1,[::1]"
+    if bound in WILDCARDS:
+        raise SettingsError(
+            f"serving on every address ({bound}) needs ALLOWED_HOSTS: the host names and addresses clients use for "
+            "this relay, comma-separated (e.g. ALLOWED_HOSTS=relay.school.example,192.0.2.10); * accepts any Host "
+            "header and is unsafe off loopback"
+        )
+    return f"[{bound}]" if ":" in bound else bound
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -77,11 +110,8 @@ def run(args: argparse.Namespace) -> int:
 
     logs.configure(args.log_level)
     base = f"http://{args.host if ':' not in args.host else f'[{args.host}]'}:{args.port}"
-    # On loopback, the MCP endpoint's DNS-rebinding guard is on by default: only loopback Host headers pass.
-    hosts = None
-    if "ALLOWED_HOSTS" not in os.environ and args.host in LOOPBACK:
-        hosts = "localhost,127.0.0.1,[::1]"
     try:
+        hosts = default_hosts(args.host, os.environ.get("ALLOWED_HOSTS", ""))
         settings = Settings.from_env(
             relay_store=args.store, cors_origin=args.cors_origin, allowed_hosts=hosts, codap_dir=args.codap_dir
         )
@@ -103,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
     # proxy_headers off: uvicorn would otherwise take X-Forwarded-For from any loopback peer as the client's
     # address, so one process on this machine could reset every per-address limit. The relay reads that header
     # itself, and only with TRUST_PROXY on (http/context.py client_ip).
+    cap = connection_cap(args.max_connections)
+    per_address = None if args.max_connections_per_address is None else min(args.max_connections_per_address, cap)
     uvicorn.run(
         app,
         host=args.host,
@@ -111,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
         log_config=None,
         timeout_graceful_shutdown=3,
         proxy_headers=False,
-        http=guarded_protocol(connection_cap(args.max_connections), args.header_timeout),
+        http=guarded_protocol(
+            cap,
+            args.header_timeout,
+            per_address=per_address,
+            body_timeout=args.body_timeout,
+        ),
     )
     return 0

@@ -97,7 +97,7 @@ def build_app(
     app = Starlette(
         routes=routes,
         middleware=[
-            Middleware(CorrelationAndAccessLog),
+            Middleware(CorrelationAndAccessLog, hint_key=relay.settings.log_hint_key.get_secret_value().encode()),
             Middleware(HostAndFrameGuard, settings=relay.settings),
             Middleware(
                 CORSMiddleware,

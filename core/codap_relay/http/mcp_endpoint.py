@@ -15,11 +15,11 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from ..mcp.calls import read_call
+from ..mcp.calls import Refused, read_call
 from ..mcp.server import SCOPE_KEY, SERVER, McpCall, build_server
 from ..settings import Settings
 from .context import allowed_origins, client_ip, mcp_code, public_base, relay_of
@@ -85,7 +85,13 @@ class McpEndpoint:
         if rejected is not None:
             await rejected(scope, receive, send)
             return
-        json_response, receive = await read_call(request, receive, relay, scope[SCOPE_KEY].raw_code, client_ip(request))
+        try:
+            json_response, receive = await read_call(
+                request, receive, relay, scope[SCOPE_KEY].raw_code, client_ip(request)
+            )
+        except Refused as exc:
+            await JSONResponse(exc.body(), status_code=400)(scope, receive, send)
+            return
         manager = StreamableHTTPSessionManager(
             app=self.server,
             stateless=True,

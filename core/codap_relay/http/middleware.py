@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -12,6 +11,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..codes import CODE_RE, redact_code
+from ..jsonvalues import dumps
 
 CORRELATION_RE = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 access_log = logging.getLogger("codap_relay.access")
@@ -38,10 +38,10 @@ def _route_of(scope: Scope) -> str:
     return str(path) if path else "(unmatched)"
 
 
-def _code_hint(scope: Scope) -> str | None:
+def _code_hint(scope: Scope, key: bytes) -> str | None:
     code = (scope.get("path_params") or {}).get("code")
     if isinstance(code, str) and CODE_RE.match(code.strip().upper()):
-        return redact_code(code.strip().upper())
+        return redact_code(code.strip().upper(), key)
     return None
 
 
@@ -68,8 +68,9 @@ def _security_headers(static: bool, headers: list[tuple[bytes, bytes]]) -> list[
 
 
 class CorrelationAndAccessLog:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, hint_key: bytes) -> None:
         self.app = app
+        self.hint_key = hint_key
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -101,10 +102,10 @@ class CorrelationAndAccessLog:
                 "status": status,
                 "latencyMs": round((time.perf_counter() - started) * 1000, 2),
             }
-            hint = _code_hint(scope)
+            hint = _code_hint(scope, self.hint_key)
             if hint:
                 record["code"] = hint
             error = scope.get("state", {}).get("error_code")
             if error:
                 record["error"] = error
-            access_log.info(json.dumps(record))
+            access_log.info(dumps(record))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 
 import anyio
@@ -11,6 +10,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from ..delivery import StreamEvent
+from ..jsonvalues import dumps
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -23,7 +23,7 @@ def encode(event: StreamEvent) -> bytes:
         if event.id is not None:
             lines.append(f"id: {event.id}")
         lines.append(f"event: {event.event}")
-        payload = json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
+        payload = dumps(event.data, separators=(",", ":"), ensure_ascii=False)
         # JSON escapes CR and LF inside strings, but split anyway: a raw one would end the field early. Split on
         # exactly what EventSource treats as a line end: str.splitlines() also breaks at U+2028, U+0085, ...,
         # which JSON leaves raw, and the browser would rejoin those pieces with "\n" into invalid JSON.

@@ -22,6 +22,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from codap_relay import __version__
+from codap_relay.errors import NonFiniteNumber
+from codap_relay.jsonvalues import check_finite
 from codap_relay.primer import PRIMER
 
 T = TypeVar("T")
@@ -76,6 +78,10 @@ def build_bridge(remote: Remote) -> Server[Any]:
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        try:  # sent on, an infinity would arrive as null (the SDK writes it so), changing the call silently
+            check_finite(params.arguments, "arguments")
+        except NonFiniteNumber as exc:
+            raise MCPError(types.INVALID_PARAMS, exc.message, {"error": exc.error, "field": exc.data["field"]}) from exc
         return await remote.forward(lambda c: c.call_tool(params.name, params.arguments))
 
     async def on_list_resources(

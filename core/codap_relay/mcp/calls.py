@@ -19,11 +19,13 @@ import json
 from typing import Any
 
 from mcp.server.streamable_http import check_accept_headers
+from mcp_types import INVALID_PARAMS
 from starlette.requests import Request
 from starlette.types import Message, Receive
 
 from codap_relay.codes import normalise_code
-from codap_relay.errors import RelayError
+from codap_relay.errors import BadInput, NonFiniteNumber, RelayError, client_fields
+from codap_relay.jsonvalues import loads
 from codap_relay.mcp.tools import cancel_call
 from codap_relay.relay import Relay
 
@@ -58,19 +60,48 @@ def _replay(messages: list[Message], receive: Receive) -> Receive:
     return again
 
 
+class Refused(Exception):
+    """A POST the relay answers itself with a JSON-RPC error: a message the SDK would read otherwise than sent."""
+
+    def __init__(self, rpc_id: Any, error: NonFiniteNumber) -> None:
+        super().__init__(error.message)
+        self.rpc_id = rpc_id
+        self.error = error
+
+    def body(self) -> dict[str, Any]:
+        data = {"error": self.error.error, **client_fields(self.error)}
+        rpc_id = self.rpc_id if isinstance(self.rpc_id, str | int) and not isinstance(self.rpc_id, bool) else None
+        return {
+            "jsonrpc": "2.0",
+            "id": rpc_id,
+            "error": {"code": INVALID_PARAMS, "message": self.error.message, "data": data},
+        }
+
+
+def _rpc_id(body: bytes) -> Any:
+    """The id of a message refused for its numbers, read again with them allowed (it is no use elsewhere)."""
+    with contextlib.suppress(ValueError, RecursionError):
+        message = json.loads(body)
+        return message.get("id") if isinstance(message, dict) else None
+    return None
+
+
 async def read_call(
     request: Request, receive: Receive, relay: Relay, raw_code: str | None, client: str | None
 ) -> tuple[bool, Receive]:
     """(json_response, the receive to serve the POST with). At most MAX_REQUEST_BYTES of the body are read here;
-    a longer one is left to the SDK, which refuses it."""
+    a longer one is left to the SDK, which refuses it. Raises Refused for a message holding a number JSON cannot
+    hold (``1e999``): the SDK would read it as infinity and pass it on."""
     messages, body = await _read_some(receive, relay.settings.max_request_bytes)
     replay = _replay(messages, receive)
     if body is None:
         return True, replay
     try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
-        return True, replay
+        message = loads(body)
+    except NonFiniteNumber as exc:
+        raise Refused(_rpc_id(body), exc) from exc
+    except BadInput:
+        return True, replay  # not JSON: the SDK answers its parse error
     if not isinstance(message, dict):
         return True, replay
     params = message.get("params")

@@ -14,8 +14,10 @@ the client. The deployed MCP function therefore does not serve ``subscriptions/l
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -30,14 +32,55 @@ from mcp.shared.subscriptions import (
     event_to_notification,
 )
 
+from codap_relay.bursts import Burst
 from codap_relay.errors import RelayError
 from codap_relay.mcp.resources import Call
+from codap_relay.mcp.tools import RATE_LIMITED
 from codap_relay.notify import changes_key
 from codap_relay.records import ChangeMarks
 
 Ctx = ServerRequestContext[Any, Any]
 #: How often a watcher re-reads the marks with no wake-up on a store that wakes it, and checks its session.
 RECHECK_SECONDS = 30.0
+#: Open listen streams one session may hold: a client needs one (two while it replaces it); each holds a
+#: connection and a watcher, so without a cap one pairing code could hold every connection the server has.
+MAX_LISTENS_PER_SESSION = 4
+log = logging.getLogger("codap_relay.mcp")
+
+
+class ListenSlots:
+    """Open listen streams per session, in this process (subscriptions live on one long-lived server only)."""
+
+    def __init__(self, limit: int = MAX_LISTENS_PER_SESSION) -> None:
+        self.limit = limit
+        self.open: dict[str, int] = {}
+        self.burst = Burst(
+            log,
+            f"a session has {limit} subscriptions/listen streams open, the limit: refusing more until one ends "
+            "(no line per refusal; %(refused)d refused so far since start)",
+        )
+
+    @contextlib.contextmanager
+    def hold(self, code: str) -> Iterator[None]:
+        held = self.open.get(code, 0)
+        if held >= self.limit:
+            self.burst.refuse(code)  # the key stays in memory only, never in the line: it is a pairing code
+            raise MCPError(
+                RATE_LIMITED,
+                f"This session already has {self.limit} subscriptions/listen streams open, the most it may hold; "
+                "end one (close its response stream) before opening another.",
+                {"error": "too_many_listens", "limit": self.limit},
+            )
+        self.burst.admitted(code)
+        self.open[code] = held + 1
+        try:
+            yield
+        finally:
+            left = self.open[code] - 1
+            if left:
+                self.open[code] = left
+            else:
+                del self.open[code]
 
 
 def affected(uri: str, datasets: set[str], listed: bool) -> bool:
@@ -70,7 +113,11 @@ def events_between(
     return events
 
 
-def listen_handler(call_of: Callable[[Ctx], Call]) -> Callable[[Ctx, types.SubscriptionsListenRequestParams], Any]:
+def listen_handler(
+    call_of: Callable[[Ctx], Call], slots: ListenSlots | None = None
+) -> Callable[[Ctx, types.SubscriptionsListenRequestParams], Any]:
+    held = slots if slots is not None else ListenSlots()
+
     async def on_listen(ctx: Ctx, params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
         if ctx.request_id is None:
             raise MCPError(types.INVALID_REQUEST, "subscriptions/listen requires a request id")
@@ -88,7 +135,7 @@ def listen_handler(call_of: Callable[[Ctx], Call]) -> Callable[[Ctx, types.Subsc
         uris = frozenset(asked.resource_subscriptions or ())
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
         every = RECHECK_SECONDS if relay.store.pushes else relay.settings.idle_poll_interval_seconds
-        with relay.notifier.listen(changes_key(code)) as listener:  # before the first read: no note missed
+        with held.hold(code), relay.notifier.listen(changes_key(code)) as listener:  # listen first: no note missed
             seen = await relay.changes(code)
             await ctx.session.send_notification(
                 types.SubscriptionsAcknowledgedNotification(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from codap_relay import errors as e
 from codap_relay.catalog import changes_document, declared_annotations, tool_title
+from codap_relay.jsonvalues import check_finite, dumps
 from codap_relay.manifest import ANNOTATION_HINTS, _validator, find_tool, validate_args
 from codap_relay.mcp.app import APP_TOOL_META
 from codap_relay.records import RequestRecord, SessionRecord, canonical_json
@@ -81,6 +81,7 @@ class Surface:
 # Most specific first; the first class that matches decides.
 MCP_ERRORS: list[tuple[type[e.RelayError], Surface]] = [
     (e.InvalidArguments, Surface(types.INVALID_PARAMS, True)),
+    (e.NonFiniteNumber, Surface(types.INVALID_PARAMS, False)),  # not JSON: the message itself is malformed
     (e.UnknownTool, Surface(types.INVALID_PARAMS, False)),  # the spec: an unknown tool is a protocol error
     (e.InvalidCode, Surface(types.INVALID_PARAMS, False)),
     (e.BadInput, Surface(types.INVALID_PARAMS, True)),
@@ -143,7 +144,7 @@ def request_prefix(client: str | None, rpc_id: Any) -> str:
     """The start of the relay request id of an MCP call: the same for the client's JSON-RPC id (and address), so a
     ``notifications/cancelled`` that arrives in another POST, perhaps another process, finds the request in the
     store. Ids of different calls differ in the random part after it."""
-    key = json.dumps([client, rpc_id], default=str)
+    key = dumps([client, rpc_id], default=str)
     return f"mcp-{hashlib.sha256(key.encode()).hexdigest()[:16]}-"
 
 
@@ -161,6 +162,7 @@ def list_tools(relay: Relay, session: SessionRecord) -> types.ListToolsResult:
 async def call_tool(relay: Relay, caller: Caller, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
     """Run one tool call end to end. Raises MCPError for protocol errors; everything else is a result."""
     try:
+        check_finite(arguments, "arguments")
         return await _call_tool(relay, caller, name, {} if arguments is None else arguments)
     except e.RelayError as exc:
         if surface_for(exc).in_tool_result:
@@ -292,7 +294,7 @@ def tool_result(result: Any) -> types.CallToolResult:
                 structured_content=structured if isinstance(structured, dict) else None,
                 _meta=meta if isinstance(meta, dict) else None,
             )
-    text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    text = result if isinstance(result, str) else dumps(result, ensure_ascii=False)
     return text_result(text, structured=result if isinstance(result, dict) else None)
 
 

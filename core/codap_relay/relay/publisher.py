@@ -5,12 +5,13 @@ boto3 with the function's credentials). Its calls block; the push unit runs them
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import threading
 from typing import Any, Protocol
 from urllib.parse import urlsplit
+
+from ..jsonvalues import dumps
 
 #: The largest message sent whole: API Gateway refuses a message over 128 KB (131,072 bytes); a tool request
 #: larger than this travels as a pointer the plugin fetches.
@@ -20,7 +21,7 @@ _REGION_IN_HOST = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com")
 
 def encode_message(message: dict[str, Any]) -> bytes:
     """A message as it goes on the wire (one text frame): compact JSON in UTF-8. Its length is what counts."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    return dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _on_loopback(url: str) -> bool:

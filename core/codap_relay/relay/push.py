@@ -8,7 +8,6 @@ and the session's consumer names the connection that owns its delivery.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -28,6 +27,7 @@ from ..errors import (
     TokenMissing,
     client_fields,
 )
+from ..jsonvalues import dumps, loads
 from ..notify import Notifier, stream_key
 from ..records import DETACHED, TAB_RE, RequestRecord, SessionRecord, push_connection, push_consumer
 from ..settings import Settings
@@ -78,7 +78,7 @@ class PushChannel:
         except RelayError as exc:
             await self._refuse(connection_id, exc)
         except Exception as exc:  # never crash on a message; the plugin's watchdog reconnects if it must
-            log.exception(json.dumps({"push": "message_failed", "fault": type(exc).__name__}))
+            log.exception(dumps({"push": "message_failed", "fault": type(exc).__name__}))
             said = "The relay could not handle this message (its log says why); send it again or reconnect."
             await self.sender.post(connection_id, {"event": "error", "code": "internal_error", "message": said})
 
@@ -197,10 +197,8 @@ class PushChannel:
 
 def parse_message(body: str | None) -> dict[str, Any]:
     """A plugin message: a JSON object whose ``action`` is attach, resume or ping; else BadInput."""
-    try:
-        message = json.loads(body) if body else None
-    except ValueError:
-        message = None
+    # Any parse failure (not JSON, nested too deeply, a number JSON cannot hold) is bad input the plugin is told.
+    message = loads(body) if body else None
     if not isinstance(message, dict):
         raise BadInput('A message is a JSON object with an "action": "attach", "resume" or "ping".', field="action")
     if message.get("action") not in ("attach", "resume", "ping"):

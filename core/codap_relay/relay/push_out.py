@@ -7,7 +7,6 @@ The connection's own messages are push.py's."""
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -16,6 +15,7 @@ import anyio.to_thread
 
 from ..clock import Clock
 from ..errors import StoreUnavailable
+from ..jsonvalues import dumps
 from ..records import RequestRecord, SessionRecord, push_connection
 from .publisher import PUSH_INLINE_BYTES, Publisher, encode_message
 from .store_io import StoreIO
@@ -65,7 +65,7 @@ class PushSender:
             return await self._call(self.publisher.publish, connection_id, message)
         except Exception as exc:  # a publish must never fail the write it follows
             log.warning(
-                json.dumps({"push": "publish_failed", "connection": connection_id, "fault": type(exc).__name__})
+                dumps({"push": "publish_failed", "connection": connection_id, "fault": type(exc).__name__})
             )
             return True
 
@@ -75,7 +75,7 @@ class PushSender:
         try:
             await self._call(self.publisher.close, connection_id)
         except Exception as exc:
-            log.warning(json.dumps({"push": "close_failed", "connection": connection_id, "fault": type(exc).__name__}))
+            log.warning(dumps({"push": "close_failed", "connection": connection_id, "fault": type(exc).__name__}))
 
     async def end(self, connection_id: str, message: dict[str, Any]) -> None:
         """The last word to a connection (superseded, closed, expired, an error), then close it."""
@@ -85,7 +85,7 @@ class PushSender:
     async def gone(self, code: str, consumer: str) -> None:
         """A connection that is gone: its consumer is detached (if it still owns the session), so the plugin shows
         as not connected and the next attach finds every pending request still to deliver."""
-        log.info(json.dumps({"push": "gone", "connection": push_connection(consumer)}))
+        log.info(dumps({"push": "gone", "connection": push_connection(consumer)}))
         with contextlib.suppress(StoreUnavailable):  # then its pings stop: not connected once the grace passes
             await self.store_io.run(self.store.detach, code, consumer)
 
@@ -128,7 +128,7 @@ class PushSender:
                 await self.requests(session.code, consumer, pending)
                 return
         except Exception as exc:  # the 202 stands: the request waits for the next attach, resume or ping
-            log.warning(json.dumps({"push": "submit_publish_failed", "fault": type(exc).__name__}))
+            log.warning(dumps({"push": "submit_publish_failed", "fault": type(exc).__name__}))
 
     async def withdrawn(self, session: SessionRecord, requests: list[RequestRecord]) -> None:
         """Tell a push consumer of requests the model withdrew before it received them (its activity log)."""

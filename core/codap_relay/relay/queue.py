@@ -11,6 +11,7 @@ from typing import Any
 from ..clock import Clock, IdFactory
 from ..delivery import withdrawn_mark
 from ..errors import BadInput, DuplicateRequestId, PayloadTooLarge, PendingLimit, SessionNotFound, StoreUnavailable
+from ..jsonvalues import check_finite
 from ..manifest import find_tool, validate_args
 from ..notify import Notifier, answers_key, stream_key
 from ..observe import Observer
@@ -98,6 +99,7 @@ class RequestQueue:
             if client is not None:
                 await self.limits.admit("request", f"{client}:{code}", limit)
         spec = find_tool(self.sessions.manifest(session), tool)
+        check_finite(args, "args")  # an infinity stored would reach the plugin as `Infinity`, which it cannot parse
         validate_args(spec, args)
         size = args_bytes(args)
         charged = await self._bounded(session, size, request_id, client)

@@ -12,6 +12,7 @@ from typing import Any
 from ..clock import Clock
 from ..errors import AlreadyAnswered, RequestExpired, RequestNotFound, SessionNotFound, StoreUnavailable
 from ..guard import GuessingGuard
+from ..jsonvalues import check_finite
 from ..notify import Listener, Notifier, answers_key
 from ..observe import Observer
 from ..records import Lookup, RequestRecord, ResponseRecord, SessionRecord
@@ -170,6 +171,9 @@ class Responses:
     ) -> ResponseRecord:
         session = await self.sessions.for_plugin(code, token, client=client)
         checked_request_id(request_id, "`id` must be the id of the tool-request event being answered.")
+        # Stored, an infinity would make every read of the answer fail (GET /response, MCP, the activity log).
+        check_finite(result, "result")
+        check_finite(error, "error")
         if error is None:
             check_result(result)
         response = new_response(

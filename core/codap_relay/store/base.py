@@ -7,10 +7,10 @@ service, checked on every read, because real TTL deletion is lazy.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..jsonvalues import dumps
 from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
 
 #: Every backend keeps a record at least this long past its expiry (the SQLite purge, DynamoDB's TTL attribute),
@@ -22,7 +22,7 @@ PURGE_GRACE_SECONDS = 86_400
 def args_bytes(args: Any) -> int:
     """The size a request's arguments count for in the pending and per-address byte limits: their JSON (as
     ``json.dumps`` writes it, ASCII) in bytes. One definition, so every backend and the service agree."""
-    return len(json.dumps(args).encode())
+    return len(dumps(args).encode())
 
 
 @dataclass(frozen=True)

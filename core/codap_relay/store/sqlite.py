@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound, StoreUnavailable
+from ..jsonvalues import dumps
 from ..records import (
     DETACHED,
     ChangeMarks,
@@ -166,7 +167,7 @@ class SqliteStore:
                         session.token_hash,
                         session.created_at,
                         session.expires_at,
-                        None if session.tools is None else json.dumps(session.tools),
+                        None if session.tools is None else dumps(session.tools),
                     ),
                 )
             except sqlite3.IntegrityError as exc:
@@ -250,7 +251,7 @@ class SqliteStore:
                 raise SessionNotFound("session closed", reason="closed")
             seq = row["last_seq"] + 1
             db.execute("UPDATE sessions SET last_seq = ? WHERE code = ?", (seq, code))
-            args = json.dumps(new.args)
+            args = dumps(new.args)
             db.execute(
                 "INSERT INTO requests (code, seq, id, tool, args, fingerprint, created_at, expires_at, status, "
                 "arg_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
@@ -372,7 +373,7 @@ class SqliteStore:
                     response.code,
                     response.id,
                     response.status,
-                    json.dumps(response.body),
+                    dumps(response.body),
                     response.fingerprint,
                     response.timestamp,
                     response.expires_at,
@@ -413,7 +414,7 @@ class SqliteStore:
                 "INSERT INTO changes (code, seq, marks, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT(code) DO UPDATE "
                 "SET seq = excluded.seq, marks = excluded.marks, "
                 "expires_at = MAX(changes.expires_at, excluded.expires_at)",
-                (code, seq, json.dumps(merged), expires_at),
+                (code, seq, dumps(merged), expires_at),
             )
         return ChangeMarks(code=code, seq=seq, marks=merged)
 

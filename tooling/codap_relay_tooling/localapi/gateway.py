@@ -280,7 +280,7 @@ class Gateway:
             answer = read_answer(
                 json.loads(invoked.payload), accept=accept, binary_media_types=self.stack.binary_media_types
             )
-        except (MalformedResponse, ValueError) as exc:
+        except (MalformedResponse, ValueError, RecursionError) as exc:
             assert invoked.instance is not None
             invoked.instance.log(
                 f"Execution failed due to configuration error: Malformed Lambda proxy response ({exc})"

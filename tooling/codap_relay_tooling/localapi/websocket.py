@@ -294,7 +294,7 @@ class SocketGateway:
                 value: Any = json.loads(text)
                 for part in self.selector:
                     value = value.get(part) if isinstance(value, dict) else None
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested too deeply to read: $default, as AWS does
                 value = None
             if isinstance(value, str) and value in self.api.routes and not value.startswith("$"):
                 return self.api.routes[value]
@@ -372,7 +372,7 @@ class SocketGateway:
             return Outcome(False, error=SOCKET_ERRORS[invoked.refused or "failed"])
         try:
             return Outcome(True, json.loads(invoked.payload))
-        except ValueError:
+        except (ValueError, RecursionError):
             return Outcome(False, error="Internal server error")
 
     # --- the @connections management API -----------------------------------------------------------------

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from ...jsonvalues import dumps
 from ...records import ChangeMarks, NewRequest, RequestRecord, ResponseRecord, SessionRecord
 from .table import TTL_ATTRIBUTE, key, req_sk
 
@@ -56,7 +57,7 @@ def opt_str(item: Item, name: str) -> str | None:
 
 
 def compress(value: Any) -> bytes:
-    return zlib.compress(json.dumps(value, separators=(",", ":")).encode(), 6)
+    return zlib.compress(dumps(value, separators=(",", ":")).encode(), 6)
 
 
 def decompress(raw: bytes) -> Any:
@@ -186,7 +187,7 @@ def changes_item(partition: str, seq: int, marks: dict[str, int], expires_at: fl
     return {
         **key(partition, "CHANGES"),
         "seq": n(seq),
-        "marks": s(json.dumps(marks)),
+        "marks": s(dumps(marks)),
         "expires_at": n(expires_at),
         TTL_ATTRIBUTE: n(purge),
     }

@@ -31,7 +31,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if context_["eventType"] == "MESSAGE":
         try:
             asked = json.loads(event["body"])
-        except ValueError:
+        except (ValueError, RecursionError):
             asked = {}
         what = asked.get("do") if isinstance(asked, dict) else None
         if what == "fail":
