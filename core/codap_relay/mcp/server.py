@@ -19,7 +19,7 @@ from starlette.requests import Request
 
 from codap_relay import __version__
 from codap_relay.codes import normalise_code
-from codap_relay.errors import InvalidCode, RelayError
+from codap_relay.errors import InvalidCode, RelayError, SessionNotFound
 from codap_relay.mcp.resources import handlers as resource_handlers
 from codap_relay.mcp.tools import Caller, call_tool, list_tools, protocol_error
 from codap_relay.primer import PRIMER
@@ -37,6 +37,7 @@ class McpCall:
     raw_code: str | None
     client: str | None
     base_url: str
+    grant: str | None = None  # the OAuth grant the call carries (its token), else None: a pairing code
     session: SessionRecord | None = None
 
 
@@ -53,16 +54,35 @@ async def require_session(ctx: ServerRequestContext[Any, Any], call_next: CallNe
         return await call_next(ctx)
     call = _call_of(ctx)
     try:
-        if call.raw_code is None:
-            raise InvalidCode(
-                "No pairing code: use the URL /mcp/CODE with the 8-character code shown in the CODAP "
-                "plugin, or send it as Authorization: Bearer CODE. Get a code by opening the codap-relay plugin."
-            )
-        code = normalise_code(call.raw_code)
-        call.session = await call.relay.session_for_llm(code, client=call.client)
+        if call.grant is not None:
+            call.session = await _granted_session(call)
+        else:
+            if call.raw_code is None:
+                raise InvalidCode(
+                    "No pairing code: use the URL /mcp/CODE with the 8-character code shown in the CODAP "
+                    "plugin, or send it as Authorization: Bearer CODE. Get a code by opening the codap-relay plugin."
+                )
+            code = normalise_code(call.raw_code)
+            call.session = await call.relay.session_for_llm(code, client=call.client)
     except RelayError as exc:
         raise protocol_error(exc) from exc
     return await call_next(ctx)
+
+
+NOT_OPEN = (
+    "The CODAP plugin this app is connected to is not open. Ask the user to open CODAP with the codap-relay plugin "
+    "in the browser where they approved this app; it reconnects by itself, with no new code to share."
+)
+
+
+async def _granted_session(call: McpCall) -> SessionRecord:
+    """The session of the plugin a grant reaches: its latest code, followed by itself (no code to share)."""
+    if call.raw_code is None:
+        raise SessionNotFound(NOT_OPEN, reason="expired")
+    try:
+        return await call.relay.session_for_llm(call.raw_code, client=call.client)
+    except SessionNotFound as exc:
+        raise SessionNotFound(NOT_OPEN, reason=exc.reason) from exc
 
 
 async def _on_list_tools(
