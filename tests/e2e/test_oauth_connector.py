@@ -122,6 +122,7 @@ def consent_in_chromium(context: Any, host: Host, code: str, plugin: PluginPage)
     url = host.authorize_urls.get(timeout=30)
     started = time.monotonic()
     page = context.new_page()
+
     def callback(route: Any) -> None:
         host.redirect.set_result(route.request.url)
         route.fulfill(body="ok")
@@ -139,7 +140,8 @@ def consent_in_chromium(context: Any, host: Host, code: str, plugin: PluginPage)
     assert APP in frame.inner_text("#consent")
     shoot(plugin.page, "plugin-consent-question.png")
     frame.click("#consent-allow")
-    host.redirect.result(timeout=30)
+    # Playwright's sync API runs the route handler only while this thread is inside one of its calls
+    wait_until(lambda: host.redirect.done() or page.wait_for_timeout(50), "the redirect to the client", timeout=30)
     page.close()
     return {"person": time.monotonic() - started}
 
@@ -169,7 +171,9 @@ def test_the_sdk_oauth_client_connects_through_the_consent_page_and_the_real_plu
     shoot(plugin.page, "plugin-connected-apps.png")
     # a new code in the same browser: the same token reaches it, and nobody is asked again
     plugin.frame.click("#new-code")
-    wait_until(lambda: plugin._safe(lambda: plugin.code() != code and plugin.status() == "Connected"), "a new code")
+    wait_until(lambda: plugin._safe(lambda: plugin.code() not in (code, "…")), "a new code")
+    fresh = plugin.code()
+    wait_until(lambda: httpx.get(f"{relay}/api/sessions/{fresh}").json().get("connected"), "the new code's stream")
     again = host.call("get_codap_status").result(timeout=60)
     assert not again.is_error and host.authorize_urls.empty()
     assert host.tokens.tokens.access_token == token

@@ -318,7 +318,8 @@ async function answerConsent(request, code, token) {
   } catch (err) {
     ui.notice(`The answer could not reach the relay: ${err.message}. Start again from the app.`);
   }
-  apps.refresh();
+  // the relay makes the grant when the consent page next looks (about once a second): look again after it
+  for (const ms of [1500, 4000, 10_000]) setTimeout(() => apps?.refresh(), ms);
 }
 
 async function copyText(text) {
