@@ -10,6 +10,7 @@ browser test, tests/e2e/test_oauth_connector.py, drives it in Chromium with the 
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -151,7 +152,10 @@ async def test_discovery_from_the_401_and_the_metadata(world: World) -> None:
         assert r.status_code == 200
 
 
-async def test_the_whole_flow_over_http_then_tools_reach_the_plugin(world: World) -> None:
+async def test_the_whole_flow_over_http_then_tools_reach_the_plugin(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     app = await world.app("Claude")
     async with world.plugin("A", key()) as session:
         tokens = await app.grant(session["code"], world.resource)
@@ -164,6 +168,13 @@ async def test_the_whole_flow_over_http_then_tools_reach_the_plugin(world: World
             await world.http.get(f"/api/sessions/{session['code']}/grants", headers=bearer(session["browserToken"]))
         ).json()
         assert listed["persistent"] is True and [a["app"] for a in listed["apps"]] == ["Claude"]
+    # What the relay's side logs. Not the test's own HTTP clients, which log their URLs, codes included; nor
+    # uvicorn's access log, which `codap-relay serve` turns off (it logs here only because caplog's handler is there).
+    relay_side = ("codap_relay", "uvicorn.error", "mcp.server", "starlette")
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name.startswith(relay_side))
+    assert '"route": "/token"' in logged and '"route": "/mcp"' in logged  # the access log was captured
+    for secret in (tokens["access_token"], tokens["refresh_token"], session["code"], session["browserToken"]):
+        assert secret not in logged
 
 
 async def test_a_new_code_in_the_same_browser_is_reached_by_the_same_token_with_no_new_consent(world: World) -> None:
@@ -204,8 +215,13 @@ async def test_storage_blocked_the_grant_ends_with_its_code(world: World) -> Non
         assert not (await world.datasets(tokens["access_token"])).is_error
         await world.http.delete(f"/api/sessions/{a['code']}", headers=bearer(a["browserToken"]))
     async with world.plugin("A again", None):
+        # the grant ended with its code: a new code of a browser that keeps nothing is not reached; the host still
+        # connects and lists the tools, and a call says the plugin is not open
         r = await world.raw_call(tokens["access_token"])
-        assert r.status_code == 200 and "not open" in r.json()["error"]["message"]
+        assert r.status_code == 200 and r.json()["result"]["isError"] is True, r.text
+        assert "not open" in r.json()["result"]["content"][0]["text"]
+        async with world.mcp(tokens["access_token"]) as client:
+            assert "get_codap_datasets" in {t.name for t in (await client.list_tools()).tools}
         assert "A again" not in world.ran
 
 
