@@ -259,8 +259,11 @@ async def test_no_token_for_a_reused_code_a_wrong_verifier_or_another_resource(w
         assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
         ok = await app.token(code, verifier)
         assert ok.status_code == 200
+        assert (await world.raw_call(ok.json()["access_token"])).status_code == 200
         reused = await app.token(code, verifier)
         assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+        # a code sent again may be in other hands: what its first exchange issued is revoked
+        assert (await world.raw_call(ok.json()["access_token"])).status_code == 401
         # the consent link works once
         assert (await app.http.get(consent_url)).status_code in (404, 410)
         base = {"response_type": "code", "client_id": app.client_id, "redirect_uri": CALLBACK,

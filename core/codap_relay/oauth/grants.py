@@ -18,10 +18,11 @@ from ..records import AuthItem
 if TYPE_CHECKING:  # the relay's units import this module
     from ..relay.store_io import StoreIO
 
-CLIENT, PENDING, AUTH_CODE, ACCESS, REFRESH, GRANT, PLUGIN, SESSION_OWNER = (
+CLIENT, PENDING, AUTH_CODE, USED_CODE, ACCESS, REFRESH, GRANT, PLUGIN, SESSION_OWNER = (
     "client",
     "pending",
     "authcode",
+    "usedcode",
     "access",
     "refresh",
     "grant",

@@ -35,6 +35,7 @@ from .grants import (
     PENDING,
     PENDING_TTL_SECONDS,
     REFRESH,
+    USED_CODE,
     Grant,
     Grants,
     digest,
@@ -106,6 +107,10 @@ class RelayOAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, Ref
     ) -> AuthorizationCode | None:
         item = await self.grants.get(AUTH_CODE, digest(authorization_code))
         if item is None:
+            # A code used before, sent again: someone else may hold it, so what it issued is revoked (RFC 6749 10.5).
+            used = await self.grants.get(USED_CODE, digest(authorization_code))
+            if used is not None:
+                await self.grants.revoke_grant(str(used.data["grant"]))
             return None
         d = item.data
         return AuthorizationCode(
@@ -128,6 +133,7 @@ class RelayOAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, Ref
         grant = None if item is None else await self.grants.live_grant(str(item.data["grant"]))
         if grant is None:
             raise TokenError("invalid_grant", "authorization code does not exist")
+        await self.grants.put(USED_CODE, digest(authorization_code.code), {"grant": grant.id}, AUTH_CODE_TTL_SECONDS)
         return await self._issue(grant, authorization_code.scopes)
 
     # --- tokens -------------------------------------------------------------------------------------------
