@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...errors import StoreUnavailable
 from ...records import AuthItem
-from .client import Connection
+from .client import UNAVAILABLE, Connection
 from .codec import n, s
 from .table import key, purge_at
 
@@ -52,7 +53,8 @@ class AuthOps(Connection):
             puts.append(
                 {"Put": {"TableName": self.table, "Item": {**key(*_owned(item.kind, item.owner, item.key)), **attrs}}}
             )
-        self._call("transact_write_items", TransactItems=puts)
+        if self._transact(puts) is not None:  # a concurrent write to the same item: nothing was written
+            raise StoreUnavailable(UNAVAILABLE, retry_after=1)
 
     def get_auth(self, kind: str, key_: str) -> AuthItem | None:
         raw = self._get(*_main(kind, key_))
