@@ -146,3 +146,18 @@ class ChangeMarks:
     code: str
     seq: int
     marks: dict[str, int]
+
+
+@dataclass(frozen=True)
+class AuthItem:
+    """One record of the relay's OAuth server (oauth/): a registered client, a pending consent, an authorization
+    code, an access or refresh token (keyed by its hash, never the token), a grant, or a plugin's identity.
+    ``owner`` is what it belongs to (a grant's plugin identity, a token's grant), so the items of one owner can
+    be listed; ``data`` is the item's own JSON. Like every record, it counts as gone from ``expires_at``: the
+    service checks that on every read."""
+
+    kind: str
+    key: str
+    owner: str | None
+    data: dict[str, Any]
+    expires_at: float

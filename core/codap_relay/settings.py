@@ -103,6 +103,16 @@ class Settings(BaseModel):
     # The key of the access log's code hints (an HMAC): the same in every process of a deployment, so one session's
     # lines share a hint. Unset, each process draws its own at start (hints then agree within a process only).
     log_hint_key: SecretStr = Field(default_factory=lambda: SecretStr(secrets.token_hex(32)), min_length=16)
+    # The OAuth server of /mcp (docs/threat-model.md): an access token lives an hour (every call also checks its
+    # grant, so a disconnect is at once anyway; the hour bounds a token copied out of a client); a refresh token
+    # 30 days, rotated on each use, and a grant lives as long as its latest refresh token, so a teacher who uses
+    # the connector once a month never consents again and one that went unused for a month ends by itself.
+    oauth_access_ttl_seconds: int = Field(3600, ge=60, le=86_400)
+    oauth_refresh_ttl_seconds: int = Field(30 * 86_400, ge=600, le=365 * 86_400)
+    # Limits of calls that carry a grant (an OAuth token), per minute: each grant's own, and all grants' together
+    # (the global ceiling). Neither counts by address: hosted apps call from a few shared addresses.
+    rate_limit_request_per_grant: int = Field(120, ge=1)
+    rate_limit_grants_global: int = Field(6000, ge=1)
 
     @property
     def push_grace_seconds(self) -> float:

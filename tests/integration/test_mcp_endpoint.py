@@ -333,10 +333,11 @@ async def test_raw_http_details(live: Live) -> None:
             r = await live.http.request(method, path, headers=ACCEPT)
             assert r.status_code == 405, (method, path)
             assert r.headers["allow"] == "POST" and r.json()["error"] == "method_not_allowed"
+    # /mcp with neither code nor token is an OAuth protected resource: 401 and where discovery starts (RFC 9728)
     no_code = await live.http.post("/mcp", json=initialize_body(), headers=ACCEPT)
-    assert no_code.status_code == 200
-    assert no_code.json()["error"]["code"] == types.INVALID_PARAMS
-    assert "Authorization: Bearer" in no_code.json()["error"]["message"]
+    assert no_code.status_code == 401 and no_code.json()["error"] == "token_required"
+    assert 'resource_metadata="' in no_code.headers["www-authenticate"]
+    assert "/mcp/CODE" in no_code.json()["message"]
     typo = await live.http.post("/mcp/NOT-A-C0DE", json=initialize_body(), headers=ACCEPT)
     assert "get a new one from the plugin" in typo.json()["error"]["message"]
     wrong_type = await live.http.post(url, content=json.dumps(initialize_body()), headers={**ACCEPT})

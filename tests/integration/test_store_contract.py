@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from codap_relay.errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
-from codap_relay.records import DETACHED, Lookup, NewRequest, ResponseRecord, SessionRecord, fingerprint
+from codap_relay.records import DETACHED, AuthItem, Lookup, NewRequest, ResponseRecord, SessionRecord, fingerprint
 from codap_relay.settings import Settings
 from codap_relay.store.base import MAX_CHANGE_MARKS, PURGE_GRACE_SECONDS, PendingTotals, Store, args_bytes
 from codap_relay.store.memory import MemoryStore
@@ -506,3 +506,57 @@ def test_concurrent_change_notes_each_get_their_own_seq(store: Store) -> None:
     assert sorted(seqs) == list(range(1, 21))
     final = store.get_changes("ABCDEFGH")
     assert final is not None and final.seq == 20 and len(final.marks) == 20
+
+
+# --- the OAuth server's items --------------------------------------------------------------------------------
+
+
+def auth_item(kind: str = "grant", key: str = "g1", owner: str | None = "id-1", **data: Any) -> AuthItem:
+    return AuthItem(kind=kind, key=key, owner=owner, data=data or {"client": "c1"}, expires_at=T0 + 600)
+
+
+def test_auth_items_put_get_replace_and_delete(store: Store) -> None:
+    store.put_auth(auth_item())
+    assert store.get_auth("grant", "g1") == auth_item()
+    assert store.get_auth("token", "g1") is None  # kinds are apart
+    store.put_auth(auth_item(client="c2"))
+    got = store.get_auth("grant", "g1")
+    assert got is not None and got.data == {"client": "c2"} and got.expires_at == T0 + 600
+    store.put_auth(auth_item(kind="client", key="k", owner=None, name="Claude", uris=["https://a/cb"]))
+    assert store.get_auth("client", "k") == auth_item(kind="client", key="k", owner=None, name="Claude", uris=["https://a/cb"])
+    assert store.delete_auth("grant", "g1") is True
+    assert store.delete_auth("grant", "g1") is False
+    assert store.get_auth("grant", "g1") is None
+
+
+def test_auth_items_listed_by_owner(store: Store) -> None:
+    store.put_auth(auth_item(key="g1", owner="id-1"))
+    store.put_auth(auth_item(key="g2", owner="id-1"))
+    store.put_auth(auth_item(key="g3", owner="id-2"))
+    store.put_auth(auth_item(kind="access", key="g4", owner="id-1"))
+    assert sorted(i.key for i in store.list_auth("grant", "id-1")) == ["g1", "g2"]
+    assert [i.key for i in store.list_auth("grant", "id-2")] == ["g3"]
+    store.delete_auth("grant", "g1")
+    assert [i.key for i in store.list_auth("grant", "id-1")] == ["g2"]
+    assert store.list_auth("grant", "nobody") == []
+
+
+def test_auth_take_is_once(store: Store) -> None:
+    """An authorization code is used once, a refresh token rotated once: of many takes at once, one wins."""
+    store.put_auth(auth_item(kind="code", key="c", owner="g"))
+    results: list[AuthItem | None] = []
+    lock = threading.Lock()
+
+    def take() -> None:
+        got = store.take_auth("code", "c")
+        with lock:
+            results.append(got)
+
+    threads = [threading.Thread(target=take) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r for r in results if r is not None] == [auth_item(kind="code", key="c", owner="g")]
+    assert store.get_auth("code", "c") is None and store.list_auth("code", "g") == []
+    assert store.take_auth("code", "c") is None

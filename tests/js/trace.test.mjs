@@ -63,6 +63,13 @@ test("a saved trace holds each call's tool, arguments, outcome and timing, and n
   assert.doesNotMatch(JSON.stringify(trace), /secret-id|seq|token|code"/);
 });
 
+test("the relay's consent questions (an app asking to connect) are left out of a saved trace, which replays", () => {
+  const relayed = [...RELAYED, entry(6, "codap_relay_consent", { app: "Claude", redirect: "claude.ai" })];
+  const trace = buildTrace({ relayed, pluginVersion: "1.0.0" });
+  assert.deepEqual(trace.calls.map((c) => c.tool), RELAYED.map((e) => e.tool));
+  assert.equal(readTrace(JSON.stringify(trace), TOOLS).length, RELAYED.length);
+});
+
 test("files that are not traces of this plugin's tools are refused before anything runs, saying why", () => {
   const refused = (text) => {
     try {

@@ -1,4 +1,5 @@
-"""The MCP endpoint over HTTP: ``POST /mcp/{code}`` and ``POST /mcp`` with ``Authorization: Bearer <code>``.
+"""The MCP endpoint over HTTP: ``POST /mcp/{code}``, ``POST /mcp`` with ``Authorization: Bearer <code>``, and
+``POST /mcp`` with an OAuth access token (http/oauth.py), which reaches the plugin it was granted by.
 
 The transport only: it checks the request's headers, records who is calling, and lets a per-request stateless
 session manager of the SDK serve the protocol's server (codap_relay.mcp.server). The SDK's session manager may be
@@ -9,6 +10,7 @@ requests, so each request gets a fresh one, entered for that request alone.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from mcp.server.lowlevel import Server
@@ -19,11 +21,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from ..codes import CODE_RE
 from ..mcp.calls import Refused, read_call
 from ..mcp.server import SCOPE_KEY, SERVER, McpCall, build_server
 from ..settings import Settings
 from .context import allowed_origins, client_ip, mcp_code, public_base, relay_of
 from .errors import error_response
+from .oauth import challenge, provider_for
+from .oauth import routes as oauth_routes
 
 
 def security_settings(settings: Settings) -> TransportSecuritySettings:
@@ -67,6 +72,39 @@ async def check_headers(request: Request, security: TransportSecuritySettings) -
     return error_response(request, status, error, message)
 
 
+def looks_like_code(credential: str) -> bool:
+    """A bearer that is a pairing code (8 of A-Z, 2-7, hyphen and spaces allowed) rather than an OAuth token (43
+    URL-safe characters): the two never share a shape."""
+    return len(credential) <= 12 and CODE_RE.match(re.sub(r"[\s-]", "", credential).upper()) is not None
+
+
+async def caller_of(request: Request) -> McpCall | Response:
+    """Who calls: a pairing code (``/mcp/{code}``, or ``/mcp`` with the code as bearer), or an OAuth grant (``/mcp``
+    with an access token), whose plugin's latest session it reaches. ``/mcp`` with neither is answered 401 with
+    where to start OAuth discovery; a token that is not live (expired, revoked, disconnected) 401 too."""
+    relay = relay_of(request)
+    base = public_base(request)
+    raw_code = mcp_code(request)
+    if raw_code is None or (request.path_params.get("code") is None and not looks_like_code(raw_code)):
+        token = raw_code
+        grant = None if token is None else await provider_for(request).verify(token)
+        if grant is None:
+            error = None if token is None else "invalid_token"
+            message = (
+                "Connect this app to CODAP: sign in through OAuth (this answer's WWW-Authenticate header says where), "
+                "or use the URL /mcp/CODE with the 8-character code shown in the CODAP plugin."
+                if token is None
+                else "This token is not valid here any more (expired, or the app was disconnected in the plugin)."
+            )
+            return error_response(request, 401, error or "token_required", message, headers=challenge(base, error))
+        # Limits by what the caller holds: this grant's own window and all grants' ceiling, never the address.
+        await relay.admit("grant", grant.id, relay.settings.rate_limit_request_per_grant)
+        await relay.admit("grants", "all", relay.settings.rate_limit_grants_global)
+        code = await relay.grants.code_of(grant.identity)
+        return McpCall(relay=relay, raw_code=code, client=f"grant:{grant.id}", base_url=base, grant=grant.id)
+    return McpCall(relay=relay, raw_code=raw_code, client=client_ip(request), base_url=base)
+
+
 class McpEndpoint:
     """ASGI endpoint: records who is calling, then lets a per-request stateless session manager serve it."""
 
@@ -77,18 +115,18 @@ class McpEndpoint:
         request = Request(scope, receive)
         relay = relay_of(request)
         settings = relay.settings
-        scope[SCOPE_KEY] = McpCall(
-            relay=relay, raw_code=mcp_code(request), client=client_ip(request), base_url=public_base(request)
-        )
+        caller = await caller_of(request)
+        if isinstance(caller, Response):
+            await caller(scope, receive, send)
+            return
+        scope[SCOPE_KEY] = caller
         security = security_settings(settings)
         rejected = await check_headers(request, security)
         if rejected is not None:
             await rejected(scope, receive, send)
             return
         try:
-            json_response, receive = await read_call(
-                request, receive, relay, scope[SCOPE_KEY].raw_code, client_ip(request)
-            )
+            json_response, receive = await read_call(request, receive, relay, caller.raw_code, caller.client)
         except Refused as exc:
             await JSONResponse(exc.body(), status_code=400)(scope, receive, send)
             return
@@ -109,4 +147,5 @@ def routes(*, subscriptions: bool = False) -> list[BaseRoute]:
     return [
         Route("/mcp", endpoint, methods=["POST"]),
         Route("/mcp/{code}", endpoint, methods=["POST"]),
+        *oauth_routes(),
     ]

@@ -54,6 +54,7 @@ async def create_session(request: Request) -> Response:
     body = parse(s.SessionCreate, await read_json(request, relay.settings.max_request_bytes))
     tools = None if body.tools is None else [t.model_dump(exclude_none=True) for t in body.tools]
     session, token = await relay.create_session(tools, client=client_ip(request))
+    await relay.grants.plugin_opened(session.code, body.identity)  # its connected apps now reach this code
     long_lived = getattr(request.app.state, "long_lived", False)
     created = s.SessionCreated(
         code=session.code,

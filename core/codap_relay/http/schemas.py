@@ -29,6 +29,14 @@ class SessionCreate(_Body):
     tools: list[ToolSpec] | None = Field(
         None, description="The plugin's own tool manifest; default: the six CODAP tools."
     )
+    identity: str | None = Field(
+        None,
+        min_length=32,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="The plugin's long-lived secret key in this browser's storage: apps connected through OAuth "
+        "reach this session by it, with no new consent. Leave it out where storage is blocked.",
+    )
 
 
 class SessionCreated(BaseModel):

@@ -19,9 +19,10 @@ from starlette.requests import Request
 
 from codap_relay import __version__
 from codap_relay.codes import normalise_code
-from codap_relay.errors import InvalidCode, RelayError
+from codap_relay.errors import InvalidCode, RelayError, SessionNotFound
+from codap_relay.manifest import DEFAULT_TOOLS
 from codap_relay.mcp.resources import handlers as resource_handlers
-from codap_relay.mcp.tools import Caller, call_tool, list_tools, protocol_error
+from codap_relay.mcp.tools import Caller, call_tool, error_result, list_tools, mcp_tools, protocol_error
 from codap_relay.primer import PRIMER
 from codap_relay.records import SessionRecord
 from codap_relay.relay import Relay
@@ -37,6 +38,7 @@ class McpCall:
     raw_code: str | None
     client: str | None
     base_url: str
+    grant: str | None = None  # the OAuth grant the call carries (its token), else None: a pairing code
     session: SessionRecord | None = None
 
 
@@ -53,23 +55,51 @@ async def require_session(ctx: ServerRequestContext[Any, Any], call_next: CallNe
         return await call_next(ctx)
     call = _call_of(ctx)
     try:
-        if call.raw_code is None:
-            raise InvalidCode(
-                "No pairing code: use the URL /mcp/CODE with the 8-character code shown in the CODAP "
-                "plugin, or send it as Authorization: Bearer CODE. Get a code by opening the codap-relay plugin."
-            )
-        code = normalise_code(call.raw_code)
-        call.session = await call.relay.session_for_llm(code, client=call.client)
+        if call.grant is not None:
+            call.session = await _granted_session(call, ctx.method)
+        else:
+            if call.raw_code is None:
+                raise InvalidCode(
+                    "No pairing code: use the URL /mcp/CODE with the 8-character code shown in the CODAP "
+                    "plugin, or send it as Authorization: Bearer CODE. Get a code by opening the codap-relay plugin."
+                )
+            code = normalise_code(call.raw_code)
+            call.session = await call.relay.session_for_llm(code, client=call.client)
     except RelayError as exc:
         raise protocol_error(exc) from exc
     return await call_next(ctx)
+
+
+NOT_OPEN = (
+    "The CODAP plugin this app is connected to is not open. Ask the user to open CODAP with the codap-relay plugin "
+    "in the browser where they approved this app; it reconnects by itself, with no new code to share."
+)
+
+
+# What a connector may do while its plugin is closed: connect and list the tools (a host does both when a chat
+# starts, and would show the connector as broken otherwise), and call one, which answers that the plugin is closed.
+WITHOUT_PLUGIN = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+
+
+async def _granted_session(call: McpCall, method: str) -> SessionRecord | None:
+    """The session of the plugin a grant reaches: its latest code, followed by itself (no code to share). None
+    while that plugin is not open, for the methods that can do without it."""
+    try:
+        if call.raw_code is None:
+            raise SessionNotFound(NOT_OPEN, reason="expired")
+        return await call.relay.session_for_llm(call.raw_code, client=call.client)
+    except SessionNotFound as exc:
+        if method in WITHOUT_PLUGIN:
+            return None
+        raise SessionNotFound(NOT_OPEN, reason=exc.reason) from exc
 
 
 async def _on_list_tools(
     ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     call = _call_of(ctx)
-    assert call.session is not None  # require_session ran first
+    if call.session is None:  # a grant whose plugin is closed: the tools every plugin offers
+        return types.ListToolsResult(tools=mcp_tools(DEFAULT_TOOLS))
     return list_tools(call.relay, call.session)
 
 
@@ -77,7 +107,8 @@ async def _on_call_tool(
     ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
 ) -> types.CallToolResult:
     call = _call_of(ctx)
-    assert call.session is not None
+    if call.session is None:  # a grant whose plugin is closed
+        return error_result(NOT_OPEN, {"error": "plugin_not_open"})
     caller = Caller(
         code=call.session.code,
         client=call.client,

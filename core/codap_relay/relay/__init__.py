@@ -22,6 +22,7 @@ from ..codes import CodeFactory, new_code, new_token
 from ..delivery import StreamEvent
 from ..guard import GuessingGuard
 from ..notify import Notifier
+from ..oauth.grants import Grants
 from ..observe import NullObserver, Observer
 from ..records import ChangeMarks, RequestRecord, ResponseRecord, SessionRecord
 from ..settings import Settings
@@ -152,6 +153,7 @@ class Relay:
             s, io, clock, self.ids, sessions=sessions, presence=presence, notifier=notifier, push=push_out
         )
         self.push = PushChannel(s, io, clock, sender=push_out, sessions=sessions, presence=presence, notifier=notifier)
+        self.grants = Grants(io, clock, access_ttl=s.oauth_access_ttl_seconds, refresh_ttl=s.oauth_refresh_ttl_seconds)
 
     # --- plumbing, and rate limits ----------------------------------------------------------------------
 
@@ -210,9 +212,9 @@ class Relay:
 
     async def submit(
         self, code: str, tool: str, args: Any, request_id: str | None = None, *, client: str | None = None,
-        session: SessionRecord | None = None,
+        session: SessionRecord | None = None, own: bool = False,
     ) -> tuple[RequestRecord, bool]:
-        return await self.queue.submit(code, tool, args, request_id, client=client, session=session)
+        return await self.queue.submit(code, tool, args, request_id, client=client, session=session, own=own)
 
     async def call(
         self, code: str, tool: str, args: Any, request_id: str | None = None, *, wait: float,

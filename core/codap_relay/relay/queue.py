@@ -71,9 +71,12 @@ class RequestQueue:
         *,
         client: str | None = None,
         session: SessionRecord | None = None,
+        own: bool = False,
     ) -> tuple[RequestRecord, bool]:
         """Validate and durably queue a tool request. Returns (record, created); a retry returns (existing, False).
-        ``session``: the session as the caller has just read it with ``session_for_llm`` (not read again)."""
+        ``session``: the session as the caller has just read it with ``session_for_llm`` (not read again).
+        ``own``: a request of the relay's own to the plugin (the OAuth consent question), named by no manifest, so
+        no caller can send one."""
         if request_id is not None:
             checked_request_id(
                 request_id,
@@ -98,9 +101,9 @@ class RequestQueue:
                 session = await self.sessions.for_llm(code, client=client)
             if client is not None:
                 await self.limits.admit("request", f"{client}:{code}", limit)
-        spec = find_tool(self.sessions.manifest(session), tool)
         check_finite(args, "args")  # an infinity stored would reach the plugin as `Infinity`, which it cannot parse
-        validate_args(spec, args)
+        if not own:
+            validate_args(find_tool(self.sessions.manifest(session), tool), args)
         size = args_bytes(args)
         charged = await self._bounded(session, size, request_id, client)
         now = self.clock.now()

@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..jsonvalues import dumps
-from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..records import (
+    AuthItem,
+    ChangeMarks,
+    Completion,
+    Lookup,
+    NewRequest,
+    RequestRecord,
+    ResponseRecord,
+    SessionRecord,
+)
 
 #: Every backend keeps a record at least this long past its expiry (the SQLite purge, DynamoDB's TTL attribute),
 #: so late readers get "expired" rather than "unknown" and an ended session's log stays readable for the
@@ -152,6 +161,26 @@ class Store(Protocol):
     def get_changes(self, code: str) -> ChangeMarks | None:
         """The session's change marks as last noted (None before the first note). Read fresh: a watcher re-reads
         it when woken or on its poll."""
+        ...
+
+    def put_auth(self, item: AuthItem) -> None:
+        """Store an OAuth item (oauth/), replacing the one of the same kind and key."""
+
+    def get_auth(self, kind: str, key: str) -> AuthItem | None:
+        """The item as last put, expired or not (the service checks ``expires_at``)."""
+        ...
+
+    def take_auth(self, kind: str, key: str) -> AuthItem | None:
+        """Delete the item and return it, atomically: of two takes of one item, one gets it and the other None
+        (an authorization code is used once; a refresh token is rotated once)."""
+        ...
+
+    def delete_auth(self, kind: str, key: str) -> bool:
+        """Delete the item; True if there was one."""
+        ...
+
+    def list_auth(self, kind: str, owner: str) -> list[AuthItem]:
+        """The items of ``kind`` whose owner is ``owner``, expired or not, in no particular order."""
         ...
 
     def close(self) -> None: ...

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
 from ..records import (
     DETACHED,
+    AuthItem,
     ChangeMarks,
     Completion,
     Lookup,
@@ -38,6 +39,7 @@ class MemoryStore:
         self._sessions: dict[str, _SessionData] = {}
         self._counters: dict[str, tuple[int, float]] = {}
         self._changes: dict[str, ChangeMarks] = {}
+        self._auth: dict[tuple[str, str], AuthItem] = {}
 
     def create_session(self, session: SessionRecord) -> None:
         with self._lock:
@@ -203,6 +205,24 @@ class MemoryStore:
 
     def get_changes(self, code: str) -> ChangeMarks | None:
         return self._changes.get(code)
+
+    def put_auth(self, item: AuthItem) -> None:
+        with self._lock:
+            self._auth[(item.kind, item.key)] = item
+
+    def get_auth(self, kind: str, key: str) -> AuthItem | None:
+        return self._auth.get((kind, key))
+
+    def take_auth(self, kind: str, key: str) -> AuthItem | None:
+        with self._lock:
+            return self._auth.pop((kind, key), None)
+
+    def delete_auth(self, kind: str, key: str) -> bool:
+        return self.take_auth(kind, key) is not None
+
+    def list_auth(self, kind: str, owner: str) -> list[AuthItem]:
+        with self._lock:
+            return [i for i in self._auth.values() if i.kind == kind and i.owner == owner]
 
     def close(self) -> None:
         pass

@@ -15,6 +15,7 @@ from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotF
 from ..jsonvalues import dumps
 from ..records import (
     DETACHED,
+    AuthItem,
     ChangeMarks,
     Completion,
     Lookup,
@@ -44,6 +45,11 @@ CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, count INTEGER NOT NUL
 CREATE TABLE IF NOT EXISTS changes (
   code TEXT PRIMARY KEY, seq INTEGER NOT NULL, marks TEXT NOT NULL, expires_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS auth (
+  kind TEXT NOT NULL, key TEXT NOT NULL, owner TEXT, data TEXT NOT NULL, expires_at REAL NOT NULL,
+  PRIMARY KEY (kind, key)
+);
+CREATE INDEX IF NOT EXISTS auth_owner ON auth (kind, owner);
 """
 # A session's pending requests are counted (status reads, the pending limits) from this index alone: the rows,
 # with their arguments in overflow pages, are never read for it.
@@ -427,12 +433,47 @@ class SqliteStore:
             code=code, seq=int(row["seq"]), marks={k: int(v) for k, v in json.loads(row["marks"]).items()}
         )
 
+    # --- the OAuth server's items -----------------------------------------------------------------------
+
+    @staticmethod
+    def _auth_item(row: sqlite3.Row) -> AuthItem:
+        return AuthItem(
+            kind=row["kind"], key=row["key"], owner=row["owner"], data=json.loads(row["data"]),
+            expires_at=float(row["expires_at"]),
+        )
+
+    def put_auth(self, item: AuthItem) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO auth (kind, key, owner, data, expires_at) VALUES (?, ?, ?, ?, ?)",
+                (item.kind, item.key, item.owner, json.dumps(item.data), item.expires_at),
+            )
+
+    def get_auth(self, kind: str, key: str) -> AuthItem | None:
+        row = self._one("SELECT * FROM auth WHERE kind = ? AND key = ?", (kind, key))
+        return None if row is None else self._auth_item(row)
+
+    def take_auth(self, kind: str, key: str) -> AuthItem | None:
+        with self._tx() as db:
+            row = db.execute("SELECT * FROM auth WHERE kind = ? AND key = ?", (kind, key)).fetchone()
+            if row is None:
+                return None
+            db.execute("DELETE FROM auth WHERE kind = ? AND key = ?", (kind, key))
+        return self._auth_item(row)
+
+    def delete_auth(self, kind: str, key: str) -> bool:
+        return self.take_auth(kind, key) is not None
+
+    def list_auth(self, kind: str, owner: str) -> list[AuthItem]:
+        return [self._auth_item(r) for r in self._all("SELECT * FROM auth WHERE kind = ? AND owner = ?", (kind, owner))]
+
     def purge(self, now: float) -> None:
         """Delete rows long past expiry. Runs now and then from create_session."""
         cutoff = now - PURGE_GRACE_SECONDS
         with self._tx() as db:
             db.execute("DELETE FROM counters WHERE expires_at < ?", (now,))
             db.execute("DELETE FROM changes WHERE expires_at < ?", (cutoff,))
+            db.execute("DELETE FROM auth WHERE expires_at < ?", (cutoff,))
             db.execute("DELETE FROM responses WHERE expires_at < ?", (cutoff,))
             db.execute("DELETE FROM requests WHERE expires_at < ? AND status NOT IN ('queued','delivered')", (cutoff,))
             db.execute("DELETE FROM requests WHERE expires_at < ?", (cutoff,))

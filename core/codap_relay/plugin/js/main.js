@@ -1,6 +1,7 @@
 // @ts-check
 // Wiring: CODAP handshake, session (kept across reloads where the browser allows storage), stream, runner, UI.
 
+import { CONSENT_TOOL, ConnectedApps, pluginIdentity } from "./apps.js";
 import { ChangeReporter } from "./changes.js";
 import { CodapPhone } from "./codap.js";
 import { BlockWatch, slowNotes, withCodapWaits } from "./slow.js";
@@ -32,6 +33,8 @@ const watchdogMs = Number(params.get("watchdog") || 45) * 1000;
 const handshakeMs = Number(params.get("handshake") || 15) * 1000;
 const ui = createUI();
 const client = new RelayClient(relayBase);
+const identity = pluginIdentity(relayBase);
+client.identity = identity.key; // apps connected through OAuth follow this browser's key to each new code
 const storage = openStorage(globalThis);
 const store = new PluginStore(storage.storage, relayBase);
 
@@ -67,6 +70,7 @@ let stream = null;
 let runner = null;
 let obtaining = null; // the session being created, so clicks and events do not ask twice
 let reporter = null; // tells a long-lived relay what CODAP said changed (MCP subscriptions)
+let apps = null; // the apps connected through OAuth, and their consent questions (apps.js)
 listen((notice) => {
   try {
     reporter?.hear(notice);
@@ -224,6 +228,12 @@ function connect() {
   const { code, token, changes } = session;
   reporter?.stop();
   reporter = changes ? new ChangeReporter({ post: (note) => client.postChanges(changes, token, note) }) : null;
+  apps = new ConnectedApps({
+    list: () => client.connectedApps(code, token),
+    disconnect: (id) => client.disconnectApp(code, token, id),
+    announce: (text) => ui.notice(text),
+  });
+  apps.refresh();
   runner = new Runner({
     tools,
     store,
@@ -258,6 +268,10 @@ function connect() {
       onAlive: refreshExpiry,
       onRequest: (request) => {
         refreshExpiry();
+        if (request.tool === CONSENT_TOOL) {
+          answerConsent(request, code, token);
+          return;
+        }
         runner.enqueue(request);
       },
       onSuperseded: () => {
@@ -294,6 +308,18 @@ function connect() {
   ui.setChannel(push ? "push" : "stream");
   runner.resume();
   stream.open(null); // after a (re)load the relay sends every unanswered request; the ledger dedupes
+}
+
+/** The relay asks whether an app may use this CODAP (someone typed this code on its consent page). */
+async function answerConsent(request, code, token) {
+  const allow = await apps.ask(request.args ?? {});
+  try {
+    await client.postResponse(code, token, request.id, { result: { allow } });
+  } catch (err) {
+    ui.notice(`The answer could not reach the relay: ${err.message}. Start again from the app.`);
+  }
+  // the relay makes the grant when the consent page next looks (about once a second): look again after it
+  for (const ms of [1500, 4000, 10_000]) setTimeout(() => apps?.refresh(), ms);
 }
 
 async function copyText(text) {

@@ -81,6 +81,8 @@ export class RelayClient {
     this.fetch = fetchImpl;
     this.callMs = callMs;
     this.transferMs = transferMs;
+    /** @type {string | null} the plugin's key in this browser (apps.js), sent when it opens a session */
+    this.identity = null;
   }
 
   /** ``read(res)`` within ``ms`` of sending, the body included: past it the call is aborted (RelayTimeoutError). */
@@ -112,10 +114,27 @@ export class RelayClient {
   }
 
   createSession(tools) {
+    // ``identity``: the key this browser keeps for the plugin (apps.js); apps connected by OAuth follow it
+    const body = this.identity ? { tools, identity: this.identity } : { tools };
     return this._json("/api/sessions", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ tools }),
+      body: JSON.stringify(body),
+    });
+  }
+
+  /** The apps connected to this plugin through OAuth: {persistent, apps: [{id, app, connectedAt}]}. */
+  connectedApps(code, token) {
+    return this._json(`/api/sessions/${encodeURIComponent(code)}/grants`, {
+      headers: { Authorization: `Bearer ${token}` },
+      cache: "no-store",
+    });
+  }
+
+  disconnectApp(code, token, id) {
+    return this._json(`/api/sessions/${encodeURIComponent(code)}/grants/${encodeURIComponent(id)}`, {
+      method: "DELETE",
+      headers: { Authorization: `Bearer ${token}` },
     });
   }
 

@@ -10,6 +10,7 @@
 // converts them) and refuses a later one with a message.
 
 import { hashText } from "./data.js";
+import { CONSENT_TOOL } from "./apps.js";
 import { checkRequest } from "./tools/policy.js";
 
 export const TRACE_FORMAT = "codap-relay-trace";
@@ -27,7 +28,8 @@ export class TraceError extends Error {}
  */
 export function buildTrace({ relayed, replayed = [], pluginVersion, exportedAt = new Date().toISOString() }) {
   const calls = [
-    ...relayed.map((e) => ({
+    // the relay's own consent questions (apps.js) are no tool calls: a replay could not run them
+    ...relayed.filter((e) => e.tool !== CONSENT_TOOL).map((e) => ({
       tool: e.tool,
       args: e.args ?? {},
       status: e.status,

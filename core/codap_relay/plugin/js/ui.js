@@ -85,6 +85,7 @@ export function createUI(doc = document) {
       if (code !== shownCode) announcer.say(`Pairing code: ${spelled(code)}.`);
       shownCode = code;
       $("relay-url").textContent = relayBase;
+      $("apps-url").textContent = `${relayBase}/mcp`;
       $("relay-url").title = relayBase;
       expiresAt = at;
       tick();

@@ -4,7 +4,8 @@
 - ``codec.py``: records to items and back; payloads compressed, and chunked when too large for their item.
 - ``client.py``: the boto3 client, DynamoDB's errors as the relay's, transactions retried until decided.
 - ``sessions.py``, ``requests.py`` (the queue and its delivery), ``responses.py``, ``counters.py`` (rate-limit
-  windows), ``changes.py`` (change marks): the store interface's operations (``store/base.py``), in its groups.
+  windows), ``changes.py`` (change marks), ``auth.py`` (the OAuth server's items): the store interface's
+  operations (``store/base.py``), in its groups.
 
 Every multi-item change is one ``TransactWriteItems`` with conditions, so nothing is half-written: a request
 is appended together with the session counter bump (conditioned on the counter's old value) and its id item,
@@ -16,6 +17,7 @@ never), so expiry stays the service's check on ``expires_at``, as for every stor
 from __future__ import annotations
 
 from ..base import StoreUrlError
+from .auth import AuthOps
 from .changes import ChangeOps
 from .client import TABLE_NAME_RE, dynamodb_client
 from .codec import INLINE_LIMIT
@@ -26,7 +28,7 @@ from .sessions import SessionOps
 from .table import TTL_ATTRIBUTE, create_table, table_definition
 
 
-class DynamoStore(SessionOps, RequestOps, ResponseOps, CounterOps, ChangeOps):
+class DynamoStore(SessionOps, RequestOps, ResponseOps, CounterOps, ChangeOps, AuthOps):
     """The Store (store/base.py) on one DynamoDB table: each group of operations is a mixin over the shared
     ``Connection`` (client.py), so they share one client, one table name and one seq cache."""
 

@@ -14,6 +14,8 @@ Items (``pk``, ``sk``; every item carries ``purge_at``, the table's TTL attribut
 - ``SESSION#<code>`` / ``BLOB#<nonce>#<n>``: chunks of a payload too large for its item (items hold 400 KB).
 - ``SESSION#<code>`` / ``CHANGES``: what the plugin said changed in the document (``seq``, ``marks`` as JSON).
 - ``COUNTER#<key>`` / ``COUNTER``: a rate-limit window.
+- ``AUTH#<kind>#<key>`` / ``AUTH``: an item of the OAuth server; ``AUTHBY#<kind>#<owner>`` / ``<key>``: its
+  copy in its owner's partition, for listing.
 """
 
 from __future__ import annotations

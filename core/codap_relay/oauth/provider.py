@@ -1,0 +1,195 @@
+"""The MCP SDK's ``OAuthAuthorizationServerProvider`` over ``Grants``.
+
+The SDK's handlers check what the protocol asks (the client and its exact redirect URI, PKCE S256, the code's
+client, expiry and redirect URI, the refresh token's client and scopes); this provider keeps the records and adds
+what the SDK leaves to it: the RFC 8707 audience (a ``resource`` that is not this relay's ``/mcp`` is refused, and
+every token is bound to it), single use of authorization codes and refresh tokens (taken from the store in one
+step, so of two concurrent exchanges one gets nothing), and the grant behind every token.
+
+One provider per HTTP request: it knows the relay's public URL as that request sees it (``public_base``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    AuthorizeError,
+    OAuthAuthorizationServerProvider,
+    RefreshToken,
+    TokenError,
+)
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyUrl
+
+from .grants import (
+    ACCESS,
+    AUTH_CODE,
+    AUTH_CODE_TTL_SECONDS,
+    CLIENT,
+    CLIENT_TTL_SECONDS,
+    PENDING,
+    PENDING_TTL_SECONDS,
+    REFRESH,
+    USED_CODE,
+    Grant,
+    Grants,
+    digest,
+    secret,
+)
+
+SCOPE = "codap"  # one scope: drive the CODAP document the person paired
+
+
+def resource_url(base: str) -> str:
+    """The protected resource, and every token's audience: this relay's MCP endpoint."""
+    return f"{base}/mcp"
+
+
+def same_resource(given: str | None, base: str) -> bool:
+    return given is not None and given.rstrip("/") == resource_url(base)
+
+
+class RelayOAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
+    """Subclassed, not merely shaped like it: the SDK's default refuses the identity-assertion grant (SEP-990)."""
+
+    def __init__(self, grants: Grants, base: str) -> None:
+        self.grants = grants
+        self.base = base
+
+    # --- clients ------------------------------------------------------------------------------------------
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        item = await self.grants.get(CLIENT, client_id)
+        return None if item is None else OAuthClientInformationFull.model_validate(item.data)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        assert client_info.client_id is not None
+        data = client_info.model_dump(mode="json", exclude_none=True)
+        await self.grants.put(CLIENT, client_info.client_id, data, CLIENT_TTL_SECONDS)
+
+    # --- authorization: the consent page takes over ----------------------------------------------------------
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        if params.resource is not None and not same_resource(params.resource, self.base):
+            raise AuthorizeError("invalid_target", f"This server is the resource {resource_url(self.base)}.")
+        request = secret()
+        pending = {
+            "client_id": client.client_id,
+            "client_name": client.client_name or client.client_id,
+            "redirect_uri": str(params.redirect_uri),
+            "redirect_explicit": params.redirect_uri_provided_explicitly,
+            "code_challenge": params.code_challenge,
+            "state": params.state,
+            "scopes": params.scopes or [SCOPE],
+            "csrf": secret(),
+        }
+        await self.grants.put(PENDING, request, pending, PENDING_TTL_SECONDS)
+        return f"{self.base}/oauth/consent?{urlencode({'request': request})}"
+
+    async def approve(self, pending: dict[str, object], grant: Grant) -> str:
+        """The person approved in the plugin: a one-time code for the client, sent to its redirect URI."""
+        code = secret()
+        data = {
+            **{k: pending[k] for k in ("client_id", "redirect_uri", "redirect_explicit", "code_challenge", "scopes")}
+        }
+        await self.grants.put(
+            AUTH_CODE, digest(code), {**data, "grant": grant.id}, AUTH_CODE_TTL_SECONDS, owner=grant.id
+        )
+        return code
+
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> AuthorizationCode | None:
+        item = await self.grants.get(AUTH_CODE, digest(authorization_code))
+        if item is None:
+            # A code used before, sent again: someone else may hold it, so what it issued is revoked (RFC 6749 10.5).
+            used = await self.grants.get(USED_CODE, digest(authorization_code))
+            if used is not None:
+                await self.grants.revoke_grant(str(used.data["grant"]))
+            return None
+        d = item.data
+        return AuthorizationCode(
+            code=authorization_code,
+            scopes=list(d["scopes"]),
+            expires_at=item.expires_at,
+            client_id=d["client_id"],
+            code_challenge=d["code_challenge"],
+            redirect_uri=AnyUrl(d["redirect_uri"]),
+            redirect_uri_provided_explicitly=bool(d["redirect_explicit"]),
+            resource=resource_url(self.base),
+            subject=d["grant"],
+        )
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
+    ) -> OAuthToken:
+        # Taken, not read: a code is used once, even by two exchanges at the same moment.
+        item = await self.grants.take(AUTH_CODE, digest(authorization_code.code))
+        grant = None if item is None else await self.grants.live_grant(str(item.data["grant"]))
+        if grant is None:
+            raise TokenError("invalid_grant", "authorization code does not exist")
+        await self.grants.put(USED_CODE, digest(authorization_code.code), {"grant": grant.id}, AUTH_CODE_TTL_SECONDS)
+        return await self._issue(grant, authorization_code.scopes)
+
+    # --- tokens -------------------------------------------------------------------------------------------
+
+    async def _issue(self, grant: Grant, scopes: list[str]) -> OAuthToken:
+        issued = await self.grants.issue(grant, scopes, resource_url(self.base))
+        return OAuthToken(
+            access_token=issued.access,
+            token_type="Bearer",
+            expires_in=issued.expires_in,
+            scope=" ".join(scopes),
+            refresh_token=issued.refresh,
+        )
+
+    async def _loaded(self, kind: str, token: str) -> dict[str, Any] | None:
+        """What the SDK's token models hold of a live token of ``kind`` (its grant is the ``subject``)."""
+        found = await self.grants.token(kind, token)
+        if found is None:
+            return None
+        item, grant = found
+        return {
+            "token": token,
+            "client_id": grant.client_id,
+            "scopes": list(item.data["scopes"]),
+            "expires_at": int(item.expires_at),
+            "resource": str(item.data["resource"]),
+            "subject": grant.id,
+        }
+
+    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+        fields = await self._loaded(REFRESH, refresh_token)
+        return None if fields is None else RefreshToken(**fields)
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        # Rotated: the old refresh token is taken in the same step that finds it, so it works once.
+        item = await self.grants.take(REFRESH, digest(refresh_token.token))
+        grant = None if item is None else await self.grants.live_grant(str(item.data["grant"]))
+        if grant is None:
+            raise TokenError("invalid_grant", "refresh token does not exist")
+        return await self._issue(grant, scopes)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        fields = await self._loaded(ACCESS, token)
+        return None if fields is None else AccessToken(**fields)
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        """RFC 7009 revocation ends the whole grant (the SDK asks to revoke both tokens; a grant is what both
+        stand for): the plugin's list loses it and every token it issued is refused."""
+        if token.subject:
+            await self.grants.revoke_grant(token.subject)
+
+    async def verify(self, token: str) -> Grant | None:
+        """The grant an MCP call's bearer token stands for, if the token is live and was issued for this relay."""
+        found = await self.grants.token(ACCESS, token)
+        if found is None or not same_resource(str(found[0].data["resource"]), self.base):
+            return None
+        return found[1]
