@@ -446,7 +446,7 @@ class SqliteStore:
         with self._tx() as db:
             db.execute(
                 "INSERT OR REPLACE INTO auth (kind, key, owner, data, expires_at) VALUES (?, ?, ?, ?, ?)",
-                (item.kind, item.key, item.owner, json.dumps(item.data), item.expires_at),
+                (item.kind, item.key, item.owner, dumps(item.data), item.expires_at),
             )
 
     def get_auth(self, kind: str, key: str) -> AuthItem | None:

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from ...errors import StoreUnavailable
+from ...jsonvalues import dumps
 from ...records import AuthItem
 from .client import UNAVAILABLE, Connection
 from .codec import n, s
@@ -30,7 +31,7 @@ class AuthOps(Connection):
             "kind": s(item.kind),
             "akey": s(item.key),
             "owner": s(item.owner or NO_OWNER),
-            "data": s(json.dumps(item.data)),
+            "data": s(dumps(item.data)),
             "expires_at": n(item.expires_at),
             "purge_at": n(purge_at(item.expires_at)),
         }
@@ -72,7 +73,7 @@ class AuthOps(Connection):
                     # only the take that still finds the copy it read wins; a concurrent take gets None
                     "ConditionExpression": "attribute_exists(pk) AND #data = :data",
                     "ExpressionAttributeNames": {"#data": "data"},
-                    "ExpressionAttributeValues": {":data": s(json.dumps(found.data))},
+                    "ExpressionAttributeValues": {":data": s(dumps(found.data))},
                 }
             }
         ]
