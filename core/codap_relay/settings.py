@@ -46,6 +46,10 @@ class Settings(BaseModel):
     # and a function call). Under API Gateway's 10-minute idle timeout. 90 s keeps a district day under $5
     # (docs/deploy.md); a push plugin counts as connected while seen within 2.5 pings (``push_grace_seconds``).
     push_ping_seconds: float = Field(90, ge=1, le=540)
+    # How long one post to a push connection may take, with no retry: it runs inside a submit (and so inside a
+    # ?wait call's 29 s under API Gateway); a post that takes longer counts as unknown and the plugin's next ping
+    # or resume catches up.
+    push_publish_seconds: float = Field(1.0, gt=0, le=5)
     rate_limit_session_per_ip: int = Field(30, ge=1)
     rate_limit_request_per_code: int = Field(60, ge=1)
     guess_limit_per_ip: int = Field(20, ge=1)

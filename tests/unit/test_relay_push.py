@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -312,6 +313,48 @@ async def test_a_publish_fault_never_fails_the_submit(relay: Relay, pub: FakePub
     pub.faulty.clear()
     await send(relay, "C1", action="ping", after=0, code=code, token=token)  # the next ping catches up
     assert requests_in(pub.take("C1")) == [(seq, "r1")]
+
+
+async def test_a_post_that_fails_once_is_never_skipped(relay: Relay, pub: FakePublisher) -> None:
+    """A post whose outcome is unknown (a fault, not 410) is not a post: ``resumed.upTo`` stops short of it, so
+    the plugin's next ping (from the cursor it set) gets the request again instead of only a heartbeat."""
+    code, token = await opened(relay)
+    await attach(relay, "C1", code, token)
+    pub.take("C1")
+    pub.faulty.add("C1")  # the socket briefly unreachable: three requests queued meanwhile
+    for rid in ("r1", "r2", "r3"):
+        await ask(relay, code, rid)
+    pub.faulty.clear()
+    pub.fail_once(lambda conn, message: message.get("id") == "r2")
+    await send(relay, "C1", action="resume", after=0, code=code, token=token)
+    messages = pub.take("C1")
+    sent = requests_in(messages)
+    assert sent[0] == (1, "r1") and (2, "r2") not in sent
+    up_to = messages[-1]["upTo"]
+    assert messages[-1]["event"] == "resumed" and up_to < 2  # never past the last seq actually posted
+    # the plugin's cursor is now upTo; its next ping catches up with r2 (and r3) in order
+    await send(relay, "C1", action="ping", after=up_to, code=code, token=token)
+    caught_up = pub.take("C1")
+    assert requests_in(caught_up) == [(2, "r2"), (3, "r3")] and caught_up[-1]["upTo"] == 3
+
+
+async def test_a_slow_publish_is_cut_short_and_counts_toward_the_calls_wait(clock: FakeClock) -> None:
+    """A post gets PUSH_PUBLISH_SECONDS, with no retry, and the wait of a call runs from before its submit: a slow
+    management API neither holds a ?wait call past its wait nor counts as sent."""
+    slow = FakePublisher(blocking=True, delay=5)
+    relay = Relay(
+        make_settings(push_publish_seconds=0.6), MemoryStore(), clock=clock, ids=counting_ids(), publisher=slow
+    )
+    code, token = await opened(relay)
+    started = time.monotonic()
+    await attach(relay, "C1", code, token)  # its resumed post is unknown: no later message waits on it
+    assert time.monotonic() - started < 2
+    started = time.monotonic()
+    record, answer = await relay.call(code, "get_codap_datasets", {}, "r1", wait=0.3, client=IP)
+    elapsed = time.monotonic() - started
+    assert not answer.done and record.seq == 1
+    assert 0.5 < elapsed < 0.85  # the publish's 0.6 s, then no more: the 0.3 s wait had already run out
+    assert slow.posts == []
 
 
 async def test_a_takeover_that_races_the_submit_gets_the_request(relay: Relay, pub: FakePublisher) -> None:

@@ -76,7 +76,7 @@ class Relay:
         s, clock, notifier, observer = self.settings, self.clock, self.notifier, self.observer
         self.store_io = io = StoreIO(self.store, s)
         self.limits = limits = RateLimits(io, clock, observer)
-        self.push_out = push_out = PushSender(io, clock, self.publisher)
+        self.push_out = push_out = PushSender(io, clock, self.publisher, timeout=s.push_publish_seconds)
         self.sessions = sessions = Sessions(
             s, io, clock, codes=self.codes, tokens=self.tokens, guard=self.guard, limits=limits, notifier=notifier,
             observer=observer, push=push_out,

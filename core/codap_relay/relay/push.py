@@ -32,6 +32,7 @@ from ..notify import Notifier, stream_key
 from ..records import DETACHED, TAB_RE, RequestRecord, SessionRecord, push_connection, push_consumer
 from ..settings import Settings
 from .presence import Presence
+from .publisher import Outcome
 from .push_out import PushSender
 from .sessions import Sessions
 from .store_io import StoreIO
@@ -160,16 +161,20 @@ class PushChannel:
         if current.consumer != consumer:
             raise lost(current.consumer)
         for withdrawn in await self._withdrawn(code, None if attach else after):
-            if not await self.sender.post(connection_id, withdrawn):
+            if await self.sender.post(connection_id, withdrawn) is Outcome.GONE:
                 await self.sender.gone(code, consumer)
                 return
-        if not await self.sender.requests(code, consumer, pending):
+        outcome, unsent = await self.sender.requests(code, consumer, pending)
+        if outcome is Outcome.GONE:
             return
-        up_to = max([current.last_seq, *(r.seq for r in pending)])
+        # upTo vouches that nothing up to it is still to come: never past a request whose post is unknown (the
+        # plugin would move its cursor past it, and it would wait delivered and never run). The next ping, from
+        # the cursor this sets, sends it again.
+        up_to = unsent.seq - 1 if unsent is not None else max([current.last_seq, *(r.seq for r in pending)])
         resumed: dict[str, Any] = {"event": "resumed", "after": after, "upTo": up_to}
         if attach:
             resumed["pingSeconds"] = self.settings.push_ping_seconds
-        if not await self.sender.post(connection_id, resumed):
+        if await self.sender.post(connection_id, resumed) is Outcome.GONE:
             await self.sender.gone(code, consumer)
 
     async def _withdrawn(self, code: str, after: int | None) -> list[dict[str, Any]]:
