@@ -172,6 +172,7 @@ async def test_reconnect_chaos_with_a_faulty_publisher_loses_nothing(tmp_path: P
         **os.environ,
         "RATE_LIMIT_REQUEST_PER_CODE": "100000",
         "MAX_PENDING_REQUESTS_PER_SESSION": "100000",
+        "RATE_LIMIT_PUSH_MESSAGES_PER_CONNECTION": "100000",  # pings each second, and a resume per gap
         "HEARTBEAT_SECONDS": "1",
     }
     args = ["--template", str(TEMPLATE), "--store", f"sqlite:///{tmp_path / 'relay.db'}"]

@@ -383,17 +383,41 @@ async def test_a_wrong_token_or_an_unknown_code_is_told_and_closed(relay: Relay,
     assert session_of(relay, code).consumer is None  # none of them took delivery
 
 
-async def test_malformed_messages_get_bad_input_and_the_connection_stays(relay: Relay, pub: FakePublisher) -> None:
+async def test_a_malformed_message_gets_bad_input_and_closes_the_connection(relay: Relay, pub: FakePublisher) -> None:
+    """The plugin never sends one: a client that does is told why and loses its socket (API Gateway then runs
+    $disconnect), rather than holding a connection whose every message costs the stage."""
     code, token = await opened(relay)
-    for body in ("not json", "[]", '{"action":"subscribe"}', json.dumps({"action": "ping", "after": -1})):
-        await relay.push_message("C1", body)
-    await relay.push_message("C1", None)
-    await attach(relay, "C1", code, token, tab="short")
-    await send(relay, "C1", action="resume", after="7", code=code, token=token)
-    await send(relay, "C1", action="ping", after=0)  # no session named: the relay keeps nothing per connection
-    errors = pub.take("C1")
-    assert [(m["event"], m["code"]) for m in errors] == [("error", "bad_input")] * 8 and pub.closed == []
-    assert all(m["message"] for m in errors) and errors[-1]["field"] == "code" and '"token"' in errors[-1]["message"]
+    bodies: list[str | None] = [
+        "not json", "[]", '{"action":"subscribe"}', json.dumps({"action": "ping", "after": -1}), None,
+        json.dumps({"action": "attach", "code": code, "token": token, "tab": "short"}),
+        json.dumps({"action": "resume", "after": "7", "code": code, "token": token}),
+        json.dumps({"action": "ping", "after": 0}),  # no session named: the relay keeps nothing per connection
+    ]
+    for n, body in enumerate(bodies):
+        await relay.push_message(f"B{n}", body)
+    errors = [pub.take(f"B{n}") for n in range(len(bodies))]
+    assert [[(m["event"], m["code"]) for m in e] for e in errors] == [[("error", "bad_input")]] * len(bodies)
+    assert pub.closed == [f"B{n}" for n in range(len(bodies))]
+    last = errors[-1][0]
+    assert all(e[0]["message"] for e in errors) and last["field"] == "code" and '"token"' in last["message"]
+    assert session_of(relay, code).consumer is None
+
+
+async def test_a_connection_past_its_message_rate_is_closed(pub: FakePublisher, clock: FakeClock) -> None:
+    relay = Relay(
+        make_settings(rate_limit_push_messages_per_connection=5), MemoryStore(), clock=clock, ids=counting_ids(),
+        publisher=pub,
+    )
+    code, token = await opened(relay)
+    await attach(relay, "C1", code, token)
+    for _ in range(4):
+        await send(relay, "C1", action="ping", after=0, code=code, token=token)
+    assert pub.closed == [] and pub.events("C1")[-1] == "heartbeat"
+    await send(relay, "C1", action="ping", after=0, code=code, token=token)  # the sixth in this minute
+    last = pub.to("C1")[-1]
+    assert (last["event"], last["code"]) == ("error", "rate_limited") and pub.closed == ["C1"]
+    await attach(relay, "C2", code, token)  # another connection has a count of its own
+    assert pub.events("C2")[-1] == "resumed"
 
 
 async def test_a_connection_that_is_not_attached_is_told_and_closed(relay: Relay, pub: FakePublisher) -> None:
@@ -431,6 +455,22 @@ async def test_pagehide_detaches_the_tabs_push_connection_too(relay: Relay, pub:
     assert session_of(relay, code).consumer == DETACHED and not (await relay.status(code)).connected
     await send(relay, "C1", action="ping", after=0, code=code, token=token)
     assert pub.to("C1")[-1]["code"] == "not_attached" and pub.closed == ["C1"]
+
+
+async def test_disconnect_detaches_the_connection_at_once_and_never_a_newer_one(
+    relay: Relay, pub: FakePublisher
+) -> None:
+    """$disconnect names only the connection: the attach stored which session and consumer it took."""
+    code, token = await opened(relay)
+    await attach(relay, "C1", code, token)
+    assert await relay.push_disconnected("C1")
+    assert session_of(relay, code).consumer == DETACHED and not (await relay.status(code)).connected
+    assert not await relay.push_disconnected("C1")  # a second $disconnect finds nothing to do
+    await attach(relay, "C2", code, token)
+    await attach(relay, "C3", code, token, tab=TAB2)  # C3 took over; C2's socket closes after
+    assert not await relay.push_disconnected("C2")
+    assert session_of(relay, code).consumer == push_consumer(TAB2, "C3")
+    assert not await relay.push_disconnected("never-attached")
 
 
 async def test_a_push_plugin_counts_as_connected_for_two_and_a_half_pings(relay: Relay, clock: FakeClock) -> None:

@@ -95,7 +95,9 @@ class Relay:
         self.streams = PluginStream(
             s, io, clock, self.ids, sessions=sessions, presence=presence, notifier=notifier, push=push_out
         )
-        self.push = PushChannel(s, io, clock, sender=push_out, sessions=sessions, presence=presence, notifier=notifier)
+        self.push = PushChannel(
+            s, io, clock, sender=push_out, sessions=sessions, presence=presence, notifier=notifier, limits=limits
+        )
 
     # --- plumbing, and rate limits ----------------------------------------------------------------------
 
@@ -220,6 +222,9 @@ class Relay:
 
     async def push_message(self, connection_id: str, body: str | None, *, client: str | None = None) -> None:
         await self.push.message(connection_id, body, client=client)
+
+    async def push_disconnected(self, connection_id: str) -> bool:
+        return await self.push.disconnected(connection_id)
 
     async def pushed_request(
         self, code: str, token: str | None, request_id: str, *, client: str | None = None

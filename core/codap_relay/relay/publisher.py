@@ -42,6 +42,10 @@ class Publisher(Protocol):
     #: True when calls do I/O and must not run on the event loop (as ``Store.blocking``).
     blocking: bool
 
+    def prepare(self) -> None:
+        """Make what posts need (a client), outside any post's time bound; called before the first post."""
+        ...
+
     def publish(self, connection_id: str, message: dict[str, Any]) -> bool:
         """Send ``message`` to the connection; False when the connection is gone (closed, unknown). Raises on
         other faults (the service logs them and carries on: the plugin's next ping or resume catches up)."""
@@ -93,6 +97,9 @@ class ApiGatewayPublisher:
                     **extra,
                 )
             return self._client
+
+    def prepare(self) -> None:
+        self.client()  # boto3's import and client take longer than a post may: not counted against the first
 
     def publish(self, connection_id: str, message: dict[str, Any]) -> bool:
         client = self.client()

@@ -52,13 +52,24 @@ class PushSender:
         self.clock = clock
         self.publisher = publisher
         self.timeout = timeout  # one post's whole time, whatever the publisher's own timeouts
+        self._prepared = False
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         assert self.publisher is not None
+        if not self._prepared:
+            await self._run(self.publisher.prepare)
+            self._prepared = True
         if self.publisher.blocking:
             with anyio.fail_after(self.timeout):  # a thread that overruns is left to end on its own timeouts
                 return await anyio.to_thread.run_sync(lambda: fn(*args), abandon_on_cancel=True)
         return fn(*args)
+
+    async def _run(self, fn: Callable[[], None]) -> None:
+        assert self.publisher is not None
+        if self.publisher.blocking:
+            await anyio.to_thread.run_sync(fn)
+        else:
+            fn()
 
     async def post(self, connection_id: str, message: dict[str, Any]) -> Outcome:
         """Post one message: sent, gone (410) or unknown. A fault is logged (never the session's code: messages

@@ -11,7 +11,16 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..records import (
+    ChangeMarks,
+    Completion,
+    ConnectionRecord,
+    Lookup,
+    NewRequest,
+    RequestRecord,
+    ResponseRecord,
+    SessionRecord,
+)
 
 #: Every backend keeps a record at least this long past its expiry (the SQLite purge, DynamoDB's TTL attribute),
 #: so late readers get "expired" rather than "unknown" and an ended session's log stays readable for the
@@ -137,6 +146,14 @@ class Store(Protocol):
         ...
 
     def get_response(self, code: str, request_id: str) -> ResponseRecord | None: ...
+
+    def put_connection(self, record: ConnectionRecord) -> None:
+        """Record a push connection's attach (replacing any earlier record of the same connection)."""
+        ...
+
+    def take_connection(self, connection_id: str, now: float) -> ConnectionRecord | None:
+        """Remove a push connection's record and return it; None when there is none or it expired by ``now``."""
+        ...
 
     def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
         """Atomically add ``amount`` (one, or a byte count; negative to give some back) to a counter and return the

@@ -32,6 +32,9 @@ class FakePublisher:
         with self._lock:
             self._once.append(match)
 
+    def prepare(self) -> None:
+        pass  # nothing to make
+
     def publish(self, connection_id: str, message: dict[str, Any]) -> bool:
         if self.delay:
             time.sleep(self.delay)
