@@ -58,7 +58,7 @@ class Settings(BaseModel):
     rate_limit_status_per_ip: int = Field(300, ge=1)
     # Messages per minute per push connection (a plugin sends one ping per PUSH_PING_SECONDS, and a resume per gap):
     # one past it closes the connection, so a client that floods its socket cannot use up the stage's messages for
-    # long (each message is one counter write).
+    # long. Counted in each function instance (no store write): a flood passes it in any instance it reaches.
     rate_limit_push_messages_per_connection: int = Field(120, ge=1)
     # What one session may hold unanswered (its plugin away or slow): so many requests, so many bytes of arguments
     # (their JSON). A class of 30 students, each with a few calls pending, holds a few per session.

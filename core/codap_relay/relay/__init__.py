@@ -96,7 +96,7 @@ class Relay:
             s, io, clock, self.ids, sessions=sessions, presence=presence, notifier=notifier, push=push_out
         )
         self.push = PushChannel(
-            s, io, clock, sender=push_out, sessions=sessions, presence=presence, notifier=notifier, limits=limits
+            s, io, clock, sender=push_out, sessions=sessions, presence=presence, notifier=notifier, observer=observer
         )
 
     # --- plumbing, and rate limits ----------------------------------------------------------------------

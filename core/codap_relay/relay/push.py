@@ -29,6 +29,7 @@ from ..errors import (
     client_fields,
 )
 from ..notify import Notifier, stream_key
+from ..observe import Observer
 from ..records import (
     CONNECTION_RECORD_SECONDS,
     DETACHED,
@@ -40,7 +41,7 @@ from ..records import (
     push_consumer,
 )
 from ..settings import Settings
-from .limits import RateLimits
+from .limits import LocalRate
 from .presence import Presence
 from .publisher import Outcome
 from .push_out import PushSender
@@ -61,10 +62,10 @@ class PushChannel:
         sessions: Sessions,
         presence: Presence,
         notifier: Notifier,
-        limits: RateLimits,
+        observer: Observer,
     ) -> None:
         self.settings = settings
-        self.limits = limits
+        self.rate = LocalRate(clock, observer, "push message")
         self.store_io = store_io
         self.store = store_io.store
         self.clock = clock
@@ -80,8 +81,7 @@ class PushChannel:
         if self.sender.publisher is None:
             raise RuntimeError("the push channel needs PUSH_URL and PUSH_ENDPOINT set")
         try:
-            limit = self.settings.rate_limit_push_messages_per_connection
-            await self.limits.admit("push message", connection_id, limit)
+            self.rate.admit(connection_id, self.settings.rate_limit_push_messages_per_connection)
             message = parse_message(body)
             action = message["action"]
             if action == "attach":
