@@ -211,7 +211,7 @@ class CountingObserver:
 
 
 async def test_the_same_answer_many_times_at_once_is_seen_once(llm: httpx.AsyncClient, relay: Relay) -> None:
-    relay.observer = CountingObserver()
+    relay.reconfigure(observer=(counting := CountingObserver()))
     s = await open_session(llm)
     await post(llm, s["code"], "dup")
     answer = {"code": s["code"], "id": "dup", "result": {"rows": [1, 2, 3]}}
@@ -219,7 +219,7 @@ async def test_the_same_answer_many_times_at_once_is_seen_once(llm: httpx.AsyncC
         *(llm.post("/response", json=answer, headers=bearer(s["browserToken"])) for _ in range(20))
     )
     assert {r.status_code for r in replies} == {202}
-    assert relay.observer.completed == 1
+    assert counting.completed == 1
     r = await llm.get("/response", params={"code": s["code"], "id": "dup"})
     assert r.status_code == 200 and r.json()["result"] == {"rows": [1, 2, 3]}
     log = (await llm.get(f"/api/sessions/{s['code']}/log", headers=bearer(s["browserToken"]))).json()

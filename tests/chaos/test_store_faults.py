@@ -148,10 +148,9 @@ _worlds = itertools.count(1)
 
 async def build_world(make: Callable[[], tuple[Store, Faults, Store, dict[str, Any]]]) -> World:
     store, faults, view, errors = make()
-    relay = make_relay(store, FakeClock())
     # A distinct code per world: DynamoDB worlds share one table.
     n, k = next(_worlds), itertools.count()
-    relay.codes = lambda: f"{n:05o}{next(k):03o}".replace("0", "A").replace("1", "B")
+    relay = make_relay(store, FakeClock(), codes=lambda: f"{n:05o}{next(k):03o}".replace("0", "A").replace("1", "B"))
     transport = httpx.ASGITransport(app=build_app(relay), client=("198.51.100.9", 4000))
     client = httpx.AsyncClient(transport=transport, base_url="http://relay.test")
     s = (await client.post("/api/sessions", json={})).json()

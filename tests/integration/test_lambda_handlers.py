@@ -512,11 +512,11 @@ def test_every_function_calls_only_what_its_role_allows(aws: dict[str, Any]) -> 
         get.update(queryStringParameters=query, multiValueQueryStringParameters={k: [v] for k, v in query.items()})
         assert aws["modules"]["response"].handler(get, Context())["statusCode"] == 202
         invoke(aws, "stream", "stream-poll")  # the plugin is seen: MCP calls go through
-        mcp_relay.settings = settings.model_copy(update={"mcp_tool_timeout_seconds": 0.2})
+        mcp_relay.reconfigure(settings=settings.model_copy(update={"mcp_tool_timeout_seconds": 0.2}))
         called = invoke(aws, "mcp", "mcp-tools-call")
         assert "did not answer" in body(called)["result"]["content"][0]["text"]
     finally:
-        mcp_relay.settings = settings
+        mcp_relay.reconfigure(settings=settings)
         for events, hook in hooks:
             events.unregister("before-parameter-build.dynamodb.*", hook)
     granted = allowed_actions()

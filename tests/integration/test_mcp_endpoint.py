@@ -383,7 +383,7 @@ async def test_progress_arrives_while_a_call_waits_on_a_slow_plugin(
 ) -> None:
     """A tools/call with a progressToken, from a client that accepts text/event-stream, is answered with a stream:
     notifications/progress (the request's state: queued, then delivered to the plugin) come before the result."""
-    relay.settings = relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 10})
+    relay.reconfigure(settings=relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 10}))
     session = await live.new_session()
 
     async def slow(tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -418,7 +418,7 @@ async def test_a_cancelled_queued_request_never_runs(live: Live, relay: Relay, t
     call's request in its store and withdraws it while the plugin has not received it, so it never runs. The SDK's
     client cancels when its own read timeout ends a call; the call streams (it asked for progress), so the cancel
     reaches the relay in both eras: 2025 as a POST, 2026-07-28 by closing the call's stream."""
-    relay.settings = relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 1.5})
+    relay.reconfigure(settings=relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 1.5}))
     session = await live.new_session()
     code = session["code"]
     await relay.touch(await relay.session_for_llm(code))  # seen just now, but its stream is not open
@@ -459,7 +459,7 @@ async def test_a_cancellation_posted_while_the_call_waits_withdraws_it_and_ends_
     the cancellation withdraws its request, the waiting call ends at once with the error ``cancelled``; the plugin,
     when it comes, never receives it. A cancellation names only the sender's own calls (its JSON-RPC id and
     address) and a running request is left to finish."""
-    relay.settings = relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 10})
+    relay.reconfigure(settings=relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 10}))
     session = await live.new_session()
     code = session["code"]
     await relay.touch(await relay.session_for_llm(code))

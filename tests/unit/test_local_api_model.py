@@ -10,9 +10,10 @@ import httpx
 import pytest
 
 from codap_relay.sam_template import TemplateError
-from codap_relay_tooling.localapi.gateway import Gateway, TokenBucket
+from codap_relay_tooling.localapi.gateway import Gateway
 from codap_relay_tooling.localapi.routing import Router
 from codap_relay_tooling.localapi.template import Resolver, Route, Stack, parameter_values, read_stack
+from codap_relay_tooling.localapi.throttle import TokenBucket
 
 ROUTES = (
     Route("/items", "GET", "List"),

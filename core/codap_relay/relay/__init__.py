@@ -14,6 +14,7 @@ store_io.py and outcomes.py serve them.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from ..clock import Clock, IdFactory, SystemClock, uuid_ids
@@ -41,11 +42,24 @@ from .stream import PluginStream
 T = TypeVar("T")
 __all__ = [
     "BYTES_WINDOW_SECONDS", "CODE_ATTEMPTS", "LOG_PAGE_BYTES", "RATE_WINDOW_SECONDS", "REQUEST_ID_RE", "Answer",
-    "LogItem", "Metadata", "Relay", "SessionState", "checked_request_id", "store_failures_unavailable",
+    "LogItem", "Metadata", "Relay", "RelayDeps", "SessionState", "checked_request_id", "store_failures_unavailable",
 ]
-# What the units are built from: one replaced on the front (tests swap the observer, the settings, the code
-# factory) reaches every unit, which are wired again. A stream already running keeps the units it opened with.
-_WIRED = frozenset({"settings", "store", "clock", "ids", "codes", "tokens", "notifier", "observer", "publisher"})
+
+
+@dataclass(frozen=True)
+class RelayDeps:
+    """What the relay is built from, in one bundle: the entry points pass theirs, tests build their own (see
+    codap_relay_tooling.testing.relays)."""
+
+    settings: Settings
+    store: Store
+    clock: Clock = field(default_factory=SystemClock)
+    ids: IdFactory = uuid_ids
+    codes: CodeFactory = new_code
+    tokens: Callable[[], str] = new_token
+    notifier: Notifier = field(default_factory=Notifier)
+    observer: Observer = field(default_factory=NullObserver)
+    publisher: Publisher | None = None  # None: no push channel
 
 
 class Relay:
@@ -54,23 +68,65 @@ class Relay:
         codes: CodeFactory = new_code, tokens: Callable[[], str] = new_token, notifier: Notifier | None = None,
         observer: Observer | None = None, publisher: Publisher | None = None,
     ) -> None:
-        self.settings = settings
-        self.publisher = publisher  # None: no push channel
-        self.store = store
-        self.clock = clock or SystemClock()
-        self.ids = ids
-        self.codes = codes
-        self.tokens = tokens
-        self.notifier = notifier or Notifier()
-        self.observer: Observer = observer or NullObserver()
-        # Built once: its refusals live in this process. ``self.admit`` reaches the units wired now or later.
+        self.deps = RelayDeps(
+            settings, store, clock or SystemClock(), ids, codes, tokens, notifier or Notifier(),
+            observer or NullObserver(), publisher,
+        )
+        # Built once: its refusals live in this process, whatever is reconfigured later.
         self.guard = GuessingGuard(self.admit, self.now, settings.guess_limit_per_ip)
         self._wire()
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        super().__setattr__(name, value)
-        if name in _WIRED and "guard" in self.__dict__:
-            self._wire()
+    @classmethod
+    def from_deps(cls, deps: RelayDeps) -> Relay:
+        return cls(
+            deps.settings, deps.store, clock=deps.clock, ids=deps.ids, codes=deps.codes, tokens=deps.tokens,
+            notifier=deps.notifier, observer=deps.observer, publisher=deps.publisher,
+        )
+
+    def reconfigure(self, *, settings: Settings | None = None, observer: Observer | None = None) -> None:
+        """New settings or a new observer for a relay already serving (a test's shorter timeout on a running
+        server): every unit is wired again. A stream already running keeps the units it opened with."""
+        self.deps = replace(
+            self.deps, settings=settings or self.deps.settings, observer=observer or self.deps.observer
+        )
+        self._wire()
+
+    # The dependencies, read-only: a new one comes through reconfigure() or a new Relay.
+    @property
+    def settings(self) -> Settings:
+        return self.deps.settings
+
+    @property
+    def store(self) -> Store:
+        return self.deps.store
+
+    @property
+    def clock(self) -> Clock:
+        return self.deps.clock
+
+    @property
+    def ids(self) -> IdFactory:
+        return self.deps.ids
+
+    @property
+    def codes(self) -> CodeFactory:
+        return self.deps.codes
+
+    @property
+    def tokens(self) -> Callable[[], str]:
+        return self.deps.tokens
+
+    @property
+    def notifier(self) -> Notifier:
+        return self.deps.notifier
+
+    @property
+    def observer(self) -> Observer:
+        return self.deps.observer
+
+    @property
+    def publisher(self) -> Publisher | None:
+        return self.deps.publisher
 
     def _wire(self) -> None:
         s, clock, notifier, observer = self.settings, self.clock, self.notifier, self.observer

@@ -30,11 +30,12 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import httpx
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .bodies import read_body
 from .events import (
     HOP_BY_HOP,
     GatewayAnswer,
@@ -49,9 +50,7 @@ from .instances import AdapterInstance, Instance, Pool
 from .invocations import MAX_RESPONSE_PAYLOAD_BYTES, Invoker, Refused
 from .routing import Match, Router
 from .template import Stack
-
-if TYPE_CHECKING:
-    from .websocket import SocketGateway
+from .throttle import TokenBucket
 
 MAX_REQUEST_BODY_BYTES = 10 * 1024 * 1024
 MAX_EVENT_BYTES = 6_291_456
@@ -100,24 +99,6 @@ REFUSALS: dict[Refused, Refusal] = {
 STARTING = Refusal(None, 503, "local-api is starting", b'{"message": "local-api is still starting its functions"}')
 
 
-class TokenBucket:
-    """API Gateway's stage throttle: ``burst`` requests at once, refilled at ``rate`` per second."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate, self.burst = rate, burst
-        self.tokens = float(burst)
-        self.at = time.monotonic()
-
-    def take(self) -> bool:
-        now = time.monotonic()
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
-
-
 @dataclass
 class Gateway:
     """``stage``: the URL prefix is /<stage> (the execute-api host); with ``base_path`` the prefix is /<base path>
@@ -130,7 +111,7 @@ class Gateway:
     ready: bool = False
     on_ready: Callable[[], None] | None = None
     #: The template's WebSocket API, served on its own port (``socket_port``): requests to that port go to it.
-    socket: SocketGateway | None = None
+    socket: ASGIApp | None = None
     socket_port: int | None = None
 
     def __post_init__(self) -> None:
@@ -483,27 +464,6 @@ async def _pump(
         watcher.cancel()
         await asyncio.gather(watcher, return_exceptions=True)
     return gone.is_set()
-
-
-async def read_body(receive: Receive, limit: int, content_length: str | None = None) -> bytes | None:
-    """The whole request body, or None past ``limit`` bytes (API Gateway's 10 MB for the REST API, 128 KB for a
-    WebSocket management call): read no further than needed to know."""
-    if content_length is not None and content_length.isdigit() and int(content_length) > limit:
-        return None
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            break
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
 
 
 async def _send(send: Send, answer: GatewayAnswer) -> None:

@@ -49,11 +49,12 @@ from urllib.parse import parse_qsl, unquote
 
 from starlette.types import Receive, Scope, Send
 
+from .bodies import read_body
 from .events import API_ID, IncomingRequest, caller_identity, encode_payload, gateway_headers
-from .gateway import TokenBucket, read_body
 from .instances import Pool
 from .invocations import Invoker, Refused
 from .template import SocketApi, SocketRoute
+from .throttle import TokenBucket
 
 MAX_MESSAGE_BYTES = 128 * 1024  # "Message payload size: 128 KB", for messages in and posts out
 IDLE_TIMEOUT_SECONDS = 600.0  # "Idle Connection Timeout: 10 minutes"

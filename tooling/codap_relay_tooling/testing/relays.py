@@ -66,15 +66,24 @@ def fixed_tokens() -> Callable[[], str]:
     return lambda: f"token-{next(counter):04d}-" + "x" * 32
 
 
-def make_relay(store: Store, clock: FakeClock | None = None, **overrides: Any) -> Relay:
+def make_relay(
+    store: Store,
+    clock: FakeClock | None = None,
+    *,
+    codes: Callable[[], str] | None = None,
+    observer: Observer | None = None,
+    **overrides: Any,
+) -> Relay:
+    """A deterministic relay over ``store``; ``overrides`` are settings (on top of roomy limits)."""
     settings: Settings = make_settings(**{**ROOMY, **overrides})
     return Relay(
         settings,
         store,
         clock=clock or FakeClock(),
         ids=counting_ids(),
-        codes=fixed_codes(),
+        codes=codes or fixed_codes(),
         tokens=fixed_tokens(),
+        observer=observer,
     )
 
 
