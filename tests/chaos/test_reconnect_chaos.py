@@ -33,7 +33,7 @@ REQUESTS = 1000
 DROPS = 100
 # The storm through local-api whose management API fails now and then: SQLite, and a size that keeps it within
 # about half a minute.
-FAULTY_REQUESTS, FAULTY_DROPS = 40, 5
+FAULTY_REQUESTS, FAULTY_DROPS = 30, 4
 TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 # On DynamoDB Local every request is a handful of HTTP calls to a Java process: 1,000 took 94 s in process and 130 s
 # through local-api (three Lambda-style invocations each) on two shared cores, so the storm there is a third the
