@@ -161,3 +161,19 @@ class AuthItem:
     owner: str | None
     data: dict[str, Any]
     expires_at: float
+
+
+#: How long a push connection's record is kept: API Gateway closes any connection after 2 hours.
+CONNECTION_RECORD_SECONDS = 7200
+
+
+@dataclass(frozen=True)
+class ConnectionRecord:
+    """A push connection's attach (the push channel): which session and consumer it took, so its ``$disconnect``
+    (which names only the connection) detaches that consumer at once. Kept until ``expires_at`` (written
+    CONNECTION_RECORD_SECONDS after the attach)."""
+
+    connection_id: str
+    code: str
+    consumer: str
+    expires_at: float

@@ -47,12 +47,20 @@ class Settings(BaseModel):
     # and a function call). Under API Gateway's 10-minute idle timeout. 90 s keeps a district day under $5
     # (docs/deploy.md); a push plugin counts as connected while seen within 2.5 pings (``push_grace_seconds``).
     push_ping_seconds: float = Field(90, ge=1, le=540)
+    # How long one post to a push connection may take, with no retry: it runs inside a submit (and so inside a
+    # ?wait call's 29 s under API Gateway); a post that takes longer counts as unknown and the plugin's next ping
+    # or resume catches up.
+    push_publish_seconds: float = Field(1.0, gt=0, le=5)
     rate_limit_session_per_ip: int = Field(30, ge=1)
     rate_limit_request_per_code: int = Field(60, ge=1)
     guess_limit_per_ip: int = Field(20, ge=1)
     # Session status reads (GET /api/sessions/{code}) per minute per client address. A status read is one count
     # from an index; the limit caps what one address can make the relay do all the same.
     rate_limit_status_per_ip: int = Field(300, ge=1)
+    # Messages per minute per push connection (a plugin sends one ping per PUSH_PING_SECONDS, and a resume per gap):
+    # one past it closes the connection, so a client that floods its socket cannot use up the stage's messages for
+    # long. Counted in each function instance (no store write): a flood passes it in any instance it reaches.
+    rate_limit_push_messages_per_connection: int = Field(120, ge=1)
     # What one session may hold unanswered (its plugin away or slow): so many requests, so many bytes of arguments
     # (their JSON). A class of 30 students, each with a few calls pending, holds a few per session.
     max_pending_requests_per_session: int = Field(50, ge=1)

@@ -3,8 +3,8 @@ $default routes. Each event is handed to the core's push unit; every reply goes 
 (the publisher), never in the integration's answer, so the relay works the same with or without two-way routes.
 
 $connect is accepted as it comes: the plugin authenticates in its first message (attach, with the browser token),
-so the pairing code never travels in a URL. $disconnect only logs: no mapping from a connection to its session is
-kept, so a gone connection is found at the next publish (410, and its consumer is detached) or when its pings stop.
+so the pairing code never travels in a URL. $disconnect detaches the consumer the connection attached as (the
+attach stored which), so a closed tab shows as not connected at once.
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if kind == "CONNECT":
         return OK
     if kind == "DISCONNECT":
+        detached = loop.run_until_complete(relay.push_disconnected(connection))
         logger.info(
             "push connection closed",
-            extra={"connection": connection, "status": request.get("disconnectStatusCode")},
+            extra={"connection": connection, "status": request.get("disconnectStatusCode"), "detached": detached},
         )
         return OK
     if kind == "MESSAGE":

@@ -181,7 +181,9 @@ class LambdaRuntime:
 def build_relay(settings: Settings) -> Relay:
     """The container's relay: its store, its metrics and, where the stack offers the push channel (PUSH_ENDPOINT,
     for every function: each one may publish), the management API's publisher, whose client is made on first use."""
-    publisher = ApiGatewayPublisher(settings.push_endpoint) if settings.push_endpoint else None
+    publisher = None
+    if settings.push_endpoint:
+        publisher = ApiGatewayPublisher(settings.push_endpoint, timeout=settings.push_publish_seconds)
     return Relay(settings, open_store(settings.relay_store), observer=MetricsObserver(), publisher=publisher)
 
 

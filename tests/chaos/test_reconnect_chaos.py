@@ -11,8 +11,11 @@ third of the size."""
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -20,7 +23,7 @@ import pytest
 
 from codap_relay.http.app import build_app
 from codap_relay_tooling.testing.chaos_net import CuttingProxy, RecordingPlugin, until
-from codap_relay_tooling.testing.commands import LocalApi
+from codap_relay_tooling.testing.commands import LocalApi, local_api_process
 from codap_relay_tooling.testing.relays import ALL_STORES, any_store, make_relay, open_session
 from codap_relay_tooling.testing.servers import serve_app
 
@@ -28,6 +31,10 @@ pytestmark = pytest.mark.chaos
 
 REQUESTS = 1000
 DROPS = 100
+# The storm through local-api whose management API fails now and then: SQLite, and a size that keeps it within
+# about half a minute.
+FAULTY_REQUESTS, FAULTY_DROPS = 30, 4
+TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 # On DynamoDB Local every request is a handful of HTTP calls to a Java process: 1,000 took 94 s in process and 130 s
 # through local-api (three Lambda-style invocations each) on two shared cores, so the storm there is a third the
 # size, to keep the suite's time within bounds. Memory and SQLite carry the full storm; the property is the same.
@@ -50,8 +57,11 @@ async def top_up_drops(plugin: RecordingPlugin, proxy: CuttingProxy, drops: int)
         await asyncio.sleep(0.1)
 
 
-async def run_chaos(base: str, seed: int, requests: int = REQUESTS, drops: int = DROPS) -> None:
-    """The storm against the relay at ``base`` (any path prefix, such as a stage, is kept behind the proxy)."""
+async def run_chaos(
+    base: str, seed: int, requests: int = REQUESTS, drops: int = DROPS, **plugin_options: Any
+) -> RecordingPlugin:
+    """The storm against the relay at ``base`` (any path prefix, such as a stage, is kept behind the proxy);
+    ``plugin_options`` set the recording plugin's attributes."""
     rng = random.Random(seed)
     drop_after = set(rng.sample(range(requests), drops))
     url = urlsplit(base)
@@ -60,6 +70,8 @@ async def run_chaos(base: str, seed: int, requests: int = REQUESTS, drops: int =
         s = await open_session(llm)
         code = s["code"]
         plugin = RecordingPlugin.for_session(base, s, stream_url=f"http://127.0.0.1:{proxy.port}{url.path}")
+        for name, value in plugin_options.items():
+            setattr(plugin, name, value)
         if plugin.push_url is not None:
             # The push channel has a host of its own (API Gateway's WebSocket API): its socket is the one to cut.
             push = urlsplit(plugin.push_url)
@@ -132,6 +144,7 @@ async def run_chaos(base: str, seed: int, requests: int = REQUESTS, drops: int =
             assert all(seq > conn.cursor for seq in conn.seqs), f"resent at or before the cursor {where}"
     redelivered = sum(plugin.deliveries.values()) - requests
     print(f"reconnect chaos {where}: {len(plugin.connections)} connections, {redelivered} redeliveries")
+    return plugin
 
 
 @pytest.mark.slow
@@ -146,3 +159,31 @@ async def test_reconnect_chaos_loses_nothing(kind: str, tmp_path: Path) -> None:
 @pytest.mark.dynamodb_local
 async def test_reconnect_chaos_through_local_api_loses_nothing(local_api: LocalApi) -> None:
     await run_chaos(local_api.base, random.randrange(2**32), DYNAMO_REQUESTS, DYNAMO_DROPS)
+
+
+@pytest.mark.slow
+async def test_reconnect_chaos_with_a_faulty_publisher_loses_nothing(tmp_path: Path) -> None:
+    """The storm through local-api whose @connections posts fail (500 before or after the frame went out, answers
+    later than the publisher waits, 410s that close the socket, slow posts; seeded): a post whose outcome is
+    unknown is never vouched for by ``resumed.upTo``, so the plugin's pings and resumes bring every request,
+    once, in seq order."""
+    seed = random.randrange(2**32)
+    env = {
+        **os.environ,
+        "RATE_LIMIT_REQUEST_PER_CODE": "100000",
+        "MAX_PENDING_REQUESTS_PER_SESSION": "100000",
+        "RATE_LIMIT_PUSH_MESSAGES_PER_CONNECTION": "100000",  # pings each second, and a resume per gap
+        "HEARTBEAT_SECONDS": "1",
+    }
+    args = ["--template", str(TEMPLATE), "--store", f"sqlite:///{tmp_path / 'relay.db'}"]
+    args += ["--push-channel", "websocket", "--push-faults", str(seed)]
+    with local_api_process(*args, env=env) as (base, process):
+        started = time.monotonic()
+        # Pings each second and a short attach timeout: a lost post or `resumed` is caught up within seconds.
+        plugin = await run_chaos(base, seed, FAULTY_REQUESTS, FAULTY_DROPS, ping_every=1.0, attach_timeout=3.0)
+        took = time.monotonic() - started
+        faults = [line for line in process.output().splitlines() if ": fault " in line]
+    kinds = {kind: sum(line.endswith(f"fault {kind}") for line in faults) for kind in ("500", "500-after", "late",
+                                                                                         "410", "slow")}
+    print(f"faulty publisher (seed {seed}): {took:.1f} s, {len(plugin.connections)} connections, faults {kinds}")
+    assert sum(kinds.values()) > 0, f"no post failed (seed {seed}): the storm proved nothing"

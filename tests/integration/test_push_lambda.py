@@ -188,16 +188,20 @@ def test_a_gone_connection_is_detached_and_the_request_waits(aws: dict[str, Any]
     assert [m["event"] for m in api.messages("NEWconnID1234Q=")] == ["tool-request", "resumed"]
 
 
-def test_disconnect_only_logs_and_bad_messages_get_errors(aws: dict[str, Any], api: ManagementApi) -> None:
+def test_disconnect_detaches_and_bad_messages_get_errors(aws: dict[str, Any], api: ManagementApi) -> None:
+    assert invoke(aws, "push", event("push-disconnect")) == {"statusCode": 200}  # never attached: nothing to do
+    assert api.take() == [] and session(aws).consumer is None
+    invoke(aws, "push", event("push-attach"))
+    assert session(aws).consumer is not None and session(aws).consumer != DETACHED
     assert invoke(aws, "push", event("push-disconnect")) == {"statusCode": 200}
-    assert api.take() == []  # nothing posted, nothing stored
-    assert session(aws).consumer is None
+    assert session(aws).consumer == DETACHED  # at once, not after its missed pings
+    api.take()
     assert invoke(aws, "push", {**event("push-attach"), "body": "hello"}) == {"statusCode": 200}
     assert [(m["event"], m["code"]) for m in api.messages()] == [("error", "bad_input")]
     wrong = message(event("push-attach"), action="attach", code=CODE, token="not-it", tab=TAB, after=None)
     assert invoke(aws, "push", wrong) == {"statusCode": 200}
     assert api.messages()[-1]["code"] == "token_invalid"
-    assert [c.method for c in api.take()] == ["POST", "POST", "DELETE"]
+    assert [c.method for c in api.take()] == ["POST", "DELETE", "POST", "DELETE"]  # each closed
 
 
 def test_ending_the_session_tells_the_connection_and_closes_it(aws: dict[str, Any], api: ManagementApi) -> None:

@@ -9,7 +9,16 @@ from typing import Any
 import pytest
 
 from codap_relay.errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
-from codap_relay.records import DETACHED, AuthItem, Lookup, NewRequest, ResponseRecord, SessionRecord, fingerprint
+from codap_relay.records import (
+    DETACHED,
+    AuthItem,
+    ConnectionRecord,
+    Lookup,
+    NewRequest,
+    ResponseRecord,
+    SessionRecord,
+    fingerprint,
+)
 from codap_relay.settings import Settings
 from codap_relay.store.base import MAX_CHANGE_MARKS, PURGE_GRACE_SECONDS, PendingTotals, Store, args_bytes
 from codap_relay.store.memory import MemoryStore
@@ -307,6 +316,18 @@ def test_counters_count_and_restart_after_expiry(store: Store) -> None:
     assert store.incr_counter("bytes", T0 + 60, T0, 250) == 1250
     assert store.incr_counter("bytes", T0 + 60, T0, -1000) == 250
     assert store.incr_counter("bytes", T0 + 120, T0 + 60, 70) == 70  # a new window starts from the amount
+
+
+def test_a_connection_record_is_taken_once_and_not_after_it_expired(store: Store) -> None:
+    first = ConnectionRecord("C1=", "ABCDEFGH", "tab-aaaaaaaa.push:C1=", T0 + 7200)
+    store.put_connection(first)
+    store.put_connection(ConnectionRecord("C2=", "ABCDEFGH", "tab-bbbbbbbb.push:C2=", T0 + 60))
+    again = ConnectionRecord("C1=", "ZZZZ2222", "tab-cccccccc.push:C1=", T0 + 7300)
+    store.put_connection(again)  # a second attach on the same connection replaces the first record
+    assert store.take_connection("C1=", T0) == again
+    assert store.take_connection("C1=", T0) is None  # taken: a second $disconnect finds nothing
+    assert store.take_connection("C2=", T0 + 60) is None  # expired
+    assert store.take_connection("nope", T0) is None
 
 
 def test_concurrent_appends_stay_gapless(store: Store) -> None:

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 
-import { PushConnection } from "../../core/codap_relay/plugin/js/push.js";
+import { PushConnection, REFUSALS_BEFORE_FALLBACK } from "../../core/codap_relay/plugin/js/push.js";
 import { RelayClient, RelayHttpError } from "../../core/codap_relay/plugin/js/relay.js";
 
 class FakeSocket {
@@ -417,23 +417,55 @@ test("superseded stops the connection and tells the page; open() later takes the
   }
 });
 
-test("two failed opens in a row fall back to SSE, once, with the cursor kept for the stream", async () => {
+test("a refused handshake (429, 5xx at $connect) is retried with backoff and is not a failure", async () => {
   mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
   try {
     const rec = recorder();
     const conn = connection(rec);
     conn.open(12);
-    last().fail(); // blocked by the CSP, or a proxy that refuses the upgrade
-    assert.equal(rec.fallbacks, 0);
-    mock.timers.tick(500);
-    last().fail();
+    let wait = 500;
+    for (let refused = 1; refused < REFUSALS_BEFORE_FALLBACK; refused++) {
+      last().fail(); // closed before it opened: the browser does not say why
+      assert.equal(conn.failures, 0, "a refusal is not a failure");
+      assert.equal(rec.fallbacks, 0);
+      assert.equal(rec.statuses.at(-1), "reconnecting");
+      const before = FakeSocket.opened.length;
+      mock.timers.tick(wait - 1);
+      assert.equal(FakeSocket.opened.length, before, `refusal ${refused}: not before the backoff`);
+      mock.timers.tick(1);
+      assert.equal(FakeSocket.opened.length, before + 1);
+      wait *= 2;
+    }
+    last().accept(); // the quota let it through at last
+    last().receive({ event: "resumed", after: 12, upTo: 12, pingSeconds: 2 });
+    await flush();
+    assert.equal(rec.statuses.at(-1), "connected");
+    assert.deepEqual([conn.refusals, conn.failures, conn.attempt], [0, 0, 0]);
+    conn.stop();
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("refusals that go on fall back to SSE with the cursor kept, and not for good: open() tries push again", async () => {
+  mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  try {
+    const rec = recorder();
+    const conn = connection(rec);
+    conn.open(12);
+    for (let refused = 1; refused <= REFUSALS_BEFORE_FALLBACK; refused++) {
+      last().fail(); // a proxy that refuses every upgrade
+      mock.timers.tick(60_000);
+    }
     assert.equal(rec.fallbacks, 1);
     assert.equal(conn.stopped, true);
     assert.equal(conn.cursor, 12, "the SSE stream starts from here");
-    mock.timers.tick(600_000);
-    assert.equal(FakeSocket.opened.length, 2, "no socket after the fall back");
-    conn.open(12);
-    assert.equal(FakeSocket.opened.length, 2, "for the rest of the page's life");
+    assert.equal(FakeSocket.opened.length, REFUSALS_BEFORE_FALLBACK, "no socket after the fall back");
+    conn.open(12); // the page, a while later
+    assert.equal(FakeSocket.opened.length, REFUSALS_BEFORE_FALLBACK + 1);
+    last().fail();
+    assert.equal(rec.fallbacks, 1, "a fresh start: one refusal is no reason to fall back again");
+    conn.stop();
   } finally {
     mock.timers.reset();
   }

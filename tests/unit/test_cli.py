@@ -119,6 +119,7 @@ BAD_OPTIONS = [
     (["local-api", "--push-port", "0"], "--push-port"),
     (["local-api", "--push-idle-timeout", "0"], "--push-idle-timeout"),
     (["local-api", "--push-max-lifetime", "-5"], "--push-max-lifetime"),
+    (["local-api", "--push-faults", "some"], "--push-faults"),
     (["call", "--url", "127.0.0.1:8080", "--code", "ABCD2345", "tools"], "--url"),
     (["call", "--url", "http://127.0.0.1:99999", "--code", "ABCD2345", "tools"], "--url"),
     (["call", "--url", "http://127.0.0.1:8080", "--code", "ABC", "tools"], "--code"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -314,6 +315,48 @@ async def test_a_publish_fault_never_fails_the_submit(relay: Relay, pub: FakePub
     assert requests_in(pub.take("C1")) == [(seq, "r1")]
 
 
+async def test_a_post_that_fails_once_is_never_skipped(relay: Relay, pub: FakePublisher) -> None:
+    """A post whose outcome is unknown (a fault, not 410) is not a post: ``resumed.upTo`` stops short of it, so
+    the plugin's next ping (from the cursor it set) gets the request again instead of only a heartbeat."""
+    code, token = await opened(relay)
+    await attach(relay, "C1", code, token)
+    pub.take("C1")
+    pub.faulty.add("C1")  # the socket briefly unreachable: three requests queued meanwhile
+    for rid in ("r1", "r2", "r3"):
+        await ask(relay, code, rid)
+    pub.faulty.clear()
+    pub.fail_once(lambda conn, message: message.get("id") == "r2")
+    await send(relay, "C1", action="resume", after=0, code=code, token=token)
+    messages = pub.take("C1")
+    sent = requests_in(messages)
+    assert sent[0] == (1, "r1") and (2, "r2") not in sent
+    up_to = messages[-1]["upTo"]
+    assert messages[-1]["event"] == "resumed" and up_to < 2  # never past the last seq actually posted
+    # the plugin's cursor is now upTo; its next ping catches up with r2 (and r3) in order
+    await send(relay, "C1", action="ping", after=up_to, code=code, token=token)
+    caught_up = pub.take("C1")
+    assert requests_in(caught_up) == [(2, "r2"), (3, "r3")] and caught_up[-1]["upTo"] == 3
+
+
+async def test_a_slow_publish_is_cut_short_and_counts_toward_the_calls_wait(clock: FakeClock) -> None:
+    """A post gets PUSH_PUBLISH_SECONDS, with no retry, and the wait of a call runs from before its submit: a slow
+    management API neither holds a ?wait call past its wait nor counts as sent."""
+    slow = FakePublisher(blocking=True, delay=5)
+    relay = Relay(
+        make_settings(push_publish_seconds=0.6), MemoryStore(), clock=clock, ids=counting_ids(), publisher=slow
+    )
+    code, token = await opened(relay)
+    started = time.monotonic()
+    await attach(relay, "C1", code, token)  # its resumed post is unknown: no later message waits on it
+    assert time.monotonic() - started < 2
+    started = time.monotonic()
+    record, answer = await relay.call(code, "get_codap_datasets", {}, "r1", wait=0.3, client=IP)
+    elapsed = time.monotonic() - started
+    assert not answer.done and record.seq == 1
+    assert 0.5 < elapsed < 0.85  # the publish's 0.6 s, then no more: the 0.3 s wait had already run out
+    assert slow.posts == []
+
+
 async def test_a_takeover_that_races_the_submit_gets_the_request(relay: Relay, pub: FakePublisher) -> None:
     code, token = await opened(relay)
     await attach(relay, "C1", code, token)
@@ -340,17 +383,41 @@ async def test_a_wrong_token_or_an_unknown_code_is_told_and_closed(relay: Relay,
     assert session_of(relay, code).consumer is None  # none of them took delivery
 
 
-async def test_malformed_messages_get_bad_input_and_the_connection_stays(relay: Relay, pub: FakePublisher) -> None:
+async def test_a_malformed_message_gets_bad_input_and_closes_the_connection(relay: Relay, pub: FakePublisher) -> None:
+    """The plugin never sends one: a client that does is told why and loses its socket (API Gateway then runs
+    $disconnect), rather than holding a connection whose every message costs the stage."""
     code, token = await opened(relay)
-    for body in ("not json", "[]", '{"action":"subscribe"}', json.dumps({"action": "ping", "after": -1})):
-        await relay.push_message("C1", body)
-    await relay.push_message("C1", None)
-    await attach(relay, "C1", code, token, tab="short")
-    await send(relay, "C1", action="resume", after="7", code=code, token=token)
-    await send(relay, "C1", action="ping", after=0)  # no session named: the relay keeps nothing per connection
-    errors = pub.take("C1")
-    assert [(m["event"], m["code"]) for m in errors] == [("error", "bad_input")] * 8 and pub.closed == []
-    assert all(m["message"] for m in errors) and errors[-1]["field"] == "code" and '"token"' in errors[-1]["message"]
+    bodies: list[str | None] = [
+        "not json", "[]", '{"action":"subscribe"}', json.dumps({"action": "ping", "after": -1}), None,
+        json.dumps({"action": "attach", "code": code, "token": token, "tab": "short"}),
+        json.dumps({"action": "resume", "after": "7", "code": code, "token": token}),
+        json.dumps({"action": "ping", "after": 0}),  # no session named: the relay keeps nothing per connection
+    ]
+    for n, body in enumerate(bodies):
+        await relay.push_message(f"B{n}", body)
+    errors = [pub.take(f"B{n}") for n in range(len(bodies))]
+    assert [[(m["event"], m["code"]) for m in e] for e in errors] == [[("error", "bad_input")]] * len(bodies)
+    assert pub.closed == [f"B{n}" for n in range(len(bodies))]
+    last = errors[-1][0]
+    assert all(e[0]["message"] for e in errors) and last["field"] == "code" and '"token"' in last["message"]
+    assert session_of(relay, code).consumer is None
+
+
+async def test_a_connection_past_its_message_rate_is_closed(pub: FakePublisher, clock: FakeClock) -> None:
+    relay = Relay(
+        make_settings(rate_limit_push_messages_per_connection=5), MemoryStore(), clock=clock, ids=counting_ids(),
+        publisher=pub,
+    )
+    code, token = await opened(relay)
+    await attach(relay, "C1", code, token)
+    for _ in range(4):
+        await send(relay, "C1", action="ping", after=0, code=code, token=token)
+    assert pub.closed == [] and pub.events("C1")[-1] == "heartbeat"
+    await send(relay, "C1", action="ping", after=0, code=code, token=token)  # the sixth in this minute
+    last = pub.to("C1")[-1]
+    assert (last["event"], last["code"]) == ("error", "rate_limited") and pub.closed == ["C1"]
+    await attach(relay, "C2", code, token)  # another connection has a count of its own
+    assert pub.events("C2")[-1] == "resumed"
 
 
 async def test_a_connection_that_is_not_attached_is_told_and_closed(relay: Relay, pub: FakePublisher) -> None:
@@ -388,6 +455,22 @@ async def test_pagehide_detaches_the_tabs_push_connection_too(relay: Relay, pub:
     assert session_of(relay, code).consumer == DETACHED and not (await relay.status(code)).connected
     await send(relay, "C1", action="ping", after=0, code=code, token=token)
     assert pub.to("C1")[-1]["code"] == "not_attached" and pub.closed == ["C1"]
+
+
+async def test_disconnect_detaches_the_connection_at_once_and_never_a_newer_one(
+    relay: Relay, pub: FakePublisher
+) -> None:
+    """$disconnect names only the connection: the attach stored which session and consumer it took."""
+    code, token = await opened(relay)
+    await attach(relay, "C1", code, token)
+    assert await relay.push_disconnected("C1")
+    assert session_of(relay, code).consumer == DETACHED and not (await relay.status(code)).connected
+    assert not await relay.push_disconnected("C1")  # a second $disconnect finds nothing to do
+    await attach(relay, "C2", code, token)
+    await attach(relay, "C3", code, token, tab=TAB2)  # C3 took over; C2's socket closes after
+    assert not await relay.push_disconnected("C2")
+    assert session_of(relay, code).consumer == push_consumer(TAB2, "C3")
+    assert not await relay.push_disconnected("never-attached")
 
 
 async def test_a_push_plugin_counts_as_connected_for_two_and_a_half_pings(relay: Relay, clock: FakeClock) -> None:

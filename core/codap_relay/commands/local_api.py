@@ -72,6 +72,14 @@ def register(sub: Any) -> None:
         help="close any WebSocket connection open this long (default 7200, API Gateway's)",
     )
     p.add_argument(
+        "--push-faults",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="for chaos tests: the WebSocket API's @connections posts fail now and then (500s, late answers, 410s "
+        "that close the connection, slow posts), drawn from a generator seeded with SEED",
+    )
+    p.add_argument(
         "--max-instances",
         type=options.positive_int,
         default=None,
@@ -136,6 +144,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         push_idle_seconds=args.push_idle_timeout or IDLE_TIMEOUT_SECONDS,
         push_max_seconds=args.push_max_lifetime or MAX_CONNECTION_SECONDS,
+        push_faults=args.push_faults,
     )
     try:
         stack = load(options)

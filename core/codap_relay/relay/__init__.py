@@ -133,7 +133,7 @@ class Relay:
         s, clock, notifier, observer = self.settings, self.clock, self.notifier, self.observer
         self.store_io = io = StoreIO(self.store, s)
         self.limits = limits = RateLimits(io, clock, observer)
-        self.push_out = push_out = PushSender(io, clock, self.publisher)
+        self.push_out = push_out = PushSender(io, clock, self.publisher, timeout=s.push_publish_seconds)
         self.sessions = sessions = Sessions(
             s, io, clock, codes=self.codes, tokens=self.tokens, guard=self.guard, limits=limits, notifier=notifier,
             observer=observer, push=push_out,
@@ -152,7 +152,9 @@ class Relay:
         self.streams = PluginStream(
             s, io, clock, self.ids, sessions=sessions, presence=presence, notifier=notifier, push=push_out
         )
-        self.push = PushChannel(s, io, clock, sender=push_out, sessions=sessions, presence=presence, notifier=notifier)
+        self.push = PushChannel(
+            s, io, clock, sender=push_out, sessions=sessions, presence=presence, notifier=notifier, observer=observer
+        )
         self.grants = Grants(io, clock, access_ttl=s.oauth_access_ttl_seconds, refresh_ttl=s.oauth_refresh_ttl_seconds)
 
     # --- plumbing, and rate limits ----------------------------------------------------------------------
@@ -283,6 +285,9 @@ class Relay:
 
     async def push_message(self, connection_id: str, body: str | None, *, client: str | None = None) -> None:
         await self.push.message(connection_id, body, client=client)
+
+    async def push_disconnected(self, connection_id: str) -> bool:
+        return await self.push.disconnected(connection_id)
 
     async def pushed_request(
         self, code: str, token: str | None, request_id: str, *, client: str | None = None

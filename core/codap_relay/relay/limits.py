@@ -1,5 +1,6 @@
 """Rate limits kept in the shared store: fixed one-minute windows of calls per scope and key, and each address's
-hourly budget of request bytes."""
+hourly budget of request bytes. And one kept in the process only (``LocalRate``), for the push channel's
+per-connection message rate."""
 
 from __future__ import annotations
 
@@ -31,12 +32,7 @@ class RateLimits:
         count = await self.store_io.run(self.store_io.store.incr_counter, key, float(window_end), now)
         if count > limit:
             self.observer.rate_limited(scope)
-            retry = max(1, int(window_end - now + 0.999))
-            raise RateLimited(
-                f"Too many {scope} requests: the limit is {limit} per minute. Wait {retry} s and try again.",
-                retry_after=retry,
-                scope=scope,
-            )
+            raise _limited(scope, limit, now, window_end)
 
     async def charge_bytes(
         self, client: str, size: int, limit: int, *, is_retry: Callable[[], Awaitable[bool]]
@@ -70,3 +66,36 @@ class RateLimits:
             key, window_end, size = charged
             with contextlib.suppress(StoreUnavailable):
                 await self.store_io.run(self.store_io.store.incr_counter, key, window_end, self.clock.now(), -size)
+
+
+def _limited(scope: str, limit: int, now: float, window_end: float) -> RateLimited:
+    retry = max(1, int(window_end - now + 0.999))
+    return RateLimited(
+        f"Too many {scope} requests: the limit is {limit} per minute. Wait {retry} s and try again.",
+        retry_after=retry,
+        scope=scope,
+    )
+
+
+class LocalRate:
+    """Fixed one-minute windows counted in this process only: no store write, for a limit that a flood breaks
+    in any one process it reaches. A push connection's messages: the plugin sends about one a minute, so a
+    function instance that sees ``limit`` from one connection in a minute sees a flood, and a second count in
+    the store would cost a write per ping of every tab."""
+
+    def __init__(self, clock: Clock, observer: Observer, scope: str) -> None:
+        self.clock = clock
+        self.observer = observer
+        self.scope = scope
+        self._window = -1
+        self._counts: dict[str, int] = {}
+
+    def admit(self, key: str, limit: int) -> None:
+        now = self.clock.now()
+        window = int(now // RATE_WINDOW_SECONDS)
+        if window != self._window:  # a new minute: the last one's counts go
+            self._window, self._counts = window, {}
+        count = self._counts[key] = self._counts.get(key, 0) + 1
+        if count > limit:
+            self.observer.rate_limited(self.scope)
+            raise _limited(self.scope, limit, now, (window + 1) * RATE_WINDOW_SECONDS)

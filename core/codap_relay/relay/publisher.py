@@ -8,6 +8,7 @@ import contextlib
 import os
 import re
 import threading
+from enum import StrEnum
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -17,6 +18,16 @@ from ..jsonvalues import dumps
 #: larger than this travels as a pointer the plugin fetches.
 PUSH_INLINE_BYTES = 120_000
 _REGION_IN_HOST = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com")
+
+
+class Outcome(StrEnum):
+    """What became of one post: ``sent`` (API Gateway took it), ``gone`` (410: the connection is no more) or
+    ``unknown`` (any other fault, or no answer in time: it may or may not have reached the plugin, so the relay
+    must not count on it, nor tell the plugin that anything after it was sent)."""
+
+    SENT = "sent"
+    GONE = "gone"
+    UNKNOWN = "unknown"
 
 
 def encode_message(message: dict[str, Any]) -> bytes:
@@ -31,6 +42,10 @@ def _on_loopback(url: str) -> bool:
 class Publisher(Protocol):
     #: True when calls do I/O and must not run on the event loop (as ``Store.blocking``).
     blocking: bool
+
+    def prepare(self) -> None:
+        """Make what posts need (a client), outside any post's time bound; called before the first post."""
+        ...
 
     def publish(self, connection_id: str, message: dict[str, Any]) -> bool:
         """Send ``message`` to the connection; False when the connection is gone (closed, unknown). Raises on
@@ -48,9 +63,10 @@ class ApiGatewayPublisher:
 
     blocking = True
 
-    def __init__(self, endpoint: str, *, region: str | None = None) -> None:
+    def __init__(self, endpoint: str, *, region: str | None = None, timeout: float = 1.0) -> None:
         self.endpoint = endpoint.rstrip("/")
         self.region = region
+        self.timeout = timeout
         self._client: Any = None
         self._lock = threading.Lock()
 
@@ -66,9 +82,11 @@ class ApiGatewayPublisher:
                 import boto3
                 from botocore.config import Config
 
-                # Short timeouts and one retry: a publish delays the LLM's 202, and a missed one is caught up by
-                # the plugin's next ping.
-                config = Config(connect_timeout=2, read_timeout=5, retries={"max_attempts": 2, "mode": "standard"})
+                # About a second and no retry: a publish runs inside the LLM's submit (and its ?wait), and a post
+                # that does not go through is caught up by the plugin's next ping or resume.
+                config = Config(
+                    connect_timeout=self.timeout, read_timeout=self.timeout, retries={"total_max_attempts": 1}
+                )
                 session = boto3.session.Session()
                 extra: dict[str, str] = {}
                 if _on_loopback(self.endpoint) and session.get_credentials() is None:
@@ -80,6 +98,9 @@ class ApiGatewayPublisher:
                     **extra,
                 )
             return self._client
+
+    def prepare(self) -> None:
+        self.client()  # boto3's import and client take longer than a post may: not counted against the first
 
     def publish(self, connection_id: str, message: dict[str, Any]) -> bool:
         client = self.client()

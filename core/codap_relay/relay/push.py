@@ -1,9 +1,9 @@
 """The push channel (a WebSocket per plugin tab, API Gateway's on AWS): the plugin's ``attach``, ``resume`` and
 ``ping`` messages, and the fetch of a request too large to push. What the relay posts is push_out.py's.
 
-Each message is authenticated with the browser token like every plugin-role call: the relay keeps no mapping from
-a connection to its session (a Lambda function keeps nothing between messages), so the message names the session
-and the session's consumer names the connection that owns its delivery.
+Each message is authenticated with the browser token like every plugin-role call: a Lambda function keeps nothing
+between messages, so the message names the session and the session's consumer names the connection that owns its
+delivery. An attach also stores which session the connection took, which is all its $disconnect needs to detach it.
 """
 
 from __future__ import annotations
@@ -29,9 +29,21 @@ from ..errors import (
 )
 from ..jsonvalues import dumps, loads
 from ..notify import Notifier, stream_key
-from ..records import DETACHED, TAB_RE, RequestRecord, SessionRecord, push_connection, push_consumer
+from ..observe import Observer
+from ..records import (
+    CONNECTION_RECORD_SECONDS,
+    DETACHED,
+    TAB_RE,
+    ConnectionRecord,
+    RequestRecord,
+    SessionRecord,
+    push_connection,
+    push_consumer,
+)
 from ..settings import Settings
+from .limits import LocalRate
 from .presence import Presence
+from .publisher import Outcome
 from .push_out import PushSender
 from .sessions import Sessions
 from .store_io import StoreIO
@@ -50,8 +62,10 @@ class PushChannel:
         sessions: Sessions,
         presence: Presence,
         notifier: Notifier,
+        observer: Observer,
     ) -> None:
         self.settings = settings
+        self.rate = LocalRate(clock, observer, "push message")
         self.store_io = store_io
         self.store = store_io.store
         self.clock = clock
@@ -61,10 +75,13 @@ class PushChannel:
         self.notifier = notifier
 
     async def message(self, connection_id: str, body: str | None, *, client: str | None = None) -> None:
-        """One message from a connection. Every reply is posted; nothing raises (a bad message gets an error)."""
+        """One message from a connection. Every reply is posted; nothing raises. A bad message, or one past the
+        connection's rate, gets an error and the connection is closed: the plugin never sends one, and a client
+        that does must not hold a socket that costs every message it sends."""
         if self.sender.publisher is None:
             raise RuntimeError("the push channel needs PUSH_URL and PUSH_ENDPOINT set")
         try:
+            self.rate.admit(connection_id, self.settings.rate_limit_push_messages_per_connection)
             message = parse_message(body)
             action = message["action"]
             if action == "attach":
@@ -85,7 +102,7 @@ class PushChannel:
     async def _refuse(self, connection_id: str, exc: RelayError) -> None:
         """A domain error as the connection hears it; those that end its delivery also close it."""
         if isinstance(exc, BadInput):
-            await self.sender.post(connection_id, error_event("bad_input", exc))
+            await self.sender.end(connection_id, error_event("bad_input", exc))
         elif isinstance(exc, StoreUnavailable):  # stays open: the next ping tries again
             await self.sender.post(connection_id, error_event(exc.error, exc))
         elif isinstance(exc, Superseded):
@@ -118,11 +135,25 @@ class PushChannel:
         session = await self._session(message, client)
         consumer = push_consumer(tab, connection_id)
         await self.presence.touch(session, consumer=consumer)
+        # Which session this connection took, for its $disconnect (which names nothing else): one small write per
+        # attach, so a closed tab shows as gone at once instead of after its missed pings.
+        record = ConnectionRecord(connection_id, session.code, consumer, self.clock.now() + CONNECTION_RECORD_SECONDS)
+        await self.store_io.run(self.store.put_connection, record)
         self.notifier.notify(stream_key(session.code))  # an SSE stream of this session in this process ends now
         old = push_connection(session.consumer)
         if old is not None and old != connection_id:
             await self.sender.end(old, {"event": "superseded"})
         await self._send_from(connection_id, session, consumer, after, attach=True)
+
+    async def disconnected(self, connection_id: str) -> bool:
+        """The connection closed ($disconnect): detach the consumer it attached as, if that one still owns its
+        session (a newer tab's is never touched). True when it did."""
+        record = await self.store_io.run(self.store.take_connection, connection_id, self.clock.now())
+        if record is None:
+            return False
+        detached = await self.store_io.run(self.store.detach, record.code, record.consumer)
+        self.notifier.notify(stream_key(record.code))
+        return detached
 
     async def resume(self, connection_id: str, session: SessionRecord, after: int) -> None:
         await self._send_from(connection_id, session, self._owner(session, connection_id), after, attach=False)
@@ -160,16 +191,20 @@ class PushChannel:
         if current.consumer != consumer:
             raise lost(current.consumer)
         for withdrawn in await self._withdrawn(code, None if attach else after):
-            if not await self.sender.post(connection_id, withdrawn):
+            if await self.sender.post(connection_id, withdrawn) is Outcome.GONE:
                 await self.sender.gone(code, consumer)
                 return
-        if not await self.sender.requests(code, consumer, pending):
+        outcome, unsent = await self.sender.requests(code, consumer, pending)
+        if outcome is Outcome.GONE:
             return
-        up_to = max([current.last_seq, *(r.seq for r in pending)])
+        # upTo vouches that nothing up to it is still to come: never past a request whose post is unknown (the
+        # plugin would move its cursor past it, and it would wait delivered and never run). The next ping, from
+        # the cursor this sets, sends it again.
+        up_to = unsent.seq - 1 if unsent is not None else max([current.last_seq, *(r.seq for r in pending)])
         resumed: dict[str, Any] = {"event": "resumed", "after": after, "upTo": up_to}
         if attach:
             resumed["pingSeconds"] = self.settings.push_ping_seconds
-        if not await self.sender.post(connection_id, resumed):
+        if await self.sender.post(connection_id, resumed) is Outcome.GONE:
             await self.sender.gone(code, consumer)
 
     async def _withdrawn(self, code: str, after: int | None) -> list[dict[str, Any]]:

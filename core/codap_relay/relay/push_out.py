@@ -1,8 +1,9 @@
 """What the relay posts to a plugin's push connection (the push channel, issue 23): tool requests right after
 the durable write (``RequestQueue.submit``), ``withdrawn`` (cancel), ``closed`` (the session ended), ``superseded``
-(another consumer took over). A post never fails its caller: a gone connection (410) is detached, a fault is
-logged (never with the session's code); the request stays pending for the plugin's next attach, resume or ping.
-The connection's own messages are push.py's."""
+(another consumer took over). A post never fails its caller: it is sent, gone (410: the connection is detached)
+or unknown (a fault or no answer within PUSH_PUBLISH_SECONDS, logged, never with the session's code). Requests go
+out in seq order and stop at the first that is not sent: the plugin holds nothing past a gap, and the request
+stays unanswered for its next attach, resume or ping. The connection's own messages are push.py's."""
 
 from __future__ import annotations
 
@@ -11,13 +12,14 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import anyio
 import anyio.to_thread
 
 from ..clock import Clock
 from ..errors import StoreUnavailable
 from ..jsonvalues import dumps
 from ..records import RequestRecord, SessionRecord, push_connection
-from .publisher import PUSH_INLINE_BYTES, Publisher, encode_message
+from .publisher import PUSH_INLINE_BYTES, Outcome, Publisher, encode_message
 from .store_io import StoreIO
 
 T = TypeVar("T")
@@ -44,30 +46,44 @@ def tool_request(code: str, request: RequestRecord) -> dict[str, Any]:
 
 
 class PushSender:
-    def __init__(self, store_io: StoreIO, clock: Clock, publisher: Publisher | None) -> None:
+    def __init__(self, store_io: StoreIO, clock: Clock, publisher: Publisher | None, *, timeout: float = 1.0) -> None:
         self.store_io = store_io
         self.store = store_io.store
         self.clock = clock
         self.publisher = publisher
+        self.timeout = timeout  # one post's whole time, whatever the publisher's own timeouts
+        self._prepared = False
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         assert self.publisher is not None
+        if not self._prepared:
+            await self._run(self.publisher.prepare)
+            self._prepared = True
         if self.publisher.blocking:
-            return await anyio.to_thread.run_sync(lambda: fn(*args))
+            with anyio.fail_after(self.timeout):  # a thread that overruns is left to end on its own timeouts
+                return await anyio.to_thread.run_sync(lambda: fn(*args), abandon_on_cancel=True)
         return fn(*args)
 
-    async def post(self, connection_id: str, message: dict[str, Any]) -> bool:
-        """Post one message; False only when the connection is gone. A fault is logged (never the session's code:
-        messages carry none in the log) and counts as not gone: the plugin's next ping catches up."""
+    async def _run(self, fn: Callable[[], None]) -> None:
+        assert self.publisher is not None
+        if self.publisher.blocking:
+            await anyio.to_thread.run_sync(fn)
+        else:
+            fn()
+
+    async def post(self, connection_id: str, message: dict[str, Any]) -> Outcome:
+        """Post one message: sent, gone (410) or unknown. A fault is logged (never the session's code: messages
+        carry none in the log) and is unknown, never sent: the plugin's next ping or resume catches up."""
         if self.publisher is None:
-            return False
+            return Outcome.GONE
         try:
-            return await self._call(self.publisher.publish, connection_id, message)
+            sent = await self._call(self.publisher.publish, connection_id, message)
         except Exception as exc:  # a publish must never fail the write it follows
             log.warning(
                 dumps({"push": "publish_failed", "connection": connection_id, "fault": type(exc).__name__})
             )
-            return True
+            return Outcome.UNKNOWN
+        return Outcome.SENT if sent else Outcome.GONE
 
     async def close(self, connection_id: str) -> None:
         if self.publisher is None:
@@ -89,15 +105,20 @@ class PushSender:
         with contextlib.suppress(StoreUnavailable):  # then its pings stop: not connected once the grace passes
             await self.store_io.run(self.store.detach, code, consumer)
 
-    async def requests(self, code: str, consumer: str, requests: list[RequestRecord]) -> bool:
-        """Post each request in seq order; on a gone connection detach it and stop. False when it was gone."""
+    async def requests(
+        self, code: str, consumer: str, requests: list[RequestRecord]
+    ) -> tuple[Outcome, RequestRecord | None]:
+        """Post each request in seq order, stopping at the first not sent (a gone connection is detached). Returns
+        that post's outcome and request, or (sent, None) when every one was sent."""
         connection = push_connection(consumer)
         assert connection is not None
         for request in requests:
-            if not await self.post(connection, tool_request(code, request)):
+            outcome = await self.post(connection, tool_request(code, request))
+            if outcome is Outcome.GONE:
                 await self.gone(code, consumer)
-                return False
-        return True
+            if outcome is not Outcome.SENT:
+                return outcome, request
+        return Outcome.SENT, None
 
     async def new_request(self, session: SessionRecord, request: RequestRecord) -> None:
         """Right after ``request`` was durably queued: push it (and any earlier one not yet delivered) when the
@@ -137,7 +158,7 @@ class PushSender:
             return
         for request in requests:
             message = {"event": "withdrawn", "id": request.id, "tool": request.tool, "args": request.args}
-            if not await self.post(connection, message):
+            if await self.post(connection, message) is Outcome.GONE:
                 assert session.consumer is not None
                 await self.gone(session.code, session.consumer)
                 return

@@ -104,10 +104,13 @@ class Responses:
         *,
         client: str | None,
         known: Answer | None = None,
+        deadline: float | None = None,
     ) -> Answer:
         """The whole view (``answer``) on the first read and the last; in between only the response is read,
-        which is all that can end the wait early. ``known``: the state just created, which spares the first read."""
-        deadline = time.monotonic() + max(0.0, min(wait, self.settings.max_wait_seconds))
+        which is all that can end the wait early. ``known``: the state just created, which spares the first read.
+        ``deadline``: when the wait ends (time.monotonic), if it started before this call."""
+        if deadline is None:
+            deadline = self._deadline(wait)
         current = known if known is not None else await self.answer(code, request_id, client=client)
         while not current.done:
             remaining = deadline - time.monotonic()
@@ -124,6 +127,9 @@ class Responses:
                     else Answer(None, response)
                 )
         return current
+
+    def _deadline(self, wait: float) -> float:
+        return time.monotonic() + max(0.0, min(wait, self.settings.max_wait_seconds))
 
     async def call(
         self,
@@ -142,12 +148,16 @@ class Responses:
         A request created here has no answer yet, so waiting starts without reading: the first read is the one
         that can find the answer. ``on_wait``: called with the request as it stands (queued, delivered) once it
         is queued and then every ``every`` s while no answer has come (MCP progress)."""
+        # The wait's time runs from before the submit: its writes and its publish to a push connection count
+        # toward it, so a ?wait call ends within its wait (and API Gateway's 29 s) however slow they were.
+        deadline = self._deadline(wait)
         with self.notifier.listen(answers_key(code)) as listener:  # before the request exists: no wake-up missed
             record, created = await self.queue.submit(code, tool, args, request_id, client=client, session=session)
             known = Answer(record, None) if created else None
             if on_wait is None:
-                return record, await self._wait(code, record.id, wait, listener, client=client, known=known)
-            deadline = time.monotonic() + max(0.0, min(wait, self.settings.max_wait_seconds))
+                return record, await self._wait(
+                    code, record.id, wait, listener, client=client, known=known, deadline=deadline
+                )
             current = known or await self.answer(code, record.id, client=client)
             while not current.done and current.request is not None:
                 await on_wait(current.request)

@@ -15,6 +15,7 @@ from ..records import (
     AuthItem,
     ChangeMarks,
     Completion,
+    ConnectionRecord,
     Lookup,
     NewRequest,
     RequestRecord,
@@ -146,6 +147,14 @@ class Store(Protocol):
         ...
 
     def get_response(self, code: str, request_id: str) -> ResponseRecord | None: ...
+
+    def put_connection(self, record: ConnectionRecord) -> None:
+        """Record a push connection's attach (replacing any earlier record of the same connection)."""
+        ...
+
+    def take_connection(self, connection_id: str, now: float) -> ConnectionRecord | None:
+        """Remove a push connection's record and return it; None when there is none or it expired by ``now``."""
+        ...
 
     def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
         """Atomically add ``amount`` (one, or a byte count; negative to give some back) to a counter and return the

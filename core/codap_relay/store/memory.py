@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
 from ..records import (
+    CONNECTION_RECORD_SECONDS,
     DETACHED,
     AuthItem,
     ChangeMarks,
     Completion,
+    ConnectionRecord,
     Lookup,
     NewRequest,
     RequestRecord,
@@ -40,6 +42,7 @@ class MemoryStore:
         self._counters: dict[str, tuple[int, float]] = {}
         self._changes: dict[str, ChangeMarks] = {}
         self._auth: dict[tuple[str, str], AuthItem] = {}
+        self._connections: dict[str, ConnectionRecord] = {}
 
     def create_session(self, session: SessionRecord) -> None:
         with self._lock:
@@ -183,6 +186,18 @@ class MemoryStore:
     def get_response(self, code: str, request_id: str) -> ResponseRecord | None:
         data = self._sessions.get(code)
         return data.responses.get(request_id) if data else None
+
+    def put_connection(self, record: ConnectionRecord) -> None:
+        with self._lock:
+            if len(self._connections) > 10_000:  # drop expired records so the dict cannot grow without bound
+                now = record.expires_at - CONNECTION_RECORD_SECONDS  # when this one was written
+                self._connections = {k: v for k, v in self._connections.items() if v.expires_at > now}
+            self._connections[record.connection_id] = record
+
+    def take_connection(self, connection_id: str, now: float) -> ConnectionRecord | None:
+        with self._lock:
+            found = self._connections.pop(connection_id, None)
+        return found if found is not None and found.expires_at > now else None
 
     def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
         with self._lock:

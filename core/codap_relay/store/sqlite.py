@@ -18,6 +18,7 @@ from ..records import (
     AuthItem,
     ChangeMarks,
     Completion,
+    ConnectionRecord,
     Lookup,
     NewRequest,
     RequestRecord,
@@ -42,6 +43,9 @@ CREATE TABLE IF NOT EXISTS responses (
   timestamp REAL NOT NULL, expires_at REAL NOT NULL, error_code TEXT, PRIMARY KEY (code, id)
 );
 CREATE TABLE IF NOT EXISTS counters (key TEXT PRIMARY KEY, count INTEGER NOT NULL, expires_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS connections (
+    id TEXT PRIMARY KEY, code TEXT NOT NULL, consumer TEXT NOT NULL, expires_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS changes (
   code TEXT PRIMARY KEY, seq INTEGER NOT NULL, marks TEXT NOT NULL, expires_at REAL NOT NULL
 );
@@ -398,6 +402,22 @@ class SqliteStore:
 
     # --- counters and housekeeping ----------------------------------------------------------------------
 
+    def put_connection(self, record: ConnectionRecord) -> None:
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO connections (id, code, consumer, expires_at) VALUES (?, ?, ?, ?)",
+                (record.connection_id, record.code, record.consumer, record.expires_at),
+            )
+
+    def take_connection(self, connection_id: str, now: float) -> ConnectionRecord | None:
+        with self._tx() as db:
+            row = db.execute(
+                "DELETE FROM connections WHERE id = ? RETURNING code, consumer, expires_at", (connection_id,)
+            ).fetchone()
+        if row is None or row["expires_at"] <= now:
+            return None
+        return ConnectionRecord(connection_id, row["code"], row["consumer"], float(row["expires_at"]))
+
     def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
         with self._tx(durable=False) as db:
             db.execute(
@@ -472,6 +492,7 @@ class SqliteStore:
         cutoff = now - PURGE_GRACE_SECONDS
         with self._tx() as db:
             db.execute("DELETE FROM counters WHERE expires_at < ?", (now,))
+            db.execute("DELETE FROM connections WHERE expires_at < ?", (now,))
             db.execute("DELETE FROM changes WHERE expires_at < ?", (cutoff,))
             db.execute("DELETE FROM auth WHERE expires_at < ?", (cutoff,))
             db.execute("DELETE FROM responses WHERE expires_at < ?", (cutoff,))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -17,7 +18,7 @@ from codap_relay.store import StoreUrlError, open_store
 from .gateway import Gateway
 from .instances import AdapterInstance, Instance, Pool, RuntimeInstance, function_environment
 from .template import Function, Stack, read_stack
-from .websocket import IDLE_TIMEOUT_SECONDS, MAX_CONNECTION_SECONDS, SocketGateway, quiet_refusals
+from .websocket import IDLE_TIMEOUT_SECONDS, MAX_CONNECTION_SECONDS, PostFaults, SocketGateway, quiet_refusals
 
 DEFAULT_MAX_INSTANCES = 10
 
@@ -36,6 +37,8 @@ class Options:
     host: str = "127.0.0.1"
     push_idle_seconds: float = IDLE_TIMEOUT_SECONDS
     push_max_seconds: float = MAX_CONNECTION_SECONDS
+    #: Seed for faults in the WebSocket API's management API (chaos tests); None: it behaves.
+    push_faults: int | None = None
 
 
 def default_store_url() -> str:
@@ -125,6 +128,7 @@ def build_gateway(options: Options, stack: Stack, store_url: str, output: TextIO
             gateway.invoker,
             idle_seconds=options.push_idle_seconds,
             max_seconds=options.push_max_seconds,
+            faults=PostFaults(random.Random(options.push_faults)) if options.push_faults is not None else None,
         )
         gateway.socket_port = options.push_port
         quiet_refusals()

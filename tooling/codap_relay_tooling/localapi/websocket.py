@@ -23,6 +23,10 @@ and from recorded behaviour where it does not (each point says which):
   DELETE closes it (204); an unknown or closed connection is 410 GoneException. A request without a SigV4
   ``Authorization`` header is 403 as an unsigned request to an IAM-authorised API is; the signature is not checked.
 
+With ``faults`` (``local-api --push-faults SEED``, for chaos tests) the management API misbehaves as a loaded or
+failing one might, drawn from a seeded generator: a 500 before or after the frame went out, an answer that comes
+too late for the publisher's timeout, a 410 that closes the connection, a slow post (``PostFaults``).
+
 Every invocation runs in an instance (process) of the route's function from local-api's pools, with Lambda's
 START / END / REPORT lines, as the REST side's.
 """
@@ -33,6 +37,7 @@ import asyncio
 import base64
 import json
 import logging
+import random
 import secrets
 import time
 import uuid
@@ -127,6 +132,28 @@ SOCKET_ERRORS: dict[Refused, str] = {
 }
 
 
+@dataclass
+class PostFaults:
+    """Faults for ``POST @connections/{id}``, one draw per post from a seeded generator. Each kind leaves the relay
+    one of the outcomes it must handle: unknown though delivered (``late``, ``500-after``), unknown and not
+    delivered (``500``), gone (``410``, and the socket really closes), sent but slowly (``slow``)."""
+
+    rng: random.Random
+    rates: tuple[tuple[str, float], ...] = (("500", 0.04), ("500-after", 0.03), ("late", 0.03), ("410", 0.02),
+                                             ("slow", 0.08))
+    late_seconds: float = 1.5  # longer than the relay's PUSH_PUBLISH_SECONDS (1 s): it stops waiting
+    drawn: dict[str, int] = field(default_factory=dict)
+
+    def draw(self) -> str | None:
+        roll = self.rng.random()
+        for kind, rate in self.rates:
+            if roll < rate:
+                self.drawn[kind] = self.drawn.get(kind, 0) + 1
+                return kind
+            roll -= rate
+        return None
+
+
 class SocketGateway:
     """The WebSocket API's ASGI side: ``websocket`` scopes are client connections, ``http`` the management API."""
 
@@ -138,8 +165,10 @@ class SocketGateway:
         *,
         idle_seconds: float = IDLE_TIMEOUT_SECONDS,
         max_seconds: float = MAX_CONNECTION_SECONDS,
+        faults: PostFaults | None = None,
     ) -> None:
         self.api = api
+        self.faults = faults
         self.pools = pools
         self.invoker = invoker
         self.idle_seconds = idle_seconds
@@ -414,10 +443,28 @@ class SocketGateway:
                 frame: dict[str, Any] = {"type": "websocket.send", "text": body.decode("utf-8")}
             except UnicodeDecodeError:
                 frame = {"type": "websocket.send", "bytes": body}
-            if await conn.deliver(frame):
-                await _respond(send, 200, None)
-            else:
-                await _respond(send, 410, {"message": None}, "GoneException")
+            await self._post(conn, frame, send)
+
+    async def _post(self, conn: Connection, frame: dict[str, Any], send: Send) -> None:
+        fault = self.faults.draw() if self.faults is not None else None
+        if fault is not None:
+            self._log(f"push: post to {conn.id}: fault {fault}")
+        if fault == "500":
+            await _respond(send, 500, {"message": "Internal server error"}, "InternalServerErrorException")
+            return
+        if fault == "410":
+            await conn.deliver({"type": "websocket.close", "code": CLOSE_GOING_AWAY, "reason": "Going away"})
+            await _respond(send, 410, {"message": None}, "GoneException")
+            return
+        if fault in ("late", "slow"):
+            assert self.faults is not None
+            await asyncio.sleep(self.faults.late_seconds if fault == "late" else self.faults.rng.uniform(0.1, 0.6))
+        if not await conn.deliver(frame):
+            await _respond(send, 410, {"message": None}, "GoneException")
+        elif fault == "500-after":
+            await _respond(send, 500, {"message": "Internal server error"}, "InternalServerErrorException")
+        else:
+            await _respond(send, 200, None)
 
     def _log(self, text: str) -> None:
         self.invoker.log(text)

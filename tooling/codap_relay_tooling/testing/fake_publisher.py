@@ -4,6 +4,8 @@ connections that are gone (410) or faulty."""
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -12,19 +14,37 @@ class PublishFault(Exception):
 
 
 class FakePublisher:
-    blocking = False
+    """``delay``: seconds each post takes (a slow management API); give ``blocking=True`` with it, so the relay
+    runs posts in worker threads and bounds them as it bounds the real publisher's."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, blocking: bool = False, delay: float = 0.0) -> None:
+        self.blocking = blocking
+        self.delay = delay
         self.posts: list[tuple[str, dict[str, Any]]] = []  # (connection id, message), in the order posted
         self.closed: list[str] = []
         self.gone: set[str] = set()  # posts to these answer 410 (False)
         self.faulty: set[str] = set()  # posts to these raise
+        self._once: list[Callable[[str, dict[str, Any]], bool]] = []
         self._lock = threading.Lock()
 
+    def fail_once(self, match: Callable[[str, dict[str, Any]], bool]) -> None:
+        """The next post that ``match(connection_id, message)`` picks raises once; later ones go through."""
+        with self._lock:
+            self._once.append(match)
+
+    def prepare(self) -> None:
+        pass  # nothing to make
+
     def publish(self, connection_id: str, message: dict[str, Any]) -> bool:
+        if self.delay:
+            time.sleep(self.delay)
         with self._lock:
             if connection_id in self.faulty:
                 raise PublishFault(connection_id)
+            for match in self._once:
+                if match(connection_id, message):
+                    self._once.remove(match)
+                    raise PublishFault(connection_id)
             if connection_id in self.gone:
                 return False
             self.posts.append((connection_id, message))

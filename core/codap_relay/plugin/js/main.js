@@ -12,6 +12,7 @@ import {
   RelayClient,
   RelayHttpError,
   StreamConnection,
+  backoffMs,
   createSessionWhenAllowed,
   newTabId,
   relayBaseFrom,
@@ -78,7 +79,8 @@ listen((notice) => {
     // a notice this cannot read must not keep it from the tools' own listeners
   }
 });
-let pushBlocked = false; // the push channel failed twice on this page: SSE for the rest of its life
+let pushFallbacks = 0; // times the push channel gave way to SSE on this page: each waits longer to try push again
+let pushRetry = null; // the timer that tries push again after a fall back
 let waitedForRoom = false; // the stream waited for room: its countdown notice goes once it connects
 const tab = newTabId(); // this page's id at the relay: pagehide detaches the streams opened under it
 const replayer = new Replayer({
@@ -294,17 +296,28 @@ function connect() {
       onWithdrawn: ({ id, tool, args }) => ui.activity({ id, tool, args, status: "withdrawn", code }),
       onCursorReset: () => ui.notice("The relay restarted its queue; unanswered requests are being sent again."),
       onFallback: () => {
-        pushBlocked = true;
-        ui.notice(PUSH_BLOCKED);
-        const cursor = stream.cursor;
-        stream = new StreamConnection(options);
+        if (pushFallbacks++ === 0) ui.notice(PUSH_BLOCKED);
+        const sse = new StreamConnection(options);
+        stream = sse;
         ui.setChannel("stream");
-        stream.open(cursor);
+        sse.open(pushed.cursor);
+        // Not for good: a refusal may have been API Gateway's at a busy moment. Later (1 min, then longer), the
+        // stream makes way for push again, from its cursor; if push fails again, this comes back here.
+        clearTimeout(pushRetry);
+        pushRetry = setTimeout(() => {
+          if (stream !== sse || sse.stopped) return; // the page moved on (a new code, superseded)
+          sse.stop();
+          stream = pushed = new PushConnection({ ...options, url: session.push });
+          ui.setChannel("push");
+          stream.open(sse.cursor ?? null);
+        }, backoffMs(pushFallbacks - 1, { base: 60_000, max: 30 * 60_000 }));
       },
     },
   };
-  const push = session.push && globalThis.WebSocket && !pushBlocked;
-  stream = push ? new PushConnection({ ...options, url: session.push }) : new StreamConnection(options);
+  clearTimeout(pushRetry);
+  const push = session.push && globalThis.WebSocket;
+  let pushed = push ? new PushConnection({ ...options, url: session.push }) : null;
+  stream = pushed ?? new StreamConnection(options);
   ui.setChannel(push ? "push" : "stream");
   runner.resume();
   stream.open(null); // after a (re)load the relay sends every unanswered request; the ledger dedupes

@@ -2,13 +2,21 @@
 // The push channel (a WebSocket the relay posts to; docs/plugin.md): the same handlers as the SSE
 // StreamConnection, with the order kept here. Requests run strictly in seq order: one that arrives past
 // cursor + 1 is held and the plugin asks the relay to resume from its cursor; `resumed.upTo` moves the cursor
-// past seqs that will never come (answered, withdrawn, expired). If the socket cannot open or attach twice in a
-// row (a CSP or a proxy that drops WebSockets), it gives up and the page falls back to SSE (handlers.onFallback).
+// past seqs that will never come (answered, withdrawn, expired). A handshake refused (a 429 or 5xx at $connect)
+// is retried with backoff; if sockets keep being refused, or one cannot open or attach twice in a row (a CSP, a
+// proxy that drops WebSockets), it stops and the page falls back to SSE (handlers.onFallback) for a while.
 
 import { RelayHttpError, backoffMs, newTabId } from "./relay.js";
 
 /** Consecutive failed opens/attaches after which the page uses SSE instead. */
 export const FAILURES_BEFORE_FALLBACK = 2;
+/**
+ * Consecutive sockets closed before they opened after which the page uses SSE instead. A page cannot read the
+ * handshake's status: API Gateway refusing $connect (429 when new connections come faster than the account's
+ * quota, as at a school's first bell, or a 5xx) looks like a proxy refusing the upgrade. So these are retried with
+ * backoff (0.5, 1, 2, 4, 8 s, jittered) and are not failures; only when they go on does the page fall back.
+ */
+export const REFUSALS_BEFORE_FALLBACK = 6;
 /** No message for this many ping intervals: the socket is dead even if it looks open. */
 export const WATCHDOG_PINGS = 2.5;
 
@@ -64,8 +72,8 @@ export class PushConnection {
     this.attached = false;
     this.attempt = 0;
     this.failures = 0; // opens/attaches that failed in a row
+    this.refusals = 0; // sockets closed before they opened, in a row
     this.stopped = true;
-    this.fellBack = false;
     /** @type {Map<number, object>} requests that came early (past cursor + 1), by seq */
     this.held = new Map();
     this.resuming = false; // a resume is asked for and its `resumed` not yet here
@@ -76,7 +84,6 @@ export class PushConnection {
   }
 
   open(cursor = this.cursor) {
-    if (this.fellBack) return;
     this._teardown();
     this.stopped = false;
     this.cursor = cursor ?? null;
@@ -96,7 +103,9 @@ export class PushConnection {
     const mine = (fn) => (event) => {
       if (this.ws === ws) fn(event);
     };
+    let opened = false;
     ws.onopen = mine(() => {
+      opened = true;
       this._send({ action: "attach", ...this._session(), tab: this.tab, after: this.cursor });
       this._kick(this.attachTimeoutMs);
     });
@@ -110,8 +119,8 @@ export class PushConnection {
       if (message && typeof message === "object") this._message(message);
     });
     // A socket that fails fires error and then close; some stacks only one of them.
-    ws.onerror = mine(() => this._lost());
-    ws.onclose = mine(() => this._lost());
+    ws.onerror = mine(() => this._lost(opened));
+    ws.onclose = mine(() => this._lost(opened));
   }
 
   /** Close the socket and its timers, keeping the cursor: open() starts again (pagehide, bfcache). */
@@ -216,6 +225,7 @@ export class PushConnection {
       this.attached = true;
       this.attempt = 0;
       this.failures = 0;
+      this.refusals = 0;
       const ping = Number(message.pingSeconds);
       if (ping > 0) this.pingMs = ping * 1000;
       this._startPings();
@@ -290,25 +300,36 @@ export class PushConnection {
     }, ms);
   }
 
-  /** The socket died or went silent. */
-  _lost() {
+  /** The socket died or went silent; ``opened``: false for a socket closed before it opened (refused). */
+  _lost(opened = true) {
     if (this.stopped) return;
     const attached = this.attached;
     this._teardown();
     if (!attached) {
-      this._failed();
+      if (opened) this._failed();
+      else this._refused();
       return;
     }
     this.handlers.onStatus(globalThis.navigator?.onLine === false ? "offline" : "reconnecting");
     this._scheduleReopen();
   }
 
-  /** An open or attach that failed: try again, or after two in a row give up on push for this page. */
+  /** An open or attach that failed: try again, or after two in a row fall back to SSE (for a while). */
   _failed() {
     this.failures += 1;
-    if (this.failures >= FAILURES_BEFORE_FALLBACK) {
-      this.fellBack = true;
-      this.stop();
+    this._retryOrFallBack(this.failures >= FAILURES_BEFORE_FALLBACK);
+  }
+
+  /** A handshake refused: try again after the backoff; fall back only when refusals go on. */
+  _refused() {
+    this.refusals += 1;
+    this._retryOrFallBack(this.refusals >= REFUSALS_BEFORE_FALLBACK);
+  }
+
+  _retryOrFallBack(fallBack) {
+    if (fallBack) {
+      this.stop(); // open() later tries push again (the page does, after a while): the fall back is not for good
+      this.failures = this.refusals = this.attempt = 0;
       this.handlers.onFallback?.();
       return;
     }
