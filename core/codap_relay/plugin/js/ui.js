@@ -234,8 +234,9 @@ export function createUI(doc = document) {
       bar.hidden = total === 0;
       bar.max = Math.max(1, total);
       bar.value = done;
-      if (message !== $("replay-text").textContent && !running && !asking && outcome !== "running") {
-        announcer.say(message); // each call's outcome is announced as it ends; the replay's end once
+      if (message !== $("replay-text").textContent && !running && outcome !== "running") {
+        // each call's outcome is announced as it ends; the replay's end once; the question when it is asked
+        announcer.say(asking ? `${message} ${calls?.length ?? 0} calls are listed in the dialog.` : message);
       }
       $("replay-text").textContent = message;
       $("stop-replay").hidden = !running;
