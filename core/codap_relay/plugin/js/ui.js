@@ -4,7 +4,7 @@
 
 import { Announcer } from "./announce.js";
 import { closeDialog, guardDialog, openDialog } from "./dialog.js";
-import { displayCode, firstLine, formatDuration, formatTimeLeft, summarizeArgs } from "./format.js";
+import { displayCode, firstLine, formatDuration, formatTimeLeft, plural, summarizeArgs } from "./format.js";
 
 const STATUS_TEXT = {
   starting: "Starting…",
@@ -236,7 +236,7 @@ export function createUI(doc = document) {
       bar.value = done;
       if (message !== $("replay-text").textContent && !running && outcome !== "running") {
         // each call's outcome is announced as it ends; the replay's end once; the question when it is asked
-        announcer.say(asking ? `${message} ${calls?.length ?? 0} calls are listed in the dialog.` : message);
+        announcer.say(asking ? `${message} The dialog lists ${plural(calls?.length ?? 0, "call")}.` : message);
       }
       $("replay-text").textContent = message;
       $("stop-replay").hidden = !running;
