@@ -30,6 +30,8 @@ test("what a text box needs is kept as CODAP renders it: blocks, lists, http(s) 
   assert.deepEqual(dropped, []);
   assert.deepEqual(rebuildText("line 1\nline 2").value, doc(p({ text: "line 1" }), p({ text: "line 2" })));
   assert.deepEqual(rebuildText("42").value, doc(p({ text: "42" })), "a string that parses to no object stays text");
+  const link = { type: "link", href: "http://a.example/", children: [{ text: "a" }] };
+  assert.deepEqual(rebuildText(doc(link, { text: "b" })).value, doc(p(link), p({ text: "b" })), "inline content at the top gets a paragraph");
 });
 
 test("attrs, styles, images, unknown nodes, other marks and non-http links are dropped, and named", () => {

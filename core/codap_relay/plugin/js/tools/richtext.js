@@ -138,8 +138,8 @@ class Builder {
 
   block(node, depth) {
     const type = own(node, "type");
-    if (isObject(node) && typeof own(node, "text") === "string") {
-      return [{ type: "paragraph", children: [this.leaf(node, depth)] }];
+    if (isObject(node) && (typeof own(node, "text") === "string" || own(node, "type") === "link")) {
+      return [{ type: "paragraph", children: this.inlines([node], depth) }]; // inline content gets a paragraph
     }
     if (!isObject(node) || (!BLOCKS.has(type) && !LISTS.has(type))) return this.unknown(node, depth, false);
     this.count(depth);
