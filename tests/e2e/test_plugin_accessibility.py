@@ -229,6 +229,8 @@ def test_replay_dialog_traps_focus_returns_it_and_closes_on_escape(open_plugin: 
         wait_until(lambda: frame.locator("#replay-dialog").evaluate("(d) => d.open"), "the replay question")
 
     open_dialog()
+    wait_until(lambda: "Replay it?" in frame.locator("#announcer").inner_text(), "the question announced")
+    assert "The dialog lists 1 call." in frame.locator("#announcer").inner_text()
     dialog = frame.get_by_role("dialog", name="Replay this trace?")
     assert dialog.is_visible()
     tree = dialog.aria_snapshot()

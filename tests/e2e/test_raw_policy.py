@@ -1,4 +1,5 @@
-"""The raw tool's policy in the real CODAP app (v3.1.0 build): what would reach outside the document is refused.
+"""The raw tool's policy in the real CODAP app (v3.1.0 build): what would reach outside the document is refused,
+and a text's rich text is rebuilt so that it reaches nothing outside the document either.
 
 For each refused request, codap_api fails with refused_by_policy naming the rule, CODAP's components and datasets
 are unchanged, and the browser sent nothing to the "evil" URL (a loopback server counts its hits, and the page's
@@ -8,13 +9,16 @@ it; allowed raw requests still work.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from codap_relay_tooling.testing.plugin_page import wait_until
 from codap_relay_tooling.testing.real_codap import CodapPage, codap_pages, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
@@ -115,12 +119,9 @@ def test_requests_reaching_outside_the_document_are_refused_and_nothing_is_fetch
         ),
         (
             {
-                "action": "create",
-                "resource": "component",
-                "values": {
-                    "type": "text",
-                    "text": {"document": {"children": [{"type": "image", "url": f"{evil.url}/i.png"}]}},
-                },
+                "action": "update",
+                "resource": "component[policy]",
+                "values": {"other": {"attrs": {"style": f"background-image:url({evil.url}/bg.png)"}}},
             },
             "no_urls_in_components",
             "update_codap_component",
@@ -220,3 +221,83 @@ def test_allowed_raw_requests_still_work_and_codap_api_help_answers(codap: Codap
     assert "refused_by_policy" in help_text and "not_the_plugin" in help_text
     overview = codap.done("codap_api_help", {})["structuredContent"]
     assert overview["topic"] == "overview" and "graphs" in overview["topics"]
+
+
+OVERLAY = "position:fixed;top:0;left:0;width:100vw;height:100vh;z-index:2147483647;background:white"
+
+
+def plugin_on_top(codap: CodapPage) -> bool:
+    """Whether the element at the centre of the plugin's frame, in CODAP's page, is that frame (nothing covers it)."""
+    frame = codap.frame.frame_element()
+    box = frame.bounding_box()
+    assert box is not None
+    centre = [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2]
+    return bool(codap.page.evaluate("([x, y, f]) => document.elementFromPoint(x, y) === f", [*centre, frame]))
+
+
+def text_values(codap: CodapPage, evil: Evil) -> list[tuple[str, dict[str, Any]]]:
+    """The hostile text values: an overlay style, a background image, a 45-level image, a JSON string with both."""
+    image = {"type": "image", "url": f"{evil.url}/deep.png", "children": [{"text": ""}]}
+    deep: dict[str, Any] = image
+    for _ in range(45):
+        deep = {"type": "paragraph", "children": [deep]}
+
+    def text(*children: Any) -> dict[str, Any]:
+        return {"document": {"children": list(children)}}
+
+    overlay = {"type": "paragraph", "attrs": {"style": OVERLAY}, "children": [{"text": "Sign in again"}]}
+    background = {"type": "paragraph", "attrs": {"style": f"background-image:url({evil.url}/bg.png)"},
+                  "children": [{"text": "bg"}]}
+    nested = {"type": "paragraph", "children": [{"text": "x"}, {**image, "url": f"{evil.url}/inline.png"}]}
+    return [
+        ("overlay", text(overlay)),
+        ("background", text(background)),
+        ("nested image", text(nested)),
+        ("deep", text(deep)),
+        ("json string", {"json": json.dumps(text(overlay, background, nested))}),
+    ]
+
+
+def test_rich_text_is_rebuilt_and_neither_fetches_nor_covers_the_plugin(
+    codap: CodapPage, evil: Evil, tmp_path: Path
+) -> None:
+    seen: list[str] = []
+    codap.page.on("request", lambda request: seen.append(request.url))
+    hits = len(evil.hits)
+    calls: list[dict[str, Any]] = []
+    for name, value in text_values(codap, evil):
+        text: Any = value.get("json", value)
+        args = {"action": "create", "resource": "component", "values": {"type": "text", "name": name, "text": text}}
+        if name == "deep":
+            error = codap.failed("codap_api", args)
+            assert error["code"] == "refused_by_policy" and error["data"]["rule"] == "bounded_values", error
+            assert "deeper than 16 levels" in error["message"], error
+        else:
+            made = codap.done("codap_api", args)
+            assert "left out:" in made["content"][0]["text"], made
+            sent = codap.ok({"action": "get", "resource": f"component[{name}]"})["text"]
+            assert '"attrs"' not in json.dumps(sent) and '"type": "image"' not in json.dumps(sent), sent
+        calls.append(args)
+    # create_codap_text: the JSON string is shown as text, one paragraph a line
+    json_text = str(text_values(codap, evil)[-1][1]["json"])
+    made = codap.done("create_codap_text", {"text": json_text, "title": "typed"})
+    shown = codap.ok({"action": "get", "resource": f"component[{made['structuredContent']['componentId']}]"})["text"]
+    assert shown["document"]["children"][0]["children"] == [{"text": json_text}], shown
+    # a replayed trace of all of them: asked first, then run through the same policy
+    trace = tmp_path / "hostile.json"
+    entries = [{"tool": "codap_api", "args": a, "status": "completed", "at": "2026-05-04T10:00:00Z"} for a in calls]
+    entries.append({"tool": "create_codap_text", "args": {"text": json_text}, "status": "completed",
+                    "at": "2026-05-04T10:00:01Z"})
+    trace.write_text(json.dumps({"format": "codap-relay-trace", "version": 1, "calls": entries}))
+    with codap.page.expect_file_chooser() as chooser:
+        codap.frame.locator("#replay-trace").click()
+    chooser.value.set_files(str(trace))
+    wait_until(lambda: codap.frame.locator("#replay-dialog").evaluate("(d) => d.open"), "the replay question")
+    listed = codap.frame.locator("#replay-calls li").all_inner_texts()
+    assert len(listed) == 6 and "REFUSED by policy (bounded_values)" in listed[3], listed
+    codap.frame.locator("#confirm-replay").click()
+    wait_until(lambda: "Replayed hostile.json" in str(codap.text("#replay-text")), "the replay to finish")
+    settle(2.0)
+    assert evil.hits[hits:] == [], evil.hits
+    assert not [u for u in seen if u.startswith(evil.url)], seen
+    assert plugin_on_top(codap), "something covers the plugin"

@@ -103,6 +103,14 @@ def choose_trace(codap: CodapPage, path: Path) -> None:
     chooser.value.set_files(str(path))
 
 
+def replay_confirmed(codap: CodapPage, path: Path) -> str:
+    """Choose a trace and say yes to the question every replay asks first; the question's text."""
+    choose_trace(codap, path)
+    question = wait_replay(codap, "confirm")
+    codap.frame.locator("#confirm-replay").click()
+    return question
+
+
 def replay_text(codap: CodapPage) -> str:
     return str(codap.text("#replay-text"))
 
@@ -266,7 +274,7 @@ def test_a_saved_trace_replays_into_a_fresh_document(
 
     fresh = pages(f"{relay_url}/plugin/")
     assert holdings(fresh) == ([], [])
-    choose_trace(fresh, path)
+    assert replay_confirmed(fresh, path).startswith(f"{path.name} would make 4 calls in this CODAP document")
     message = wait_replay(fresh, "finished")
     assert fresh.frame.locator("#stop-replay").is_hidden() and fresh.frame.locator("#replay-trace").is_enabled()
     assert message == f"Replayed {path.name}: 4 calls run, 2 skipped (read-only, or failed when recorded)."
@@ -345,7 +353,7 @@ def test_a_reload_mid_replay_runs_no_call_twice(
     path = trace_file(tmp_path, "tally.json", calls)
     codap = pages(f"{relay_url}/plugin/")
     code = codap.code()
-    choose_trace(codap, path)
+    replay_confirmed(codap, path)
     wait_until(
         lambda: codap._safe(lambda: float(codap.frame.locator("#replay-progress").evaluate("p => p.value"))) >= 10,
         "ten calls replayed",
@@ -355,7 +363,7 @@ def test_a_reload_mid_replay_runs_no_call_twice(
     stopped = wait_replay(codap, "stopped")
     assert "reloaded" in stopped and "choose the same file again" in stopped.lower()
     interrupted = re.search(r"call (\d+) \(add_codap_cases\) was running", stopped)
-    choose_trace(codap, path)
+    replay_confirmed(codap, path)
     finished = wait_replay(codap, "finished")
     assert "continued: calls that ran before were not run again" in finished
     held = sorted(int(i["values"]["n"]) for i in codap.items("tally"))

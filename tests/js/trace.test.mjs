@@ -125,8 +125,11 @@ test("a replay runs the calls that changed CODAP; read-only tools (by annotation
   ]);
 });
 
-/** A plugin page: storage, a runner whose tools record what ran, and a replayer with what it showed. */
-function page({ storage = new MemoryStorage(), persistent = true, failOn = null, hold = null } = {}) {
+/**
+ * A plugin page: storage, a runner whose tools record what ran, and a replayer with what it showed. `answer` is
+ * the person's answer to the question every replay asks first (null: the test answers itself).
+ */
+function page({ storage = new MemoryStorage(), persistent = true, failOn = null, hold = null, answer = true } = {}) {
   const ran = [];
   const posted = [];
   const shown = [];
@@ -141,7 +144,11 @@ function page({ storage = new MemoryStorage(), persistent = true, failOn = null,
   const runner = new Runner({ tools, store, post: async (id, body) => posted.push({ id, body }), sleep: async () => {} });
   const replayer = new Replayer({
     store, runner: () => runner, tools: TOOLS, readOnly: READ_ONLY_TOOLS, destructive: DESTRUCTIVE_TOOLS,
-    onProgress: (v) => shown.push(v), persistent,
+    onProgress: (v) => {
+      shown.push(v);
+      if (v.outcome === "confirm" && answer !== null) replayer.answer(answer);
+    },
+    persistent,
   });
   return { ran, posted, shown, store, runner, replayer, storage };
 }
@@ -253,8 +260,8 @@ test("a refused file changes nothing and a running replay refuses a second one",
   let release;
   const held = page({ hold: () => new Promise((resolve) => (release = resolve)) });
   const running = held.replayer.start("lesson.json", traceText());
-  await held.replayer.start("other.json", traceText());
-  assert.deepEqual([held.shown.at(-1).outcome, held.shown.at(-1).message], ["refused", "A replay is running; stop it before starting another."]);
+  await held.replayer.start("other.json", traceText()); // while the first is asked or running
+  assert.ok(held.shown.some((v) => v.outcome === "refused" && v.message === "A replay is running; stop it before starting another."));
   held.replayer.stop();
   release();
   await running;
@@ -279,7 +286,7 @@ test("before raw CODAP requests run, the person is asked; cancelling changes not
     const poll = () => (p.shown.at(-1)?.outcome === "confirm" ? resolve(p.shown.at(-1)) : setTimeout(poll, 1));
     poll();
   });
-  const no = page();
+  const no = page({ answer: null });
   const cancelled = no.replayer.start("shared.json", text);
   const question = await asked(no);
   assert.equal(question.asking, true);
@@ -290,23 +297,31 @@ test("before raw CODAP requests run, the person is asked; cancelling changes not
   await cancelled;
   assert.deepEqual([no.ran.length, no.shown.at(-1).outcome], [0, "refused"]);
   assert.match(no.shown.at(-1).message, /you cancelled it\. Nothing was changed\.$/);
-  const yes = page();
+  const yes = page({ answer: null });
   const running = yes.replayer.start("shared.json", text);
   await asked(yes);
   yes.replayer.answer(true);
   await running;
   assert.deepEqual(yes.ran.map(([t]) => t).at(-1), "codap_api");
   assert.equal(yes.shown.at(-1).outcome, "finished");
-  const safe = page(); // nothing destructive: no question
+  const safe = page(); // nothing destructive: still asked, every call listed, none named as destructive
   await safe.replayer.start("lesson.json", traceText());
-  assert.ok(!safe.shown.some((v) => v.outcome === "confirm"));
+  const asking = safe.shown.filter((v) => v.outcome === "confirm");
+  assert.deepEqual(asking.map((v) => v.message), [
+    "lesson.json would make 3 calls in this CODAP document (listed below). A replay runs at most 500 calls. Replay it?"]);
+  assert.deepEqual(asking[0].calls.map((c) => c.tool), ["create_codap_dataset", "create_codap_graph", "add_codap_cases"]);
+  assert.ok(safe.shown.findIndex((v) => v.outcome === "confirm") < safe.shown.findIndex((v) => v.message.startsWith("Replaying")),
+    "asked before the first call runs");
+  const declined = page({ answer: false });
+  await declined.replayer.start("lesson.json", traceText());
+  assert.deepEqual([declined.ran.length, declined.shown.at(-1).outcome], [0, "refused"]);
 });
 
 test("a refused raw request is marked in the confirmation and never reaches the runner; the others run", async () => {
   const evil = { action: "create", resource: "component", values: { type: "webView", URL: "http://127.0.0.1:9/evil.html" } };
   const hide = { action: "update", resource: "interactiveFrame", values: { dimensions: { width: 1, height: 1 } } };
   const text = traceText([...RELAYED, entry(6, "codap_api", evil), entry(7, "codap_api", hide)]);
-  const p = page();
+  const p = page({ answer: null });
   const running = p.replayer.start("shared.json", text);
   await new Promise((resolve) => {
     const poll = () => (p.shown.at(-1)?.outcome === "confirm" ? resolve() : setTimeout(poll, 1));

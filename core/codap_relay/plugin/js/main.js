@@ -294,6 +294,7 @@ function connect() {
         }
       },
       onWithdrawn: ({ id, tool, args }) => ui.activity({ id, tool, args, status: "withdrawn", code }),
+      onUnreadable: (why) => ui.notice(`The relay sent something the plugin could not read, and it could not tell which request it was: ${why}.`),
       onCursorReset: () => ui.notice("The relay restarted its queue; unanswered requests are being sent again."),
       onFallback: () => {
         if (pushFallbacks++ === 0) ui.notice(PUSH_BLOCKED);

@@ -6,7 +6,7 @@
 // is retried with backoff; if sockets keep being refused, or one cannot open or attach twice in a row (a CSP, a
 // proxy that drops WebSockets), it stops and the page falls back to SSE (handlers.onFallback) for a while.
 
-import { RelayHttpError, backoffMs, newTabId } from "./relay.js";
+import { RelayHttpError, backoffMs, newTabId, readEventData } from "./relay.js";
 
 /** Consecutive failed opens/attaches after which the page uses SSE instead. */
 export const FAILURES_BEFORE_FALLBACK = 2;
@@ -110,13 +110,14 @@ export class PushConnection {
       this._kick(this.attachTimeoutMs);
     });
     ws.onmessage = mine((event) => {
-      let message;
-      try {
-        message = JSON.parse(event.data);
-      } catch {
-        return; // not for us; the watchdog still counts only messages it can read
+      const { data, unreadable, id, found } = readEventData(event.data);
+      if (unreadable) {
+        // a request whose id and seq can be read is answered with an error in its turn; anything else is shown
+        if (id && found?.event === "tool-request") this._message({ ...found, args: {}, unreadable });
+        else this.handlers.onUnreadable?.(unreadable);
+        return;
       }
-      if (message && typeof message === "object") this._message(message);
+      if (data && typeof data === "object") this._message(data);
     });
     // A socket that fails fires error and then close; some stacks only one of them.
     ws.onerror = mine(() => this._lost(opened));
@@ -259,7 +260,13 @@ export class PushConnection {
     this._delivery = this._delivery.then(async () => {
       const request = message.pointer ? await this._fetch(message) : message;
       if (request && !this.stopped) {
-        this.handlers.onRequest({ id: request.id, tool: request.tool, args: request.args ?? {}, seq: Number(message.seq) });
+        this.handlers.onRequest({
+          id: request.id,
+          tool: request.tool,
+          args: request.args ?? {},
+          seq: Number(message.seq),
+          ...(message.unreadable ? { unreadable: message.unreadable } : {}),
+        });
       }
     });
   }

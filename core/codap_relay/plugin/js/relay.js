@@ -36,6 +36,48 @@ export function parseRetryAfter(value, now = Date.now()) {
   return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
+/** Whether every number in `value` is finite (JSON.parse reads 1e999 as Infinity). */
+function finite(value, depth = 0) {
+  if (typeof value === "number") return Number.isFinite(value);
+  if (!value || typeof value !== "object" || depth > 200) return true;
+  return Object.values(value).every((v) => finite(v, depth + 1));
+}
+
+/**
+ * An event's data as JSON: {data} when it parses, else {data: null, unreadable: why, id, tool} with the request's
+ * id and tool when they can be recovered. A request the plugin cannot read still gets an answer the model sees
+ * (an error for its id); JSON cannot hold NaN or Infinity, so they are read as null only to find the id, and the
+ * request is never run with them.
+ */
+export function readEventData(text) {
+  try {
+    const data = JSON.parse(text);
+    if (!finite(data)) {
+      const found = data && typeof data === "object" ? data : null;
+      const id = typeof found?.id === "string" ? found.id : null;
+      const why = "the request holds a number JSON cannot hold (such as 1e999)";
+      return { data: null, unreadable: why, id, tool: typeof found?.tool === "string" ? found.tool : null, found };
+    }
+    return { data };
+  } catch (err) {
+    const why = `the plugin could not read this request as JSON (${err?.message ?? err})`;
+    let found = null;
+    try {
+      // non-finite numbers outside strings (as Python's json writes them) read as null
+      found = JSON.parse(String(text).replace(/("(?:[^"\\]|\\.)*")|-?\b(?:Infinity|NaN)\b/g, (m, str) => str ?? "null"));
+    } catch {
+      const id = /"id"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(String(text));
+      try {
+        found = id ? { id: JSON.parse(id[1]) } : null;
+      } catch {
+        found = null;
+      }
+    }
+    const id = typeof found?.id === "string" ? found.id : null;
+    return { data: null, unreadable: why, id, tool: typeof found?.tool === "string" ? found.tool : null, found };
+  }
+}
+
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
 /**
@@ -312,13 +354,15 @@ export class StreamConnection {
     es.addEventListener("tool-request", mine((event) => {
       this._kick();
       this.cursor = Number(event.lastEventId) || this.cursor;
-      let data;
-      try {
-        data = JSON.parse(event.data);
-      } catch {
+      const seq = Number(event.lastEventId) || 0;
+      const { data, unreadable, id, tool } = readEventData(event.data);
+      if (unreadable) {
+        // answered with an error the model sees; without an id there is nothing to answer, so the person is told
+        if (id) this.handlers.onRequest({ id, tool: tool ?? "unknown", args: {}, seq, unreadable });
+        else this.handlers.onUnreadable?.(unreadable);
         return;
       }
-      this.handlers.onRequest({ ...data, seq: Number(event.lastEventId) || 0 });
+      this.handlers.onRequest({ ...data, seq });
     }));
     es.addEventListener("withdrawn", mine((event) => {
       // a request the model withdrew before this plugin received it: never run, shown in the activity log

@@ -1,10 +1,10 @@
 // @ts-check
 // Replaying a saved trace: its calls run again, in order, against the CODAP document open now, through the same
 // runner and tools as the LLM's calls. Read-only calls and calls that failed when recorded are skipped; the first
-// failure stops the replay with its reason. A trace may come from someone else: when calls of tools that can delete
-// or overwrite things (by their annotations) are about to run, the person is asked first, with the list of every
-// call the replay would make; raw requests the plugin's policy refuses (tools/policy.js) are marked there and are
-// never sent to CODAP. A replay runs at most MAX_REPLAY_CALLS (500) calls: a longer trace is refused whole.
+// failure stops the replay with its reason. A trace may come from someone else: before its first call runs, the
+// person is asked, with the list of every call the replay would make (those of tools that can delete or overwrite
+// things, by their annotations, named); raw requests the plugin's policy refuses (tools/policy.js) are marked there
+// and are never sent to CODAP, and every call that runs goes through its tool's policy as a live call does. A replay runs at most MAX_REPLAY_CALLS (500) calls: a longer trace is refused whole.
 //
 // No call runs twice across a reload of the plugin frame. As with the runner's ledger, a call is marked
 // "started" in storage just before its tool runs and "done" or "failed" after. After a reload the replay is
@@ -62,7 +62,8 @@ export class Replayer {
     this.state = null;
     this.running = false;
     this.stopAsked = false;
-    this._answer = null; // resolves the question asked before destructive calls run
+    this._answer = null; // resolves the question asked before the first call runs
+    this.asking = false; // from the question to its answer
   }
 
   /** The person's answer to "replay it?": true runs the replay, false leaves CODAP as it is. */
@@ -97,7 +98,7 @@ export class Replayer {
 
   /** Replay the trace in `text` (the file `name`); resolves when it finished, stopped or was refused. */
   async start(name, text) {
-    if (this.running || this._answer) {
+    if (this.running || this.asking) {
       this.onProgress({ outcome: "refused", message: "A replay is running; stop it before starting another." });
       return;
     }
@@ -143,7 +144,15 @@ export class Replayer {
     const ahead = plan.filter((p, i) => p.action === "run" && pending(p, i));
     const refused = plan.filter((p, i) => p.action === "refuse" && pending(p, i));
     const risky = ahead.filter((p) => this.destructive.has(p.call.tool)).map((p) => p.call.tool);
-    if ((risky.length || refused.length) && !(await this._ask(name, plan, pending, risky, refused.length))) {
+    // Always asked: a trace may come from anyone, and every call it would make is listed before the first runs.
+    this.asking = true; // until the answer: a second file is refused as while running
+    let yes;
+    try {
+      yes = await this._ask(name, plan, pending, risky, refused.length);
+    } finally {
+      this.asking = false;
+    }
+    if (!yes) {
       this.onProgress({ outcome: "refused", message: `${name} was not replayed: you cancelled it. Nothing was changed.` });
       return;
     }

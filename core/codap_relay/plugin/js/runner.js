@@ -126,13 +126,15 @@ export class Runner {
     }
   }
 
-  async _run({ id, tool, args, seq }) {
+  async _run({ id, tool, args, seq, unreadable }) {
     this.store.markStarted(id, { tool, seq, args: smallArgs(args) });
     const timing = this.timings.get(id);
     if (timing) timing.started = this.timeline.now();
     const started = this.now();
     this.onActivity({ id, tool, args, status: "running", startedAt: started });
-    const body = await this._call(tool, args, id);
+    const body = unreadable
+      ? { error: { message: `${unreadable}; it did not run. Send it again with finite numbers and plain JSON.`, code: "unreadable_request" } }
+      : await this._call(tool, args, id);
     if (timing) timing.finished = this.timeline.now();
     this.store.saveOutcome(id, body);
     const ms = this.now() - started;

@@ -11,7 +11,7 @@
 
 import { hashText } from "./data.js";
 import { CONSENT_TOOL } from "./apps.js";
-import { checkRequest } from "./tools/policy.js";
+import { reviewRequest } from "./tools/policy.js";
 
 export const TRACE_FORMAT = "codap-relay-trace";
 export const TRACE_VERSION = 1;
@@ -101,14 +101,15 @@ export function readTrace(text, tools) {
  * A replay re-creates what the session made, so it runs the calls that changed CODAP and succeeded: read-only
  * tools (by their annotations) and calls that failed or never finished when recorded are skipped. A raw request
  * the plugin's policy refuses (tools/policy.js) is never sent to CODAP: the confirmation marks it and the replay
- * passes over it.
+ * passes over it. Every call that runs goes through its tool, so through the same policy as a live call.
  */
 export function replayPlan(calls, readOnlyTools) {
   return calls.map((call) => {
     if (readOnlyTools.has(call.tool)) return { call, action: "skip", why: "read-only" };
     if (call.status !== "completed") return { call, action: "skip", why: `${call.status} when recorded` };
     if (call.tool === "codap_api") {
-      const refusal = checkRequest(call.args);
+      // as codap_api itself reviews it (text rebuilt, then the rules); the tool checks again when it runs
+      const { refusal } = reviewRequest(call.args);
       if (refusal) return { call, action: "refuse", why: `refused by the plugin's policy (${refusal.rule.id})`, rule: refusal.rule.id };
     }
     return { call, action: "run" };

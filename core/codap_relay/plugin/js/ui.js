@@ -4,7 +4,7 @@
 
 import { Announcer } from "./announce.js";
 import { closeDialog, guardDialog, openDialog } from "./dialog.js";
-import { displayCode, firstLine, formatDuration, formatTimeLeft, summarizeArgs } from "./format.js";
+import { displayCode, firstLine, formatDuration, formatTimeLeft, plural, summarizeArgs } from "./format.js";
 
 const STATUS_TEXT = {
   starting: "Starting…",
@@ -235,8 +235,9 @@ export function createUI(doc = document) {
       bar.hidden = total === 0;
       bar.max = Math.max(1, total);
       bar.value = done;
-      if (message !== $("replay-text").textContent && !running && !asking && outcome !== "running") {
-        announcer.say(message); // each call's outcome is announced as it ends; the replay's end once
+      if (message !== $("replay-text").textContent && !running && outcome !== "running") {
+        // each call's outcome is announced as it ends; the replay's end once; the question when it is asked
+        announcer.say(asking ? `${message} The dialog lists ${plural(calls?.length ?? 0, "call")}.` : message);
       }
       $("replay-text").textContent = message;
       $("stop-replay").hidden = !running;

@@ -4,6 +4,7 @@
 
 import { nameMatchers } from "../codap_query.js";
 import { ToolError, get, invalid, toolResult } from "./context.js";
+import { paragraphs, plainText } from "./richtext.js";
 
 /** Names CODAP recognizes (lower case) for a map's point coordinates (v3 map-types.ts, kLatNames/kLongNames). */
 const LAT_NAMES = ["latitude", "lat", "latitud", "breitengrad", "緯度", "عرض جغرافیایی"];
@@ -29,15 +30,6 @@ const TYPE_WORDS = {
 
 const typeWord = (type) => TYPE_WORDS[type] ?? type ?? "component";
 const label = (c) => `${JSON.stringify(c.title || c.name || `${typeWord(c.type)} ${c.id}`)} (${typeWord(c.type)}, id ${c.id})`;
-
-/** The plain text of a text component as CODAP gives it back (its rich-text value). */
-function plainText(value) {
-  if (typeof value === "string") return value;
-  const nodes = Array.isArray(value) ? value : value?.document?.children ?? [];
-  const textOf = (node) =>
-    typeof node?.text === "string" ? node.text : Array.isArray(node?.children) ? node.children.map(textOf).join("") : "";
-  return nodes.map(textOf).join("\n");
-}
 
 export function createComponentTools(ctx) {
   const { send, must, findDataset, describeDatasets } = ctx;
@@ -131,7 +123,9 @@ export function createComponentTools(ctx) {
 
   async function create_codap_text(args) {
     const { text, title } = args;
-    const { id, detail } = await create({ type: "text", text, ...titled(title) }, "a text box");
+    // Sent as paragraphs, never as a string: CODAP reads a string that parses as JSON as rich text.
+    const value = { document: { children: paragraphs(text) } };
+    const { id, detail } = await create({ type: "text", text: value, ...titled(title) }, "a text box");
     const shown = plainText(detail.text);
     return toolResult(
       `Created a text box (id ${id}${detail.title ? `, title ${JSON.stringify(detail.title)}` : ""}) showing ` +

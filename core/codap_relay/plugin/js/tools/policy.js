@@ -4,8 +4,10 @@
 // The raw Data Interactive API can reach outside the document: a webView, game (plugin), guideView or
 // imageComponentView component loads a page or picture from any URL, a map's geoRaster and a text's image nodes
 // fetch one, `dataContextFromURL` downloads one, `update document` replaces the whole document, and the plugin's
-// own component could be hidden, moved away, shrunk or closed while it keeps answering the LLM. The rules refuse
-// exactly those; every other request goes through as it is.
+// own component could be hidden, moved away, shrunk or closed while it keeps answering the LLM; a text's rich text
+// can carry HTML attributes and styles (a box over the whole page, a background image). A text's value is rebuilt
+// from an allow-list (richtext.js); the rules refuse the rest, and values too deep or too large to read whole;
+// every other request goes through as it is.
 //
 // Requests are read as CODAP reads them (v3.1.0 resource-parser.ts): the resource is split into `type[name]`
 // clauses by CODAP's own regular expression, the last clause's type picks the handler, and a later clause of a
@@ -18,12 +20,15 @@
 // gets back with its own (from `get interactiveFrame`, read once and kept).
 
 import { ToolError } from "../errors.js";
+import { rebuildText } from "./richtext.js";
 
 /** The component types codap_api may create: none of them loads a URL. */
 export const SAFE_COMPONENT_TYPES = ["graph", "caseTable", "caseCard", "map", "slider", "text", "calculator"];
 
 /** Keys that carry a URL in component values (compared in lower case), anywhere in the values. */
-export const URL_KEYS = ["url", "currentgameurl", "georaster", "src", "href"];
+export const URL_KEYS = ["url", "currentgameurl", "georaster", "src", "href", "srcset"];
+/** Keys that carry HTML attributes or CSS (a style can cover the page or fetch a background image). */
+export const STYLE_KEYS = ["attrs", "style", "styles"];
 
 const lower = (v) => (typeof v === "string" ? v.trim().toLowerCase() : "");
 const own = (object, key) => (object && typeof object === "object" && Object.hasOwn(object, key) ? object[key] : undefined);
@@ -47,12 +52,35 @@ export function parseResource(resource) {
   return { clauses, type: clauses.at(-1)?.type, byType };
 }
 
-/** Every object key anywhere in `value` (own keys only), and the JSON text strings inside it parsed too. */
+/** How deep values may nest, and how long a JSON string inside them may be, before they are refused whole. */
+export const MAX_VALUE_DEPTH = 40;
+export const MAX_JSON_CHARS = 1_000_000;
+/** Stand-ins keysIn yields for what cannot be inspected, and for an image node. */
+const TOO_DEEP = "(values nested too deep)";
+const TOO_LARGE = "(a JSON string too large)";
+const IMAGE_NODE = "(an image node)";
+
+/** Text values rebuilt from the allow-list (richtext.js): their link hrefs are http(s) links, never loaded. */
+const REBUILT = new WeakSet();
+
+/**
+ * Every object key anywhere in `value` (own keys only), and the JSON text strings inside it parsed too; what is
+ * nested deeper than MAX_VALUE_DEPTH, or a JSON string of MAX_JSON_CHARS or more, yields a stand-in that every
+ * rule refuses, so nothing it cannot read counts as clean.
+ */
 function* keysIn(value, depth = 0) {
-  if (depth > 40 || value === null) return;
+  if (value === null || (typeof value === "object" && REBUILT.has(value))) return;
+  if (depth > MAX_VALUE_DEPTH) {
+    yield TOO_DEEP;
+    return;
+  }
   if (typeof value === "string") {
     const text = value.trim();
-    if ((text.startsWith("{") || text.startsWith("[")) && text.length < 1_000_000) {
+    if (text.startsWith("{") || text.startsWith("[")) {
+      if (text.length >= MAX_JSON_CHARS) {
+        yield TOO_LARGE;
+        return;
+      }
       let parsed;
       try {
         parsed = JSON.parse(text);
@@ -64,6 +92,7 @@ function* keysIn(value, depth = 0) {
     return;
   }
   if (typeof value !== "object") return;
+  if (lower(own(value, "type")) === "image") yield IMAGE_NODE;
   for (const key of Object.keys(value)) {
     yield key;
     yield* keysIn(value[key], depth + 1);
@@ -72,7 +101,9 @@ function* keysIn(value, depth = 0) {
 }
 
 const hasKey = (values, wanted) => {
-  for (const key of keysIn(values)) if (wanted.includes(lower(key)) || wanted.includes(key)) return key;
+  for (const key of keysIn(values)) {
+    if (wanted.includes(lower(key)) || wanted.includes(key)) return key;
+  }
   return null;
 };
 
@@ -86,6 +117,15 @@ const asList = (values) => (Array.isArray(values) ? values : [values]);
  * (see ownComponentTarget).
  */
 export const RULES = [
+  {
+    id: "bounded_values",
+    rule: `Values nest at most ${MAX_VALUE_DEPTH} levels, and a JSON string in them is shorter than ${MAX_JSON_CHARS} characters: what the plugin cannot read whole is not sent.`,
+    instead: "Send smaller, flatter values.",
+    check: ({ values }) => {
+      const key = hasKey(values, [TOO_DEEP, TOO_LARGE]);
+      return key ? `the values hold ${key}` : null;
+    },
+  },
   {
     id: "resource_form",
     rule: "The resource is clauses joined by dots, each a word or word[name] (dataContext[d].collection[c]); nothing else around them.",
@@ -128,14 +168,15 @@ export const RULES = [
   },
   {
     id: "no_urls_in_components",
-    rule: `No URL in a component's values: keys ${URL_KEYS.join(", ")} (any case, at any depth, also inside text given as JSON) are refused.`,
+    rule: `No URL, style or image in a component's values: keys ${[...URL_KEYS, ...STYLE_KEYS].join(", ")} and image nodes (any case, at any depth, also inside JSON strings) are refused. A text's value is first rebuilt from the rich-text allow-list (paragraphs, headings, lists, http(s) links, bold, italic, underlined, code), which drops them.`,
     instead: "update_codap_component",
     check: ({ action, parsed, values }) => {
       if (action === "get" || !parsed.clauses.some((c) => ["component", "interactiveframe"].includes(lower(c.type)))) {
         return null;
       }
-      const key = hasKey(values, URL_KEYS);
-      return key ? `the values carry ${JSON.stringify(key)}, which makes CODAP load a URL` : null;
+      const key = hasKey(values, [...URL_KEYS, ...STYLE_KEYS, IMAGE_NODE]);
+      if (key === IMAGE_NODE) return "the values hold an image node, which makes the browser load a URL";
+      return key ? `the values carry ${JSON.stringify(key)}, which can make the browser load a URL or cover the page` : null;
     },
   },
   {
@@ -189,7 +230,7 @@ export function policyError(request, rule, why) {
 export function checkRequest(request, self = null) {
   const req = normalize(request);
   if (!req) {
-    return { rule: RULES[0], why: "a request is an object with a string action and resource" };
+    return { rule: RULES.find((r) => r.id === "resource_form"), why: "a request is an object with a string action and resource" };
   }
   for (const rule of RULES) {
     const why = rule.check(req);
@@ -230,19 +271,61 @@ export function ownComponentProbe(request) {
 }
 
 /**
- * Checks every request (one, or an array) against the rules; throws the refused_by_policy ToolError for the
- * first one that breaks a rule. Only a change to a named component needs CODAP: `resolve(probes)` sends the
+ * `request` with the text of every text value it creates or updates rebuilt from the rich-text allow-list
+ * (richtext.js): {request, dropped: [what was left out, in words]}. Throws text_refused for a text too deep or
+ * too large. The rules then see the rebuilt text, whose http(s) links are the only URLs they let through.
+ */
+export function rebuildTexts(request) {
+  const req = normalize(request);
+  if (!req || !["create", "update"].includes(req.action) || req.type !== "component") return { request, dropped: [] };
+  const dropped = [];
+  const rebuild = (v) => {
+    if (!v || typeof v !== "object" || Array.isArray(v) || !Object.hasOwn(v, "text")) return v;
+    const text = rebuildText(v.text);
+    REBUILT.add(text.value);
+    dropped.push(...text.dropped);
+    return { ...v, text: text.value };
+  };
+  const values = Array.isArray(req.values) ? req.values.map(rebuild) : rebuild(req.values);
+  return { request: values === req.values ? request : { ...request, values }, dropped };
+}
+
+/**
+ * A request as it will be sent, or why it will not be: {request, dropped} with its text rebuilt, or {refusal:
+ * {rule, why}} (a text too deep or too large is refused under the bounded_values rule). Needs no CODAP: the
+ * replay's confirmation uses it to mark the calls the policy refuses.
+ */
+export function reviewRequest(request) {
+  let rebuilt;
+  try {
+    rebuilt = rebuildTexts(request);
+  } catch (err) {
+    if (!(err instanceof ToolError)) throw err;
+    return { refusal: { rule: RULES.find((r) => r.id === "bounded_values"), why: err.message.replace(/\.$/, "") } };
+  }
+  const refusal = checkRequest(rebuilt.request);
+  return refusal ? { refusal } : rebuilt;
+}
+
+/**
+ * Checks every request (one, or an array) against the rules, after rebuilding its text values; throws the
+ * refused_by_policy ToolError for the first one that breaks a rule, else resolves to {requests (the same shape,
+ * text rebuilt: what to send), dropped}. Only a change to a named component needs CODAP: `resolve(probes)` sends the
  * `get` probes in one message and resolves to {self: {id, name, title} of the plugin's component or null,
  * replies: CODAP's reply to each probe}.
  */
 export async function enforcePolicy(requests, { resolve }) {
-  const list = Array.isArray(requests) ? requests : [requests];
-  for (const request of list) {
-    const refusal = checkRequest(request);
-    if (refusal) throw policyError(request, refusal.rule, refusal.why);
+  const list = [];
+  const dropped = [];
+  for (const request of Array.isArray(requests) ? requests : [requests]) {
+    const reviewed = reviewRequest(request);
+    if (reviewed.refusal) throw policyError(request, reviewed.refusal.rule, reviewed.refusal.why);
+    list.push(reviewed.request);
+    dropped.push(...reviewed.dropped);
   }
+  const sent = { requests: Array.isArray(requests) ? list : list[0], dropped };
   const probed = list.map((request) => ({ request, probe: ownComponentProbe(request) })).filter((p) => p.probe);
-  if (probed.length === 0) return;
+  if (probed.length === 0) return sent;
   const ownRule = RULES.find((r) => r.id === "not_the_plugin");
   const { self, replies } = await resolve(probed.map((p) => p.probe));
   probed.forEach(({ request }, i) => {
@@ -262,4 +345,5 @@ export async function enforcePolicy(requests, { resolve }) {
       throw policyError(request, ownRule, `${own(request, "resource")} is the plugin's own component (id ${self.id})`);
     }
   });
+  return sent;
 }

@@ -24,13 +24,17 @@ export function createRawTools(ctx) {
 
   async function codap_api(args) {
     const { action, resource, values } = args;
-    const request = { action, resource, ...(values !== undefined ? { values } : {}) };
-    await enforcePolicy(request, { resolve });
+    const asked = { action, resource, ...(values !== undefined ? { values } : {}) };
+    const { requests: request, dropped } = await enforcePolicy(asked, { resolve });
     const reply = await ask(request);
     const text = JSON.stringify(reply);
+    const left = dropped.length
+      ? `\nThe text was rebuilt from what a text box shows; left out: ${dropped.join("; ")}.`
+      : "";
     const result = toolResult(
-      `CODAP answered "${action} ${resource}" with success.\n${text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text}`,
-      reply,
+      `CODAP answered "${action} ${resource}" with success.${left}\n` +
+        `${text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text}`,
+      dropped.length ? { ...reply, dropped } : reply,
     );
     return action === "get" ? result : withDigest(ctx, result);
   }
