@@ -3,6 +3,7 @@
 
 import { ChangeReporter } from "./changes.js";
 import { CodapPhone } from "./codap.js";
+import { withBusySignal } from "./busy.js";
 import { BlockWatch, slowNotes, withCodapWaits } from "./slow.js";
 import { plural } from "./format.js";
 import { canvasRaster } from "./imaging.js";
@@ -53,13 +54,23 @@ const listen = (listener) => {
 };
 const manifest = await loadManifest();
 const TOOLS = manifest.tools;
-const tools = withCodapWaits(
-  createTools(
-    { call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster(), listen },
-    manifest,
+const tools = withBusySignal(
+  withCodapWaits(
+    createTools(
+      {
+        call: (request) => phone.call(request),
+        notice: (request, waitMs) => phone.notify(request, waitMs),
+        tell: (text) => ui.notice(text),
+        pluginVersion: VERSION,
+        raster: canvasRaster(),
+        listen,
+      },
+      manifest,
+    ),
+    phone,
+    { blocks },
   ),
   phone,
-  { blocks },
 );
 
 let session = null;
