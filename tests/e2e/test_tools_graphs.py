@@ -53,6 +53,23 @@ def adornment(codap: CodapPage, graph_id: int, codap_type: str) -> dict[str, Any
     return values
 
 
+def test_a_dot_plot_split_by_a_category_in_one_call(codap: CodapPage) -> None:
+    # recordCount is left out for custom rows: every row is used.
+    made = codap.done("create_codap_dataset", {"datasetName": "split data", "dataType": "custom", "customData": ROWS})
+    assert made["structuredContent"]["recordCount"] == len(ROWS) and len(codap.items("split data")) == len(ROWS)
+    split = graph(codap, datasetName="split data", graphType="dot_plot", xAttribute="h", yAttribute="g")
+    held = component(codap, split)
+    assert (held["plotType"], held["xAttributeName"], held["yAttributeName"]) == ("dotPlot", "h", "g")
+    both_numeric = codap.failed(
+        "create_codap_graph",
+        {"datasetName": "split data", "graphType": "dot_plot", "xAttribute": "h", "yAttribute": "w"},
+    )
+    assert both_numeric["code"] == "invalid_arguments" and "graphType scatterplot" in both_numeric["message"]
+    no_count = codap.failed("create_codap_dataset", {"datasetName": "generated", "dataType": "random_numbers"})
+    assert no_count["code"] == "invalid_arguments" and "give recordCount" in no_count["message"]
+    assert "generated" not in codap.dataset_names()
+
+
 def test_create_graph_colours_by_a_legend_and_makes_dot_plots(codap: CodapPage) -> None:
     dataset(codap, "legend data")
     dots = graph(codap, datasetName="legend data", graphType="dot_plot", xAttribute="h", legendAttribute="g")

@@ -88,10 +88,18 @@ export function createGraphTools(ctx) {
     const attrs = new Map(dataset.collections.flatMap((c) => c.attributes).map((a) => [a.name, a]));
     const x = attrs.get(xAttribute);
     if (!x) throw unknownAttribute(dataset, xAttribute, "the x axis");
-    const wantsY = graphType === "scatterplot" || graphType === "line_graph";
-    if (wantsY && !yAttribute) throw invalid(`A ${graphType} needs yAttribute as well as xAttribute.`);
+    const needsY = graphType === "scatterplot" || graphType === "line_graph";
+    if (needsY && !yAttribute) throw invalid(`A ${graphType} needs yAttribute as well as xAttribute.`);
+    // A dot plot takes a category on y too: one row of dots per value (CODAP's split by a category).
+    const wantsY = needsY || (graphType === "dot_plot" && Boolean(yAttribute));
     const y = wantsY ? attrs.get(yAttribute) : undefined;
     if (wantsY && !y) throw unknownAttribute(dataset, yAttribute, "the y axis");
+    if (graphType === "dot_plot" && y?.type === "numeric" && x.type === "numeric") {
+      throw invalid(
+        `A dot_plot splits its dots by a category: ${JSON.stringify(y.name)} and ${JSON.stringify(x.name)} are both ` +
+          "numeric, which makes a scatterplot (graphType scatterplot).",
+      );
+    }
     const legend = legendAttribute ? attrs.get(legendAttribute) : undefined;
     if (legendAttribute && !legend) throw unknownAttribute(dataset, legendAttribute, "the legend");
     const notes = [];
