@@ -255,3 +255,35 @@ def test_least_squares_line_and_percents(codap: CodapPage) -> None:
     assert shown(codap, bars) == set()
     codap.done("remove_codap_adornment", {"graph": gid, "adornment": "least_squares_line"})
     assert "LSRL" not in shown(codap, gid)
+
+
+def test_the_adornment_requests_codap_api_help_shows_are_the_ones_codap_takes(codap: CodapPage) -> None:
+    """codap_api_help's adornments topic, each request it shows sent to CODAP as the raw tool would."""
+    help_text = codap.done("codap_api_help", {"topic": "adornments"})["content"][0]["text"]
+    dataset(codap, "help data")
+    dots = graph(codap, datasetName="help data", graphType="dot_plot", xAttribute="h")
+    scatter = graph(codap, datasetName="help data", graphType="scatterplot", xAttribute="h", yAttribute="w")
+    base = f"component[{dots}].adornment"
+    made = codap.di(
+        {"action": "create", "resource": base, "values": {"type": "Plotted Value", "expression": "mean(h) + 1"}}
+    )
+    assert made["success"] is True and made["values"]["data"] == [{"plottedValue": mean(HEIGHTS) + 1}]
+    for kind in ("Count", "Mean", "Median", "Standard Deviation", "Movable Value"):
+        assert codap.di({"action": "create", "resource": base, "values": {"type": kind}})["success"] is True, kind
+    update = {"action": "update", "resource": base, "values": {"type": "Count", "percentType": "row"}}
+    assert codap.di(update)["success"] is True
+    assert codap.di({"action": "delete", "resource": base, "values": {"type": "Mean"}})["success"] is True
+    assert adornment(codap, dots, "Mean")["isVisible"] is False and "Mean" not in shown(codap, dots)
+    lsrl = {"type": "LSRL", "showConfidenceBands": True}
+    assert codap.di({"action": "create", "resource": f"component[{scatter}].adornment", "values": lsrl})["success"]
+    # The ones the topic says CODAP cannot create: refused as it says.
+    assert "does not currently support create" in help_text
+    for kind, on in (
+        ("Plotted Function", scatter),
+        ("Box Plot", dots),
+        ("Normal Curve", dots),
+        ("Movable Line", scatter),
+    ):
+        refused = codap.di({"action": "create", "resource": f"component[{on}].adornment", "values": {"type": kind}})
+        assert refused["success"] is False and "does not currently support create" in refused["values"]["error"], kind
+        assert f'"{kind}"' in help_text or kind in help_text
