@@ -6,12 +6,14 @@ CODAP's Undo (or Redo) reaches it. Every state is read back through Data Interac
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
-from codap_relay_tooling.testing.plugin_page import wait_until
+from codap_relay_tooling.testing.plugin_page import answer, ok_result, submit, wait_until
 from codap_relay_tooling.testing.real_codap import codap_pages
+from codap_relay_tooling.testing.slow_codap import SLOW_CODAP_REPLIES, slow_codap
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 
@@ -186,3 +188,25 @@ def test_take_back_tool_calls_and_refuse_over_a_persons_change(browser: Any, cod
         refused = codap.failed("undo_codap_tool_calls", {"lastCalls": 1})
         assert refused["code"] == "changed_outside" and 'dataset "ByHand" added' in refused["message"]
         assert "ByHand" in codap.dataset_names() and any(c["title"] == "Later" for c in codap.components())
+
+
+def test_a_persons_action_while_a_call_runs_is_never_taken_back_with_it(
+    browser: Any, codap_url: str, relay_url: str
+) -> None:
+    with codap_pages(browser, codap_url) as pages:
+        codap = pages(f"{relay_url}/plugin/", init_script=SLOW_CODAP_REPLIES)
+        slow_codap(codap.frame, 1500)  # the call's first reply from CODAP is held back: it is still running
+        request_id = submit(codap.relay, codap.code(), "create_codap_text", {"text": "x", "title": "During"})
+        time.sleep(0.5)
+        # An action CODAP logs, as it logs each of a person's (a drag logs "Moved component ..."); CODAP's busy
+        # overlay keeps the mouse off the page while the call runs, so the test logs it through CODAP's API.
+        codap.ok({"action": "notify", "resource": "logMessage", "values": {"formatStr": "Edited a cell by hand"}})
+        ok_result(answer(codap.relay, codap.code(), request_id))
+        undone = codap.done("undo_codap", {})["structuredContent"]
+        (call,) = undone["toolCalls"]
+        assert call["ok"] is False and call["requestId"] == request_id
+        assert "a person changed the document" in call["text"] and "Edited a cell by hand" in call["text"]
+        assert text_boxes(codap) == ["During"]
+        refused = codap.failed("undo_codap_tool_calls", {"lastCalls": 1})
+        assert refused["code"] == "changed_outside" and "Edited a cell by hand" in refused["message"]
+        assert text_boxes(codap) == ["During"]

@@ -101,7 +101,19 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
   const undoable = [];
   const redoable = [];
   const history = { steps: 0, last: Promise.resolve(/** @type {any} */ (null)) };
+  // A person's action in CODAP while a call runs (or before its restore point is taken) would be folded into the
+  // call: CODAP logs each person's action (its Data Interactive requests are not logged), and the plugin watches
+  // those log messages (logMessageMonitor) meanwhile. Such a call is never taken back: Undo and
+  // undo_codap_tool_calls refuse it and name the actions.
+  /** @type {string[] | null} */
+  let watching = null;
+  notice?.({ action: "register", resource: "logMessageMonitor", values: { message: "*" } }, 5000);
   listen?.((value) => {
+    if (value?.resource === "logMessageNotice") {
+      const said = String(value?.values?.message ?? "an action");
+      if (watching && watching.length < 5) watching.push(said.length > 120 ? `${said.slice(0, 117)}...` : said);
+      return;
+    }
     if (value?.resource !== "undoChangeNotice") return;
     const operation = value?.values?.operation;
     if (operation === "undoAction" || operation === "redoAction") {
@@ -174,7 +186,8 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
       let answer = () => {};
       const answered = new Promise((resolve) => (answer = resolve));
       serial(async () => {
-        const entry = { id: call?.id ?? null, tool, args, fn, before: null, after: null, why: null };
+        const entry = { id: call?.id ?? null, tool, args, fn, before: null, after: null, why: null, persons: [] };
+        watching = entry.persons;
         if (!off) {
           try {
             entry.before = await snapshot();
@@ -200,6 +213,7 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
         }
         entry.why = off;
         await onCodapsHistory(entry, failed);
+        watching = null;
       });
       const outcome = await answered;
       if (!outcome.ok) throw outcome.err;
@@ -252,6 +266,11 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
           `calls ago): the plugin keeps no restore point of it, so nothing was changed.`);
     }
     const label = `the LLM's ${callLabel(entry)}`;
+    if (entry.persons.length) {
+      return outcome(kind, entry, false,
+        `CODAP's ${Button} did not ${kind === "undo" ? "take back" : "make again"} ${label}: a person changed the ` +
+          `document in CODAP while it ran (${personsOf(entry)}), and that would be taken along. Nothing was changed.`);
+    }
     if (entry.dead) {
       return outcome(kind, entry, false, `CODAP's ${Button} reached ${label}, which undo_codap_tool_calls already took back: nothing was changed.`);
     }
@@ -303,6 +322,8 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     return outcome(kind, entry, true, `Redo: made ${label} again.`);
   }
 
+  const personsOf = (e) => e.persons.map((m) => JSON.stringify(m)).join(", ");
+
   const callLabel = (e) => `${e.tool}${e.id ? ` (request ${e.id})` : ""}`;
 
   function listing() {
@@ -347,6 +368,15 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
 
   async function takeBackNow(at) {
     const calls = entries.slice(at);
+    const mixed = calls.find((e) => e.persons.length);
+    if (mixed) {
+      throw new ToolError(
+        `A person changed the document in CODAP while ${callLabel(mixed)} ran (${personsOf(mixed)}): its restore ` +
+          "points hold that change too, so taking the calls back would undo it as well. Nothing was changed.",
+        "changed_outside",
+        { changes: mixed.persons, after: mixed.id },
+      );
+    }
     const missing = calls.find((e) => !e.before || !e.after);
     if (missing) {
       throw new ToolError(
