@@ -209,6 +209,8 @@ def test_adornments_on_a_dot_plot_report_what_codap_computed(codap: CodapPage) -
     bad = codap.failed("add_codap_adornment", {"graph": fresh, "adornment": "plotted_value", "formula": "mean(nope)"})
     assert bad["code"] == "formula_error" and "mean(nope)" in bad["message"] and "nope" in bad["data"]["codapError"]
     assert "Plotted Value" not in shown(codap, fresh)
+    listed = codap.ok({"action": "get", "resource": f"component[{fresh}].adornmentList"})
+    assert "Plotted Value" not in {a["type"] for a in listed}  # not even hidden: nothing of the attempt is left
     # an adornment the plot cannot take, and one CODAP's API cannot create
     lsrl = codap.failed("add_codap_adornment", {"graph": gid, "adornment": "least_squares_line"})
     assert lsrl["code"] == "adornment_not_supported_by_plot"
