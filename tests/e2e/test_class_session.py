@@ -216,6 +216,20 @@ def _asks(lesson: Lesson) -> list[tuple[str, Callable[[], None]]]:
         assert {"Mean", "Median"} <= lesson.adornments(lesson.component("Heights")["id"])
         assert reports(out, statistics.median(float(h) for h in lesson.column("height"))), out
 
+    def split_dot_plot() -> None:
+        call(
+            "create_codap_graph",
+            {
+                "datasetName": "class",
+                "graphType": "dot_plot",
+                "xAttribute": "height",
+                "yAttribute": "gender",
+                "title": "Heights by gender",
+            },
+        )
+        graph = lesson.component("Heights by gender")
+        assert (graph["plotType"], graph["xAttributeName"], graph["yAttributeName"]) == ("dotPlot", "height", "gender")
+
     def select_tall() -> None:
         call("select_codap_cases", {"datasetName": "class", "where": "height > 165"})
         tall = [r for r in lesson.rows() if r["height"] > 165]
@@ -314,6 +328,7 @@ def _asks(lesson: Lesson) -> list[tuple[str, Callable[[], None]]]:
         ("add a least-squares line", fit_line),
         ("a dot plot of heights with the mean", dot_plot_with_mean),
         ("show the median too", median_too),
+        ("the heights again, one row per gender", split_dot_plot),
         ("select the students taller than 165", select_tall),
         ("how many are selected?", how_many_selected),
         ("group the cases by gender", group_by_gender),

@@ -34,6 +34,12 @@ def codap(browser: Any, codap_url: str) -> Iterator[CodapPage]:
         yield pages(f"{relay_url}/plugin/", init_script=SLOW_CODAP_REPLIES)
 
 
+def codap_busy(codap: CodapPage) -> bool:
+    """Whether CODAP shows its busy state: the page dimmed under a wait cursor (its busy overlay)."""
+    overlay = codap.page.locator(".busy-overlay")
+    return bool(overlay.count() > 0 and overlay.first.evaluate("(e) => getComputedStyle(e).cursor") == "wait")
+
+
 def slow_note(codap: CodapPage) -> tuple[str, str]:
     return codap.shown("notice"), codap.text("#codap-status")
 
@@ -45,8 +51,10 @@ def test_the_person_and_the_model_hear_that_codap_is_slow(codap: CodapPage) -> N
     slow_codap(codap.frame, HELD_MS)
     started = time.monotonic()
     request_id = submit(codap.relay, codap.code(), "get_codap_status", {})
+    wait_until(lambda: codap_busy(codap), "CODAP to show busy while the tool runs")
     notice, line = wait_until(lambda: slow_note(codap) if "slow" in slow_note(codap)[0] else None, "the slow note")
     assert 3 <= time.monotonic() - started < HELD_MS / 1000, "the note came before 3 s or after CODAP answered"
+    assert codap_busy(codap)
     assert line == "CODAP: slow to answer"
     assert notice.startswith('CODAP is slow to answer (waiting 3.0 s for "get interactiveFrame, get dataContextList,')
     assert "without graphics acceleration" in notice and '"Graphics Acceleration: Turn off"' in notice
@@ -54,6 +62,7 @@ def test_the_person_and_the_model_hear_that_codap_is_slow(codap: CodapPage) -> N
     wait_until(lambda: "CODAP is slow to answer" in (announced.text_content() or ""), "the note read out")
 
     result = ok_result(answer(codap.relay, codap.code(), request_id))
+    assert not codap_busy(codap)  # idle before the answer left the plugin
     text = result["content"][0]["text"]
     assert text.startswith("CODAP is connected (version 3.1.0).")
     (note,) = [line for line in text.splitlines() if line.startswith("CODAP was slow:")]
@@ -77,10 +86,13 @@ def test_a_call_that_outlasts_the_mcp_wait_says_what_is_running_and_why(codap: C
     assert text.startswith("CODAP did not answer get_codap_datasets (request id ")
     assert f"within {MCP_WAIT} s. The plugin has received it, so CODAP is likely slow to answer" in text
     assert '"Graphics Acceleration: Turn off"' in text and "stays queued" in text
-    # Meanwhile the person sees why; the plugin still finishes the call once CODAP answers, and the note goes.
+    # Meanwhile the person sees why, and CODAP shows busy while the call still runs past the model's timeout; the
+    # plugin finishes the call once CODAP answers, and the note and the busy state go.
+    assert codap_busy(codap)
     wait_until(lambda: "CODAP is slow to answer" in slow_note(codap)[0], "the slow note")
     late = answer(codap.relay, codap.code(), result.structured_content["requestId"])
     assert late["status"] == "completed" and "CODAP was slow:" in late["result"]["content"][0]["text"]
+    assert not codap_busy(codap)
     wait_until(lambda: slow_note(codap) == ("", "CODAP: connected"), "the note to go once CODAP answered")
 
 

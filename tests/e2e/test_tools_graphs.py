@@ -53,6 +53,23 @@ def adornment(codap: CodapPage, graph_id: int, codap_type: str) -> dict[str, Any
     return values
 
 
+def test_a_dot_plot_split_by_a_category_in_one_call(codap: CodapPage) -> None:
+    # recordCount is left out for custom rows: every row is used.
+    made = codap.done("create_codap_dataset", {"datasetName": "split data", "dataType": "custom", "customData": ROWS})
+    assert made["structuredContent"]["recordCount"] == len(ROWS) and len(codap.items("split data")) == len(ROWS)
+    split = graph(codap, datasetName="split data", graphType="dot_plot", xAttribute="h", yAttribute="g")
+    held = component(codap, split)
+    assert (held["plotType"], held["xAttributeName"], held["yAttributeName"]) == ("dotPlot", "h", "g")
+    both_numeric = codap.failed(
+        "create_codap_graph",
+        {"datasetName": "split data", "graphType": "dot_plot", "xAttribute": "h", "yAttribute": "w"},
+    )
+    assert both_numeric["code"] == "invalid_arguments" and "graphType scatterplot" in both_numeric["message"]
+    no_count = codap.failed("create_codap_dataset", {"datasetName": "generated", "dataType": "random_numbers"})
+    assert no_count["code"] == "invalid_arguments" and "give recordCount" in no_count["message"]
+    assert "generated" not in codap.dataset_names()
+
+
 def test_create_graph_colours_by_a_legend_and_makes_dot_plots(codap: CodapPage) -> None:
     dataset(codap, "legend data")
     dots = graph(codap, datasetName="legend data", graphType="dot_plot", xAttribute="h", legendAttribute="g")
@@ -192,6 +209,8 @@ def test_adornments_on_a_dot_plot_report_what_codap_computed(codap: CodapPage) -
     bad = codap.failed("add_codap_adornment", {"graph": fresh, "adornment": "plotted_value", "formula": "mean(nope)"})
     assert bad["code"] == "formula_error" and "mean(nope)" in bad["message"] and "nope" in bad["data"]["codapError"]
     assert "Plotted Value" not in shown(codap, fresh)
+    listed = codap.ok({"action": "get", "resource": f"component[{fresh}].adornmentList"})
+    assert "Plotted Value" not in {a["type"] for a in listed}  # not even hidden: nothing of the attempt is left
     # an adornment the plot cannot take, and one CODAP's API cannot create
     lsrl = codap.failed("add_codap_adornment", {"graph": gid, "adornment": "least_squares_line"})
     assert lsrl["code"] == "adornment_not_supported_by_plot"
@@ -238,3 +257,35 @@ def test_least_squares_line_and_percents(codap: CodapPage) -> None:
     assert shown(codap, bars) == set()
     codap.done("remove_codap_adornment", {"graph": gid, "adornment": "least_squares_line"})
     assert "LSRL" not in shown(codap, gid)
+
+
+def test_the_adornment_requests_codap_api_help_shows_are_the_ones_codap_takes(codap: CodapPage) -> None:
+    """codap_api_help's adornments topic, each request it shows sent to CODAP as the raw tool would."""
+    help_text = codap.done("codap_api_help", {"topic": "adornments"})["content"][0]["text"]
+    dataset(codap, "help data")
+    dots = graph(codap, datasetName="help data", graphType="dot_plot", xAttribute="h")
+    scatter = graph(codap, datasetName="help data", graphType="scatterplot", xAttribute="h", yAttribute="w")
+    base = f"component[{dots}].adornment"
+    made = codap.di(
+        {"action": "create", "resource": base, "values": {"type": "Plotted Value", "expression": "mean(h) + 1"}}
+    )
+    assert made["success"] is True and made["values"]["data"] == [{"plottedValue": mean(HEIGHTS) + 1}]
+    for kind in ("Count", "Mean", "Median", "Standard Deviation", "Movable Value"):
+        assert codap.di({"action": "create", "resource": base, "values": {"type": kind}})["success"] is True, kind
+    update = {"action": "update", "resource": base, "values": {"type": "Count", "percentType": "row"}}
+    assert codap.di(update)["success"] is True
+    assert codap.di({"action": "delete", "resource": base, "values": {"type": "Mean"}})["success"] is True
+    assert adornment(codap, dots, "Mean")["isVisible"] is False and "Mean" not in shown(codap, dots)
+    lsrl = {"type": "LSRL", "showConfidenceBands": True}
+    assert codap.di({"action": "create", "resource": f"component[{scatter}].adornment", "values": lsrl})["success"]
+    # The ones the topic says CODAP cannot create: refused as it says.
+    assert "does not currently support create" in help_text
+    for kind, on in (
+        ("Plotted Function", scatter),
+        ("Box Plot", dots),
+        ("Normal Curve", dots),
+        ("Movable Line", scatter),
+    ):
+        refused = codap.di({"action": "create", "resource": f"component[{on}].adornment", "values": {"type": kind}})
+        assert refused["success"] is False and "does not currently support create" in refused["values"]["error"], kind
+        assert f'"{kind}"' in help_text or kind in help_text

@@ -3,8 +3,8 @@ replies to the plugin for a given time, as a CODAP page blocked by drawing its W
 (docs/plugin.md, "When CODAP is slow"). That real stall lasts from 2 s to over a minute here depending on the
 machine's load, too unsteady for a short test; this one is exact.
 
-Only the plugin's frame is touched, and only CODAP's replies to the plugin's own messages: the replies to a test's
-reads (``di_call``, uuids ``test-…``) are never held back.
+Only the plugin's frame is touched, and only CODAP's replies to the plugin's own requests: the replies to a test's
+reads (``di_call``, uuids ``test-…``) and to the plugin's notices (busy, idle: ``notice-…``) are never held back.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ if (location.pathname.includes("/plugin/")) {
         const content = data && data.type === "data-interactive" && data.content;
         const slow = window.__slowCodap;
         const hold = Boolean(content && content.messageType === "returnValue" &&
-          !String(content.uuid).startsWith("test-") && slow.times > 0);
+          !/^(test|notice)-/.test(String(content.uuid)) && slow.times > 0);
         if (hold) slow.times -= 1;
         decided.set(event, hold);
       }

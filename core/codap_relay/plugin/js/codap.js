@@ -84,6 +84,7 @@ export class CodapPhone {
 
     this.connected = false;
     this.pending = new Map();
+    this.notices = new Map(); // uuid -> resolve, for notify()
     this.queue = [];
     this._helloTimer = null;
     this._listener = (event) => this._receive(event);
@@ -147,6 +148,28 @@ export class CodapPhone {
         this.onSlow({ request: described, waitedMs: this.now() - waiter.started });
       }, this.slowMs);
       this.pending.set(uuid, waiter);
+      const message = { type: NAMESPACE, content: { messageType: "call", uuid, value: request } };
+      if (this.connected) this._post(message);
+      else this.queue.push(message);
+    });
+  }
+
+  /**
+   * A notice of the plugin's own to CODAP (busy, idle, an undo entry): sent like a call, but never counted as a
+   * tool's wait or reported slow, and never failing. Resolves with CODAP's reply, or null after `waitMs`.
+   */
+  notify(request, waitMs = 1000) {
+    if (!this.embedded) return Promise.resolve(null);
+    const uuid = `notice-${newUuid()}`;
+    return new Promise((resolve) => {
+      const timer = this.win.setTimeout(() => {
+        this.notices.delete(uuid);
+        resolve(null);
+      }, waitMs);
+      this.notices.set(uuid, (value) => {
+        this.win.clearTimeout(timer);
+        resolve(value);
+      });
       const message = { type: NAMESPACE, content: { messageType: "call", uuid, value: request } };
       if (this.connected) this._post(message);
       else this.queue.push(message);
@@ -226,6 +249,12 @@ export class CodapPhone {
     if (data.type !== NAMESPACE || !this.connected || !data.content) return;
     const { messageType, uuid, value } = data.content;
     if (messageType === "returnValue") {
+      const notice = this.notices.get(uuid);
+      if (notice) {
+        this.notices.delete(uuid);
+        notice(value);
+        return;
+      }
       const waiter = this.pending.get(uuid);
       if (!waiter) return;
       this.pending.delete(uuid);

@@ -4,6 +4,7 @@
 import { CONSENT_TOOL, ConnectedApps, pluginIdentity } from "./apps.js";
 import { ChangeReporter } from "./changes.js";
 import { CodapPhone } from "./codap.js";
+import { withBusySignal } from "./busy.js";
 import { BlockWatch, slowNotes, withCodapWaits } from "./slow.js";
 import { plural } from "./format.js";
 import { canvasRaster } from "./imaging.js";
@@ -57,13 +58,23 @@ const listen = (listener) => {
 };
 const manifest = await loadManifest();
 const TOOLS = manifest.tools;
-const tools = withCodapWaits(
-  createTools(
-    { call: (request) => phone.call(request), pluginVersion: VERSION, raster: canvasRaster(), listen },
-    manifest,
+const tools = withBusySignal(
+  withCodapWaits(
+    createTools(
+      {
+        call: (request) => phone.call(request),
+        notice: (request, waitMs) => phone.notify(request, waitMs),
+        tell: (text) => ui.notice(text),
+        pluginVersion: VERSION,
+        raster: canvasRaster(),
+        listen,
+      },
+      manifest,
+    ),
+    phone,
+    { blocks },
   ),
   phone,
-  { blocks },
 );
 
 let session = null;

@@ -64,8 +64,11 @@ export function createDatasetTools(ctx) {
         const bad = nameProblem("Attribute", a.name);
         if (bad) throw invalid(bad);
       }
-      if (recordCount !== customData.length) note = ` (all ${customData.length} customData records were used)`;
+      if (recordCount !== undefined && recordCount !== customData.length) {
+        note = ` (all ${customData.length} customData records were used)`;
+      }
     } else {
+      if (recordCount === undefined) throw invalid(`dataType '${dataType}' generates recordCount rows: give recordCount (1-1000).`);
       const draw = rng ?? makeRng(hashText(JSON.stringify([datasetName, dataType, recordCount])));
       ({ rows, attrs } = generateRecords(dataType, recordCount, draw));
     }

@@ -5,6 +5,7 @@ import { DEFAULT_MAX_SIZE } from "../imaging.js";
 import {
   ToolError,
   codapError,
+  collection,
   get,
   graphLabel,
   invalid,
@@ -88,10 +89,18 @@ export function createGraphTools(ctx) {
     const attrs = new Map(dataset.collections.flatMap((c) => c.attributes).map((a) => [a.name, a]));
     const x = attrs.get(xAttribute);
     if (!x) throw unknownAttribute(dataset, xAttribute, "the x axis");
-    const wantsY = graphType === "scatterplot" || graphType === "line_graph";
-    if (wantsY && !yAttribute) throw invalid(`A ${graphType} needs yAttribute as well as xAttribute.`);
+    const needsY = graphType === "scatterplot" || graphType === "line_graph";
+    if (needsY && !yAttribute) throw invalid(`A ${graphType} needs yAttribute as well as xAttribute.`);
+    // A dot plot takes a category on y too: one row of dots per value (CODAP's split by a category).
+    const wantsY = needsY || (graphType === "dot_plot" && Boolean(yAttribute));
     const y = wantsY ? attrs.get(yAttribute) : undefined;
     if (wantsY && !y) throw unknownAttribute(dataset, yAttribute, "the y axis");
+    if (graphType === "dot_plot" && y?.type === "numeric" && x.type === "numeric") {
+      throw invalid(
+        `A dot_plot splits its dots by a category: ${JSON.stringify(y.name)} and ${JSON.stringify(x.name)} are both ` +
+          "numeric, which makes a scatterplot (graphType scatterplot).",
+      );
+    }
     const legend = legendAttribute ? attrs.get(legendAttribute) : undefined;
     if (legendAttribute && !legend) throw unknownAttribute(dataset, legendAttribute, "the legend");
     const notes = [];
@@ -347,6 +356,26 @@ export function createGraphTools(ctx) {
   // --- adornments -------------------------------------------------------------------------------------------
 
   /** The graph and what CODAP lists on it: `{graph, listed}`, listed as [{name, type, id, isVisible}]. */
+  /**
+   * Why CODAP cannot compute `formula` over the dataset's cases, or null: tried on a scratch attribute taken off in
+   * the same message. CODAP's API cannot take an adornment off a graph (delete only hides it, keeping its formula),
+   * so a plotted value's formula is checked before the adornment is made.
+   */
+  async function formulaProblem(datasetName, formula) {
+    const found = await findDataset(datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    const last = dataset.collections[dataset.collections.length - 1];
+    const base = collection(dataset.id, last.id);
+    const scratch = `__codap_relay_check_${Date.now().toString(36)}`;
+    const tryIt = { action: "create", resource: `${base}.attribute`, values: [{ name: scratch, formula }] };
+    const drop = { action: "delete", resource: `${base}.attribute[${scratch}]` };
+    const [tried, read] = await send([tryIt, get(`${base}.allCases`), drop]);
+    if (tried?.success !== true) return codapError(tried);
+    const values = (read?.values?.cases ?? []).map((c) => c.case?.values?.[scratch]);
+    const error = values.find((v) => typeof v === "string" && v.startsWith("❌"));
+    return error ? error.slice(1).trim() : null;
+  }
+
   async function graphAndAdornments(wanted) {
     const graph = pickGraph(await listGraphs(), wanted);
     const list = get(`component[${graph.id}].adornmentList`);
@@ -388,6 +417,18 @@ export function createGraphTools(ctx) {
     // Each movable value added is another one; the rest are shown once.
     const wasShown = name !== "movable_value" && listed.some((a) => a.type === which.type && a.isVisible);
     const component = `component[${graph.id}]`;
+    const neverMade = !listed.some((a) => a.type === which.type);
+    if (name === "plotted_value" && neverMade && graph.detail.dataContext) {
+      const problem = await formulaProblem(graph.detail.dataContext, args.formula);
+      if (problem) {
+        throw new ToolError(
+          `CODAP cannot compute the plotted value's formula ${JSON.stringify(args.formula)}: ${problem}. It was not ` +
+            "added. Fix the formula and call again.",
+          "formula_error",
+          { graphId: graph.id, formula: args.formula, codapError: problem },
+        );
+      }
+    }
     const values = { type: which.type };
     if (name === "plotted_value") values.expression = args.formula;
     if (args.percentType !== undefined) values.percentType = args.percentType;

@@ -2,15 +2,16 @@
 // CODAP's own undo and redo (what its Undo and Redo buttons do), and taking back the LLM's own tool calls.
 //
 // CODAP 3.1.0 keeps in its undo history the changes a person makes in CODAP (moving a component, editing a cell,
-// changing a graph); the changes plugins make through the Data Interactive API are recorded without undo (its
-// handlers call applyModelChange without undo strings, which is withoutUndo), so these tools cannot take back a
-// tool's own change. CODAP answers each press with only {canUndo, canRedo}: it does not say what was undone.
-// undo_codap_tool_calls takes back the tools' own calls from the plugin's restore points (journal.js).
+// changing a graph). The plugin puts each changing tool call there too (journal.js): a press of Undo reaching one
+// asks the plugin to take it back, and the plugin says what it did. CODAP answers each press with only
+// {canUndo, canRedo}; the plugin's own step, when the press reached a tool call, says which.
+// undo_codap_tool_calls puts the whole document back as it was before a given call (restore points, journal.js).
 
 import { ToolError, plural, toolResult } from "./context.js";
 
 /** Tools that are not journaled: taking calls back is not itself a call to take back. */
-export const NOT_JOURNALED = new Set(["undo_codap_tool_calls"]);
+// Nor is a press of CODAP's Undo or Redo: the step it takes is CODAP's, the plugin's part follows from its notice.
+export const NOT_JOURNALED = new Set(["undo_codap_tool_calls", "undo_codap", "redo_codap"]);
 
 const press = (operation) => ({ action: "notify", resource: "undoChangeNotice", values: { operation } });
 
@@ -22,30 +23,44 @@ export function createHistoryTools(ctx) {
     const request = press(kind === "undo" ? "undoButtonPress" : "redoButtonPress");
     const more = kind === "undo" ? "canUndo" : "canRedo";
     const other = kind === "undo" ? "canRedo" : "canUndo";
+    const { journal } = ctx;
     let done = 0;
     let state = null;
+    const calls = [];
     for (let i = 0; i < steps; i++) {
+      const heard = journal?.history.steps;
       const [reply] = await send([request]);
       state = must(request, reply, `CODAP's ${kind}`).values ?? {};
+      // CODAP tells the plugin of a step that is the plugin's (undoAction) before it answers the press.
+      if (journal && journal.history.steps !== heard) calls.push(await journal.history.last);
       // A press that changed something leaves the opposite button available; without it nothing was there.
       if (state[other] !== true) break;
       done += 1;
       if (state[more] !== true) break;
     }
-    return { done, canUndo: state?.canUndo === true, canRedo: state?.canRedo === true };
+    return { done, calls, canUndo: state?.canUndo === true, canRedo: state?.canRedo === true };
   }
 
   function answer(kind, steps, outcome) {
-    const { done, canUndo, canRedo } = outcome;
+    const { done, calls, canUndo, canRedo } = outcome;
     const button = kind === "undo" ? "Undo" : "Redo";
     const first = done === 0
       ? `CODAP had nothing to ${kind}.`
       : `${button} ${done === 1 ? "once" : `${done} times`} in CODAP` +
         (done < steps ? ` (of ${steps} asked: then there was nothing more to ${kind})` : "") + ".";
+    const own = calls.length
+      ? ` Of these, the LLM's tool calls: ${calls.map((c) => c.text).join(" ")}` +
+        (calls.length < done ? ` The other ${plural(done - calls.length, "step")} were changes made in CODAP itself (by the person).` : "")
+      : done > 0 ? " These were changes made in CODAP itself (by the person), not tool calls." : "";
     return toolResult(
-      `${first} CODAP can now undo: ${canUndo ? "yes" : "no"}; redo: ${canRedo ? "yes" : "no"}. CODAP does not say ` +
-        "which changes these were; look at the document (get_codap_status) to see.",
-      { [kind === "undo" ? "undone" : "redone"]: done, requested: steps, canUndo, canRedo },
+      `${first}${own} CODAP can now undo: ${canUndo ? "yes" : "no"}; redo: ${canRedo ? "yes" : "no"}.`,
+      {
+        [kind === "undo" ? "undone" : "redone"]: done,
+        requested: steps,
+        canUndo,
+        canRedo,
+        toolCalls: calls.map((c) => ({ ...c.call, ok: c.ok, text: c.text })),
+      },
     );
   }
 

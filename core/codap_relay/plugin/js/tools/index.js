@@ -43,7 +43,10 @@ export function createTools(deps, manifest = null) {
   /** @type {ReturnType<typeof createToolContext> & {journal?: ReturnType<typeof createJournal>}} */
   const ctx = createToolContext(deps);
   // Restore points around each changing call, for undo_codap_tool_calls (journal.js); kept only with a manifest.
-  if (manifest) ctx.journal = createJournal(ctx);
+  // CODAP's own Undo and Redo walk through the calls too (`notice`: the plugin's notices to CODAP; `tell`: what
+  // the person reads in the plugin's window).
+  const { notice = null, tell } = /** @type {{notice?: any, tell?: (text: string) => void}} */ (deps);
+  if (manifest) ctx.journal = createJournal({ ...ctx, notice, tell });
   /** @type {Record<string, (args: object) => Promise<any>>} */
   const fns = {};
   for (const [family, create] of Object.entries(FAMILIES)) {

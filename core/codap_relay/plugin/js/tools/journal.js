@@ -1,17 +1,27 @@
 // @ts-check
-// The journal of the LLM's changing tool calls, to take them back later (undo_codap_tool_calls).
+// The journal of the LLM's changing tool calls: CODAP's own Undo and Redo walk through them, and
+// undo_codap_tool_calls takes them back.
 //
 // CODAP 3.1.0 does not record plugin changes in its undo history (its Data Interactive handlers apply them
 // without undo), so the plugin keeps its own restore points: CODAP's whole document (v2 JSON, `get document`,
 // which CODAP sends to a plugin subscribed to documents as a `document` notification) before and after each
-// changing call. Taking calls back puts the document from before the first of them (`update document`; CODAP
-// keeps a subscribed plugin's own window as it is). The snapshots also show a person's change: the document at
-// the start of a call must be the one the previous call left, and the document now the one the last call left.
+// changing call. The snapshots also show a person's change: the document at the start of a call must be the one
+// the previous call left, and the document now the one the last call left.
+//
+// Each call that changed the document is put on CODAP's own undo history (undoChangeNotice
+// undoableActionPerformed), in turn with the person's own changes. When the person (or undo_codap) presses Undo
+// there, CODAP asks this plugin to take it back (undoAction): the plugin checks that the document is as the call
+// left it and sends the requests that reverse it (inverse.js); Redo (redoAction) runs the call again with its
+// own arguments. Whatever cannot be done so is said to the person (and to undo_codap), and nothing is changed.
 // The journal lives in this page's memory: the last MAX_CALLS changing calls since the plugin was loaded.
 
 import { ToolError, get } from "./context.js";
+import { inverseOf } from "./inverse.js";
 
 export const MAX_CALLS = 10;
+/** Calls kept for CODAP's Undo and Redo (CODAP's own history may hold more: older ones are said to be gone). */
+export const MAX_UNDO = 20;
+const UNDOABLE = { action: "notify", resource: "undoChangeNotice", values: { operation: "undoableActionPerformed" } };
 /**
  * A larger document is not journaled: each changing call copies it twice, and CODAP takes about 0.3 s to copy a
  * document of 1 MB, which would triple a tool's time. A class's own data (a few hundred rows) is well inside.
@@ -33,6 +43,13 @@ function withoutNulls(value) {
 
 const componentName = (c) =>
   JSON.stringify(c?.componentStorage?.title || c?.componentStorage?.name || c?.type?.replace(/^DG\./, "") || "component");
+
+/** The ids (guid) in document `b` that `a` has not, in the document's order. */
+export function newIds(a, b) {
+  const ids = (text) => [...text.matchAll(/"guid":([0-9]+)/g)].map((m) => m[1]);
+  const known = new Set(ids(a));
+  return [...new Set(ids(b).filter((id) => !known.has(id)))];
+}
 
 /** What differs between two documents, in words: components and datasets added, removed or changed. */
 export function differences(a, b) {
@@ -57,11 +74,58 @@ export function differences(a, b) {
   return out;
 }
 
-export function createJournal({ send, listen, sleep }) {
-  const entries = []; // {id, tool, before: {text, key} | null, after: {key} | null}
+/**
+ * @param {object} deps
+ * @param {(requests: object[]) => Promise<any[]>} deps.send
+ * @param {((listener: (value: any) => void) => () => void) | null} deps.listen
+ * @param {(ms: number) => Promise<void>} deps.sleep
+ * @param {((request: object, waitMs?: number) => Promise<any>) | null} [deps.notice] the plugin's own notices
+ *   to CODAP (the undo entries); without it no call goes on CODAP's undo history
+ * @param {(text: string) => void} [deps.tell] what the person reads in the plugin's window
+ */
+export function createJournal({ send, listen, sleep, notice = null, tell = () => {} }) {
+  const entries = []; // {id, tool, args, fn, before: {text, key} | null, after: {text, key} | null}
   let frameId = null;
   let off = null; // why the journal stopped recording in this page, if it did
-  let afterwards = Promise.resolve(); // the restore point being taken after the last changing call
+  // Calls, their restore points and CODAP's undo steps run one at a time, in the order they came.
+  let tail = Promise.resolve();
+  const serial = (job) => {
+    const run = tail.then(job);
+    tail = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
+  };
+  // The calls on CODAP's undo history: not undone (oldest first), and undone (the last undone last).
+  const undoable = [];
+  const redoable = [];
+  const history = { steps: 0, last: Promise.resolve(/** @type {any} */ (null)) };
+  // A person's action in CODAP while a call runs (or before its restore point is taken) would be folded into the
+  // call: CODAP logs each person's action (its Data Interactive requests are not logged), and the plugin watches
+  // those log messages (logMessageMonitor) meanwhile. Such a call is never taken back: Undo and
+  // undo_codap_tool_calls refuse it and name the actions.
+  /** @type {string[] | null} */
+  let watching = null;
+  notice?.({ action: "register", resource: "logMessageMonitor", values: { message: "*" } }, 5000);
+  listen?.((value) => {
+    if (value?.resource === "logMessageNotice") {
+      const said = String(value?.values?.message ?? "an action");
+      if (watching && watching.length < 5) watching.push(said.length > 120 ? `${said.slice(0, 117)}...` : said);
+      return;
+    }
+    if (value?.resource !== "undoChangeNotice") return;
+    const operation = value?.values?.operation;
+    if (operation === "undoAction" || operation === "redoAction") {
+      // CODAP's Undo and Redo take its history's steps in order: the plugin's newest call not undone is this one.
+      const undo = operation === "undoAction";
+      const entry = (undo ? undoable : redoable).pop() ?? null;
+      if (entry) (undo ? redoable : undoable).push(entry);
+      history.steps += 1;
+      history.last = serial(() => step(undo ? "undo" : "redo", entry));
+    } else if (operation === "clearRedo") redoable.length = 0;
+    else if (operation === "clearUndo") undoable.length = 0;
+  });
 
   /** Resolves with the first notification `match` accepts, or null after `ms`. */
   function waitFor(match, ms) {
@@ -96,15 +160,21 @@ export function createJournal({ send, listen, sleep }) {
         "journal_unavailable",
       );
     }
-    const doc = { ...state, components: (state.components ?? []).filter((c) => c.guid !== frameId) };
+    // A person's click brings a component to the front: its stacking order is no change to take back.
+    const doc = {
+      ...state,
+      components: (state.components ?? [])
+        .filter((c) => c.guid !== frameId)
+        .map((c) => ({ ...c, layout: { ...c.layout, zIndex: undefined } })),
+    };
     return { text, key: JSON.stringify(doc) };
   }
 
   /**
    * Wraps a changing tool: restore points before and after it (`changes(args)` false: a call that changes
-   * nothing, not journaled). A failure to record never fails the tool; it stops the journal for this page.
-   */
-  /**
+   * nothing, not journaled), then the call on CODAP's undo history if it changed the document. A failure to record
+   * never fails the tool; it stops the journal for this page. The answer does not wait for the restore point
+   * after the call: the next call, undo step or take-back does.
    * @param {string} tool
    * @param {(args: any, call?: {id: string}) => Promise<any>} fn
    * @param {(args: any) => boolean} [changes]
@@ -112,41 +182,147 @@ export function createJournal({ send, listen, sleep }) {
   function around(tool, fn, changes = () => true) {
     return async (args, call) => {
       if (!changes(args)) return fn(args, call);
-      await settled();
-      const entry = { id: call?.id ?? null, tool, before: null, after: null };
-      if (!off) {
-        try {
-          entry.before = await snapshot();
-        } catch (err) {
-          off = err.message;
+      /** @type {(outcome: {ok: boolean, value?: any, err?: any}) => void} */
+      let answer = () => {};
+      const answered = new Promise((resolve) => (answer = resolve));
+      serial(async () => {
+        const entry = { id: call?.id ?? null, tool, args, fn, before: null, after: null, why: null, persons: [] };
+        watching = entry.persons;
+        if (!off) {
+          try {
+            entry.before = await snapshot();
+          } catch (err) {
+            off = err.message;
+          }
         }
-      }
-      try {
-        return await fn(args, call);
-      } finally {
+        let failed = false;
+        try {
+          answer({ ok: true, value: await fn(args, call) });
+        } catch (err) {
+          failed = true;
+          answer({ ok: false, err });
+        }
         entries.push(entry);
         if (entries.length > MAX_CALLS) entries.shift();
-        // The restore point after the call is taken once its answer is on its way: the model does not wait for
-        // it, and the next changing call (or a take-back) waits for it first. CODAP answers messages in order, so
-        // it still sees the document as this call left it.
         if (entry.before) {
-          afterwards = snapshot().then(
-            (taken) => {
-              entry.after = { key: taken.key };
-            },
-            (err) => {
-              off = err.message;
-            },
-          );
+          try {
+            entry.after = await snapshot();
+          } catch (err) {
+            off = err.message;
+          }
         }
-      }
+        entry.why = off;
+        await onCodapsHistory(entry, failed);
+        watching = null;
+      });
+      const outcome = await answered;
+      if (!outcome.ok) throw outcome.err;
+      return outcome.value;
     };
   }
 
-  /** Until the last call's restore point is taken. */
-  async function settled() {
-    await afterwards;
+  /** Puts a call that changed the document on CODAP's undo history (one without restore points too: its undo says so). */
+  async function onCodapsHistory(entry, failed) {
+    const changed = entry.before && entry.after ? entry.before.key !== entry.after.key : !failed;
+    if (!changed || !notice) return;
+    const reply = await notice(UNDOABLE, 5000);
+    if (reply?.success !== true) return;
+    undoable.push(entry);
+    if (undoable.length > MAX_UNDO) undoable.shift();
+    redoable.length = 0; // CODAP drops its redo steps when a new step comes
   }
+
+  /** Until the calls and undo steps so far are done. */
+  function settled() {
+    return serial(() => {});
+  }
+
+  /** What one undo step did: said to the person, and kept for undo_codap's answer. */
+  function outcome(kind, entry, ok, text) {
+    tell(text);
+    return { kind, ok, text, call: entry ? { requestId: entry.id, tool: entry.tool } : null };
+  }
+
+  /** Puts the ids a redone call got (`now`) for the ones it had (`was`) in every other call's restore points. */
+  function renumber(was, now, redone) {
+    if (was.length !== now.length || !was.length) return;
+    const swap = (text) => was.reduce((t, id, i) => t.replace(new RegExp(`(?<![0-9])${id}(?![0-9])`, "g"), String(now[i])), text);
+    for (const e of new Set([...undoable, ...redoable, ...entries])) {
+      if (e === redone) continue;
+      for (const point of [e.before, e.after]) {
+        if (!point) continue;
+        point.key = swap(point.key);
+        if (point.text) point.text = swap(point.text);
+      }
+    }
+  }
+
+  /** Takes a call back (undo) or makes it again (redo), as CODAP's Undo or Redo asked. */
+  async function step(kind, entry) {
+    const Button = kind === "undo" ? "Undo" : "Redo";
+    if (!entry) {
+      return outcome(kind, null, false,
+        `CODAP's ${Button} reached a change this plugin made before it was last loaded (or more than ${MAX_UNDO} ` +
+          `calls ago): the plugin keeps no restore point of it, so nothing was changed.`);
+    }
+    const label = `the LLM's ${callLabel(entry)}`;
+    if (entry.persons.length) {
+      return outcome(kind, entry, false,
+        `CODAP's ${Button} did not ${kind === "undo" ? "take back" : "make again"} ${label}: a person changed the ` +
+          `document in CODAP while it ran (${personsOf(entry)}), and that would be taken along. Nothing was changed.`);
+    }
+    if (entry.dead) {
+      return outcome(kind, entry, false, `CODAP's ${Button} reached ${label}, which undo_codap_tool_calls already took back: nothing was changed.`);
+    }
+    if (!entry.before || !entry.after) {
+      return outcome(kind, entry, false,
+        `CODAP's ${Button} cannot ${kind === "undo" ? "take back" : "make again"} ${label}: no restore point was kept ` +
+          `for it${entry.why ? ` (${entry.why})` : ""}. Nothing was changed; change the document back by hand or ask the LLM.`);
+    }
+    let now;
+    try {
+      now = await snapshot();
+    } catch (err) {
+      return outcome(kind, entry, false, `CODAP's ${Button} could not ${kind === "undo" ? "take back" : "make again"} ${label}: ${err.message}`);
+    }
+    const expected = kind === "undo" ? entry.after : entry.before;
+    if (now.key !== expected.key) {
+      const what = differences(JSON.parse(expected.key), JSON.parse(now.key));
+      return outcome(kind, entry, false,
+        `CODAP's ${Button} did not ${kind === "undo" ? "take back" : "make again"} ${label}: the document was changed ` +
+          `since, other than by Undo and Redo (${what.join(", ") || "details differ"}), most likely by a person ` +
+          "while the call ran. Doing it would change that too, so nothing was changed.");
+    }
+    if (kind === "undo") {
+      const { requests, cannot } = inverseOf(JSON.parse(entry.before.key), JSON.parse(entry.after.key));
+      if (cannot.length) {
+        return outcome(kind, entry, false,
+          `CODAP's Undo cannot take back ${label}: ${cannot.join(", ")}, which no request of CODAP's puts back. ` +
+            "Nothing was changed; the LLM can put the document back with undo_codap_tool_calls.");
+      }
+      const replies = requests.length ? await send(requests) : [];
+      const refused = replies.findIndex((r) => r?.success !== true);
+      entry.before = await snapshot().catch(() => null); // Redo starts from the document as it is now
+      if (refused >= 0) {
+        return outcome(kind, entry, false,
+          `CODAP's Undo took back ${label} only in part: CODAP refused ${requests[refused].action} ` +
+            `${requests[refused].resource} (${replies[refused]?.values?.error ?? "no reason"}).`);
+      }
+      return outcome(kind, entry, true, `Undo: took back ${label}.`);
+    }
+    try {
+      await entry.fn(entry.args, { id: entry.id });
+    } catch (err) {
+      return outcome(kind, entry, false, `CODAP's Redo could not make ${label} again: ${err.message}`);
+    }
+    const made = await snapshot().catch(() => null);
+    // What the call made again has new ids: the later calls' restore points name them so from now on.
+    if (made) renumber(newIds(entry.before.key, entry.after.key), newIds(entry.before.key, made.key), entry);
+    entry.after = made;
+    return outcome(kind, entry, true, `Redo: made ${label} again.`);
+  }
+
+  const personsOf = (e) => e.persons.map((m) => JSON.stringify(m)).join(", ");
 
   const callLabel = (e) => `${e.tool}${e.id ? ` (request ${e.id})` : ""}`;
 
@@ -186,9 +362,21 @@ export function createJournal({ send, listen, sleep }) {
   }
 
   /** Puts the document back as it was before entries[at]; refuses when anything else changed it since. */
-  async function takeBack(at) {
-    await settled();
+  function takeBack(at) {
+    return serial(() => takeBackNow(at));
+  }
+
+  async function takeBackNow(at) {
     const calls = entries.slice(at);
+    const mixed = calls.find((e) => e.persons.length);
+    if (mixed) {
+      throw new ToolError(
+        `A person changed the document in CODAP while ${callLabel(mixed)} ran (${personsOf(mixed)}): its restore ` +
+          "points hold that change too, so taking the calls back would undo it as well. Nothing was changed.",
+        "changed_outside",
+        { changes: mixed.persons, after: mixed.id },
+      );
+    }
     const missing = calls.find((e) => !e.before || !e.after);
     if (missing) {
       throw new ToolError(
@@ -223,15 +411,16 @@ export function createJournal({ send, listen, sleep }) {
     }
     const finished = await ended.done;
     entries.splice(at);
+    for (const call of calls) call.dead = true; // CODAP's Undo, reaching them, says they are gone
     // The document as CODAP rebuilt it is what the calls before now left: the next check starts from it.
     try {
       const restored = await snapshot();
-      if (entries.length) entries[entries.length - 1].after = { key: restored.key };
+      if (entries.length) entries[entries.length - 1].after = restored;
     } catch (err) {
       off = err.message;
     }
     return { calls, finished: finished !== null };
   }
 
-  return { around, startOf, takeBack, callLabel, entries };
+  return { around, startOf, takeBack, callLabel, entries, history, settled };
 }

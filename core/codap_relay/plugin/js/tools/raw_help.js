@@ -112,15 +112,17 @@ get dataDisplay[id] -> {exportDataUri: "data:image/png;base64,..."} (the graph a
 Adornments (means, lines, counts): see adornments.`,
 
   adornments: `Adornments are a graph's overlays (v3): types "Count", "Percent", "Mean", "Median", "Standard Deviation",
-"Box Plot", "LSRL", "Movable Line", "Movable Point", "Movable Value", "Plotted Function" (and more; the list
-depends on the plot).
+"Plotted Value", "LSRL", "Box Plot", "Normal Curve", "Movable Line", "Movable Value", "Mean Absolute Deviation",
+"Standard Error", "Plotted Function" (the list depends on the plot).
 get component[G].adornmentList -> [{id, type, isVisible}] for the plot shown.
 get component[G].adornment[type or id] -> its values (e.g. Mean: {type, isVisible, data: [{mean, ...}]}).
-create component[G].adornment values {type: "Mean", isVisible?: true, ...} -> {id, type, isVisible, ...}.
-  Movable Value {value?}; Movable Line {intercept?, slope?}; Plotted Function {formula: "x^2"};
-  LSRL {showConfidenceBands?}; Count {percentType?}.
-update component[G].adornment[type] values {isVisible?, ...type fields}.
-delete component[G].adornment[type].
+create component[G].adornment values {type: "Mean"} -> {id, type, isVisible, data}. CODAP 3.1.0 creates Count,
+  Percent, Mean, Median, Standard Deviation, Movable Value, LSRL {showConfidenceBands?} and Plotted Value
+  {expression: "mean(height) + 1"} (a constant per cell, not a function of x). Box Plot, Normal Curve, Movable
+  Line, Mean Absolute Deviation, Standard Error and Plotted Function answer "does not currently support create
+  requests": a person adds them from the graph's ruler menu; then get reads them.
+update component[G].adornment values {type: "Count", percentType?, ...type fields}.
+delete component[G].adornment values {type: "Mean"} (hides it: CODAP keeps a hidden adornment).
 Only on graphs whose plot supports the type (a Mean needs a numeric axis).`,
 
   globals: `global = a named number shared by formulas (a slider shows one).
@@ -135,7 +137,7 @@ functions such as mean(x), median(x), count(), sum(x), min, max, stdDev, round(x
 randomNormal(), lookupByKey, prev(x), next(x), caseIndex, concat, text functions. Names with spaces in
 backquotes: \`my attr\`. Aggregates in a child collection work per parent case.
 Where: attribute {formula} (create or update), graph filterFormula, selectionList {expression},
-caseFormulaSearch[...], Plotted Function adornment {formula}.
+caseFormulaSearch[...], Plotted Value adornment {expression}.
 get formulaEngine -> every function with its arguments, by category.
 notify formulaEngine values {request: "evalExpression", source: "a + b", records: [{a: 1, b: 2}]} -> [3]
   (evaluates without touching the document).

@@ -1,0 +1,49 @@
+// @ts-check
+// CODAP's busy signal while a tool runs: `indicateBusy` when a call starts running in CODAP, `indicateIdle` when it
+// ends, whether it answered, failed or timed out. With cursorMode CODAP 3.1.0 dims its page under a wait cursor
+// (without it, CODAP shows its full splash screen); it drops the signal by itself after 60 s, so a longer call
+// renews it. These are the plugin's own notices, not the model's requests: the policy's refusal of model changes
+// to `interactiveFrame` does not apply to them.
+
+export const BUSY = { action: "notify", resource: "interactiveFrame", values: { request: "indicateBusy", cursorMode: true } };
+export const IDLE = { action: "notify", resource: "interactiveFrame", values: { request: "indicateIdle" } };
+/** CODAP turns busy off after 60 s; the signal is renewed before that. */
+export const RENEW_MS = 45_000;
+/** How long a call's answer waits for CODAP to take the idle notice (so the page is usable when the answer comes). */
+export const IDLE_WAIT_MS = 1000;
+
+/**
+ * Each tool, with CODAP shown busy while it runs.
+ * @param {Record<string, (args: object, call?: {id: string}) => Promise<any>>} tools
+ * @param {{notify: (request: object, waitMs?: number) => Promise<unknown>}} phone
+ * @param {{setInterval?: typeof setInterval, clearInterval?: typeof clearInterval}} [timers]
+ */
+export function withBusySignal(tools, phone, timers = globalThis) {
+  let running = 0;
+  let renew = null;
+  const start = () => {
+    running += 1;
+    if (running > 1) return;
+    phone.notify(BUSY, 0); // sent before the tool's own messages; CODAP takes them in order
+    renew = timers.setInterval(() => phone.notify(BUSY, 0), RENEW_MS);
+  };
+  const end = async () => {
+    running -= 1;
+    if (running > 0) return;
+    timers.clearInterval(renew);
+    await phone.notify(IDLE, IDLE_WAIT_MS);
+  };
+  /** @type {Record<string, (args: object, call?: {id: string}) => Promise<any>>} */
+  const wrapped = {};
+  for (const [name, fn] of Object.entries(tools)) {
+    wrapped[name] = async (args, call) => {
+      start();
+      try {
+        return await fn(args, call);
+      } finally {
+        await end();
+      }
+    };
+  }
+  return wrapped;
+}

@@ -1,0 +1,132 @@
+// @ts-check
+// The Data Interactive requests that take one tool call back, read from CODAP's document (v2 JSON) before and
+// after it: CODAP's Undo asks the plugin to take its change back itself (undoChangeNotice undoAction), and a
+// change made through the Data Interactive API is not on CODAP's own undo history. Putting the whole document back
+// (`update document`) would itself be a new step in that history and end CODAP's Redo, so each kind of change is
+// reversed by its own request: a component, dataset, attribute or case added is deleted; a component moved,
+// resized or retitled is put back; a case value, an attribute's name or title, a global value is set back. What
+// has no such request (a component or a dataset deleted, cases deleted, a graph's settings) is named in `cannot`,
+// and nothing is sent for the call.
+
+const byGuid = (list) => new Map((list ?? []).map((x) => [x.guid, x]));
+const q = JSON.stringify;
+const componentLabel = (c) => q(c?.componentStorage?.title || c?.componentStorage?.name || c?.type?.replace(/^DG\./, "") || "component");
+
+function components(a, b, requests, cannot) {
+  const before = byGuid(a?.components);
+  const after = byGuid(b?.components);
+  for (const [guid, c] of after) {
+    const old = before.get(guid);
+    if (!old) {
+      requests.push({ action: "delete", resource: `component[${guid}]` });
+      continue;
+    }
+    const values = {};
+    const [l0, l1] = [old.layout ?? {}, c.layout ?? {}];
+    if (l0.left !== l1.left || l0.top !== l1.top) values.position = { left: l0.left, top: l0.top };
+    if (l0.width !== l1.width || l0.height !== l1.height) values.dimensions = { width: l0.width, height: l0.height };
+    const { title: t0, name: n0, userSetTitle: u0, ...rest0 } = old.componentStorage ?? {};
+    const { title: t1, name: n1, userSetTitle: u1, ...rest1 } = c.componentStorage ?? {};
+    if (t0 !== t1) values.title = t0 ?? "";
+    if (n0 !== n1 && n0 !== undefined) values.name = n0;
+    if (q(rest0) !== q(rest1) || l0.isVisible !== l1.isVisible) cannot.push(`component ${componentLabel(c)} changed`);
+    else if (Object.keys(values).length) requests.push({ action: "update", resource: `component[${guid}]`, values });
+  }
+  for (const [guid, c] of before) if (!after.has(guid)) cannot.push(`component ${componentLabel(c)} deleted (id ${guid})`);
+}
+
+function cases(ctx, col0, col1, requests, cannot) {
+  const before = byGuid(col0.cases);
+  const after = byGuid(col1.cases);
+  const changed = [];
+  for (const [guid, c] of after) {
+    const old = before.get(guid);
+    if (!old) requests.push({ action: "delete", resource: `dataContext[${ctx.guid}].collection[${col1.guid}].caseByID[${guid}]` });
+    else if (q(old.values) !== q(c.values)) changed.push({ id: guid, values: old.values });
+  }
+  if (changed.length) requests.push({ action: "update", resource: `dataContext[${ctx.guid}].case`, values: changed });
+  const gone = [...before.keys()].filter((g) => !after.has(g)).length;
+  if (gone) cannot.push(`${gone} case${gone === 1 ? "" : "s"} of ${q(ctx.name)} deleted`);
+}
+
+function datasets(a, b, requests, cannot) {
+  const before = byGuid(a?.contexts);
+  const after = byGuid(b?.contexts);
+  for (const [guid, ctx] of after) {
+    const old = before.get(guid);
+    if (!old) {
+      requests.push({ action: "delete", resource: `dataContext[${guid}]` });
+      continue;
+    }
+    if (old.name !== ctx.name || old.title !== ctx.title) {
+      if (old.name !== ctx.name) cannot.push(`dataset ${q(old.name)} renamed`);
+      else requests.push({ action: "update", resource: `dataContext[${guid}]`, values: { title: old.title ?? "" } });
+    }
+    const cols0 = byGuid(old.collections);
+    const cols1 = byGuid(ctx.collections);
+    if (q([...cols0.keys()]) !== q([...cols1.keys()])) {
+      cannot.push(`the collections of ${q(ctx.name)} changed`);
+      continue;
+    }
+    const setsBack = [];
+    const valuesFirst = [];
+    for (const [cg, col1] of cols1) {
+      const col0 = cols0.get(cg);
+      const attrs0 = byGuid(col0.attrs);
+      for (const [ag, attr] of byGuid(col1.attrs)) {
+        const was = attrs0.get(ag);
+        const resource = `dataContext[${guid}].collection[${cg}].attribute[${ag}]`;
+        if (!was) {
+          requests.push({ action: "delete", resource });
+          continue;
+        }
+        const values = {};
+        for (const key of ["name", "title", "description", "unit", "precision", "type", "formula", "hidden"]) {
+          if (q(was[key]) !== q(attr[key])) values[key] = was[key] ?? "";
+        }
+        if (Object.keys(values).length) setsBack.push({ action: "update", resource, values });
+      }
+      for (const [ag, attr] of attrs0) if (!col1.attrs.some((x) => x.guid === ag)) cannot.push(`attribute ${q(attr.name)} deleted`);
+      // Case values are keyed by attribute name: they are set back under the names the call left.
+      const renamed = new Map(col1.attrs.map((x) => [attrs0.get(x.guid)?.name, x.name]));
+      const col0Now = {
+        ...col0,
+        cases: (col0.cases ?? []).map((c) => ({
+          ...c,
+          values: Object.fromEntries(Object.entries(c.values ?? {}).map(([k, v]) => [renamed.get(k) ?? k, v])),
+        })),
+      };
+      cases(ctx, col0Now, col1, valuesFirst, cannot);
+    }
+    requests.push(...valuesFirst, ...setsBack);
+  }
+  for (const [guid, ctx] of before) if (!after.has(guid)) cannot.push(`dataset ${q(ctx.name)} deleted (id ${guid})`);
+}
+
+function globals(a, b, requests, cannot) {
+  const before = new Map((a?.globalValues ?? []).map((g) => [g.name, g]));
+  for (const g of b?.globalValues ?? []) {
+    const old = before.get(g.name);
+    if (!old) continue; // a slider's value: deleting its slider component takes it along
+    if (old.value !== g.value) requests.push({ action: "update", resource: `global[${g.name}]`, values: { value: old.value } });
+  }
+  const now = new Set((b?.globalValues ?? []).map((g) => g.name));
+  for (const name of before.keys()) if (!now.has(name)) cannot.push(`global value ${q(name)} deleted`);
+}
+
+/**
+ * What takes the change from document `before` to `after` back: `requests` to send in order, and `cannot`, the
+ * changes no request takes back (when it is not empty, nothing should be sent).
+ * @returns {{requests: object[], cannot: string[]}}
+ */
+export function inverseOf(before, after) {
+  /** @type {object[]} */
+  const requests = [];
+  /** @type {string[]} */
+  const cannot = [];
+  // Components first: a case table goes before its dataset.
+  components(before, after, requests, cannot);
+  globals(before, after, requests, cannot);
+  datasets(before, after, requests, cannot);
+  return { requests, cannot };
+}

@@ -1,0 +1,79 @@
+// CODAP's Undo for the tools' calls: the requests that reverse a call, read from the documents before and after
+// it (inverse.js), the new ids a redone call gets (journal.js), and CODAP's busy signal around each tool (busy.js).
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { BUSY, IDLE, withBusySignal } from "../../core/codap_relay/plugin/js/busy.js";
+import { inverseOf } from "../../core/codap_relay/plugin/js/tools/inverse.js";
+import { newIds } from "../../core/codap_relay/plugin/js/tools/journal.js";
+
+const text = (guid, title, left = 10) => ({
+  type: "DG.TextView",
+  guid,
+  componentStorage: { title, name: title, text: "{}" },
+  layout: { left, top: 5, width: 300, height: 100 },
+});
+const trees = (height, attrName = "height") => ({
+  guid: 1,
+  name: "Trees",
+  title: "Trees",
+  collections: [
+    {
+      guid: 2,
+      name: "Trees",
+      attrs: [{ guid: 3, name: attrName }],
+      cases: [{ guid: 4, values: { [attrName]: 3 } }, { guid: 5, values: { [attrName]: height } }],
+    },
+  ],
+});
+
+test("a component, a case value and an attribute's name are each set back by their own request", () => {
+  const before = { components: [], contexts: [trees(5)], globalValues: [] };
+  const after = { components: [text(9, "Note")], contexts: [trees(9, "tall")], globalValues: [] };
+  const { requests, cannot } = inverseOf(before, after);
+  assert.deepEqual(cannot, []);
+  assert.deepEqual(requests, [
+    { action: "delete", resource: "component[9]" },
+    { action: "update", resource: "dataContext[1].case", values: [{ id: 5, values: { tall: 5 } }] },
+    { action: "update", resource: "dataContext[1].collection[2].attribute[3]", values: { name: "height" } },
+  ]);
+});
+
+test("a moved and retitled component goes back; a deletion is named as what no request puts back", () => {
+  const moved = inverseOf({ components: [text(9, "Note")] }, { components: [text(9, "Notes", 400)] });
+  assert.deepEqual(moved.requests, [
+    { action: "update", resource: "component[9]", values: { position: { left: 10, top: 5 }, title: "Note", name: "Note" } },
+  ]);
+  const gone = inverseOf({ components: [text(9, "Note")], contexts: [trees(5)] }, { components: [], contexts: [] });
+  assert.deepEqual(gone.cannot, ['component "Note" deleted (id 9)', 'dataset "Trees" deleted (id 1)']);
+});
+
+test("the ids a call made are found in document order, for its redo to renumber", () => {
+  const a = JSON.stringify({ components: [text(9, "A")] });
+  const b = JSON.stringify({ components: [text(9, "A"), text(12, "B")], contexts: [trees(5)] });
+  assert.deepEqual(newIds(a, b), ["12", "1", "2", "3", "4", "5"]);
+});
+
+test("CODAP is told busy when a tool starts and idle when it ends, also when it fails", async () => {
+  const sent = [];
+  const phone = { notify: async (request) => sent.push(request) };
+  const timers = { setInterval: () => 1, clearInterval: () => {} };
+  const tools = withBusySignal(
+    {
+      ok: async () => {
+        assert.deepEqual(sent, [BUSY]);
+        return "done";
+      },
+      fails: async () => {
+        throw new Error("no");
+      },
+    },
+    phone,
+    timers,
+  );
+  assert.equal(await tools.ok({}), "done");
+  assert.deepEqual(sent, [BUSY, IDLE]);
+  await assert.rejects(tools.fails({}), /no/);
+  assert.deepEqual(sent, [BUSY, IDLE, BUSY, IDLE]);
+});
