@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from codap_relay.errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
-from codap_relay.records import DETACHED, Lookup, NewRequest, ResponseRecord, SessionRecord, fingerprint
+from codap_relay.records import (
+    DETACHED,
+    Lookup,
+    NewRequest,
+    ResponseRecord,
+    SessionRecord,
+    fingerprint,
+    manifest_id,
+)
 from codap_relay.settings import Settings
 from codap_relay.store.base import MAX_CHANGE_MARKS, PURGE_GRACE_SECONDS, PendingTotals, Store, args_bytes
 from codap_relay.store.memory import MemoryStore
@@ -60,15 +68,17 @@ def response(
     )
 
 
+TOOLS = [{"name": "t", "description": "", "inputSchema": {"type": "object"}}]
+
+
 def test_session_roundtrip_and_collision(store: Store) -> None:
-    tools = [{"name": "t", "description": "", "inputSchema": {"type": "object"}}]
-    store.create_session(session(tools=tools))
+    store.create_session(session(manifest=manifest_id(TOOLS)), TOOLS)
     got = store.get_session("ABCDEFGH")
     assert got is not None
-    assert (got.code, got.expires_at, got.tools, got.last_seq, got.consumer, got.closed_at) == (
+    assert (got.code, got.expires_at, got.manifest, got.last_seq, got.consumer, got.closed_at) == (
         "ABCDEFGH",
         T0 + 600,
-        tools,
+        manifest_id(TOOLS),
         0,
         None,
         None,
@@ -76,6 +86,41 @@ def test_session_roundtrip_and_collision(store: Store) -> None:
     with pytest.raises(CodeCollision):
         store.create_session(session())
     assert store.get_session("ZZZZZZZZ") is None
+
+
+def test_sessions_share_one_stored_manifest_by_its_content(store: Store) -> None:
+    other = [{**TOOLS[0], "description": "another"}]
+    store.create_session(session("AAAAAAAA", manifest=manifest_id(TOOLS)), TOOLS)
+    store.create_session(session("BBBBBBBB", manifest=manifest_id(list(TOOLS))), list(TOOLS))
+    store.create_session(session("CCCCCCCC", manifest=manifest_id(other)), other)
+    store.create_session(session("DDDDDDDD"))  # the default manifest: nothing stored
+    found = {code: store.get_session(code) for code in ("AAAAAAAA", "BBBBBBBB", "CCCCCCCC", "DDDDDDDD")}
+    addresses = {code: s.manifest if s else "missing" for code, s in found.items()}
+    assert addresses == {
+        "AAAAAAAA": manifest_id(TOOLS),
+        "BBBBBBBB": manifest_id(TOOLS),
+        "CCCCCCCC": manifest_id(other),
+        "DDDDDDDD": None,
+    }
+    assert store.get_manifest(manifest_id(TOOLS)) == TOOLS
+    assert store.get_manifest(manifest_id(other)) == other
+    assert store.get_manifest("0" * 64) is None
+
+
+def test_a_manifest_is_kept_as_long_as_a_session_that_refers_to_it(store: Store) -> None:
+    """The manifest is stored once, but a session whose expiry slides far past the one that stored it keeps it
+    readable: each store's housekeeping (the SQLite purge, DynamoDB's TTL) removes it only after its last session."""
+    store.create_session(session("AAAAAAAA", manifest=manifest_id(TOOLS)), TOOLS)
+    store.create_session(session("BBBBBBBB", manifest=manifest_id(TOOLS)), TOOLS)
+    week = 7 * 86_400
+    for day in range(1, 15):  # B's tab stays open a fortnight, its expiry sliding every day
+        store.update_session("BBBBBBBB", expires_at=T0 + 600 + day * 86_400, last_seen=T0 + day * 86_400)
+    sweep_expired(store, T0 + 600 + PURGE_GRACE_SECONDS + week + 1)  # long past A's end: A is gone
+    assert store.get_session("AAAAAAAA") is None or isinstance(store, MemoryStore)
+    assert store.get_manifest(manifest_id(TOOLS)) == TOOLS
+    sweep_expired(store, T0 + 600 + 14 * 86_400 + PURGE_GRACE_SECONDS - 1)  # B is still kept
+    assert store.get_session("BBBBBBBB") is not None
+    assert store.get_manifest(manifest_id(TOOLS)) == TOOLS
 
 
 def test_update_session_sets_fields_and_never_shortens_expiry(store: Store) -> None:
@@ -435,6 +480,37 @@ def test_sqlite_counts_pending_from_an_index_and_upgrades_an_older_database(tmp_
         assert "COVERING INDEX requests_pending" in plan, plan
     finally:
         store.close()
+
+
+def test_sqlite_moves_the_manifests_of_an_older_database_out_of_its_sessions(tmp_path: Any) -> None:
+    """A database made when each session row held its own manifest (``tools``): opened by this version, each
+    distinct manifest is stored once, the sessions refer to it, and their rows no longer carry it."""
+    import json
+    import sqlite3
+
+    from codap_relay.store.sqlite import SCHEMA, SqliteStore
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA.replace("  manifest TEXT, last_seq", "  tools TEXT, last_seq"))
+    for code, tools in (("AAAAAAAA", TOOLS), ("BBBBBBBB", TOOLS), ("CCCCCCCC", None)):
+        db.execute(
+            "INSERT INTO sessions (code, token_hash, created_at, expires_at, tools) VALUES (?, 'h', ?, ?, ?)",
+            (code, T0, T0 + 600, None if tools is None else json.dumps(tools)),
+        )
+    db.commit()
+    db.close()
+    for _ in range(2):  # and opening it again changes nothing more
+        store = SqliteStore(path)
+        try:
+            found = [store.get_session(code) for code in ("AAAAAAAA", "BBBBBBBB", "CCCCCCCC")]
+            assert [s.manifest if s else "missing" for s in found] == [manifest_id(TOOLS), manifest_id(TOOLS), None]
+            assert store.get_manifest(manifest_id(TOOLS)) == TOOLS
+            with store._reading() as reader:
+                assert reader.execute("SELECT COUNT(*) FROM sessions WHERE tools IS NOT NULL").fetchone()[0] == 0
+                assert reader.execute("SELECT COUNT(*) FROM manifests").fetchone()[0] == 1
+        finally:
+            store.close()
 
 
 @pytest.mark.parametrize("ended", ["closed", "expired"])

@@ -70,7 +70,7 @@ async def _on_list_tools(
 ) -> types.ListToolsResult:
     call = _call_of(ctx)
     assert call.session is not None  # require_session ran first
-    return list_tools(call.relay, call.session)
+    return await list_tools(call.relay, call.session)
 
 
 async def _on_call_tool(

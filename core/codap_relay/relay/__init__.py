@@ -129,8 +129,8 @@ class Relay:
     ) -> SessionRecord:
         return await self.sessions.for_plugin(code, token, client=client, allow_closed=allow_closed, grace=grace)
 
-    def manifest(self, session: SessionRecord) -> list[dict[str, Any]]:
-        return self.sessions.manifest(session)
+    async def manifest(self, session: SessionRecord) -> list[dict[str, Any]]:
+        return await self.sessions.manifest(session)
 
     async def metadata(self, code: str, *, client: str | None = None) -> Metadata:
         return await self.sessions.metadata(code, client=client)

@@ -97,7 +97,7 @@ class RequestQueue:
                 session = await self.sessions.for_llm(code, client=client)
             if client is not None:
                 await self.limits.admit("request", f"{client}:{code}", limit)
-        spec = find_tool(self.sessions.manifest(session), tool)
+        spec = find_tool(await self.sessions.manifest(session), tool)
         validate_args(spec, args)
         size = args_bytes(args)
         charged = await self._bounded(session, size, request_id, client)

@@ -60,8 +60,18 @@ class Store(Protocol):
     #: loop. False only where a read never waits: the memory store.
     blocking_reads: bool
 
-    def create_session(self, session: SessionRecord) -> None:
-        """Store a new session. Raises CodeCollision if the code exists (expired or not)."""
+    def create_session(self, session: SessionRecord, tools: list[dict[str, Any]] | None = None) -> None:
+        """Store a new session. Raises CodeCollision if the code exists (expired or not).
+
+        ``tools``: the session's manifest, whose ``records.manifest_id`` is ``session.manifest`` (None with it).
+        It is stored once per distinct manifest, apart from the session, and shared by every session that has
+        it: the session itself, read on every poll and written on every sign of life, holds only the address.
+        The stored manifest is kept at least as long as any session that refers to it (``get_manifest``)."""
+
+    def get_manifest(self, manifest: str) -> list[dict[str, Any]] | None:
+        """The manifest stored under content address ``manifest``; None if none is (never, while a session that
+        refers to it is kept)."""
+        ...
 
     def get_session(self, code: str) -> SessionRecord | None: ...
 

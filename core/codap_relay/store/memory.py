@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
 from ..records import (
@@ -38,12 +39,19 @@ class MemoryStore:
         self._sessions: dict[str, _SessionData] = {}
         self._counters: dict[str, tuple[int, float]] = {}
         self._changes: dict[str, ChangeMarks] = {}
+        # Manifests by content address, kept while the process lives (as the sessions that refer to them are).
+        self._manifests: dict[str, list[dict[str, Any]]] = {}
 
-    def create_session(self, session: SessionRecord) -> None:
+    def create_session(self, session: SessionRecord, tools: list[dict[str, Any]] | None = None) -> None:
         with self._lock:
             if session.code in self._sessions:
                 raise CodeCollision("pairing code already in use", code=session.code)
+            if session.manifest is not None and tools is not None:
+                self._manifests.setdefault(session.manifest, tools)
             self._sessions[session.code] = _SessionData(session)
+
+    def get_manifest(self, manifest: str) -> list[dict[str, Any]] | None:
+        return self._manifests.get(manifest)
 
     def get_session(self, code: str) -> SessionRecord | None:
         data = self._sessions.get(code)

@@ -23,6 +23,9 @@ Item = dict[str, dict[str, Any]]
 #: Reads payload attribute ``name`` of an item back (``Connection._unpack``).
 Unpack = Callable[[str, Item], Any]
 
+#: The manifest "address" of a session stored by an earlier version, whose META item holds the manifest itself.
+INLINE_MANIFEST = "inline:"
+
 # Compressed payloads up to this size stay inside their item; larger ones are split into chunks.
 INLINE_LIMIT = 300_000
 CHUNK_BYTES = 350_000
@@ -86,26 +89,30 @@ def chunk_ref(name: str, item: Item) -> tuple[str, int]:
 # --- items -------------------------------------------------------------------------------------------------
 
 
-def session_item(session: SessionRecord, partition: str, purge: int, tools: Item) -> Item:
-    """A new session's META item; ``tools`` the packed manifest (empty for none)."""
-    return {
+def session_item(session: SessionRecord, partition: str, purge: int, manifest_purge: int | None) -> Item:
+    """A new session's META item: its manifest by address only (manifests.py), with how long that is kept."""
+    item: Item = {
         **key(partition, "META"),
         "token_hash": s(session.token_hash),
         "created_at": n(session.created_at),
         "expires_at": n(session.expires_at),
         "last_seq": n(0),
         TTL_ATTRIBUTE: n(purge),
-        **tools,
     }
+    if session.manifest is not None and manifest_purge is not None:
+        item["manifest"] = s(session.manifest)
+        item["manifest_purge"] = n(manifest_purge)
+    return item
 
 
-def session_of(code: str, item: Item, unpack: Unpack) -> SessionRecord:
+def session_of(code: str, item: Item) -> SessionRecord:
     return SessionRecord(
         code=code,
         token_hash=item["token_hash"]["S"],
         created_at=float(item["created_at"]["N"]),
         expires_at=float(item["expires_at"]["N"]),
-        tools=unpack("tools", item) if "tools" in item else None,
+        # A session stored by an earlier version holds its manifest itself: it is read from there (manifests.py).
+        manifest=opt_str(item, "manifest") or (INLINE_MANIFEST + code if "tools" in item else None),
         last_seq=int(item["last_seq"]["N"]),
         last_seen=f(item, "last_seen"),
         consumer=opt_str(item, "consumer"),
