@@ -19,7 +19,14 @@ from codap_relay.records import (
     manifest_id,
 )
 from codap_relay.settings import Settings
-from codap_relay.store.base import MAX_CHANGE_MARKS, PURGE_GRACE_SECONDS, PendingTotals, Store, args_bytes
+from codap_relay.store.base import (
+    MAX_CHANGE_MARKS,
+    PURGE_GRACE_SECONDS,
+    PendingRef,
+    PendingTotals,
+    Store,
+    args_bytes,
+)
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing.store_backends import BACKENDS, sweep_expired
 
@@ -169,6 +176,29 @@ def test_sessions_are_isolated(store: Store) -> None:
     assert b is not None and b.status == "queued"
     assert [x.id for x in store.pending_requests("BBBBBBBB", 0, T0)] == ["same"]
     assert store.pending_requests("AAAAAAAA", 0, T0) == []
+
+
+def test_pending_refs_find_requests_by_id_or_prefix_without_their_arguments(store: Store) -> None:
+    store.create_session(session())
+    store.add_request("ABCDEFGH", new("mcp-aa-1", args={"big": "x" * 5000}))
+    store.add_request("ABCDEFGH", new("mcp-aa-2", "create_codap_graph"))
+    store.add_request("ABCDEFGH", new("mcp-aa-3", ttl=100))
+    store.add_request("ABCDEFGH", new("mcp-b-1"))
+    store.add_request("ABCDEFGH", new("mcp-aa"))
+    store.update_session("ABCDEFGH", consumer="c1")
+    store.complete_request(response("mcp-aa"))
+    store.deliver("ABCDEFGH", "c1", 1, T0)  # all but the first delivered
+    refs = store.pending_refs("ABCDEFGH", "mcp-aa-", T0)
+    assert refs == [
+        PendingRef("mcp-aa-1", "get_codap_datasets", "queued"),
+        PendingRef("mcp-aa-2", "create_codap_graph", "delivered"),
+        PendingRef("mcp-aa-3", "get_codap_datasets", "delivered"),
+    ]
+    assert [r.id for r in store.pending_refs("ABCDEFGH", "mcp-aa-", T0 + 100)] == ["mcp-aa-1", "mcp-aa-2"]
+    assert store.pending_refs("ABCDEFGH", "mcp-aa-2", T0) == [refs[1]]  # a whole id
+    assert store.pending_refs("ABCDEFGH", "mcp-aa", T0)[0].id == "mcp-aa-1"  # answered: not pending
+    assert store.pending_refs("ABCDEFGH", "mcp-c", T0) == []
+    assert store.pending_refs("ZZZZZZZZ", "mcp-", T0) == []
 
 
 def test_pending_filters_cursor_answered_and_expired(store: Store) -> None:

@@ -163,7 +163,7 @@ async def cancel_call(relay: Relay, code: str, client: str | None, rpc_id: Any) 
     """``notifications/cancelled`` for the call with JSON-RPC id ``rpc_id``: withdraw it if the plugin has not
     received it yet (Relay.cancel)."""
     ids = await relay.pending_ids(code, request_prefix(client, rpc_id))
-    return await relay.cancel(code, ids) if ids else []
+    return await relay.cancel(code, ids, client=client) if ids else []
 
 
 async def list_tools(relay: Relay, session: SessionRecord) -> types.ListToolsResult:

@@ -167,8 +167,8 @@ class Relay:
             code, tool, args, request_id, wait=wait, client=client, session=session, on_wait=on_wait, every=every
         )
 
-    async def cancel(self, code: str, request_ids: list[str]) -> list[str]:
-        return await self.queue.cancel(code, request_ids)
+    async def cancel(self, code: str, request_ids: list[str], *, client: str | None = None) -> list[str]:
+        return await self.queue.cancel(code, request_ids, client=client)
 
     async def pending_ids(self, code: str, prefix: str) -> list[str]:
         return await self.queue.pending_ids(code, prefix)

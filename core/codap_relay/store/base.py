@@ -11,7 +11,16 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..records import ChangeMarks, Completion, Lookup, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..records import (
+    ChangeMarks,
+    Completion,
+    Lookup,
+    NewRequest,
+    RequestRecord,
+    RequestStatus,
+    ResponseRecord,
+    SessionRecord,
+)
 
 #: Every backend keeps a record at least this long past its expiry (the SQLite purge, DynamoDB's TTL attribute),
 #: so late readers get "expired" rather than "unknown" and an ended session's log stays readable for the
@@ -23,6 +32,15 @@ def args_bytes(args: Any) -> int:
     """The size a request's arguments count for in the pending and per-address byte limits: their JSON (as
     ``json.dumps`` writes it, ASCII) in bytes. One definition, so every backend and the service agree."""
     return len(json.dumps(args).encode())
+
+
+@dataclass(frozen=True)
+class PendingRef:
+    """A pending request as a cancel needs it: no arguments."""
+
+    id: str
+    tool: str
+    status: RequestStatus
 
 
 @dataclass(frozen=True)
@@ -111,6 +129,11 @@ class Store(Protocol):
 
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
         """Unanswered requests with seq > after_seq and expires_at > now, in seq order."""
+        ...
+
+    def pending_refs(self, code: str, prefix: str, now: float) -> list[PendingRef]:
+        """The requests ``pending_requests(code, 0, now)`` would return whose id starts with ``prefix`` (a whole id
+        finds that one), as ids, tools and statuses: found by id, never reading their arguments (a cancel)."""
         ...
 
     def count_pending(self, code: str, now: float) -> PendingTotals:

@@ -18,7 +18,7 @@ from ..records import (
     SessionRecord,
     owns,
 )
-from .base import PendingTotals, args_bytes, merged_marks
+from .base import PendingRef, PendingTotals, args_bytes, merged_marks
 
 
 @dataclass
@@ -139,6 +139,9 @@ class MemoryStore:
         with self._lock:
             items = [data.requests[rid] for rid in data.by_seq[max(0, after_seq) :]]
         return [r for r in items if r.pending and r.expires_at > now]
+
+    def pending_refs(self, code: str, prefix: str, now: float) -> list[PendingRef]:
+        return [PendingRef(r.id, r.tool, r.status) for r in self._pending(code, 0, now) if r.id.startswith(prefix)]
 
     def count_pending(self, code: str, now: float) -> PendingTotals:
         pending = self._pending(code, 0, now)

@@ -23,7 +23,7 @@ from ..records import (
     SessionRecord,
     manifest_id,
 )
-from .base import PURGE_GRACE_SECONDS, PendingTotals, merged_marks
+from .base import PURGE_GRACE_SECONDS, PendingRef, PendingTotals, merged_marks
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -319,6 +319,15 @@ class SqliteStore:
             (code, after_seq, now),
         )
         return [self._request(r) for r in rows]
+
+    def pending_refs(self, code: str, prefix: str, now: float) -> list[PendingRef]:
+        # A range over the (code, id) index; the arguments, in overflow pages, are never read.
+        rows = self._all(
+            "SELECT id, tool, status FROM requests WHERE code = ? AND id >= ? AND id < ? "
+            "AND status IN ('queued', 'delivered') AND expires_at > ? ORDER BY seq",
+            (code, prefix, prefix + "\U0010ffff", now),
+        )
+        return [PendingRef(r["id"], r["tool"], r["status"]) for r in rows if r["id"].startswith(prefix)]
 
     def count_pending(self, code: str, now: float) -> PendingTotals:
         row = self._one(

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ...errors import SessionNotFound, StoreUnavailable
-from ...records import NewRequest, RequestRecord, SessionRecord
-from ..base import PendingTotals, args_bytes
+from ...records import PENDING, NewRequest, RequestRecord, SessionRecord
+from ..base import PendingRef, PendingTotals, args_bytes
 from . import codec
 from .client import AGAIN, AGAIN_NOW, Attempt, Connection, Decided, condition_failed
 from .codec import Item, n, s
@@ -117,6 +117,32 @@ class RequestOps(Connection):
             },
         )
         return [self._request(code, item) for item in items]
+
+    def pending_refs(self, code: str, prefix: str, now: float) -> list[PendingRef]:
+        """The id items (a seq and a time each) by prefix, then each request's status and tool, projected: the
+        arguments are neither sent nor unpacked."""
+        partition = pk(code)
+        seqs = [
+            int(item["seq"]["N"])
+            for item in self._query(
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+                ExpressionAttributeValues={":pk": s(partition), ":prefix": s(f"RID#{prefix}")},
+            )
+        ]
+        refs = []
+        for seq in sorted(seqs):
+            item = self._call(
+                "get_item",
+                TableName=self.table,
+                Key=key(partition, req_sk(seq)),
+                ConsistentRead=True,
+                ProjectionExpression="#id, tool, #status, expires_at",
+                ExpressionAttributeNames={"#id": "id", "#status": "status"},
+            ).get("Item")
+            if item is None or item["status"]["S"] not in PENDING or float(item["expires_at"]["N"]) <= now:
+                continue
+            refs.append(PendingRef(item["id"]["S"], item["tool"]["S"], item["status"]["S"]))  # type: ignore[arg-type]
+        return refs
 
     def count_pending(self, code: str, now: float) -> PendingTotals:
         """One Query over the session's requests that hands back only each pending one's ``arg_bytes``, never its
