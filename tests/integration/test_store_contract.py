@@ -405,6 +405,62 @@ def test_concurrent_appends_stay_gapless(store: Store) -> None:
     assert seqs == list(range(1, 41))
 
 
+def test_the_pending_count_stays_exact_through_a_requests_life(store: Store) -> None:
+    """Queued, delivered (still pending), answered, cancelled (an answer too), expired, retried by id: the count
+    follows every step, and requests appended after some expired are counted as they should be."""
+    store.create_session(session())
+    size = args_bytes({"k": 1})
+
+    def count(at: float = T0) -> tuple[int, int]:
+        totals = store.count_pending("ABCDEFGH", at)
+        return totals.requests, totals.bytes
+
+    for rid in ("a", "b", "c"):
+        store.add_request("ABCDEFGH", new(rid, args={"k": 1}))
+    store.add_request("ABCDEFGH", new("short", args={"k": 1}, ttl=100))
+    assert count() == (4, 4 * size)
+    store.add_request("ABCDEFGH", new("a", args={"k": 1}))  # a retry stores nothing
+    store.update_session("ABCDEFGH", consumer="c1")
+    store.deliver("ABCDEFGH", "c1", 0, T0)
+    assert count() == (4, 4 * size)
+    store.complete_request(response("a", result=1))
+    store.complete_request(response("b", error={"code": "cancelled", "message": "withdrawn"}))
+    store.complete_request(response("a", result=2))  # a second answer changes nothing
+    assert count() == (2, 2 * size)
+    assert count(T0 + 100) == (1, size)  # "short" expired
+    store.add_request("ABCDEFGH", new("d", args={"k": 22}))
+    assert count(T0 + 100) == (2, size + args_bytes({"k": 22}))
+    assert count(T0 + 3600) == (0, 0)
+    with pytest.raises(RequestExpired):
+        store.complete_request(response("short", result=1), now=T0 + 100)
+    assert count(T0 + 100) == (2, size + args_bytes({"k": 22}))
+    assert [r.id for r in store.pending_requests("ABCDEFGH", 0, T0 + 100)] == ["c", "d"]
+
+
+def test_the_pending_count_cannot_drift_under_concurrent_appends_and_answers(store: Store) -> None:
+    store.create_session(session())
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            for i in range(8):
+                store.add_request("ABCDEFGH", new(f"w{n}-{i}", args={"n": n}))
+                if i % 2:
+                    store.complete_request(response(f"w{n}-{i - 1}", result=i))
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    pending = store.pending_requests("ABCDEFGH", 0, T0)
+    assert len(pending) == 16
+    assert store.count_pending("ABCDEFGH", T0) == PendingTotals(16, sum(args_bytes(r.args) for r in pending))
+
+
 def test_concurrent_answers_one_winner(store: Store) -> None:
     store.create_session(session())
     store.add_request("ABCDEFGH", new("a"))

@@ -27,6 +27,8 @@ class _SessionData:
     requests: dict[str, RequestRecord] = field(default_factory=dict)  # by id, insertion = seq order
     by_seq: list[str] = field(default_factory=list)  # ids; seq n at index n - 1 (seqs are gapless)
     responses: dict[str, ResponseRecord] = field(default_factory=dict)
+    # id -> (expires_at, args_bytes) of each unanswered request: the count reads these, not the history.
+    unanswered: dict[str, tuple[float, int]] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -113,6 +115,7 @@ class MemoryStore:
             )
             data.requests[new.id] = record
             data.by_seq.append(new.id)
+            data.unanswered[new.id] = (new.expires_at, args_bytes(new.args))
             data.session = data.session.with_(last_seq=seq)
             return record, True
 
@@ -144,8 +147,12 @@ class MemoryStore:
         return [PendingRef(r.id, r.tool, r.status) for r in self._pending(code, 0, now) if r.id.startswith(prefix)]
 
     def count_pending(self, code: str, now: float) -> PendingTotals:
-        pending = self._pending(code, 0, now)
-        return PendingTotals(len(pending), sum(args_bytes(r.args) for r in pending))
+        data = self._sessions.get(code)
+        if data is None:
+            return PendingTotals(0, 0)
+        with self._lock:
+            live = [size for expires_at, size in data.unanswered.values() if expires_at > now]
+        return PendingTotals(len(live), sum(live))
 
     def deliver(
         self, code: str, consumer: str, after_seq: int, now: float
@@ -184,6 +191,7 @@ class MemoryStore:
             if now is not None and r.pending and r.expires_at <= now:
                 raise RequestExpired("request expired unanswered", request_id=response.id)
             data.responses[response.id] = response
+            data.unanswered.pop(response.id, None)
             data.requests[response.id] = r.with_(
                 status=response.status, completed_at=response.timestamp, error_code=response.error_code
             )

@@ -120,6 +120,8 @@ class Connection:
         self._seq_lock = threading.Lock()  # also guards _manifests_kept
         # manifest address -> how long its item is known to be kept (manifests.py): stored manifests never change.
         self._manifests_kept: dict[str, int] = {}
+        # code -> the PENDING entries its last count found expired, for its next append to drop (requests.py).
+        self._expired_entries: dict[str, list[str]] = {}
 
     def close(self) -> None:
         if self._owns_client:

@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 from ...records import ChangeMarks, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..base import PendingTotals
 from .table import TTL_ATTRIBUTE, key, req_sk
 
 Item = dict[str, dict[str, Any]]
@@ -152,6 +153,32 @@ def request_of(code: str, item: Item, unpack: Unpack) -> RequestRecord:
         completed_at=f(item, "completed_at"),
         error_code=opt_str(item, "error_code"),
     )
+
+
+def pending_entry(seq: int) -> str:
+    """The attribute of the session's PENDING item that stands for unanswered request ``seq``."""
+    return f"q{seq}"
+
+
+def pending_value(expires_at: float, size: int) -> dict[str, Any]:
+    """A PENDING entry's value: when the request expires and its ``args_bytes``."""
+    return {"L": [n(expires_at), n(size)]}
+
+
+def pending_totals(item: Item, now: float) -> tuple[PendingTotals, list[str]]:
+    """What a PENDING item says is pending at ``now``, and its entries already expired."""
+    count = size = 0
+    expired = []
+    for name, value in item.items():
+        if name[:1] != "q" or not name[1:].isdigit():
+            continue
+        expires_at, nbytes = (float(v["N"]) for v in value["L"])
+        if expires_at > now:
+            count += 1
+            size += int(nbytes)
+        else:
+            expired.append(name)
+    return PendingTotals(count, size), expired
 
 
 def rid_item(partition: str, request_id: str, seq: int, created_at: float, purge: int) -> Item:

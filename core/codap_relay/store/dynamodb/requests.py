@@ -13,7 +13,7 @@ from ..base import PendingRef, PendingTotals, args_bytes
 from . import codec
 from .client import AGAIN, AGAIN_NOW, Attempt, Connection, Decided, condition_failed
 from .codec import Item, n, s
-from .table import MAX_SEQ, key, pk, purge_at, req_sk
+from .table import MAX_SEQ, TTL_ATTRIBUTE, key, pk, purge_at, req_sk
 
 
 class RequestOps(Connection):
@@ -40,7 +40,8 @@ class RequestOps(Connection):
                 raise StoreUnavailable("This session has reached its request limit; start a new one.")
             request = codec.request_item(new, partition, seq, purge, args, size)
             rid = codec.rid_item(partition, new.id, seq, new.created_at, purge)
-            reasons = self._transact(self._appending(partition, seq, last, request, rid))
+            counted = self._counting(code, seq, new.expires_at, size)
+            reasons = self._transact([*self._appending(partition, seq, last, request, rid), counted])
             if reasons is None:
                 self._remember(code, new.id, seq, new.created_at)
                 return Decided((self._request(code, request), True), committed=True)
@@ -90,6 +91,29 @@ class RequestOps(Connection):
             {"Put": {"TableName": self.table, "Item": request, "ConditionExpression": "attribute_not_exists(pk)"}},
             {"Put": {"TableName": self.table, "Item": rid, "ConditionExpression": "attribute_not_exists(pk)"}},
         ]
+
+    def _counting(self, code: str, seq: int, expires_at: float, size: int) -> dict[str, Any]:
+        """The PENDING item's part of an append: request ``seq``'s entry set, the expired entries the last count
+        saw dropped (they stay expired), and the item's TTL moved with the request's."""
+        with self._seq_lock:
+            expired = [e for e in self._expired_entries.pop(code, []) if e != codec.pending_entry(seq)]
+        names = {"#e": codec.pending_entry(seq), "#purge": TTL_ATTRIBUTE}
+        names.update({f"#x{i}": e for i, e in enumerate(expired)})
+        update = "SET #e = :e, #purge = :purge"
+        if expired:
+            update += " REMOVE " + ", ".join(f"#x{i}" for i in range(len(expired)))
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(pk(code), "PENDING"),
+                "UpdateExpression": update,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {
+                    ":e": codec.pending_value(expires_at, size),
+                    ":purge": n(purge_at(expires_at)),
+                },
+            }
+        }
 
     def get_request(self, code: str, request_id: str) -> RequestRecord | None:
         located = self._locate(code, request_id)
@@ -145,26 +169,15 @@ class RequestOps(Connection):
         return refs
 
     def count_pending(self, code: str, now: float) -> PendingTotals:
-        """One Query over the session's requests that hands back only each pending one's ``arg_bytes``, never its
-        arguments (the read units are those of the items, as for any Query; the pending limits keep them few).
-        Requests stored before ``arg_bytes`` existed count as 0 bytes; they expire within REQUEST_TTL_SECONDS."""
-        count = size = 0
-        for item in self._query(
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            FilterExpression="#status IN (:queued, :delivered) AND expires_at > :now",
-            ProjectionExpression="#bytes",
-            ExpressionAttributeNames={"#status": "status", "#bytes": "arg_bytes"},
-            ExpressionAttributeValues={
-                ":pk": s(pk(code)),
-                ":prefix": s("REQ#"),
-                ":queued": s("queued"),
-                ":delivered": s("delivered"),
-                ":now": n(now),
-            },
-        ):
-            count += 1
-            size += int(item["arg_bytes"]["N"]) if "arg_bytes" in item else 0
-        return PendingTotals(count, size)
+        """One read of the session's PENDING item (codec.pending_entry): each unanswered request's expiry and
+        bytes, kept in the transactions that append and answer, so the count reads neither the requests nor their
+        arguments, however long the session's history. Expired entries are left out, and dropped by the session's
+        next append. A session opened before this item existed counts only the requests queued since."""
+        item = self._get(pk(code), "PENDING") or {}
+        live, expired = codec.pending_totals(item, now)
+        with self._seq_lock:
+            self._expired_entries[code] = expired
+        return live
 
     def list_requests(self, code: str) -> list[RequestRecord]:
         items = self._query(
