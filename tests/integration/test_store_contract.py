@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -384,23 +384,33 @@ def test_counters_count_and_restart_after_expiry(store: Store) -> None:
     assert store.incr_counter("bytes", T0 + 120, T0 + 60, 70) == 70  # a new window starts from the amount
 
 
-def test_concurrent_appends_stay_gapless(store: Store) -> None:
-    store.create_session(session())
+def in_threads(worker: Callable[[int], None], count: int = 4) -> None:
+    """``worker(0)`` … ``worker(count - 1)`` at once, each on a thread; the first error any of them raised, raised."""
     errors: list[BaseException] = []
 
-    def worker(n: int) -> None:
+    def run(n: int) -> None:
         try:
-            for i in range(10):
-                store.add_request("ABCDEFGH", new(f"w{n}-{i}"))
+            worker(n)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
+    if errors:
+        raise errors[0]
+
+
+def test_concurrent_appends_stay_gapless(store: Store) -> None:
+    store.create_session(session())
+
+    def worker(n: int) -> None:
+        for i in range(10):
+            store.add_request("ABCDEFGH", new(f"w{n}-{i}"))
+
+    in_threads(worker)
     seqs = [r.seq for r in store.list_requests("ABCDEFGH")]
     assert seqs == list(range(1, 41))
 
@@ -439,23 +449,14 @@ def test_the_pending_count_stays_exact_through_a_requests_life(store: Store) -> 
 
 def test_the_pending_count_cannot_drift_under_concurrent_appends_and_answers(store: Store) -> None:
     store.create_session(session())
-    errors: list[BaseException] = []
 
     def worker(n: int) -> None:
-        try:
-            for i in range(8):
-                store.add_request("ABCDEFGH", new(f"w{n}-{i}", args={"n": n}))
-                if i % 2:
-                    store.complete_request(response(f"w{n}-{i - 1}", result=i))
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for i in range(8):
+            store.add_request("ABCDEFGH", new(f"w{n}-{i}", args={"n": n}))
+            if i % 2:
+                store.complete_request(response(f"w{n}-{i - 1}", result=i))
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    in_threads(worker)
     pending = store.pending_requests("ABCDEFGH", 0, T0)
     assert len(pending) == 16
     assert store.count_pending("ABCDEFGH", T0) == PendingTotals(16, sum(args_bytes(r.args) for r in pending))
