@@ -17,10 +17,14 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import ClientConnection
 
+from codap_relay.catalog import plugin_tools
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.sse_client import Event
 
 TOOL = "add_codap_cases"
+#: What the plugin posts to open its session: its own manifest (``catalog.plugin_tools`` reads the files the plugin
+#: loads; tests/unit/test_plugin_js.py proves them equal), so the session items measured are the real ones.
+PLUGIN_SESSION: dict[str, Any] = {"tools": list(plugin_tools())}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -105,7 +109,7 @@ async def session_pairs(
     the push channel where the relay offers it, as the real one does, unless ``push`` is False (then the stream);
     over push they ping every ``ping_every`` seconds (None: as the relay says)."""
     async with new_client(base) as llm, new_client(base) as browser:
-        sessions = await asyncio.gather(*(llm.post("/api/sessions", json={}) for _ in range(count)))
+        sessions = await asyncio.gather(*(llm.post("/api/sessions", json=PLUGIN_SESSION) for _ in range(count)))
         pairs = []
         for r in sessions:
             r.raise_for_status()
