@@ -152,7 +152,7 @@ async def _measure(
 ) -> list[dict[str, Any]]:
     rows = []
     async with load.new_client(llm_base) as llm, load.new_client(stream.base) as browser:
-        r = await llm.post("/api/sessions", json={})
+        r = await llm.post("/api/sessions", json=load.PLUGIN_SESSION)
         r.raise_for_status()
         body = r.json()
         plugin = load.TimingPlugin(stream.base, body["code"], body["browserToken"], client=browser)

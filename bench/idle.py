@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from bench.load import new_client
+from bench.load import PLUGIN_SESSION, new_client
 from codap_relay_tooling.testing.sse_client import iter_events
 
 ON_TIME_SLACK = 1.0  # a heartbeat counts as on time when it comes at most this many seconds after its schedule
@@ -65,7 +65,7 @@ async def idle_streams(base: str, pid: int, count: int, hold: float, *, baseline
         else:
             for start in range(0, count, 100):
                 batch = await asyncio.gather(
-                    *(client.post("/api/sessions", json={}) for _ in range(min(100, count - start)))
+                    *(client.post("/api/sessions", json=PLUGIN_SESSION) for _ in range(min(100, count - start)))
                 )
                 for r in batch:
                     r.raise_for_status()

@@ -17,10 +17,14 @@ from typing import Any
 import httpx
 from websockets.asyncio.client import ClientConnection
 
-from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay.catalog import plugin_tools
+from codap_relay_tooling.testing.fake_plugin import FakePlugin, Handler
 from codap_relay_tooling.testing.sse_client import Event
 
 TOOL = "add_codap_cases"
+#: What the plugin posts to open its session: its own manifest (``catalog.plugin_tools`` reads the files the plugin
+#: loads; tests/unit/test_plugin_js.py proves them equal), so the session items measured are the real ones.
+PLUGIN_SESSION: dict[str, Any] = {"tools": list(plugin_tools())}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
@@ -34,12 +38,21 @@ def tool_args(n: int) -> dict[str, Any]:
     return {"datasetName": "bench", "cases": [{"n": n, "x": 1.5, "label": "bench"}]}
 
 
+async def cases_added(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """What the plugin answers to ``add_codap_cases`` (the only tool the bench calls), in the shape its manifest's
+    outputSchema declares, so an MCP call's typed result is as valid as the real one's."""
+    added = len(args.get("cases") or [])
+    answer = {"datasetName": args.get("datasetName", ""), "added": added, "totalCases": added, "ignoredFields": []}
+    return {"result": answer}
+
+
 @dataclass
 class TimingPlugin(FakePlugin):
     """The fake plugin, noting when each tool-request event reached it (delivery latency), and over push counting
     the WebSocket messages each way by kind (``action`` in, ``event`` out) and their largest size, as API Gateway
     meters them (every message in or out is one)."""
 
+    handler: Handler = cases_added
     arrivals: dict[str, float] = field(default_factory=dict)
     messages: dict[str, int] = field(default_factory=dict)  # "in:ping", "out:heartbeat", ... -> count
     largest_message: int = 0  # bytes
@@ -105,7 +118,7 @@ async def session_pairs(
     the push channel where the relay offers it, as the real one does, unless ``push`` is False (then the stream);
     over push they ping every ``ping_every`` seconds (None: as the relay says)."""
     async with new_client(base) as llm, new_client(base) as browser:
-        sessions = await asyncio.gather(*(llm.post("/api/sessions", json={}) for _ in range(count)))
+        sessions = await asyncio.gather(*(llm.post("/api/sessions", json=PLUGIN_SESSION) for _ in range(count)))
         pairs = []
         for r in sessions:
             r.raise_for_status()

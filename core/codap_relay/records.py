@@ -22,6 +22,12 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
+def manifest_id(tools: list[dict[str, Any]]) -> str:
+    """A tool manifest's content address: every session registering the same manifest refers to one stored copy
+    (the plugin's is about 60 KB of JSON, too much to read on every poll of every tab)."""
+    return fingerprint(tools)
+
+
 #: The consumer a session gets when its tab detaches (``Store.detach``): no stream owns delivery, and the plugin
 #: does not count as connected, until a stream attaches again. Streams' own consumers never take this value.
 DETACHED = "detached"
@@ -59,7 +65,7 @@ class SessionRecord:
     token_hash: str
     created_at: float
     expires_at: float
-    tools: list[dict[str, Any]] | None = None  # None: the default manifest
+    manifest: str | None = None  # the manifest's content address (``manifest_id``), None: the default manifest
     last_seq: int = 0  # highest seq handed out; seqs are 1..last_seq with no gaps
     last_seen: float | None = None  # last sign of life from the plugin
     consumer: str | None = None  # id of the stream that owns delivery (newest wins)

@@ -134,7 +134,7 @@ class DocumentReader:
         """One read-only tool call; its result ``{content, structuredContent}``, or a ResourceError."""
         session = self.session
         try:
-            find_tool(self.relay.manifest(session), name)
+            find_tool(await self.relay.manifest(session), name)
         except e.UnknownTool:
             raise ResourceError(
                 "codap_error",
@@ -303,7 +303,7 @@ class DocumentReader:
         """The session's calls of tools that change the document (not the reads, resources' own included), the last
         ACTIVITY_CALLS of them, each with what it did: the first line of CODAP's answer. Read from the relay, so
         it answers while the plugin is away too."""
-        specs = {t["name"]: t for t in self.relay.manifest(self.session)}
+        specs = {t["name"]: t for t in await self.relay.manifest(self.session)}
         items, total = await self.relay.recent_activity(
             self.session.code,
             keep=lambda r: changes_document(r.tool, specs.get(r.tool, {}).get("annotations")),
@@ -378,7 +378,7 @@ class DocumentReader:
         """Each attribute as CODAP describes it (formula, description, precision), read with ``codap_api``
         (``get dataContext[…]``: collections and attributes, no cases). Empty where the session's plugin has no
         codap_api or CODAP refuses the name: the export's types and units still stand."""
-        if not any(t.get("name") == "codap_api" for t in self.relay.manifest(self.session)):
+        if not any(t.get("name") == "codap_api" for t in await self.relay.manifest(self.session)):
             return {}
         try:
             got = await self.structured("codap_api", {"action": "get", "resource": f"dataContext[{dataset}]"})

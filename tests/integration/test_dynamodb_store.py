@@ -378,3 +378,58 @@ async def test_serve_on_dynamodb_local_end_to_end() -> None:
             status = await client.get(f"/api/sessions/{code}")
             assert status.status_code == 200 and status.json()["pending"] == 0
             await asyncio.sleep(0)  # let the plugin's client close before the server stops
+
+
+# --- the session item every poll reads -------------------------------------------------------------------
+
+
+@pytest.mark.dynamodb_local
+async def test_the_real_plugins_session_item_stays_under_1_kb_on_dynamodb_local() -> None:
+    """The plugin's own manifest (built by its loader in Node) is registered through the HTTP API; the session's
+    item, which every poll reads and every sign of life writes, stays under 1 KB (measured as DynamoDB sizes an
+    item), so a poll costs half a read unit and a sign of life one write unit; the manifest is stored once, apart,
+    whatever the number of tabs, and /metadata still serves it whole."""
+    from bench.dynamo_proxy import item_size
+
+    from codap_relay.records import manifest_id, push_consumer
+    from codap_relay.store.dynamodb.manifests import manifest_key
+    from codap_relay_tooling.testing.plugin_manifest import plugin_manifest
+
+    tools = plugin_manifest()
+    assert len(tools) >= 30
+    with fresh_table() as (local, table):
+        client = local.client()
+        store = DynamoStore(client, table)
+        relay = Relay(make_settings(), store)
+        transport = httpx.ASGITransport(app=build_app(relay), client=("203.0.113.7", 5555))
+        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as http:
+            codes = []
+            for _ in range(3):  # three tabs of one class
+                created = await http.post("/api/sessions", json={"tools": tools})
+                assert created.status_code == 201, created.text
+                codes.append(created.json()["code"])
+            metadata = await http.get("/metadata", params={"code": codes[0]})
+            assert metadata.status_code == 200 and metadata.json()["tools"] == tools
+        code = codes[0]
+        # The longest consumer a session takes (a push connection) and every field a sign of life writes.
+        now = relay.clock.now()
+        store.update_session(
+            code, expires_at=now + 900, last_seen=now, consumer=push_consumer("t" * 64, "ZmFrZUNvbm5lY3Rpb25JZA=")
+        )
+        meta_key = {"pk": {"S": f"SESSION#{code}"}, "sk": {"S": "META"}}
+        poll = client.get_item(TableName=table, Key=meta_key, ReturnConsumedCapacity="TOTAL")
+        size = item_size(poll["Item"])
+        assert size < 1024, (size, sorted(poll["Item"]))
+        assert poll["ConsumedCapacity"]["CapacityUnits"] == 0.5  # the idle poll's eventually consistent read
+        touch = client.update_item(
+            TableName=table,
+            Key=meta_key,
+            UpdateExpression="SET last_seen = :t",
+            ExpressionAttributeValues={":t": {"N": str(now + 1)}},
+            ReturnConsumedCapacity="TOTAL",
+        )
+        assert touch["ConsumedCapacity"]["CapacityUnits"] == 1.0  # a sign of life: one write unit
+        manifests = [i for i in client.scan(TableName=table)["Items"] if i["pk"]["S"].startswith("MANIFEST#")]
+        assert [m["pk"] for m in manifests] == [manifest_key(manifest_id(tools))["pk"]]  # one for the three tabs
+        wire = {k: {"B": base64.b64encode(v["B"]).decode()} if "B" in v else v for k, v in manifests[0].items()}
+        print(f"\nsession item {size} bytes; manifest item {item_size(wire)} bytes, stored once")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -18,9 +18,17 @@ from codap_relay.records import (
     ResponseRecord,
     SessionRecord,
     fingerprint,
+    manifest_id,
 )
 from codap_relay.settings import Settings
-from codap_relay.store.base import MAX_CHANGE_MARKS, PURGE_GRACE_SECONDS, PendingTotals, Store, args_bytes
+from codap_relay.store.base import (
+    MAX_CHANGE_MARKS,
+    PURGE_GRACE_SECONDS,
+    PendingRef,
+    PendingTotals,
+    Store,
+    args_bytes,
+)
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing.store_backends import BACKENDS, sweep_expired
 
@@ -69,15 +77,17 @@ def response(
     )
 
 
+TOOLS = [{"name": "t", "description": "", "inputSchema": {"type": "object"}}]
+
+
 def test_session_roundtrip_and_collision(store: Store) -> None:
-    tools = [{"name": "t", "description": "", "inputSchema": {"type": "object"}}]
-    store.create_session(session(tools=tools))
+    store.create_session(session(manifest=manifest_id(TOOLS)), TOOLS)
     got = store.get_session("ABCDEFGH")
     assert got is not None
-    assert (got.code, got.expires_at, got.tools, got.last_seq, got.consumer, got.closed_at) == (
+    assert (got.code, got.expires_at, got.manifest, got.last_seq, got.consumer, got.closed_at) == (
         "ABCDEFGH",
         T0 + 600,
-        tools,
+        manifest_id(TOOLS),
         0,
         None,
         None,
@@ -85,6 +95,41 @@ def test_session_roundtrip_and_collision(store: Store) -> None:
     with pytest.raises(CodeCollision):
         store.create_session(session())
     assert store.get_session("ZZZZZZZZ") is None
+
+
+def test_sessions_share_one_stored_manifest_by_its_content(store: Store) -> None:
+    other = [{**TOOLS[0], "description": "another"}]
+    store.create_session(session("AAAAAAAA", manifest=manifest_id(TOOLS)), TOOLS)
+    store.create_session(session("BBBBBBBB", manifest=manifest_id(list(TOOLS))), list(TOOLS))
+    store.create_session(session("CCCCCCCC", manifest=manifest_id(other)), other)
+    store.create_session(session("DDDDDDDD"))  # the default manifest: nothing stored
+    found = {code: store.get_session(code) for code in ("AAAAAAAA", "BBBBBBBB", "CCCCCCCC", "DDDDDDDD")}
+    addresses = {code: s.manifest if s else "missing" for code, s in found.items()}
+    assert addresses == {
+        "AAAAAAAA": manifest_id(TOOLS),
+        "BBBBBBBB": manifest_id(TOOLS),
+        "CCCCCCCC": manifest_id(other),
+        "DDDDDDDD": None,
+    }
+    assert store.get_manifest(manifest_id(TOOLS)) == TOOLS
+    assert store.get_manifest(manifest_id(other)) == other
+    assert store.get_manifest("0" * 64) is None
+
+
+def test_a_manifest_is_kept_as_long_as_a_session_that_refers_to_it(store: Store) -> None:
+    """The manifest is stored once, but a session whose expiry slides far past the one that stored it keeps it
+    readable: each store's housekeeping (the SQLite purge, DynamoDB's TTL) removes it only after its last session."""
+    store.create_session(session("AAAAAAAA", manifest=manifest_id(TOOLS)), TOOLS)
+    store.create_session(session("BBBBBBBB", manifest=manifest_id(TOOLS)), TOOLS)
+    week = 7 * 86_400
+    for day in range(1, 15):  # B's tab stays open a fortnight, its expiry sliding every day
+        store.update_session("BBBBBBBB", expires_at=T0 + 600 + day * 86_400, last_seen=T0 + day * 86_400)
+    sweep_expired(store, T0 + 600 + PURGE_GRACE_SECONDS + week + 1)  # long past A's end: A is gone
+    assert store.get_session("AAAAAAAA") is None or isinstance(store, MemoryStore)
+    assert store.get_manifest(manifest_id(TOOLS)) == TOOLS
+    sweep_expired(store, T0 + 600 + 14 * 86_400 + PURGE_GRACE_SECONDS - 1)  # B is still kept
+    assert store.get_session("BBBBBBBB") is not None
+    assert store.get_manifest(manifest_id(TOOLS)) == TOOLS
 
 
 def test_update_session_sets_fields_and_never_shortens_expiry(store: Store) -> None:
@@ -133,6 +178,29 @@ def test_sessions_are_isolated(store: Store) -> None:
     assert b is not None and b.status == "queued"
     assert [x.id for x in store.pending_requests("BBBBBBBB", 0, T0)] == ["same"]
     assert store.pending_requests("AAAAAAAA", 0, T0) == []
+
+
+def test_pending_refs_find_requests_by_id_or_prefix_without_their_arguments(store: Store) -> None:
+    store.create_session(session())
+    store.add_request("ABCDEFGH", new("mcp-aa-1", args={"big": "x" * 5000}))
+    store.add_request("ABCDEFGH", new("mcp-aa-2", "create_codap_graph"))
+    store.add_request("ABCDEFGH", new("mcp-aa-3", ttl=100))
+    store.add_request("ABCDEFGH", new("mcp-b-1"))
+    store.add_request("ABCDEFGH", new("mcp-aa"))
+    store.update_session("ABCDEFGH", consumer="c1")
+    store.complete_request(response("mcp-aa"))
+    store.deliver("ABCDEFGH", "c1", 1, T0)  # all but the first delivered
+    refs = store.pending_refs("ABCDEFGH", "mcp-aa-", T0)
+    assert refs == [
+        PendingRef("mcp-aa-1", "get_codap_datasets", "queued"),
+        PendingRef("mcp-aa-2", "create_codap_graph", "delivered"),
+        PendingRef("mcp-aa-3", "get_codap_datasets", "delivered"),
+    ]
+    assert [r.id for r in store.pending_refs("ABCDEFGH", "mcp-aa-", T0 + 100)] == ["mcp-aa-1", "mcp-aa-2"]
+    assert store.pending_refs("ABCDEFGH", "mcp-aa-2", T0) == [refs[1]]  # a whole id
+    assert store.pending_refs("ABCDEFGH", "mcp-aa", T0)[0].id == "mcp-aa-1"  # answered: not pending
+    assert store.pending_refs("ABCDEFGH", "mcp-c", T0) == []
+    assert store.pending_refs("ZZZZZZZZ", "mcp-", T0) == []
 
 
 def test_pending_filters_cursor_answered_and_expired(store: Store) -> None:
@@ -330,25 +398,82 @@ def test_a_connection_record_is_taken_once_and_not_after_it_expired(store: Store
     assert store.take_connection("nope", T0) is None
 
 
-def test_concurrent_appends_stay_gapless(store: Store) -> None:
-    store.create_session(session())
+def in_threads(worker: Callable[[int], None], count: int = 4) -> None:
+    """``worker(0)`` … ``worker(count - 1)`` at once, each on a thread; the first error any of them raised, raised."""
     errors: list[BaseException] = []
 
-    def worker(n: int) -> None:
+    def run(n: int) -> None:
         try:
-            for i in range(10):
-                store.add_request("ABCDEFGH", new(f"w{n}-{i}"))
+            worker(n)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert errors == []
+    if errors:
+        raise errors[0]
+
+
+def test_concurrent_appends_stay_gapless(store: Store) -> None:
+    store.create_session(session())
+
+    def worker(n: int) -> None:
+        for i in range(10):
+            store.add_request("ABCDEFGH", new(f"w{n}-{i}"))
+
+    in_threads(worker)
     seqs = [r.seq for r in store.list_requests("ABCDEFGH")]
     assert seqs == list(range(1, 41))
+
+
+def test_the_pending_count_stays_exact_through_a_requests_life(store: Store) -> None:
+    """Queued, delivered (still pending), answered, cancelled (an answer too), expired, retried by id: the count
+    follows every step, and requests appended after some expired are counted as they should be."""
+    store.create_session(session())
+    size = args_bytes({"k": 1})
+
+    def count(at: float = T0) -> tuple[int, int]:
+        totals = store.count_pending("ABCDEFGH", at)
+        return totals.requests, totals.bytes
+
+    for rid in ("a", "b", "c"):
+        store.add_request("ABCDEFGH", new(rid, args={"k": 1}))
+    store.add_request("ABCDEFGH", new("short", args={"k": 1}, ttl=100))
+    assert count() == (4, 4 * size)
+    store.add_request("ABCDEFGH", new("a", args={"k": 1}))  # a retry stores nothing
+    store.update_session("ABCDEFGH", consumer="c1")
+    store.deliver("ABCDEFGH", "c1", 0, T0)
+    assert count() == (4, 4 * size)
+    store.complete_request(response("a", result=1))
+    store.complete_request(response("b", error={"code": "cancelled", "message": "withdrawn"}))
+    store.complete_request(response("a", result=2))  # a second answer changes nothing
+    assert count() == (2, 2 * size)
+    assert count(T0 + 100) == (1, size)  # "short" expired
+    store.add_request("ABCDEFGH", new("d", args={"k": 22}))
+    assert count(T0 + 100) == (2, size + args_bytes({"k": 22}))
+    assert count(T0 + 3600) == (0, 0)
+    with pytest.raises(RequestExpired):
+        store.complete_request(response("short", result=1), now=T0 + 100)
+    assert count(T0 + 100) == (2, size + args_bytes({"k": 22}))
+    assert [r.id for r in store.pending_requests("ABCDEFGH", 0, T0 + 100)] == ["c", "d"]
+
+
+def test_the_pending_count_cannot_drift_under_concurrent_appends_and_answers(store: Store) -> None:
+    store.create_session(session())
+
+    def worker(n: int) -> None:
+        for i in range(8):
+            store.add_request("ABCDEFGH", new(f"w{n}-{i}", args={"n": n}))
+            if i % 2:
+                store.complete_request(response(f"w{n}-{i - 1}", result=i))
+
+    in_threads(worker)
+    pending = store.pending_requests("ABCDEFGH", 0, T0)
+    assert len(pending) == 16
+    assert store.count_pending("ABCDEFGH", T0) == PendingTotals(16, sum(args_bytes(r.args) for r in pending))
 
 
 def test_concurrent_answers_one_winner(store: Store) -> None:
@@ -456,6 +581,37 @@ def test_sqlite_counts_pending_from_an_index_and_upgrades_an_older_database(tmp_
         assert "COVERING INDEX requests_pending" in plan, plan
     finally:
         store.close()
+
+
+def test_sqlite_moves_the_manifests_of_an_older_database_out_of_its_sessions(tmp_path: Any) -> None:
+    """A database made when each session row held its own manifest (``tools``): opened by this version, each
+    distinct manifest is stored once, the sessions refer to it, and their rows no longer carry it."""
+    import json
+    import sqlite3
+
+    from codap_relay.store.sqlite import SCHEMA, SqliteStore
+
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA.replace("  manifest TEXT, last_seq", "  tools TEXT, last_seq"))
+    for code, tools in (("AAAAAAAA", TOOLS), ("BBBBBBBB", TOOLS), ("CCCCCCCC", None)):
+        db.execute(
+            "INSERT INTO sessions (code, token_hash, created_at, expires_at, tools) VALUES (?, 'h', ?, ?, ?)",
+            (code, T0, T0 + 600, None if tools is None else json.dumps(tools)),
+        )
+    db.commit()
+    db.close()
+    for _ in range(2):  # and opening it again changes nothing more
+        store = SqliteStore(path)
+        try:
+            found = [store.get_session(code) for code in ("AAAAAAAA", "BBBBBBBB", "CCCCCCCC")]
+            assert [s.manifest if s else "missing" for s in found] == [manifest_id(TOOLS), manifest_id(TOOLS), None]
+            assert store.get_manifest(manifest_id(TOOLS)) == TOOLS
+            with store._reading() as reader:
+                assert reader.execute("SELECT COUNT(*) FROM sessions WHERE tools IS NOT NULL").fetchone()[0] == 0
+                assert reader.execute("SELECT COUNT(*) FROM manifests").fetchone()[0] == 1
+        finally:
+            store.close()
 
 
 @pytest.mark.parametrize("ended", ["closed", "expired"])

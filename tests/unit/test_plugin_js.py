@@ -13,6 +13,7 @@ import pytest
 from codap_relay import __version__
 from codap_relay.catalog import plugin_tools
 from codap_relay.manifest import DEFAULT_TOOLS, check_manifest
+from codap_relay_tooling.testing.plugin_manifest import plugin_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 JS_TESTS = ROOT / "tests" / "js"
@@ -31,15 +32,6 @@ def test_node_unit_tests_pass() -> None:
         "\n".join(lines[i : i + 30]) for i, line in enumerate(lines) if line.lstrip().startswith("not ok")
     ]  # each failing test with its error: a whole run's output is too long to read the failure from
     assert proc.returncode == 0, "\n".join(failed)[-6000:] + proc.stderr[-2000:]
-
-
-def plugin_manifest() -> list[dict[str, object]]:
-    """The manifest as the plugin's own loader reads it (catalog.js over the JSON files)."""
-    support = (JS_TESTS / "support" / "manifest.mjs").as_uri()
-    script = f"import({json.dumps(support)}).then(m => console.log(JSON.stringify(m.TOOLS)))"
-    out = subprocess.run([NODE or "node", "-e", script], capture_output=True, text=True, timeout=60, check=True)
-    tools: list[dict[str, object]] = json.loads(out.stdout)
-    return tools
 
 
 def test_the_plugin_and_the_relay_read_the_same_definitions() -> None:

@@ -159,3 +159,22 @@ async def test_cancel_withdraws_only_what_the_plugin_has_not_received(settings: 
     changes = w.store.get_changes(code)
     assert changes is not None and withdrawn_mark("get_codap_datasets", "mcp-3") in changes.marks
     assert await w.queue.pending_ids(code, "mcp-") == ["mcp-1", "mcp-2"]
+
+
+async def test_a_clients_cancels_are_rate_limited_per_code(settings: Settings, clock: FakeClock) -> None:
+    """A cancel costs a lookup and maybe a write: a client gets RATE_LIMIT_REQUEST_PER_CODE of them a minute, in a
+    window of their own (its requests keep theirs), and the relay's own withdrawals (client None) are not counted."""
+    w = world(settings.model_copy(update={"rate_limit_request_per_code": 2}), clock)
+    session, _ = await w.sessions.create()
+    code = session.code
+    await w.queue.submit(code, "get_codap_datasets", {}, "mcp-1", client="1.2.3.4")
+    for _ in range(2):
+        assert await w.queue.cancel(code, ["nosuch"], client="1.2.3.4") == []
+    with pytest.raises(RateLimited):
+        await w.queue.cancel(code, ["mcp-1"], client="1.2.3.4")
+    assert w.seen.limited == ["cancel"]
+    assert await w.queue.cancel(code, ["mcp-1"], client="5.6.7.8") == ["mcp-1"]  # another address: its own window
+    await w.queue.submit(code, "get_codap_datasets", {}, "mcp-2", client="1.2.3.4")  # requests: not used up
+    assert await w.queue.cancel(code, ["mcp-2"]) == ["mcp-2"]
+    clock.advance(60)
+    assert await w.queue.cancel(code, ["nosuch"], client="1.2.3.4") == []  # the next minute

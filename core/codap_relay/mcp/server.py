@@ -100,7 +100,7 @@ async def _on_list_tools(
     call = _call_of(ctx)
     if call.session is None:  # a grant whose plugin is closed: the tools every plugin offers
         return types.ListToolsResult(tools=mcp_tools(DEFAULT_TOOLS))
-    return list_tools(call.relay, call.session)
+    return await list_tools(call.relay, call.session)
 
 
 async def _on_call_tool(

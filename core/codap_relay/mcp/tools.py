@@ -152,11 +152,11 @@ async def cancel_call(relay: Relay, code: str, client: str | None, rpc_id: Any) 
     """``notifications/cancelled`` for the call with JSON-RPC id ``rpc_id``: withdraw it if the plugin has not
     received it yet (Relay.cancel)."""
     ids = await relay.pending_ids(code, request_prefix(client, rpc_id))
-    return await relay.cancel(code, ids) if ids else []
+    return await relay.cancel(code, ids, client=client) if ids else []
 
 
-def list_tools(relay: Relay, session: SessionRecord) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=mcp_tools(relay.manifest(session)))
+async def list_tools(relay: Relay, session: SessionRecord) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=mcp_tools(await relay.manifest(session)))
 
 
 async def call_tool(relay: Relay, caller: Caller, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
@@ -172,7 +172,7 @@ async def call_tool(relay: Relay, caller: Caller, name: str, arguments: dict[str
 
 async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, Any]) -> types.CallToolResult:
     session = caller.session
-    validate_args(find_tool(relay.manifest(session), name), args)
+    validate_args(find_tool(await relay.manifest(session), name), args)
     if not relay.is_connected(session):
         return error_result(_not_connected_text(relay, session), {"error": "plugin_not_connected"})
     timeout = relay.settings.mcp_tool_timeout_seconds
@@ -204,7 +204,7 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
     body = answer.response.body
     if "error" in body:
         return error_result(_browser_error_text(name, body["error"]), browser_error_data(body["error"]))
-    return typed(find_tool(relay.manifest(session), name), tool_result(body.get("result")))
+    return typed(find_tool(await relay.manifest(session), name), tool_result(body.get("result")))
 
 
 def typed(spec: dict[str, Any], result: types.CallToolResult) -> types.CallToolResult:

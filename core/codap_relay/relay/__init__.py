@@ -189,8 +189,8 @@ class Relay:
     ) -> SessionRecord:
         return await self.sessions.for_plugin(code, token, client=client, allow_closed=allow_closed, grace=grace)
 
-    def manifest(self, session: SessionRecord) -> list[dict[str, Any]]:
-        return self.sessions.manifest(session)
+    async def manifest(self, session: SessionRecord) -> list[dict[str, Any]]:
+        return await self.sessions.manifest(session)
 
     async def metadata(self, code: str, *, client: str | None = None) -> Metadata:
         return await self.sessions.metadata(code, client=client)
@@ -227,8 +227,8 @@ class Relay:
             code, tool, args, request_id, wait=wait, client=client, session=session, on_wait=on_wait, every=every
         )
 
-    async def cancel(self, code: str, request_ids: list[str]) -> list[str]:
-        return await self.queue.cancel(code, request_ids)
+    async def cancel(self, code: str, request_ids: list[str], *, client: str | None = None) -> list[str]:
+        return await self.queue.cancel(code, request_ids, client=client)
 
     async def pending_ids(self, code: str, prefix: str) -> list[str]:
         return await self.queue.pending_ids(code, prefix)

@@ -15,7 +15,7 @@ from ..jsonvalues import check_finite
 from ..manifest import find_tool, validate_args
 from ..notify import Notifier, answers_key, stream_key
 from ..observe import Observer
-from ..records import NewRequest, RequestRecord, SessionRecord, fingerprint
+from ..records import NewRequest, RequestRecord, SessionRecord, fingerprint, push_connection
 from ..settings import Settings
 from ..store.base import args_bytes
 from .limits import Charge, RateLimits
@@ -103,7 +103,7 @@ class RequestQueue:
                 await self.limits.admit("request", f"{client}:{code}", limit)
         check_finite(args, "args")  # an infinity stored would reach the plugin as `Infinity`, which it cannot parse
         if not own:
-            validate_args(find_tool(self.sessions.manifest(session), tool), args)
+            validate_args(find_tool(await self.sessions.manifest(session), tool), args)
         size = args_bytes(args)
         charged = await self._bounded(session, size, request_id, client)
         now = self.clock.now()
@@ -205,21 +205,24 @@ class RequestQueue:
         return request_id is not None and await self.store_io.read(self.store.get_request, code, request_id) is not None
 
     async def pending_ids(self, code: str, prefix: str) -> list[str]:
-        """The ids of this session's pending requests that start with ``prefix``."""
-        pending = await self.store_io.read(self.store.pending_requests, code, 0, self.clock.now())
-        return [r.id for r in pending if r.id.startswith(prefix)]
+        """The ids of this session's pending requests that start with ``prefix`` (their arguments unread)."""
+        return [r.id for r in await self.store_io.read(self.store.pending_refs, code, prefix, self.clock.now())]
 
-    async def cancel(self, code: str, request_ids: list[str]) -> list[str]:
+    async def cancel(self, code: str, request_ids: list[str], *, client: str | None = None) -> list[str]:
         """Withdraw requests the plugin has not received yet (MCP ``notifications/cancelled``): each one still
         queued is answered with the error ``cancelled``, so the stream never delivers it and a caller waiting on it
         learns so. One already delivered is left to finish (its answer is kept, the client drops it). Returns the
-        ids withdrawn."""
+        ids withdrawn. Each request is found by its id, its arguments unread; a ``client``'s cancels count against
+        the same per-minute allowance as its requests (RATE_LIMIT_REQUEST_PER_CODE), in a window of their own."""
+        if client is not None:
+            await self.limits.admit("cancel", f"{client}:{code}", self.settings.rate_limit_request_per_code)
         session = await self.sessions.load(code)
         withdrawn = []
         marks = []
-        told: list[RequestRecord] = []
+        now = self.clock.now()
         for request_id in request_ids:
-            request = await self.store_io.read(self.store.get_request, code, request_id)
+            found = await self.store_io.read(self.store.pending_refs, code, request_id, now)
+            request = next((r for r in found if r.id == request_id), None)
             if request is None or request.status != "queued":
                 continue
             error = {
@@ -231,7 +234,6 @@ class RequestQueue:
             if done.fresh:
                 withdrawn.append(request_id)
                 marks.append(withdrawn_mark(request.tool, request_id))
-                told.append(request)
         if marks:
             # for the plugin's activity log: its stream tells it (delivery.py), though it never received the request
             with contextlib.suppress(StoreUnavailable):
@@ -241,5 +243,7 @@ class RequestQueue:
         if withdrawn:
             self.notifier.notify(stream_key(code))
             self.notifier.notify(answers_key(code))
-            await self.push.withdrawn(session, told)
+            if push_connection(session.consumer) is not None:  # a push plugin's log shows the arguments too
+                told = [await self.store_io.read(self.store.get_request, code, rid) for rid in withdrawn]
+                await self.push.withdrawn(session, [r for r in told if r is not None])
         return withdrawn

@@ -3,6 +3,7 @@ and ending it."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,7 @@ from ..guard import GuessingGuard
 from ..manifest import DEFAULT_TOOLS, MANIFEST_VERSION, check_manifest
 from ..notify import Notifier, answers_key, stream_key
 from ..observe import Observer
-from ..records import SessionRecord
+from ..records import SessionRecord, manifest_id
 from ..settings import Settings
 from .limits import RateLimits
 from .outcomes import new_response
@@ -22,6 +23,8 @@ from .push_out import PushSender
 from .store_io import StoreIO
 
 CODE_ATTEMPTS = 8
+#: How many distinct manifests a process keeps read (a district's tabs register one or a few).
+MANIFESTS_KEPT = 16
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class Sessions:
         self.notifier = notifier
         self.observer = observer
         self.push = push  # its publisher None: no push channel
+        self._manifests: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()  # by address, newest used last
 
     async def create(
         self, tools: list[dict[str, Any]] | None = None, *, client: str | None = None
@@ -65,6 +69,7 @@ class Sessions:
         """Returns the session and its browser token (shown once, stored only as a hash)."""
         if tools is not None:
             check_manifest(tools)
+        address = None if tools is None else manifest_id(tools)
         if client is not None:
             await self.limits.admit("session", client, self.settings.rate_limit_session_per_ip)
         token = self.tokens()
@@ -75,10 +80,10 @@ class Sessions:
                 token_hash=hash_token(token),
                 created_at=now,
                 expires_at=now + self.settings.session_ttl_seconds,
-                tools=tools,
+                manifest=address,
             )
             try:
-                await self.store_io.run(self.store.create_session, session)
+                await self.store_io.run(self.store.create_session, session, tools)
             except CodeCollision:
                 continue
             self.observer.session_created()
@@ -168,12 +173,27 @@ class Sessions:
             raise TokenInvalid("The browser token does not belong to this session. Open a new session in the plugin.")
         return session
 
-    def manifest(self, session: SessionRecord) -> list[dict[str, Any]]:
-        return session.tools if session.tools is not None else DEFAULT_TOOLS
+    async def manifest(self, session: SessionRecord) -> list[dict[str, Any]]:
+        """The session's tool manifest. A stored manifest never changes under its address, so each process keeps
+        the few it has read: a tool call reads none."""
+        if session.manifest is None:
+            return DEFAULT_TOOLS
+        tools = self._manifests.get(session.manifest)
+        if tools is None:
+            tools = await self.store_io.read(self.store.get_manifest, session.manifest)
+            if tools is None:
+                raise StoreUnavailable(
+                    "This session's tool manifest could not be read; retry in a moment.", retry_after=1
+                )
+            self._manifests[session.manifest] = tools
+            while len(self._manifests) > MANIFESTS_KEPT:
+                self._manifests.popitem(last=False)
+        self._manifests.move_to_end(session.manifest)
+        return tools
 
     async def metadata(self, code: str, *, client: str | None = None) -> Metadata:
         session = await self.for_llm(code, client=client)
-        return Metadata(MANIFEST_VERSION, self.manifest(session))
+        return Metadata(MANIFEST_VERSION, await self.manifest(session))
 
     async def close(self, code: str, token: str | None, *, client: str | None = None) -> int:
         """End the session: the stream gets ``closed`` and every pending request fails with session_closed.

@@ -19,6 +19,7 @@ from ..records import (
     Lookup,
     NewRequest,
     RequestRecord,
+    RequestStatus,
     ResponseRecord,
     SessionRecord,
 )
@@ -33,6 +34,15 @@ def args_bytes(args: Any) -> int:
     """The size a request's arguments count for in the pending and per-address byte limits: their JSON (as
     ``json.dumps`` writes it, ASCII) in bytes. One definition, so every backend and the service agree."""
     return len(dumps(args).encode())
+
+
+@dataclass(frozen=True)
+class PendingRef:
+    """A pending request as a cancel needs it: no arguments."""
+
+    id: str
+    tool: str
+    status: RequestStatus
 
 
 @dataclass(frozen=True)
@@ -70,8 +80,18 @@ class Store(Protocol):
     #: loop. False only where a read never waits: the memory store.
     blocking_reads: bool
 
-    def create_session(self, session: SessionRecord) -> None:
-        """Store a new session. Raises CodeCollision if the code exists (expired or not)."""
+    def create_session(self, session: SessionRecord, tools: list[dict[str, Any]] | None = None) -> None:
+        """Store a new session. Raises CodeCollision if the code exists (expired or not).
+
+        ``tools``: the session's manifest, whose ``records.manifest_id`` is ``session.manifest`` (None with it).
+        It is stored once per distinct manifest, apart from the session, and shared by every session that has
+        it: the session itself, read on every poll and written on every sign of life, holds only the address.
+        The stored manifest is kept at least as long as any session that refers to it (``get_manifest``)."""
+
+    def get_manifest(self, manifest: str) -> list[dict[str, Any]] | None:
+        """The manifest stored under content address ``manifest``; None if none is (never, while a session that
+        refers to it is kept)."""
+        ...
 
     def get_session(self, code: str) -> SessionRecord | None: ...
 
@@ -111,6 +131,11 @@ class Store(Protocol):
 
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
         """Unanswered requests with seq > after_seq and expires_at > now, in seq order."""
+        ...
+
+    def pending_refs(self, code: str, prefix: str, now: float) -> list[PendingRef]:
+        """The requests ``pending_requests(code, 0, now)`` would return whose id starts with ``prefix`` (a whole id
+        finds that one), as ids, tools and statuses: found by id, never reading their arguments (a cancel)."""
         ...
 
     def count_pending(self, code: str, now: float) -> PendingTotals:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import CodeCollision, RequestExpired, RequestNotFound, SessionNotFound
 from ..records import (
@@ -20,7 +21,7 @@ from ..records import (
     SessionRecord,
     owns,
 )
-from .base import PendingTotals, args_bytes, merged_marks
+from .base import PendingRef, PendingTotals, args_bytes, merged_marks
 
 
 @dataclass
@@ -29,6 +30,8 @@ class _SessionData:
     requests: dict[str, RequestRecord] = field(default_factory=dict)  # by id, insertion = seq order
     by_seq: list[str] = field(default_factory=list)  # ids; seq n at index n - 1 (seqs are gapless)
     responses: dict[str, ResponseRecord] = field(default_factory=dict)
+    # id -> (expires_at, args_bytes) of each unanswered request: the count reads these, not the history.
+    unanswered: dict[str, tuple[float, int]] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -43,12 +46,19 @@ class MemoryStore:
         self._changes: dict[str, ChangeMarks] = {}
         self._auth: dict[tuple[str, str], AuthItem] = {}
         self._connections: dict[str, ConnectionRecord] = {}
+        # Manifests by content address, kept while the process lives (as the sessions that refer to them are).
+        self._manifests: dict[str, list[dict[str, Any]]] = {}
 
-    def create_session(self, session: SessionRecord) -> None:
+    def create_session(self, session: SessionRecord, tools: list[dict[str, Any]] | None = None) -> None:
         with self._lock:
             if session.code in self._sessions:
                 raise CodeCollision("pairing code already in use", code=session.code)
+            if session.manifest is not None and tools is not None:
+                self._manifests.setdefault(session.manifest, tools)
             self._sessions[session.code] = _SessionData(session)
+
+    def get_manifest(self, manifest: str) -> list[dict[str, Any]] | None:
+        return self._manifests.get(manifest)
 
     def get_session(self, code: str) -> SessionRecord | None:
         data = self._sessions.get(code)
@@ -110,6 +120,7 @@ class MemoryStore:
             )
             data.requests[new.id] = record
             data.by_seq.append(new.id)
+            data.unanswered[new.id] = (new.expires_at, args_bytes(new.args))
             data.session = data.session.with_(last_seq=seq)
             return record, True
 
@@ -137,9 +148,16 @@ class MemoryStore:
             items = [data.requests[rid] for rid in data.by_seq[max(0, after_seq) :]]
         return [r for r in items if r.pending and r.expires_at > now]
 
+    def pending_refs(self, code: str, prefix: str, now: float) -> list[PendingRef]:
+        return [PendingRef(r.id, r.tool, r.status) for r in self._pending(code, 0, now) if r.id.startswith(prefix)]
+
     def count_pending(self, code: str, now: float) -> PendingTotals:
-        pending = self._pending(code, 0, now)
-        return PendingTotals(len(pending), sum(args_bytes(r.args) for r in pending))
+        data = self._sessions.get(code)
+        if data is None:
+            return PendingTotals(0, 0)
+        with self._lock:
+            live = [size for expires_at, size in data.unanswered.values() if expires_at > now]
+        return PendingTotals(len(live), sum(live))
 
     def deliver(
         self, code: str, consumer: str, after_seq: int, now: float
@@ -178,6 +196,7 @@ class MemoryStore:
             if now is not None and r.pending and r.expires_at <= now:
                 raise RequestExpired("request expired unanswered", request_id=response.id)
             data.responses[response.id] = response
+            data.unanswered.pop(response.id, None)
             data.requests[response.id] = r.with_(
                 status=response.status, completed_at=response.timestamp, error_code=response.error_code
             )

@@ -24,14 +24,16 @@ from ..records import (
     RequestRecord,
     ResponseRecord,
     SessionRecord,
+    manifest_id,
 )
-from .base import PURGE_GRACE_SECONDS, PendingTotals, merged_marks
+from .base import PURGE_GRACE_SECONDS, PendingRef, PendingTotals, merged_marks
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
   code TEXT PRIMARY KEY, token_hash TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL,
-  tools TEXT, last_seq INTEGER NOT NULL DEFAULT 0, last_seen REAL, consumer TEXT, closed_at REAL
+  manifest TEXT, last_seq INTEGER NOT NULL DEFAULT 0, last_seen REAL, consumer TEXT, closed_at REAL
 );
+CREATE TABLE IF NOT EXISTS manifests (id TEXT PRIMARY KEY, tools TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS requests (
   code TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, tool TEXT NOT NULL, args TEXT NOT NULL,
   fingerprint TEXT NOT NULL, created_at REAL NOT NULL, expires_at REAL NOT NULL, status TEXT NOT NULL,
@@ -58,6 +60,9 @@ CREATE INDEX IF NOT EXISTS auth_owner ON auth (kind, owner);
 # A session's pending requests are counted (status reads, the pending limits) from this index alone: the rows,
 # with their arguments in overflow pages, are never read for it.
 PENDING_INDEX = "CREATE INDEX IF NOT EXISTS requests_pending ON requests (code, status, expires_at, arg_bytes)"
+
+# A session row's columns (a database from before manifests moved out keeps an empty ``tools`` column).
+SESSION_COLUMNS = "code, token_hash, created_at, expires_at, manifest, last_seq, last_seen, consumer, closed_at"
 
 # Rows are kept PURGE_GRACE_SECONDS past their expiry (for the activity log and late readers), then purged.
 PURGE_EVERY_N_SESSIONS = 200
@@ -92,7 +97,9 @@ class SqliteStore:
         self._created = 0
 
     def _migrate(self) -> None:
-        """Bring a database of an earlier version up to this one: requests gained ``arg_bytes``."""
+        """Bring a database of an earlier version up to this one: requests gained ``arg_bytes``; sessions' own
+        copies of their manifests (the ``tools`` column, left empty) moved to ``manifests``."""
+        self._migrate_manifests()
         columns = {row["name"] for row in self._db.execute("PRAGMA table_info(requests)")}
         if "arg_bytes" not in columns:
             with self._tx() as db:
@@ -100,6 +107,24 @@ class SqliteStore:
                     db.execute("ALTER TABLE requests ADD COLUMN arg_bytes INTEGER")
                     db.execute("UPDATE requests SET arg_bytes = LENGTH(args)")  # json.dumps writes ASCII
         self._db.execute(PENDING_INDEX)
+
+    def _migrate_manifests(self) -> None:
+        columns = {row["name"] for row in self._db.execute("PRAGMA table_info(sessions)")}
+        if "manifest" in columns and (
+            "tools" not in columns or self._db.execute("SELECT 1 FROM sessions WHERE tools IS NOT NULL").fetchone()
+            is None
+        ):
+            return
+        with self._tx() as db:
+            columns = {row["name"] for row in db.execute("PRAGMA table_info(sessions)")}
+            if "manifest" not in columns:
+                db.execute("ALTER TABLE sessions ADD COLUMN manifest TEXT")
+            if "tools" not in columns:
+                return
+            for row in db.execute("SELECT code, tools FROM sessions WHERE tools IS NOT NULL").fetchall():
+                address = manifest_id(json.loads(row["tools"]))
+                db.execute("INSERT OR IGNORE INTO manifests (id, tools) VALUES (?, ?)", (address, row["tools"]))
+                db.execute("UPDATE sessions SET manifest = ?, tools = NULL WHERE code = ?", (address, row["code"]))
 
     @contextmanager
     def _tx(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -166,29 +191,31 @@ class SqliteStore:
 
     # --- sessions ---------------------------------------------------------------------------------------
 
-    def create_session(self, session: SessionRecord) -> None:
+    def create_session(self, session: SessionRecord, tools: list[dict[str, Any]] | None = None) -> None:
         with self._tx() as db:
             try:
                 db.execute(
-                    "INSERT INTO sessions (code, token_hash, created_at, expires_at, tools, last_seq) "
+                    "INSERT INTO sessions (code, token_hash, created_at, expires_at, manifest, last_seq) "
                     "VALUES (?, ?, ?, ?, ?, 0)",
-                    (
-                        session.code,
-                        session.token_hash,
-                        session.created_at,
-                        session.expires_at,
-                        None if session.tools is None else dumps(session.tools),
-                    ),
+                    (session.code, session.token_hash, session.created_at, session.expires_at, session.manifest),
                 )
             except sqlite3.IntegrityError as exc:
                 raise CodeCollision("pairing code already in use", code=session.code) from exc
+            if session.manifest is not None and tools is not None:
+                db.execute(
+                    "INSERT OR IGNORE INTO manifests (id, tools) VALUES (?, ?)", (session.manifest, json.dumps(tools))
+                )
         self._created += 1
         if self._created % PURGE_EVERY_N_SESSIONS == 0:
             self.purge(session.created_at)
 
     def get_session(self, code: str) -> SessionRecord | None:
-        row = self._one("SELECT * FROM sessions WHERE code = ?", (code,))
+        row = self._one(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE code = ?", (code,))
         return None if row is None else self._session(row)
+
+    def get_manifest(self, manifest: str) -> list[dict[str, Any]] | None:
+        row = self._one("SELECT tools FROM manifests WHERE id = ?", (manifest,))
+        return None if row is None else list(json.loads(row["tools"]))
 
     @staticmethod
     def _session(row: sqlite3.Row) -> SessionRecord:
@@ -197,7 +224,7 @@ class SqliteStore:
             token_hash=row["token_hash"],
             created_at=row["created_at"],
             expires_at=row["expires_at"],
-            tools=None if row["tools"] is None else json.loads(row["tools"]),
+            manifest=row["manifest"],
             last_seq=row["last_seq"],
             last_seen=row["last_seen"],
             consumer=row["consumer"],
@@ -287,7 +314,7 @@ class SqliteStore:
 
     def lookup(self, code: str, request_id: str) -> Lookup:
         with self._reading() as db:
-            row = db.execute("SELECT * FROM sessions WHERE code = ?", (code,)).fetchone()
+            row = db.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE code = ?", (code,)).fetchone()
             if row is None:
                 return Lookup(None, None, None)
             answer = db.execute("SELECT * FROM responses WHERE code = ? AND id = ?", (code, request_id)).fetchone()
@@ -303,6 +330,15 @@ class SqliteStore:
             (code, after_seq, now),
         )
         return [self._request(r) for r in rows]
+
+    def pending_refs(self, code: str, prefix: str, now: float) -> list[PendingRef]:
+        # A range over the (code, id) index; the arguments, in overflow pages, are never read.
+        rows = self._all(
+            "SELECT id, tool, status FROM requests WHERE code = ? AND id >= ? AND id < ? "
+            "AND status IN ('queued', 'delivered') AND expires_at > ? ORDER BY seq",
+            (code, prefix, prefix + "\U0010ffff", now),
+        )
+        return [PendingRef(r["id"], r["tool"], r["status"]) for r in rows if r["id"].startswith(prefix)]
 
     def count_pending(self, code: str, now: float) -> PendingTotals:
         row = self._one(
@@ -324,7 +360,7 @@ class SqliteStore:
             return session, []
         with self._tx(durable=False) as db:
             # Checked again inside the transaction: the session may have been ended or taken over meanwhile.
-            row = db.execute("SELECT * FROM sessions WHERE code = ?", (code,)).fetchone()
+            row = db.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE code = ?", (code,)).fetchone()
             if row is None:
                 return None, []
             session = self._session(row)
@@ -501,6 +537,10 @@ class SqliteStore:
             db.execute(
                 "DELETE FROM sessions WHERE expires_at < ? AND code NOT IN (SELECT DISTINCT code FROM requests)",
                 (cutoff,),
+            )
+            # A manifest goes with the last session that refers to it.
+            db.execute(
+                "DELETE FROM manifests WHERE id NOT IN (SELECT manifest FROM sessions WHERE manifest IS NOT NULL)"
             )
 
     def close(self) -> None:

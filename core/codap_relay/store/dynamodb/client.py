@@ -117,7 +117,11 @@ class Connection:
         self._owns_client = owns_client
         # (code, id) -> (seq, queued at). Safe to cache: neither ever changes; hits are re-checked against the item.
         self._seqs: OrderedDict[tuple[str, str], tuple[int, float | None]] = OrderedDict()
-        self._seq_lock = threading.Lock()
+        self._seq_lock = threading.Lock()  # also guards _manifests_kept
+        # manifest address -> how long its item is known to be kept (manifests.py): stored manifests never change.
+        self._manifests_kept: dict[str, int] = {}
+        # code -> the PENDING entries its last count found expired, for its next append to drop (requests.py).
+        self._expired_entries: dict[str, list[str]] = {}
 
     def close(self) -> None:
         if self._owns_client:
@@ -262,7 +266,7 @@ class Connection:
     # --- records, and where each request is -----------------------------------------------------------
 
     def _session(self, code: str, item: Item) -> SessionRecord:
-        return codec.session_of(code, item, self._unpack)
+        return codec.session_of(code, item)
 
     def _request(self, code: str, item: Item) -> RequestRecord:
         record = codec.request_of(code, item, self._unpack)

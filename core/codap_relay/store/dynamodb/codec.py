@@ -18,11 +18,15 @@ from typing import Any
 
 from ...jsonvalues import dumps
 from ...records import ChangeMarks, NewRequest, RequestRecord, ResponseRecord, SessionRecord
+from ..base import PendingTotals
 from .table import TTL_ATTRIBUTE, key, req_sk
 
 Item = dict[str, dict[str, Any]]
 #: Reads payload attribute ``name`` of an item back (``Connection._unpack``).
 Unpack = Callable[[str, Item], Any]
+
+#: The manifest "address" of a session stored by an earlier version, whose META item holds the manifest itself.
+INLINE_MANIFEST = "inline:"
 
 # Compressed payloads up to this size stay inside their item; larger ones are split into chunks.
 INLINE_LIMIT = 300_000
@@ -87,26 +91,30 @@ def chunk_ref(name: str, item: Item) -> tuple[str, int]:
 # --- items -------------------------------------------------------------------------------------------------
 
 
-def session_item(session: SessionRecord, partition: str, purge: int, tools: Item) -> Item:
-    """A new session's META item; ``tools`` the packed manifest (empty for none)."""
-    return {
+def session_item(session: SessionRecord, partition: str, purge: int, manifest_purge: int | None) -> Item:
+    """A new session's META item: its manifest by address only (manifests.py), with how long that is kept."""
+    item: Item = {
         **key(partition, "META"),
         "token_hash": s(session.token_hash),
         "created_at": n(session.created_at),
         "expires_at": n(session.expires_at),
         "last_seq": n(0),
         TTL_ATTRIBUTE: n(purge),
-        **tools,
     }
+    if session.manifest is not None and manifest_purge is not None:
+        item["manifest"] = s(session.manifest)
+        item["manifest_purge"] = n(manifest_purge)
+    return item
 
 
-def session_of(code: str, item: Item, unpack: Unpack) -> SessionRecord:
+def session_of(code: str, item: Item) -> SessionRecord:
     return SessionRecord(
         code=code,
         token_hash=item["token_hash"]["S"],
         created_at=float(item["created_at"]["N"]),
         expires_at=float(item["expires_at"]["N"]),
-        tools=unpack("tools", item) if "tools" in item else None,
+        # A session stored by an earlier version holds its manifest itself: it is read from there (manifests.py).
+        manifest=opt_str(item, "manifest") or (INLINE_MANIFEST + code if "tools" in item else None),
         last_seq=int(item["last_seq"]["N"]),
         last_seen=f(item, "last_seen"),
         consumer=opt_str(item, "consumer"),
@@ -146,6 +154,32 @@ def request_of(code: str, item: Item, unpack: Unpack) -> RequestRecord:
         completed_at=f(item, "completed_at"),
         error_code=opt_str(item, "error_code"),
     )
+
+
+def pending_entry(seq: int) -> str:
+    """The attribute of the session's PENDING item that stands for unanswered request ``seq``."""
+    return f"q{seq}"
+
+
+def pending_value(expires_at: float, size: int) -> dict[str, Any]:
+    """A PENDING entry's value: when the request expires and its ``args_bytes``."""
+    return {"L": [n(expires_at), n(size)]}
+
+
+def pending_totals(item: Item, now: float) -> tuple[PendingTotals, list[str]]:
+    """What a PENDING item says is pending at ``now``, and its entries already expired."""
+    count = size = 0
+    expired = []
+    for name, value in item.items():
+        if name[:1] != "q" or not name[1:].isdigit():
+            continue
+        expires_at, nbytes = (float(v["N"]) for v in value["L"])
+        if expires_at > now:
+            count += 1
+            size += int(nbytes)
+        else:
+            expired.append(name)
+    return PendingTotals(count, size), expired
 
 
 def rid_item(partition: str, request_id: str, seq: int, created_at: float, purge: int) -> Item:

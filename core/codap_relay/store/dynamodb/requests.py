@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ...errors import SessionNotFound, StoreUnavailable
-from ...records import NewRequest, RequestRecord, SessionRecord
-from ..base import PendingTotals, args_bytes
+from ...records import PENDING, NewRequest, RequestRecord, SessionRecord
+from ..base import PendingRef, PendingTotals, args_bytes
 from . import codec
 from .client import AGAIN, AGAIN_NOW, Attempt, Connection, Decided, condition_failed
 from .codec import Item, n, s
-from .table import MAX_SEQ, key, pk, purge_at, req_sk
+from .table import MAX_SEQ, TTL_ATTRIBUTE, key, pk, purge_at, req_sk
 
 
 class RequestOps(Connection):
@@ -40,7 +40,8 @@ class RequestOps(Connection):
                 raise StoreUnavailable("This session has reached its request limit; start a new one.")
             request = codec.request_item(new, partition, seq, purge, args, size)
             rid = codec.rid_item(partition, new.id, seq, new.created_at, purge)
-            reasons = self._transact(self._appending(partition, seq, last, request, rid))
+            counted = self._counting(code, seq, new.expires_at, size)
+            reasons = self._transact([*self._appending(partition, seq, last, request, rid), counted])
             if reasons is None:
                 self._remember(code, new.id, seq, new.created_at)
                 return Decided((self._request(code, request), True), committed=True)
@@ -91,6 +92,29 @@ class RequestOps(Connection):
             {"Put": {"TableName": self.table, "Item": rid, "ConditionExpression": "attribute_not_exists(pk)"}},
         ]
 
+    def _counting(self, code: str, seq: int, expires_at: float, size: int) -> dict[str, Any]:
+        """The PENDING item's part of an append: request ``seq``'s entry set, the expired entries the last count
+        saw dropped (they stay expired), and the item's TTL moved with the request's."""
+        with self._seq_lock:
+            expired = [e for e in self._expired_entries.pop(code, []) if e != codec.pending_entry(seq)]
+        names = {"#e": codec.pending_entry(seq), "#purge": TTL_ATTRIBUTE}
+        names.update({f"#x{i}": e for i, e in enumerate(expired)})
+        update = "SET #e = :e, #purge = :purge"
+        if expired:
+            update += " REMOVE " + ", ".join(f"#x{i}" for i in range(len(expired)))
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(pk(code), "PENDING"),
+                "UpdateExpression": update,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": {
+                    ":e": codec.pending_value(expires_at, size),
+                    ":purge": n(purge_at(expires_at)),
+                },
+            }
+        }
+
     def get_request(self, code: str, request_id: str) -> RequestRecord | None:
         located = self._locate(code, request_id)
         if located is None:
@@ -118,27 +142,42 @@ class RequestOps(Connection):
         )
         return [self._request(code, item) for item in items]
 
+    def pending_refs(self, code: str, prefix: str, now: float) -> list[PendingRef]:
+        """The id items (a seq and a time each) by prefix, then each request's status and tool, projected: the
+        arguments are neither sent nor unpacked."""
+        partition = pk(code)
+        seqs = [
+            int(item["seq"]["N"])
+            for item in self._query(
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+                ExpressionAttributeValues={":pk": s(partition), ":prefix": s(f"RID#{prefix}")},
+            )
+        ]
+        refs = []
+        for seq in sorted(seqs):
+            item = self._call(
+                "get_item",
+                TableName=self.table,
+                Key=key(partition, req_sk(seq)),
+                ConsistentRead=True,
+                ProjectionExpression="#id, tool, #status, expires_at",
+                ExpressionAttributeNames={"#id": "id", "#status": "status"},
+            ).get("Item")
+            if item is None or item["status"]["S"] not in PENDING or float(item["expires_at"]["N"]) <= now:
+                continue
+            refs.append(PendingRef(item["id"]["S"], item["tool"]["S"], item["status"]["S"]))  # type: ignore[arg-type]
+        return refs
+
     def count_pending(self, code: str, now: float) -> PendingTotals:
-        """One Query over the session's requests that hands back only each pending one's ``arg_bytes``, never its
-        arguments (the read units are those of the items, as for any Query; the pending limits keep them few).
-        Requests stored before ``arg_bytes`` existed count as 0 bytes; they expire within REQUEST_TTL_SECONDS."""
-        count = size = 0
-        for item in self._query(
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            FilterExpression="#status IN (:queued, :delivered) AND expires_at > :now",
-            ProjectionExpression="#bytes",
-            ExpressionAttributeNames={"#status": "status", "#bytes": "arg_bytes"},
-            ExpressionAttributeValues={
-                ":pk": s(pk(code)),
-                ":prefix": s("REQ#"),
-                ":queued": s("queued"),
-                ":delivered": s("delivered"),
-                ":now": n(now),
-            },
-        ):
-            count += 1
-            size += int(item["arg_bytes"]["N"]) if "arg_bytes" in item else 0
-        return PendingTotals(count, size)
+        """One read of the session's PENDING item (codec.pending_entry): each unanswered request's expiry and
+        bytes, kept in the transactions that append and answer, so the count reads neither the requests nor their
+        arguments, however long the session's history. Expired entries are left out, and dropped by the session's
+        next append. A session opened before this item existed counts only the requests queued since."""
+        item = self._get(pk(code), "PENDING") or {}
+        live, expired = codec.pending_totals(item, now)
+        with self._seq_lock:
+            self._expired_entries[code] = expired
+        return live
 
     def list_requests(self, code: str) -> list[RequestRecord]:
         items = self._query(

@@ -10,7 +10,7 @@ from ...records import Completion, Lookup, RequestRecord, ResponseRecord
 from . import codec
 from .client import AGAIN, Attempt, Connection, Decided
 from .codec import Item, n, s
-from .table import key, pk, purge_at, req_sk
+from .table import TTL_ATTRIBUTE, key, pk, purge_at, req_sk
 
 
 class ResponseOps(Connection):
@@ -70,6 +70,16 @@ class ResponseOps(Connection):
                     "ConditionExpression": condition,
                     "ExpressionAttributeNames": {"#status": "status", "#id": "id"},
                     "ExpressionAttributeValues": values,
+                }
+            },
+            # Answered: no longer pending (the count, requests.py), in the same step.
+            {
+                "Update": {
+                    "TableName": self.table,
+                    "Key": key(partition, "PENDING"),
+                    "UpdateExpression": "REMOVE #e SET #purge = if_not_exists(#purge, :purge)",
+                    "ExpressionAttributeNames": {"#e": codec.pending_entry(seq), "#purge": TTL_ATTRIBUTE},
+                    "ExpressionAttributeValues": {":purge": n(purge)},
                 }
             },
         ]

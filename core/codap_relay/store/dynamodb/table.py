@@ -6,7 +6,10 @@ through here.
 
 Items (``pk``, ``sk``; every item carries ``purge_at``, the table's TTL attribute in epoch seconds):
 
-- ``SESSION#<code>`` / ``META``: the session, with ``last_seq``, the highest seq handed out.
+- ``SESSION#<code>`` / ``META``: the session, with ``last_seq``, the highest seq handed out, and its manifest's
+  address (``manifest``) and how long that is kept (``manifest_purge``): a few hundred bytes, read by every poll.
+- ``MANIFEST#<sha256 of the manifest's canonical JSON>`` / ``MANIFEST``: a tool manifest, shared by every session
+  that registers it; kept at least as long as they are (``manifests.py``).
 - ``SESSION#<code>`` / ``REQ#<seq, 12 digits>``: a request; sort order is seq order.
 - ``SESSION#<code>`` / ``RID#<id>``: the seq of request ``id`` and when it was queued (idempotent ids, lookups
   by id).
