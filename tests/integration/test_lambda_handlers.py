@@ -18,7 +18,8 @@ from moto import mock_aws
 
 from codap_relay.codes import hash_token
 from codap_relay.http.app import build_app
-from codap_relay.records import SessionRecord
+from codap_relay.oauth.grants import GRANT
+from codap_relay.records import AuthItem, SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
 from codap_relay_tooling.localapi.template import read_stack
 from codap_relay_tooling.testing import CHECKOUT, EVENTS
@@ -546,6 +547,16 @@ def test_every_function_calls_only_what_its_role_allows(aws: dict[str, Any]) -> 
         mcp_relay.reconfigure(settings=settings.model_copy(update={"mcp_tool_timeout_seconds": 0.2}))
         called = invoke(aws, "mcp", "mcp-tools-call")
         assert "did not answer" in body(called)["result"]["content"][0]["text"]
+        # The plugin disconnects an app: the grant and its refresh tokens are deleted (only OAuthFunction may).
+        reset_table(aws)
+        data = {"client_id": "c", "client_name": "App", "created_at": 1e9}
+        grant = AuthItem(GRANT, "grant-1", f"code:{CODE}", data, 4e9)
+        DynamoStore(aws["client"], aws["table"]).put_auth(grant)
+        drop = event("sessions-grant-delete")
+        drop.update(path=f"/api/sessions/{CODE}/grants/grant-1", pathParameters={"code": CODE, "grant": "grant-1"})
+        drop["requestContext"] = {**drop["requestContext"], "path": f"/v1/api/sessions/{CODE}/grants/grant-1"}
+        dropped = aws["modules"]["oauth"].handler(drop, Context())
+        assert dropped["statusCode"] == 200 and body(dropped)["status"] == "disconnected", dropped["body"]
     finally:
         mcp_relay.reconfigure(settings=settings)
         for events, hook in hooks:
@@ -553,4 +564,5 @@ def test_every_function_calls_only_what_its_role_allows(aws: dict[str, Any]) -> 
     granted = allowed_actions()
     for name in FUNCTIONS:
         assert used[name] <= granted[name], f"{name} calls {sorted(used[name] - granted[name])} its role does not allow"
-    assert used["request"] and used["response"] and used["stream"] and used["mcp"] and used["oauth"]
+    assert used["request"] and used["response"] and used["stream"] and used["mcp"]
+    assert "DeleteItem" in used["oauth"] and "DeleteItem" not in granted["mcp"]
