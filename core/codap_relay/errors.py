@@ -55,6 +55,12 @@ class NonFiniteNumber(BadInput):
     error = "non_finite_number"
 
 
+class ClientDocumentRefused(BadInput):
+    """A client's metadata document (its client_id is a URL) could not be used; the message says why."""
+
+    error = "invalid_client"
+
+
 class InvalidCode(BadInput):
     error = "invalid_code"
 

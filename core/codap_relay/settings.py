@@ -121,6 +121,9 @@ class Settings(BaseModel):
     # (the global ceiling). Neither counts by address: hosted apps call from a few shared addresses.
     rate_limit_request_per_grant: int = Field(120, ge=1)
     rate_limit_grants_global: int = Field(6000, ge=1)
+    # A client whose client_id is a URL (a Client ID Metadata Document) is read from there over https, from public
+    # addresses only (oauth/client_documents.py). True lets plain http on loopback through too: for tests only.
+    oauth_client_documents_allow_loopback: bool = False
 
     @property
     def push_grace_seconds(self) -> float:

@@ -25,16 +25,14 @@ import httpx
 import httpx2
 import pytest
 from mcp import Client
-from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+from mcp.shared.auth import AuthorizationCodeResult
 from mcp_types.version import LATEST_MODERN_VERSION
-from pydantic import AnyUrl
 
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from codap_relay_tooling.testing.oauth_flow import CALLBACK, MemoryTokens, query_of
+from codap_relay_tooling.testing.oauth_flow import CALLBACK, MemoryTokens, query_of, sdk_client
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS, PluginPage, wait_until
 from codap_relay_tooling.testing.relay_settings import e2e_settings
 from codap_relay_tooling.testing.servers import bearer, serve_app
@@ -77,19 +75,7 @@ class Host:
         self.requests.append(f"{request.method} {request.url.path}")
 
     async def _call(self, tool: str) -> Any:
-        provider = OAuthClientProvider(
-            server_url=self.mcp_url,
-            client_metadata=OAuthClientMetadata(
-                client_name=APP,
-                redirect_uris=[AnyUrl(CALLBACK)],
-                grant_types=["authorization_code", "refresh_token"],
-                response_types=["code"],
-                token_endpoint_auth_method="none",
-            ),
-            storage=self.tokens,
-            redirect_handler=self._on_redirect,
-            callback_handler=self._on_callback,
-        )
+        provider = sdk_client(self.mcp_url, APP, self.tokens, self._on_redirect, self._on_callback)
         async with (
             httpx2.AsyncClient(auth=provider, timeout=30, event_hooks={"request": [self._count]}) as http,
             Client(

@@ -553,6 +553,17 @@ async def test_openapi_document_is_valid_and_complete(client: httpx.AsyncClient)
         "/api/sessions/{code}/log",
         "/resources",
         "/resources/read",
+        # the authorization server of /mcp, discovery and the plugin's connected apps
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+        "/register",
+        "/authorize",
+        "/oauth/consent",
+        "/token",
+        "/revoke",
+        "/api/sessions/{code}/grants",
+        "/api/sessions/{code}/grants/{grant}",
     } <= set(doc["paths"])
     # the plugin's change notes: only where a long-lived server takes them (the session answer names the path)
     offered = "changes" in (await client.post("/api/sessions", json={})).json()

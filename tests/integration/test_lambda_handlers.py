@@ -18,7 +18,8 @@ from moto import mock_aws
 
 from codap_relay.codes import hash_token
 from codap_relay.http.app import build_app
-from codap_relay.records import SessionRecord
+from codap_relay.oauth.grants import GRANT
+from codap_relay.records import AuthItem, SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
 from codap_relay_tooling.localapi.template import read_stack
 from codap_relay_tooling.testing import CHECKOUT, EVENTS
@@ -30,7 +31,7 @@ from codap_relay_tooling.testing.servers import serve_app
 
 CODE = "ABCD2345"  # the pairing code and browser token the events/ files carry
 TOKEN = "sample-browser-token-not-a-secret"
-FUNCTIONS = ("sessions", "stream", "request", "response", "metadata", "plugin", "mcp")
+FUNCTIONS = ("sessions", "stream", "request", "response", "metadata", "plugin", "mcp", "oauth")
 EXECUTE_API = "https://abc123.execute-api.us-east-1.amazonaws.com/v1"  # the public URL the staged events carry
 CUSTOM_DOMAIN = "https://relay.example.org/codap"  # a custom domain whose base path mapping /codap is the stage
 SESSION_LIMIT = 3
@@ -310,6 +311,7 @@ ROUTE_FUNCTION = {
     "MetadataFunction": "metadata",
     "PluginFunction": "plugin",
     "McpFunction": "mcp",
+    "OAuthFunction": "oauth",
 }
 
 
@@ -378,6 +380,33 @@ EXPECTED: dict[str, tuple[int, Check]] = {
         lambda r: [x["uri"] for x in body(r)["resources"]] == ["codap://datasets", "codap://components", "codap://activity"],
     ),
     "resources-read": (503, lambda r: body(r)["error"] == "not_connected" and "open CODAP" in body(r)["message"]),
+    # The authorization server through its own function: discovery under the stage, the issuer with its path.
+    "oauth-resource-metadata": (
+        200,
+        lambda r: body(r)["resource"] == f"{EXECUTE_API}/mcp" and body(r)["authorization_servers"] == [EXECUTE_API],
+    ),
+    "oauth-resource-metadata-root": (200, lambda r: body(r)["resource"] == f"{EXECUTE_API}/mcp"),
+    "oauth-server-metadata": (
+        200,
+        lambda r: body(r)["issuer"] == EXECUTE_API and body(r)["token_endpoint"] == f"{EXECUTE_API}/token",
+    ),
+    # what an MCP client reads for an issuer with a path when the RFC 8414 address (outside the stage) fails
+    "oauth-openid-configuration": (
+        200,
+        lambda r: body(r)["issuer"] == EXECUTE_API and body(r)["authorization_endpoint"] == f"{EXECUTE_API}/authorize",
+    ),
+    "oauth-register": (201, lambda r: body(r)["client_id"] and body(r)["client_name"] == "Claude"),
+    "oauth-authorize": (400, lambda r: "unregistered-client" in body(r)["error_description"]),
+    "oauth-consent-page": (
+        404,
+        lambda r: "expired" in r["body"] and "frame-ancestors 'none'" in r["headers"]["content-security-policy"],
+    ),
+    "oauth-consent-post": (404, lambda r: "expired" in r["body"]),
+    "oauth-token": (401, lambda r: body(r)["error"] == "invalid_client"),
+    "oauth-revoke": (401, lambda r: body(r)["error"] == "unauthorized_client"),
+    # the plugin's connected apps (its browser token): none in this table, and one it does not have is refused
+    "sessions-grants": (200, lambda r: body(r) == {"persistent": False, "apps": []}),
+    "sessions-grant-delete": (400, lambda r: body(r)["field"] == "grant"),
 }
 PREREQUISITES = {
     "sessions-log": ["request"],
@@ -518,6 +547,16 @@ def test_every_function_calls_only_what_its_role_allows(aws: dict[str, Any]) -> 
         mcp_relay.reconfigure(settings=settings.model_copy(update={"mcp_tool_timeout_seconds": 0.2}))
         called = invoke(aws, "mcp", "mcp-tools-call")
         assert "did not answer" in body(called)["result"]["content"][0]["text"]
+        # The plugin disconnects an app: the grant and its refresh tokens are deleted (only OAuthFunction may).
+        reset_table(aws)
+        data = {"client_id": "c", "client_name": "App", "created_at": 1e9}
+        grant = AuthItem(GRANT, "grant-1", f"code:{CODE}", data, 4e9)
+        DynamoStore(aws["client"], aws["table"]).put_auth(grant)
+        drop = event("sessions-grant-delete")
+        drop.update(path=f"/api/sessions/{CODE}/grants/grant-1", pathParameters={"code": CODE, "grant": "grant-1"})
+        drop["requestContext"] = {**drop["requestContext"], "path": f"/v1/api/sessions/{CODE}/grants/grant-1"}
+        dropped = aws["modules"]["oauth"].handler(drop, Context())
+        assert dropped["statusCode"] == 200 and body(dropped)["status"] == "disconnected", dropped["body"]
     finally:
         mcp_relay.reconfigure(settings=settings)
         for events, hook in hooks:
@@ -526,3 +565,4 @@ def test_every_function_calls_only_what_its_role_allows(aws: dict[str, Any]) -> 
     for name in FUNCTIONS:
         assert used[name] <= granted[name], f"{name} calls {sorted(used[name] - granted[name])} its role does not allow"
     assert used["request"] and used["response"] and used["stream"] and used["mcp"]
+    assert "DeleteItem" in used["oauth"] and "DeleteItem" not in granted["mcp"]

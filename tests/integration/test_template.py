@@ -448,7 +448,8 @@ def test_the_log_grace_parameter_agrees_with_the_setting_and_the_tables_ttl(depl
 
 # --- issue 23: the push channel (PushChannel=websocket) ---------------------------------------------------------
 
-PUBLISHERS = {"SessionsFunction", "RequestFunction", "McpFunction", "StreamFunction", "PushFunction"}
+# OAuthFunction: the consent page asks the plugin (a request of the relay's own, pushed like any other).
+PUBLISHERS = {"SessionsFunction", "RequestFunction", "McpFunction", "StreamFunction", "PushFunction", "OAuthFunction"}
 MANAGE = "execute-api:ManageConnections"
 
 

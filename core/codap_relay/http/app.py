@@ -51,6 +51,18 @@ def mcp_routes(*, long_lived: bool = False) -> list[BaseRoute]:
     return mcp_endpoint_routes(subscriptions=long_lived)
 
 
+def oauth_routes() -> list[BaseRoute]:
+    """The authorization server of ``/mcp`` (discovery, registration, consent, tokens) and the plugin's list of
+    connected apps: a group of its own, so a Lambda function of its own serves them (template.yaml, OAuthFunction)."""
+    missing = missing_extra("mcp", "The OAuth routes of /mcp")
+    if missing is not None:
+        log.warning("%s They are not served until then.", missing)
+        return []
+    from .oauth import routes as oauth_endpoint_routes
+
+    return oauth_endpoint_routes()
+
+
 def _extra_missing(message: str) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         return error_response(request, 501, "extra_not_installed", message)
@@ -62,6 +74,7 @@ def _extra_missing(message: str) -> Callable[[Request], Awaitable[Response]]:
 LAZY_GROUPS: dict[str, Callable[[], list[BaseRoute]]] = {
     "plugin": plugin_routes,
     "mcp": mcp_routes,
+    "oauth": oauth_routes,
     "llms": llms_routes,
     "resources": resource_routes,
 }

@@ -28,7 +28,6 @@ from ..settings import Settings
 from .context import allowed_origins, client_ip, mcp_code, public_base, relay_of
 from .errors import error_response
 from .oauth import challenge, provider_for
-from .oauth import routes as oauth_routes
 
 
 def security_settings(settings: Settings) -> TransportSecuritySettings:
@@ -147,5 +146,4 @@ def routes(*, subscriptions: bool = False) -> list[BaseRoute]:
     return [
         Route("/mcp", endpoint, methods=["POST"]),
         Route("/mcp/{code}", endpoint, methods=["POST"]),
-        *oauth_routes(),
     ]

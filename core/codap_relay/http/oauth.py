@@ -33,8 +33,9 @@ from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import ASGIApp
 
 from ..codes import normalise_code
-from ..errors import BadInput, RateLimited
+from ..errors import BadInput, ClientDocumentRefused, RateLimited
 from ..oauth import consent
+from ..oauth.client_documents import is_document_id
 from ..oauth.provider import SCOPE, RelayOAuthProvider, resource_url
 from ..relay import Relay
 from .context import bearer_token, client_ip, public_base, relay_of
@@ -45,7 +46,9 @@ REGISTRATION = ClientRegistrationOptions(enabled=True, valid_scopes=[SCOPE], def
 
 
 def provider_for(request: Request) -> RelayOAuthProvider:
-    return RelayOAuthProvider(relay_of(request).grants, public_base(request))
+    relay = relay_of(request)
+    allow_loopback = relay.settings.oauth_client_documents_allow_loopback
+    return RelayOAuthProvider(relay.grants, public_base(request), allow_loopback_documents=allow_loopback)
 
 
 def resource_metadata_url(base: str) -> str:
@@ -78,6 +81,7 @@ async def authorization_server(request: Request) -> Response:
     metadata = build_metadata(AnyHttpUrl(public_base(request)), None, REGISTRATION, RevocationOptions(enabled=True))
     # Public clients (PKCE, no secret) as the MCP hosts register; the SDK lists only the secret-based methods.
     metadata.token_endpoint_auth_methods_supported = ["none", "client_secret_post", "client_secret_basic"]
+    metadata.client_id_metadata_document_supported = True  # a client_id may be its document's URL
     return await MetadataHandler(metadata).handle(request)
 
 
@@ -92,7 +96,21 @@ def _sdk(handler: Callable[[RelayOAuthProvider], Callable[[Request], Awaitable[R
 
 
 def _authorize(p: RelayOAuthProvider) -> Callable[[Request], Awaitable[Response]]:
-    return AuthorizationHandler(p).handle
+    handler = AuthorizationHandler(p)
+
+    async def handle(request: Request) -> Response:
+        # A client_id that is a metadata document's URL is fetched first, so that a refusal says why; the SDK's
+        # handler would only say the client is unknown. Never redirected: the redirect URI is the document's.
+        params = request.query_params if request.method == "GET" else await request.form()
+        client_id = params.get("client_id")
+        if isinstance(client_id, str) and is_document_id(client_id):
+            try:
+                await p.client_document(client_id)
+            except ClientDocumentRefused as exc:
+                return JSONResponse({"error": exc.error, "error_description": exc.message}, status_code=400)
+        return await handler.handle(request)
+
+    return handle
 
 
 def _token(p: RelayOAuthProvider) -> Callable[[Request], Awaitable[Response]]:
@@ -282,6 +300,11 @@ def routes() -> list[BaseRoute]:
         Route(RESOURCE_METADATA_PATH + "/mcp", protected_resource, methods=["GET"]),
         Route(RESOURCE_METADATA_PATH, protected_resource, methods=["GET"]),
         Route("/.well-known/oauth-authorization-server", authorization_server, methods=["GET"]),
+        # The same metadata where a client looks for an issuer with a path (the stage: https://HOST/v1) once the
+        # RFC 8414 address, https://HOST/.well-known/oauth-authorization-server/v1, fails: API Gateway routes only
+        # under the stage, and the OpenID discovery address appended to the issuer is the one under it that MCP
+        # clients try (the MCP authorization spec's discovery order; mcp.client.auth in the SDK).
+        Route("/.well-known/openid-configuration", authorization_server, methods=["GET"]),
         Route("/authorize", _sdk(_authorize), methods=["GET", "POST"]),
         Route("/token", _sdk(_token), methods=["POST"]),
         Route("/register", _sdk(_register), methods=["POST"]),

@@ -26,6 +26,8 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
+from ..errors import ClientDocumentRefused
+from .client_documents import client_of, is_document_id
 from .grants import (
     ACCESS,
     AUTH_CODE,
@@ -57,15 +59,25 @@ def same_resource(given: str | None, base: str) -> bool:
 class RelayOAuthProvider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
     """Subclassed, not merely shaped like it: the SDK's default refuses the identity-assertion grant (SEP-990)."""
 
-    def __init__(self, grants: Grants, base: str) -> None:
+    def __init__(self, grants: Grants, base: str, *, allow_loopback_documents: bool = False) -> None:
         self.grants = grants
         self.base = base
+        self.allow_loopback_documents = allow_loopback_documents
 
     # --- clients ------------------------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if is_document_id(client_id):
+            try:
+                return await self.client_document(client_id)
+            except ClientDocumentRefused:  # /authorize said why first (http/oauth.py); the SDK says "not found"
+                return None
         item = await self.grants.get(CLIENT, client_id)
         return None if item is None else OAuthClientInformationFull.model_validate(item.data)
+
+    async def client_document(self, client_id: str) -> OAuthClientInformationFull:
+        """The client a Client ID Metadata Document names (its client_id is the document's URL)."""
+        return await client_of(self.grants, client_id, allow_loopback=self.allow_loopback_documents)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         assert client_info.client_id is not None

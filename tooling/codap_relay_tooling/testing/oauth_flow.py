@@ -8,12 +8,15 @@ import base64
 import hashlib
 import re
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from mcp.client.auth import OAuthClientProvider
+from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyUrl
 
 CALLBACK = "http://127.0.0.1:9/callback"  # never reached: the browser's navigation to it is read, not followed
 
@@ -36,6 +39,29 @@ class MemoryTokens:
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         self.client = client_info
+
+
+def sdk_client(
+    mcp_url: str,
+    name: str,
+    storage: MemoryTokens,
+    on_redirect: Callable[[str], Awaitable[None]],
+    on_callback: Callable[[], Awaitable[AuthorizationCodeResult]],
+) -> OAuthClientProvider:
+    """The MCP SDK's OAuth client as a host sets it up: a public client (PKCE, no secret) that registers itself."""
+    return OAuthClientProvider(
+        server_url=mcp_url,
+        client_metadata=OAuthClientMetadata(
+            client_name=name,
+            redirect_uris=[AnyUrl(CALLBACK)],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=storage,
+        redirect_handler=on_redirect,
+        callback_handler=on_callback,
+    )
 
 
 def pkce() -> tuple[str, str]:
