@@ -151,7 +151,7 @@ Every other request goes to CODAP as it is.`;
 
 /**
  * Each topic's examples: whole requests, shown after the topic's text as "Examples:" and run as they are against
- * the real CODAP 3.1.0 in a test (tests/e2e/test_codap_api_help.py, in topic order: each topic's examples may use
+ * the real CODAP 3.1.0 in a test (tests/e2e/test_raw_policy.py, in topic order: each topic's examples may use
  * what an earlier one made), so none shows a request CODAP refuses. They act on a dataset "Pets" (one collection
  * "Pets"; attributes name, species, weight, age), which the test makes first. `returns` is what the reply holds.
  * @type {Record<string, {request: {action: string, resource: string, values?: unknown}, returns?: string}[]>}
