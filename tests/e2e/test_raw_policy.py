@@ -301,3 +301,82 @@ def test_rich_text_is_rebuilt_and_neither_fetches_nor_covers_the_plugin(
     assert evil.hits[hits:] == [], evil.hits
     assert not [u for u in seen if u.startswith(evil.url)], seen
     assert plugin_on_top(codap), "something covers the plugin"
+
+
+PETS = [
+    {"name": "Tom", "species": "cat", "weight": 4, "age": 3},
+    {"name": "Bo", "species": "dog", "weight": 20, "age": 6},
+    {"name": "Kiki", "species": "cat", "weight": 5, "age": 9},
+    {"name": "Max", "species": "dog", "weight": 32, "age": 2},
+]
+
+
+def read_back(codap: CodapPage, request: dict[str, Any], values: Any) -> None:
+    """What an example's create made, read from CODAP itself; ``values`` is CODAP's reply through codap_api."""
+    made: Any = request.get("values")
+    resource = str(request["resource"])
+    kind = resource.rsplit(".", 1)[-1].split("[", 1)[0]
+    if kind == "dataContext":
+        assert made["name"] in codap.dataset_names()
+        people = f"dataContext[{made['name']}].collection[People].attributeList"
+        assert [a["name"] for a in codap.ok({"action": "get", "resource": people})] == ["name", "height"]
+    elif kind == "collection":
+        listed = codap.ok({"action": "get", "resource": f"{resource}List"})
+        assert listed[-1]["name"] == made["name"]  # without parent: the new last (child-most) collection
+    elif kind == "attribute":
+        for attr in made:
+            held = codap.ok({"action": "get", "resource": f"{resource}[{attr['name']}]"})
+            fields = ("formula", "unit", "precision")
+            assert [held[f] for f in fields] == [attr[f] for f in fields]
+    elif kind == "item":
+        dataset = resource.removesuffix(".item")
+        held = [i["values"] for i in codap.ok({"action": "get", "resource": f"{dataset}.itemSearch[*]"})]
+        assert all(any(all(h.get(k) == v for k, v in item.items()) for h in held) for item in made)
+    elif kind == "selectionList":
+        selected = {s["caseID"] for s in codap.ok({"action": "get", "resource": resource})}
+        if made == []:
+            assert selected == set()
+        else:
+            dataset = resource.removesuffix(".selectionList")
+            search = f"{dataset}.collection[Pets].caseFormulaSearch[{made['expression']}]"
+            assert selected == {c["id"] for c in codap.ok({"action": "get", "resource": search})} != set()
+    elif kind == "component":
+        held = codap.ok({"action": "get", "resource": f"component[{values['id']}]"})
+        assert held["type"] == made["type"] and held.get("name", made.get("name")) == made.get("name", held.get("name"))
+        if made["type"] == "graph":
+            assert (held["xAttributeName"], held["yAttributeName"]) == (made["xAttributeName"], made["yAttributeName"])
+    elif kind == "adornment":
+        assert codap.ok({"action": "get", "resource": f"{resource}[{made['type']}]"})["isVisible"] is True
+    elif kind == "global":
+        assert codap.ok({"action": "get", "resource": f"global[{made['name']}]"})["value"] == made["value"]
+    else:
+        raise AssertionError(f"no read-back for a create of {resource}: add one here")
+
+
+def test_every_example_codap_api_help_shows_is_taken_by_codap(codap: CodapPage) -> None:
+    """Each topic's examples in topic order (later ones use what earlier ones made, as the help says), sent through
+    codap_api to the real CODAP 3.1.0: each is accepted (success true), and what each create made is read back."""
+    codap.done("create_codap_dataset", {"datasetName": "Pets", "dataType": "custom", "customData": PETS})
+    topics = codap.done("codap_api_help", {})["structuredContent"]["topics"]
+    sent = 0
+    for topic in topics:
+        answer = codap.done("codap_api_help", {"topic": topic})["structuredContent"]
+        assert answer["examples"] or topic == "policy", f"{topic} shows no example"
+        for request in answer["examples"]:
+            body = codap.tool("codap_api", request)
+            assert body["status"] == "completed", f"{topic}: {json.dumps(request)} -> {body.get('error')}"
+            reply = body["result"]["structuredContent"]
+            assert reply["success"] is True, f"{topic}: {json.dumps(request)} -> {reply}"
+            if request["action"] == "create":
+                read_back(codap, request, reply.get("values"))
+            sent += 1
+    assert sent >= 30
+    # the deletes and updates among them, read back too
+    assert "Survey" not in codap.dataset_names()
+    assert [c["name"] for c in codap.ok({"action": "get", "resource": "dataContext[Pets].collectionList"})] == ["Pets"]
+    attrs = codap.ok({"action": "get", "resource": "dataContext[Pets].collection[Pets].attributeList"})
+    assert [a["name"] for a in attrs] == ["name", "species", "weight", "age"]
+    assert [i["values"]["name"] for i in codap.items("Pets")] == [p["name"] for p in PETS]  # Rex deleted again
+    assert "Note" not in [c.get("name") for c in codap.components()]
+    assert codap.ok({"action": "get", "resource": "component[Growth]"})["legendAttributeName"] == "species"
+    assert codap.ok({"action": "get", "resource": "global[factor]"})["value"] == 3

@@ -23,6 +23,7 @@ from codap_relay_tooling.testing.relay_settings import e2e_settings
 from codap_relay_tooling.testing.servers import serve_app
 from codap_relay_tooling.testing.slow_codap import SLOW_CODAP_REPLIES, slow_codap
 
+BUSY_DELAY_MS = 400  # the plugin's busy.js: how long a call runs before CODAP shows busy
 MCP_WAIT = 2  # seconds an MCP tools/call waits for the plugin here (15 by default)
 HELD_MS = 4000  # CODAP's slow reply: past the plugin's 3 s threshold, and past MCP_WAIT
 
@@ -40,18 +41,47 @@ def codap_busy(codap: CodapPage) -> bool:
     return bool(overlay.count() > 0 and overlay.first.evaluate("(e) => getComputedStyle(e).cursor") == "wait")
 
 
+# Watches CODAP's page for its busy state at any moment (a quick call could show it and take it back between two
+# reads of codap_busy): window.busySeen turns true the first time the busy overlay is there with its wait cursor.
+_WATCH_BUSY = """
+() => {
+  window.busySeen = false;
+  const check = () => {
+    const overlay = document.querySelector(".busy-overlay");
+    if (overlay && getComputedStyle(overlay).cursor === "wait") window.busySeen = true;
+  };
+  window.busyWatch?.disconnect();
+  window.busyWatch = new MutationObserver(check);
+  window.busyWatch.observe(document.body, { childList: true, subtree: true, attributes: true });
+  check();
+}
+"""
+
+
+def watch_busy(codap: CodapPage) -> None:
+    codap.page.evaluate(_WATCH_BUSY)
+
+
+def busy_seen(codap: CodapPage) -> bool:
+    return bool(codap.page.evaluate("() => window.busySeen"))
+
+
 def slow_note(codap: CodapPage) -> tuple[str, str]:
     return codap.shown("notice"), codap.text("#codap-status")
 
 
 def test_the_person_and_the_model_hear_that_codap_is_slow(codap: CodapPage) -> None:
-    codap.done("get_codap_status", {})  # the document as it is, quickly: no note
+    watch_busy(codap)
+    codap.done("get_codap_status", {})  # the document as it is, quickly: no note, and CODAP never shown busy
     assert "slow" not in " ".join(slow_note(codap))
+    codap.done("codap_api", {"action": "get", "resource": "componentList"})
+    assert not busy_seen(codap), "a quick call showed CODAP busy"
 
     slow_codap(codap.frame, HELD_MS)
     started = time.monotonic()
     request_id = submit(codap.relay, codap.code(), "get_codap_status", {})
     wait_until(lambda: codap_busy(codap), "CODAP to show busy while the tool runs")
+    assert busy_seen(codap) and time.monotonic() - started >= BUSY_DELAY_MS / 1000  # not before the delay
     notice, line = wait_until(lambda: slow_note(codap) if "slow" in slow_note(codap)[0] else None, "the slow note")
     assert 3 <= time.monotonic() - started < HELD_MS / 1000, "the note came before 3 s or after CODAP answered"
     assert codap_busy(codap)

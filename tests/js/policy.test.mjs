@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { RULES, checkRequest, enforcePolicy, parseResource } from "../../core/codap_relay/plugin/js/tools/policy.js";
-import { HELP, HELP_TOPICS } from "../../core/codap_relay/plugin/js/tools/raw_help.js";
+import { EXAMPLES, HELP, HELP_TOPICS, examplesText } from "../../core/codap_relay/plugin/js/tools/raw_help.js";
 import { createRawTools } from "../../core/codap_relay/plugin/js/tools/raw.js";
 import { createToolContext } from "../../core/codap_relay/plugin/js/tools/context.js";
 
@@ -170,4 +170,22 @@ test("codap_api_help answers each topic without asking CODAP, and names the topi
   assert.equal((await env.tools.codap_api_help({})).structuredContent.topic, "overview");
   await assert.rejects(env.tools.codap_api_help({ topic: "nope" }), (err) => err.data.available.includes("graphs"));
   assert.deepEqual(env.sent, []);
+});
+
+test("codap_api_help's examples are in its text and its structured answer, and the policy lets them through", async () => {
+  const env = raw();
+  for (const topic of HELP_TOPICS) {
+    const examples = EXAMPLES[topic];
+    const answer = await env.tools.codap_api_help({ topic });
+    assert.deepEqual(answer.structuredContent.examples, examples.map((e) => e.request), topic);
+    assert.ok(answer.content[0].text.endsWith(examplesText(examples)), topic);
+    for (const { request } of examples) {
+      assert.ok(HELP[topic].includes(`resource:${JSON.stringify(request.resource)}`), `${topic}: ${request.resource}`);
+      // not refused (a text's value is rebuilt as rich text, as for any text)
+      const resolve = async (probes) => ({ self: SELF, replies: probes.map(() => ({ success: true, values: { id: 2 } })) });
+      const { requests } = await enforcePolicy(request, { resolve });
+      assert.equal(requests.resource, request.resource, `${topic}: ${request.resource}`);
+    }
+  }
+  assert.ok(examplesText(EXAMPLES.overview).includes('{action:"get", resource:"dataContextList"} -> [{name, title, id}]'));
 });

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { BUSY, IDLE, withBusySignal } from "../../core/codap_relay/plugin/js/busy.js";
+import { BUSY, BUSY_DELAY_MS, IDLE, RENEW_MS, withBusySignal } from "../../core/codap_relay/plugin/js/busy.js";
 import { inverseOf } from "../../core/codap_relay/plugin/js/tools/inverse.js";
 import { newIds } from "../../core/codap_relay/plugin/js/tools/journal.js";
 
@@ -55,25 +55,48 @@ test("the ids a call made are found in document order, for its redo to renumber"
   assert.deepEqual(newIds(a, b), ["12", "1", "2", "3", "4", "5"]);
 });
 
-test("CODAP is told busy when a tool starts and idle when it ends, also when it fails", async () => {
+test("a quick call never shows CODAP busy; one past the delay does and ends idle, also when it fails", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
   const sent = [];
   const phone = { notify: async (request) => sent.push(request) };
-  const timers = { setInterval: () => 1, clearInterval: () => {} };
+  const gates = [];
+  const gate = () => new Promise((resolve, reject) => gates.push({ resolve, reject }));
   const tools = withBusySignal(
     {
-      ok: async () => {
-        assert.deepEqual(sent, [BUSY]);
-        return "done";
-      },
-      fails: async () => {
+      quick: async () => "read",
+      quickFails: async () => {
         throw new Error("no");
       },
+      slow: () => gate(),
     },
     phone,
-    timers,
+    { setTimeout, clearTimeout, setInterval, clearInterval },
   );
-  assert.equal(await tools.ok({}), "done");
+  // Quick: answered or failed before the delay, CODAP hears nothing, then or later.
+  assert.equal(await tools.quick({}), "read");
+  await assert.rejects(tools.quickFails({}), /no/);
+  t.mock.timers.tick(BUSY_DELAY_MS * 2);
+  assert.deepEqual(sent, []);
+  // Slow: busy once the delay has passed, idle at its end; a second call meanwhile shares the busy period.
+  const slow = tools.slow({});
+  t.mock.timers.tick(BUSY_DELAY_MS - 1);
+  assert.deepEqual(sent, []);
+  t.mock.timers.tick(1);
+  assert.deepEqual(sent, [BUSY]);
+  const overlapping = tools.quick({});
+  gates[0].resolve("drawn");
+  assert.equal(await slow, "drawn");
+  await overlapping;
   assert.deepEqual(sent, [BUSY, IDLE]);
-  await assert.rejects(tools.fails({}), /no/);
-  assert.deepEqual(sent, [BUSY, IDLE, BUSY, IDLE]);
+  // Slow and failing (a timeout): busy, renewed before CODAP's own 60 s limit, then idle.
+  const failing = tools.slow({});
+  t.mock.timers.tick(BUSY_DELAY_MS);
+  assert.deepEqual(sent, [BUSY, IDLE, BUSY]);
+  t.mock.timers.tick(RENEW_MS);
+  assert.deepEqual(sent, [BUSY, IDLE, BUSY, BUSY]);
+  gates[1].reject(new Error("CODAP did not answer"));
+  await assert.rejects(failing, /did not answer/);
+  assert.deepEqual(sent, [BUSY, IDLE, BUSY, BUSY, IDLE]);
+  t.mock.timers.tick(RENEW_MS * 2);
+  assert.equal(sent.length, 5); // nothing after idle
 });

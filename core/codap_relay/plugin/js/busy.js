@@ -1,35 +1,49 @@
 // @ts-check
-// CODAP's busy signal while a tool runs: `indicateBusy` when a call starts running in CODAP, `indicateIdle` when it
-// ends, whether it answered, failed or timed out. With cursorMode CODAP 3.1.0 dims its page under a wait cursor
-// (without it, CODAP shows its full splash screen); it drops the signal by itself after 60 s, so a longer call
-// renews it. These are the plugin's own notices, not the model's requests: the policy's refusal of model changes
-// to `interactiveFrame` does not apply to them.
+// CODAP's busy signal while a tool runs: `indicateBusy` once a call has run longer than BUSY_DELAY_MS, and
+// `indicateIdle` when it ends (answered, failed or timed out) if busy was shown. A quick call, most reads, shows
+// nothing, so the page does not flicker on every call. With cursorMode CODAP 3.1.0 dims its page under a wait
+// cursor (without it, CODAP shows its full splash screen); it drops the signal by itself after 60 s, so a longer
+// call renews it. These are the plugin's own notices, not the model's requests: the policy's refusal of model
+// changes to `interactiveFrame` does not apply to them.
 
 export const BUSY = { action: "notify", resource: "interactiveFrame", values: { request: "indicateBusy", cursorMode: true } };
 export const IDLE = { action: "notify", resource: "interactiveFrame", values: { request: "indicateIdle" } };
+/** How long a call runs before CODAP shows busy: about what a person notices as a wait, longer than a quick read. */
+export const BUSY_DELAY_MS = 400;
 /** CODAP turns busy off after 60 s; the signal is renewed before that. */
 export const RENEW_MS = 45_000;
 /** How long a call's answer waits for CODAP to take the idle notice (so the page is usable when the answer comes). */
 export const IDLE_WAIT_MS = 1000;
 
 /**
- * Each tool, with CODAP shown busy while it runs.
+ * Each tool, with CODAP shown busy while it runs past BUSY_DELAY_MS (calls that overlap share one busy period).
  * @param {Record<string, (args: object, call?: {id: string}) => Promise<any>>} tools
  * @param {{notify: (request: object, waitMs?: number) => Promise<unknown>}} phone
- * @param {{setInterval?: typeof setInterval, clearInterval?: typeof clearInterval}} [timers]
+ * @param {{setTimeout?: typeof setTimeout, clearTimeout?: typeof clearTimeout,
+ *   setInterval?: typeof setInterval, clearInterval?: typeof clearInterval}} [timers]
  */
 export function withBusySignal(tools, phone, timers = globalThis) {
   let running = 0;
+  let delay = null;
   let renew = null;
+  let shown = false;
+  const show = () => {
+    delay = null;
+    shown = true;
+    phone.notify(BUSY, 0); // CODAP takes it in order with the call's own messages
+    renew = timers.setInterval(() => phone.notify(BUSY, 0), RENEW_MS);
+  };
   const start = () => {
     running += 1;
-    if (running > 1) return;
-    phone.notify(BUSY, 0); // sent before the tool's own messages; CODAP takes them in order
-    renew = timers.setInterval(() => phone.notify(BUSY, 0), RENEW_MS);
+    if (running === 1) delay = timers.setTimeout(show, BUSY_DELAY_MS);
   };
   const end = async () => {
     running -= 1;
     if (running > 0) return;
+    if (delay !== null) timers.clearTimeout(delay);
+    delay = null;
+    if (!shown) return;
+    shown = false;
     timers.clearInterval(renew);
     await phone.notify(IDLE, IDLE_WAIT_MS);
   };

@@ -5,7 +5,7 @@
 
 import { MAX_TEXT, ToolError, get, toolResult, withDigest } from "./context.js";
 import { enforcePolicy } from "./policy.js";
-import { HELP, HELP_TOPICS } from "./raw_help.js";
+import { EXAMPLES, HELP, HELP_TOPICS } from "./raw_help.js";
 
 export function createRawTools(ctx) {
   const { ask, send } = ctx;
@@ -45,7 +45,8 @@ export function createRawTools(ctx) {
       throw new ToolError(`codap_api_help has no topic ${JSON.stringify(topic)}. Topics: ${HELP_TOPICS.join(", ")}.`,
         "invalid_arguments", { available: HELP_TOPICS });
     }
-    return toolResult(`codap_api reference: ${topic}\n${HELP[topic]}`, { topic, topics: HELP_TOPICS, text: HELP[topic] });
+    const examples = (EXAMPLES[topic] ?? []).map((e) => e.request);
+    return toolResult(`codap_api reference: ${topic}\n${HELP[topic]}`, { topic, topics: HELP_TOPICS, text: HELP[topic], examples });
   }
 
   return { codap_api, codap_api_help };

@@ -5,7 +5,7 @@
 
 import { policyText } from "./policy.js";
 
-export const HELP = {
+export const TEXT = {
   overview: `CODAP Data Interactive requests: {action, resource, values?}. action: get | create | update | delete | notify.
 Reply: {success: true, values: ...} or {success: false, values: {error: "..."}}.
 resource: clauses joined by dots, each word or word[name]; the LAST clause picks the handler, e.g.
@@ -15,10 +15,6 @@ resource: clauses joined by dots, each word or word[name]; the LAST clause picks
   componentList · component[id|name|title] · globalList · global[g] · formulaEngine · interactiveFrame (read only)
 [name] matches a title first, then a name, then an id; ids are safest. Names cannot contain "]".
 Without dataContext[...] a data resource means the first dataset.
-Examples:
-  {action:"get", resource:"dataContextList"} -> [{name, title, id}]
-  {action:"get", resource:"dataContext[D].collection[C].caseCount"} -> number
-  {action:"get", resource:"componentList"} -> [{id, name, title, type, hidden}]
 Topics: datasets, collections, attributes, cases_items, selection, components, graphs, adornments, globals,
 formulas, undo, policy. The typed tools do most of this with checks; use codap_api for the rest.`,
 
@@ -39,7 +35,8 @@ Refused: dataContextFromURL (policy); use import_codap_data.`,
 get dataContext[D].collectionList -> [{name, title, id}] (parent first).
 get dataContext[D].collection[C] -> {name, title, id, attrs, parent?, ...}.
 create dataContext[D].collection values {name, title?, parent?: parentName, attrs?: [{name, ...}]} or an array.
-  A new collection with parent below it; without parent it becomes the new top (parent) collection.
+  With parent: placed just below that collection; without parent: the new last (child-most) collection; a
+  parent CODAP does not find: the new top collection.
 update dataContext[D].collection[C] values {title?}.
 delete dataContext[D].collection[C] (its attributes go with it).
 Moving an attribute to another collection regroups the cases: update
@@ -56,8 +53,6 @@ update dataContext[D].collection[C].attribute[A] values {name?, title?, type?, f
   description?, hidden?, editable?, deleteProtected?, renameProtected?}.
   Renaming: {name: "new"}. A formula of "" removes it.
 delete dataContext[D].collection[C].attribute[A].
-Example: {action:"create", resource:"dataContext[s].collection[s].attribute",
-  values:[{name:"bmi", formula:"weight/height^2", precision:1}]}
 Formula errors show as cell values: read a case back to check.`,
 
   cases_items: `item = a row of the whole dataset; case = a row of one collection (a parent case groups items).
@@ -150,8 +145,130 @@ notify undoChangeNotice values {operation: "undoButtonPress"} -> undoes the last
 There is no way to read the history's entries.`,
 };
 
-HELP.policy = `What codap_api refuses, before anything reaches CODAP (error code refused_by_policy, data.rule names the rule):
+TEXT.policy = `What codap_api refuses, before anything reaches CODAP (error code refused_by_policy, data.rule names the rule):
 ${policyText()}
 Every other request goes to CODAP as it is.`;
+
+/**
+ * Each topic's examples: whole requests, shown after the topic's text as "Examples:" and run as they are against
+ * the real CODAP 3.1.0 in a test (tests/e2e/test_raw_policy.py, in topic order: each topic's examples may use
+ * what an earlier one made), so none shows a request CODAP refuses. They act on a dataset "Pets" (one collection
+ * "Pets"; attributes name, species, weight, age), which the test makes first. `returns` is what the reply holds.
+ * @type {Record<string, {request: {action: string, resource: string, values?: unknown}, returns?: string}[]>}
+ */
+export const EXAMPLES = {
+  overview: [
+    { request: { action: "get", resource: "dataContextList" }, returns: "[{name, title, id}]" },
+    { request: { action: "get", resource: "dataContext[Pets].collection[Pets].caseCount" }, returns: "number" },
+    { request: { action: "get", resource: "componentList" }, returns: "[{id, name, title, type, hidden}]" },
+  ],
+  datasets: [
+    {
+      request: {
+        action: "create",
+        resource: "dataContext",
+        values: { name: "Survey", collections: [{ name: "People", attrs: [{ name: "name" }, { name: "height", type: "numeric", unit: "cm" }] }] },
+      },
+      returns: "{name, title, id}",
+    },
+    { request: { action: "update", resource: "dataContext[Survey]", values: { title: "Class survey" } } },
+    { request: { action: "get", resource: "dataContext[Pets].itemCount" }, returns: "number" },
+    { request: { action: "delete", resource: "dataContext[Survey]" } },
+  ],
+  collections: [
+    { request: { action: "get", resource: "dataContext[Pets].collectionList" }, returns: "[{name, title, id}]" },
+    {
+      request: { action: "create", resource: "dataContext[Pets].collection", values: { name: "Owners", attrs: [{ name: "owner" }] } },
+      returns: "[{id, name}] (the last collection now)",
+    },
+    { request: { action: "update", resource: "dataContext[Pets].collection[Owners]", values: { title: "Pet owners" } } },
+    { request: { action: "delete", resource: "dataContext[Pets].collection[Owners]" } },
+  ],
+  attributes: [
+    { request: { action: "get", resource: "dataContext[Pets].collection[Pets].attributeList" } },
+    {
+      request: {
+        action: "create",
+        resource: "dataContext[Pets].collection[Pets].attribute",
+        values: [{ name: "growth", formula: "weight/age", unit: "kg/yr", precision: 1 }],
+      },
+    },
+    { request: { action: "update", resource: "dataContext[Pets].collection[Pets].attribute[growth]", values: { name: "gain" } } },
+    { request: { action: "delete", resource: "dataContext[Pets].collection[Pets].attribute[gain]" } },
+  ],
+  cases_items: [
+    { request: { action: "create", resource: "dataContext[Pets].item", values: [{ name: "Rex", species: "dog", weight: 30, age: 5 }] } },
+    { request: { action: "get", resource: "dataContext[Pets].itemSearch[weight>10]" }, returns: "[{id, values}]" },
+    { request: { action: "get", resource: "dataContext[Pets].collection[Pets].caseByIndex[0]" }, returns: "{case, caseIndex}" },
+    { request: { action: "get", resource: "dataContext[Pets].collection[Pets].caseFormulaSearch[species = \"cat\"]" } },
+    { request: { action: "delete", resource: "dataContext[Pets].itemSearch[name==Rex]" } },
+  ],
+  selection: [
+    { request: { action: "create", resource: "dataContext[Pets].selectionList", values: { expression: "weight > 10" } } },
+    { request: { action: "get", resource: "dataContext[Pets].selectionList" }, returns: "[{collectionID, collectionName, caseID}]" },
+    { request: { action: "create", resource: "dataContext[Pets].selectionList", values: [] }, returns: "none selected" },
+  ],
+  components: [
+    { request: { action: "create", resource: "component", values: { type: "text", name: "Note", text: "Cats are lighter." } } },
+    { request: { action: "update", resource: "component[Note]", values: { dimensions: { width: 300, height: 120 } } } },
+    { request: { action: "create", resource: "component", values: { type: "caseTable", dataContext: "Pets" } } },
+    { request: { action: "delete", resource: "component[Note]" } },
+  ],
+  graphs: [
+    {
+      request: {
+        action: "create",
+        resource: "component",
+        values: { type: "graph", name: "Growth", dataContext: "Pets", xAttributeName: "age", yAttributeName: "weight" },
+      },
+      returns: "{id, title, type}",
+    },
+    { request: { action: "update", resource: "component[Growth]", values: { legendAttributeName: "species" } } },
+    { request: { action: "get", resource: "component[Growth]" } },
+  ],
+  adornments: [
+    { request: { action: "create", resource: "component[Growth].adornment", values: { type: "LSRL" } } },
+    { request: { action: "get", resource: "component[Growth].adornmentList" }, returns: "[{id, type, isVisible}]" },
+    { request: { action: "delete", resource: "component[Growth].adornment", values: { type: "LSRL" } } },
+  ],
+  globals: [
+    { request: { action: "create", resource: "global", values: { name: "factor", value: 2 } } },
+    { request: { action: "update", resource: "global[factor]", values: { value: 3 } } },
+    {
+      request: { action: "create", resource: "component", values: { type: "slider", globalValueName: "factor", lowerBound: 0, upperBound: 10 } },
+    },
+  ],
+  formulas: [
+    {
+      request: { action: "notify", resource: "formulaEngine", values: { request: "evalExpression", source: "a + b", records: [{ a: 1, b: 2 }] } },
+      returns: "[3]",
+    },
+  ],
+  undo: [
+    { request: { action: "notify", resource: "undoChangeNotice", values: { operation: "undoButtonPress" } } },
+    { request: { action: "notify", resource: "undoChangeNotice", values: { operation: "redoButtonPress" } } },
+  ],
+  policy: [],
+};
+
+const KEY = /^[A-Za-z_$][\w$]*$/;
+/** A value as the help writes it: JavaScript-like, keys bare where they can be, on one line. */
+function show(value) {
+  if (Array.isArray(value)) return `[${value.map(show).join(", ")}]`;
+  if (value && typeof value === "object") {
+    return `{${Object.entries(value).map(([k, v]) => `${KEY.test(k) ? k : JSON.stringify(k)}:${show(v)}`).join(", ")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** The examples of a topic as the lines the help shows. */
+export function examplesText(examples) {
+  if (!examples.length) return "";
+  const lines = examples.map(({ request, returns }) => `  ${show(request)}${returns ? ` -> ${returns}` : ""}`);
+  return `\nExamples:\n${lines.join("\n")}`;
+}
+
+/** Each topic's text with its examples. */
+export const HELP = Object.fromEntries(Object.entries(TEXT).map(([topic, text]) => [topic, text + examplesText(EXAMPLES[topic] ?? [])]));
 
 export const HELP_TOPICS = Object.keys(HELP);
