@@ -21,7 +21,7 @@ WINDOWS, MINUTE = 300, 60.0
 
 def refused_at_the_bell(files_per_page: int, monkeypatch: pytest.MonkeyPatch) -> int:
     now = [0.0]
-    monkeypatch.setattr(throttle.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(f"{throttle.__name__}.time.monotonic", lambda: now[0])
     stack = read_stack(Path(__file__).resolve().parents[2] / "template.yaml")
     gateway, router = Gateway(stack, {}, io.StringIO()), Router(stack.routes)
     window = [("GET", "/plugin/"), *[("GET", f"/plugin/file-{i}.js") for i in range(files_per_page)]]
