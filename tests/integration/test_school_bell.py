@@ -9,8 +9,8 @@ the same bell (classes x students: 10 x 30).
 Both refusals are decided when a request arrives, before any function runs, so each window asks for all five
 whatever the answers (a browser whose page failed would ask for less, and ease the throttle). A 504 or 502 is
 local-api's own instances (processes on this machine) falling behind, which Lambda's scaling does not share: the
-test prints how many, and fails only on a refusal. Loads of the 49 files the unbundled page asked for meet the
-throttle within the first second (about 40 windows x 50 requests against a burst of 200)."""
+test prints how many, and fails only on a refusal. Loads of the 53 files the unbundled page asked for meet the
+throttle within the first second (about 40 windows x 54 requests against a burst of 200)."""
 
 from __future__ import annotations
 
