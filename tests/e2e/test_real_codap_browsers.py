@@ -198,7 +198,7 @@ def test_a_plugin_that_cannot_start_says_so(browser: Any, relay_url: str, host_u
     context = browser.new_context()
     try:
         broken = context.new_page()
-        broken.route("**/plugin/js/tools/index.js", lambda route: route.fulfill(status=500, body="upstream error"))
+        broken.route("**/plugin/plugin-*.js", lambda route: route.fulfill(status=500, body="upstream error"))
         broken.goto(f"{relay_url}/plugin/")
         wait_until(lambda: broken.inner_text("#status") == "Not connected", "the broken plugin to say so")
         assert "could not start" in broken.inner_text("#notice") and "Reload" in broken.inner_text("#notice")

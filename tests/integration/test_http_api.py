@@ -23,6 +23,7 @@ from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from codap_relay.tool_content import MAX_IMAGE_BYTES
 from codap_relay_tooling.testing.commands import also_through_local_api
+from codap_relay_tooling.testing.plugin_bundle import page_files
 from codap_relay_tooling.testing.relay_settings import make_settings
 from codap_relay_tooling.testing.servers import serve_app
 
@@ -80,9 +81,9 @@ async def test_answers_bearing_tokens_or_results_are_never_cached_and_never_snif
     for r in answers:
         assert r.headers["cache-control"] == "no-store", (r.request.url, r.headers)
         assert r.headers["x-content-type-options"] == "nosniff" and r.headers["referrer-policy"] == "no-referrer"
-    page = await client.get("/plugin/js/version.js")
+    page = await client.get("/plugin/")
     assert page.status_code == 200 and page.headers["x-content-type-options"] == "nosniff"
-    assert "no-store" not in page.headers.get("cache-control", "")  # the plugin's files may be cached
+    assert page.headers["cache-control"] == "no-cache"  # the plugin's files may be cached (test_plugin_bundle.py)
 
 
 @pytest.mark.in_process  # deployed, the correlation id is API Gateway's request id (test_lambda_handlers.py)
@@ -671,7 +672,8 @@ async def test_the_plugin_page_has_a_csp_that_names_codap_as_its_only_framers() 
     relay = Relay(make_settings(), MemoryStore())
     transport = httpx.ASGITransport(app=build_app(relay))
     async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
-        for path in ("/plugin/", "/plugin/js/main.js", "/plugin/styles.css"):
+        files = page_files((await c.get("/plugin/")).text)
+        for path in ("/plugin/", *(f"/plugin/{name}" for name in files)):
             r = await c.get(path)
             assert r.status_code == 200
             policy = {d.split()[0]: d.split()[1:] for d in r.headers["content-security-policy"].split("; ")}

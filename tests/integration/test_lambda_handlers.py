@@ -18,6 +18,7 @@ from moto import mock_aws
 
 from codap_relay.codes import hash_token
 from codap_relay.http.app import build_app
+from codap_relay.http.plugin_files import IMMUTABLE, PLUGIN_DIST
 from codap_relay.oauth.grants import GRANT
 from codap_relay.records import AuthItem, SessionRecord
 from codap_relay.store.dynamodb import DynamoStore
@@ -26,6 +27,7 @@ from codap_relay_tooling.testing import CHECKOUT, EVENTS
 from codap_relay_tooling.testing.dynamodb_shared import CREDENTIALS, new_table
 from codap_relay_tooling.testing.lambda_context import LambdaContext as Context
 from codap_relay_tooling.testing.lambda_harness import function_env, load_function, unload_function
+from codap_relay_tooling.testing.plugin_bundle import page_files
 from codap_relay_tooling.testing.relay_settings import clear_of_rate_window
 from codap_relay_tooling.testing.servers import serve_app
 
@@ -364,7 +366,7 @@ EXPECTED: dict[str, tuple[int, Check]] = {
     "plugin-page": (200, lambda r: r["headers"]["content-type"].startswith("text/html") and "<html" in r["body"]),
     "plugin-page-custom-domain": (200, lambda r: r["headers"]["content-type"].startswith("text/html")),
     "plugin-redirect": (307, lambda r: r["headers"]["location"] == f"{EXECUTE_API}/plugin/"),
-    "plugin-file": (200, lambda r: "javascript" in r["headers"]["content-type"] and "import" in r["body"]),
+    "plugin-file": (200, lambda r: "<html" in r["body"] and r["headers"]["cache-control"] == "no-cache"),
     "index": (200, lambda r: body(r)["plugin"] == f"{EXECUTE_API}/plugin/" and body(r)["mcp"].startswith(EXECUTE_API)),
     "openapi": (200, lambda r: body(r)["servers"] == [{"url": EXECUTE_API}]),
     "llms-txt": (200, lambda r: f"POST {EXECUTE_API}/request?wait=15" in r["body"]),
@@ -469,6 +471,19 @@ def test_each_sample_event_through_its_functions_handler(aws: dict[str, Any], na
     status, check = EXPECTED[name]
     assert result["statusCode"] == status, (name, result.get("body", "")[:500])
     assert check(result), (name, result.get("headers"), result.get("body", "")[:500])
+
+
+def test_the_plugin_function_serves_the_built_files_for_good(aws: dict[str, Any]) -> None:
+    """The files the page names (scripts/build-plugin), each through the plugin function as API Gateway sends it."""
+    names = page_files((PLUGIN_DIST / "index.html").read_text())
+    for name in names:
+        ev = event("plugin-file")
+        ev["path"], ev["pathParameters"]["proxy"] = f"/plugin/{name}", name
+        ev["requestContext"]["path"] = f"/v1/plugin/{name}"
+        result = aws["modules"]["plugin"].handler(ev, Context())
+        assert result["statusCode"] == 200 and result["headers"]["cache-control"] == IMMUTABLE, result["headers"]
+        assert result["body"] == (PLUGIN_DIST / name).read_text(), name
+    assert len(names) == 3
 
 
 # --- least privilege: what each function calls is what its role allows ---------------------------------------

@@ -16,9 +16,11 @@ import httpx
 import pytest
 
 from codap_relay.client import AsyncRelayClient
+from codap_relay.http.plugin_files import IMMUTABLE
 from codap_relay.settings import Settings
 from codap_relay_tooling.testing.commands import local_api_process
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
+from codap_relay_tooling.testing.plugin_bundle import page_files
 from codap_relay_tooling.testing.relay_settings import clear_of_rate_window
 from codap_relay_tooling.testing.servers import ServerProcess, bearer
 from codap_relay_tooling.testing.sse_client import iter_events
@@ -95,8 +97,12 @@ async def test_a_tool_call_round_trip_across_function_processes_on_shared_sqlite
 
 def test_plugin_page_and_its_redirect_keep_the_stage(base: str) -> None:
     page = httpx.get(f"{base}/plugin/", timeout=30)
-    assert page.status_code == 200 and "<html" in page.text
-    assert httpx.get(f"{base}/plugin/js/main.js", timeout=30).status_code == 200
+    assert page.status_code == 200 and "<html" in page.text and page.headers["cache-control"] == "no-cache"
+    for name in page_files(page.text):  # through the Lambda and the gateway, as test_plugin_bundle.py in process
+        built = httpx.get(f"{base}/plugin/{name}", timeout=30)
+        assert built.status_code == 200 and built.headers["cache-control"] == IMMUTABLE, built.headers
+    again = httpx.get(f"{base}/plugin/", headers={"If-None-Match": page.headers["etag"]}, timeout=30)
+    assert again.status_code == 304 and not again.content
     bare = httpx.get(f"{base}/plugin", timeout=30)
     assert bare.status_code == 307 and bare.headers["location"] == f"{base}/plugin/"
     index = httpx.get(f"{base}/", timeout=30).json()

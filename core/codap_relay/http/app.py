@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -23,19 +22,19 @@ from .errors import error_response, http_error_handler, internal_error_handler, 
 from .guards import HostAndFrameGuard
 from .llms import routes as llms_routes
 from .middleware import CorrelationAndAccessLog
+from .plugin_files import PLUGIN_DIST, PluginFiles
 from .resources import routes as resource_routes
 from .routes import GROUPS
 
 log = logging.getLogger("codap_relay")
 
-PLUGIN_DIR = Path(__file__).resolve().parent.parent / "plugin"
 MCP_PATHS = ("/mcp", "/mcp/{code}")
 
 
 def plugin_routes() -> list[BaseRoute]:
-    if not (PLUGIN_DIR / "index.html").exists():
+    if not (PLUGIN_DIST / "index.html").exists():
         return []
-    return [Mount("/plugin", app=StaticFiles(directory=PLUGIN_DIR, html=True), name="plugin")]
+    return [Mount("/plugin", app=PluginFiles(), name="plugin")]
 
 
 def mcp_routes(*, long_lived: bool = False) -> list[BaseRoute]:

@@ -1,0 +1,78 @@
+"""A school bell through ``codap-relay local-api`` with the template's own API Gateway throttles: 300 CODAP windows
+open the plugin within a minute, from one address (a school's NAT), each with a cold cache. Each load is what
+Chromium asks for (test_plugin_loading.py): the page, the three built files it names, then POST /api/sessions with
+the manifest the plugin registers. Most windows open at the start of the minute (the i-th of N at
+60 s x (i/N)^2: a third of them in the first 7 s), and every request must be served: no 429 from the gateway's
+throttle, none from the relay's session limit, sized as docs/deploy.md says for a school whose classes start on
+the same bell (classes x students: 10 x 30).
+
+Both refusals are decided when a request arrives, before any function runs, so each window asks for all five
+whatever the answers (a browser whose page failed would ask for less, and ease the throttle). A 504 or 502 is
+local-api's own instances (processes on this machine) falling behind, which Lambda's scaling does not share: the
+test prints how many, and fails only on a refusal. Loads of the 53 files the unbundled page asked for meet the
+throttle within the first second (about 40 windows x 54 requests against a burst of 200)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from codap_relay.catalog import plugin_tools
+from codap_relay.http.plugin_files import PLUGIN_DIST
+from codap_relay_tooling.testing.commands import local_api_process
+from codap_relay_tooling.testing.plugin_bundle import page_files
+
+pytestmark = pytest.mark.slow
+
+WINDOWS = 300
+MINUTE = 60.0
+SESSIONS_PER_ADDRESS = "300"
+# The built files the page names (index.html beside them): each window asks for these.
+FILES = page_files((PLUGIN_DIST / "index.html").read_text())
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    store = tmp_path_factory.mktemp("school-bell") / "relay.db"
+    env = {**os.environ, "RATE_LIMIT_SESSION_PER_IP": SESSIONS_PER_ADDRESS}
+    with local_api_process("--store", f"sqlite:///{store}", env=env) as (url, _):
+        yield url
+
+
+async def open_plugin(http: httpx.AsyncClient, base: str, body: dict[str, object]) -> list[tuple[str, int]]:
+    """One window's requests, as a browser with an empty cache makes them: (what, status) each."""
+    page = await http.get(f"{base}/plugin/")
+    answers = await asyncio.gather(*(http.get(f"{base}/plugin/{name}") for name in FILES))
+    session = await http.post(f"{base}/api/sessions", json=body)
+    return [
+        ("page", page.status_code),
+        *((f"file {name}", r.status_code) for name, r in zip(FILES, answers, strict=True)),
+        ("session", session.status_code),
+    ]
+
+
+async def test_three_hundred_windows_in_a_minute_meet_no_throttle_and_no_limit(base: str) -> None:
+    assert page_files(httpx.get(f"{base}/plugin/", timeout=60).text) == FILES
+    body: dict[str, object] = {"tools": list(plugin_tools())}
+    started = time.monotonic()
+
+    async def window(i: int) -> list[tuple[str, int]]:
+        await asyncio.sleep(MINUTE * (i / WINDOWS) ** 2 - (time.monotonic() - started))
+        return await open_plugin(http, base, body)
+
+    async with httpx.AsyncClient(timeout=90, limits=httpx.Limits(max_connections=WINDOWS * 4)) as http:
+        loads = await asyncio.gather(*(window(i) for i in range(WINDOWS)))
+    took = time.monotonic() - started
+    requests = [hit for load in loads for hit in load]
+    statuses = Counter(status for _, status in requests)
+    print(f"{WINDOWS} windows, {len(requests)} requests in {took:.1f} s: {dict(sorted(statuses.items()))}")
+    assert len(requests) == WINDOWS * 5
+    refused = Counter(hit for hit in requests if hit[1] == 429)
+    assert not refused, refused
+    assert statuses[200] + statuses[201] + statuses[502] + statuses[504] == len(requests), statuses
