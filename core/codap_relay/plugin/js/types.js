@@ -52,6 +52,46 @@ export function isCodapSuccess(reply) {
   return typeof reply === "object" && reply !== null && /** @type {{success?: unknown}} */ (reply).success === true;
 }
 
+/** CODAP's ids: numbers in CODAP 3's answers, strings where a model or a resource path gave them. @typedef {number | string} CodapId */
+
+/** A dataset as dataContextList names it (title: its name when it has none). @typedef {{id: CodapId, name: string, title: string}} DatasetRef */
+
+/**
+ * An attribute as the tools describe it (codap_query.js describeDatasets).
+ * @typedef {object} DescribedAttribute
+ * @property {string} name
+ * @property {CodapId} id
+ * @property {string} type "" when CODAP infers it
+ * @property {string} [unit]
+ * @property {string} [title] only when it differs from the name
+ * @property {string} [formula]
+ */
+
+/** @typedef {{name: string, title: string, id: CodapId, caseCount: number, attributes: DescribedAttribute[]}} DescribedCollection */
+
+/**
+ * A dataset with its collections (parent first) and every attribute's name; its case count is its last
+ * collection's (the leaf cases).
+ * @typedef {object} DescribedDataset
+ * @property {string} name
+ * @property {string} title
+ * @property {CodapId} id
+ * @property {number} caseCount
+ * @property {DescribedCollection[]} collections
+ * @property {string[]} attributes
+ */
+
+/**
+ * A component as componentList lists it, with the title CODAP shows and `get component[id]`'s description.
+ * @typedef {object} Component
+ * @property {CodapId} id
+ * @property {string} type "graph", "caseTable", "text"…
+ * @property {string} [name]
+ * @property {string} title
+ * @property {boolean} [hidden]
+ * @property {Record<string, any>} detail
+ */
+
 /** @typedef {{type: "text", text: string}} TextContent */
 /** @typedef {{type: "image", data: string, mimeType: string}} ImageContent */
 
