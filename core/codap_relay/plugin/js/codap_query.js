@@ -114,7 +114,7 @@ export const graphLabel = (g) => `${JSON.stringify(g.title || g.name || `graph $
 
 /**
  * The reads the tools share, over `call`; `sleep` and `now` pace the wait for a new graph's picture.
- * @param {{call: CodapCall, sleep: (ms: number) => Promise<unknown>, now: () => number}} io
+ * @param {{call: CodapCall, sleep: (ms: number) => Promise<void>, now: () => number}} io
  */
 export function createCodapQuery({ call, sleep, now }) {
   /**
