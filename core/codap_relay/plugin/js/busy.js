@@ -16,11 +16,12 @@ export const IDLE_WAIT_MS = 1000;
  * Each tool, with CODAP shown busy while it runs.
  * @param {Record<string, (args: object, call?: {id: string}) => Promise<any>>} tools
  * @param {{notify: (request: object, waitMs?: number) => Promise<unknown>}} phone
- * @param {{setInterval?: typeof setInterval, clearInterval?: typeof clearInterval}} [timers]
+ * @param {{setInterval: typeof setInterval, clearInterval: typeof clearInterval}} [timers]
  */
 export function withBusySignal(tools, phone, timers = globalThis) {
   let running = 0;
-  let renew = null;
+  /** @type {ReturnType<typeof setInterval> | undefined} */
+  let renew;
   const start = () => {
     running += 1;
     if (running > 1) return;

@@ -5,6 +5,7 @@
 import { nameProblem } from "../names.js";
 import { ToolError } from "./context.js";
 
+/** @param {unknown} v */
 const q = (v) => JSON.stringify(v);
 
 /** The most CSV text (characters) and rows one import takes. */
@@ -13,6 +14,7 @@ export const MAX_CSV_ROWS = 10_000;
 
 /** A field CODAP reads as this very number, written the way JavaScript writes it back ("12", "-0.5", "1e21"). */
 const NUMBER_RE = /^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/;
+/** @param {string} field */
 function asNumber(field) {
   if (!NUMBER_RE.test(field)) return null;
   const n = Number(field);
@@ -28,10 +30,17 @@ const LEADING_ZEROS_RE = /^[+-]?0\d/;
  * Returns an array of records (arrays of strings); throws ToolError (invalid_csv) on a quote left open or a
  * stray character after a closing quote.
  */
+/**
+ * @param {string} text
+ * @param {string} [sep]
+ * @returns {string[][]}
+ */
 export function parseCsv(text, sep = ",") {
   const src = text.startsWith("\uFEFF") ? text.slice(1) : text;
   const records = [];
+  /** @type {string[]} */
   let record = [];
+  let ended = false; // a quoted last field ended the text and its record
   let field = "";
   let line = 1;
   let i = 0;
@@ -84,7 +93,7 @@ export function parseCsv(text, sep = ",") {
       if (i >= n) {
         record.push(field);
         records.push(record);
-        record = null;
+        ended = true;
       }
       continue;
     }
@@ -105,7 +114,7 @@ export function parseCsv(text, sep = ",") {
       i++;
     }
   }
-  if (record && (field !== "" || record.length > 0)) {
+  if (!ended && (field !== "" || record.length > 0)) {
     record.push(field);
     records.push(record);
   }
@@ -116,6 +125,7 @@ export function parseCsv(text, sep = ",") {
  * CSV text → {columns: [{name, type?}], rows: [{name: value}]}, values as CODAP should hold them: a number only
  * when CODAP reads the field as that very number, "" for an empty field, the text as written otherwise. A column
  * holding a number with leading zeros ("007") is made categorical so CODAP keeps it as a code.
+ * @param {string} text
  */
 export function csvToDataset(text) {
   if (text.length > MAX_CSV_CHARS) {
@@ -172,6 +182,7 @@ export function csvToDataset(text) {
         { row: r + 1, fields: record.length, columns: header.length },
       );
     }
+    /** @type {Record<string, string | number>} */
     const row = {};
     header.forEach((name, c) => {
       const field = record[c] ?? "";
@@ -186,6 +197,7 @@ export function csvToDataset(text) {
 }
 
 /** The URL an import may fetch, or a ToolError: https only (no http, file:, data:, javascript:, …). */
+/** @param {string} text */
 export function importUrl(text) {
   let url;
   try {
@@ -217,11 +229,17 @@ export function importUrl(text) {
 }
 
 /** The text of an https CSV file, read up to the size limit; ToolErrors that say why not (CORS, status, size). */
+/**
+ * @param {URL} url
+ * @param {typeof fetch} fetchImpl
+ * @returns {Promise<string>}
+ */
 export async function fetchCsv(url, fetchImpl) {
   let response;
   try {
     response = await fetchImpl(url.href, { credentials: "omit", redirect: "follow", cache: "no-store" });
-  } catch (err) {
+  } catch (caught) {
+    const err = /** @type {{message?: unknown} | null | undefined} */ (caught);
     throw new ToolError(
       `The browser refused to fetch ${url.href} or could not reach ${url.host} (${err?.message ?? err}). The ` +
         "plugin fetches the file from the user's browser, so the server must allow cross-origin requests (CORS); " +
