@@ -1,4 +1,4 @@
-// The attributes family's pure parts: RFC 4180 CSV parsing, values kept as written, the URL check, and the
+// The CSV import's pure parts (csv_import.js): RFC 4180 CSV parsing, values kept as written, the URL check, and the
 // activity log's summary of an import (the URL's host always shown, from format.js).
 
 import assert from "node:assert/strict";
@@ -10,7 +10,7 @@ import {
   csvToDataset,
   importUrl,
   parseCsv,
-} from "../../core/codap_relay/plugin/js/tools/attributes.js";
+} from "../../core/codap_relay/plugin/js/tools/csv_import.js";
 
 test("parseCsv reads RFC 4180: quoted commas, doubled quotes, line breaks in fields, CRLF, a BOM", () => {
   assert.deepEqual(parseCsv('\uFEFFa,b\r\n1,"x, ""y""\r\nz"\r\n"",3\r\n'), [
@@ -57,4 +57,9 @@ test("importUrl takes https only", () => {
 test("the activity log shows the host an import reads from, never the rest of the URL", () => {
   assert.equal(summarizeArgs("import_codap_data", { datasetName: "d", url: "https://data.example.org/x/y.csv?k=secret" }), "d · from data.example.org");
   assert.equal(summarizeArgs("import_codap_data", { datasetName: "d", url: "http://evil.test/a.csv" }), "d · from evil.test");
+});
+
+test("parseCsv reads TSV with sep \\t: a comma is text, a quoted tab is a field's", () => {
+  assert.deepEqual(parseCsv('a\tb\r\n"x\ty"\t1,2\r\n', "\t"), [["a", "b"], ["x\ty", "1,2"]]);
+  assert.throws(() => parseCsv('a\tb\n"x"y\t1', "\t"), (e) => e.code === "invalid_csv" && e.data.line === 2);
 });

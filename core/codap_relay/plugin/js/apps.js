@@ -42,11 +42,11 @@ const NOT_KEPT =
   "This browser blocks the plugin's storage, so a connected app lasts only as long as this code: after a reload " +
   "or a new code, connect the app again.";
 
-/**
- * @param {{doc?: Document, list: (() => Promise<any>) | null, disconnect: (id: string) => Promise<any>,
- *   announce?: (text: string) => void}} options
- */
 export class ConnectedApps {
+  /**
+   * @param {{doc?: Document, list: (() => Promise<any>) | null, disconnect: (id: string) => Promise<any>,
+   *   announce?: (text: string) => void}} options
+   */
   constructor({ doc = document, list, disconnect, announce = () => {} }) {
     this.doc = doc;
     this.list = list;
@@ -56,11 +56,13 @@ export class ConnectedApps {
     this.asking = Promise.resolve(true);
   }
 
+  /** @param {string} id */
   $(id) {
     return /** @type {any} */ (this.doc.getElementById(id));
   }
 
   /** Ask the person at this CODAP; resolves true for Allow. One question at a time. */
+  /** @param {{app?: unknown, redirect?: unknown}} request */
   ask({ app, redirect }) {
     const asked = this.asking.then(
       () =>
@@ -69,6 +71,7 @@ export class ConnectedApps {
           this.$("consent-app").textContent = String(app ?? "An app");
           this.$("consent-where").textContent = redirect ? ` (returning to ${redirect})` : "";
           box.hidden = false;
+          /** @param {boolean} allow */
           const answer = (allow) => {
             box.hidden = true;
             this.$("consent-allow").onclick = null;

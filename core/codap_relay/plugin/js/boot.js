@@ -6,8 +6,9 @@
   var GIVE_UP_MS = 20000;
   var shown = false;
 
+  /** @param {string} what */
   function show(what) {
-    if (shown || window.codapRelayStarted) return;
+    if (shown || /** @type {{codapRelayStarted?: boolean}} */ (/** @type {unknown} */ (window)).codapRelayStarted) return;
     shown = true;
     var render = function () {
       var status = document.getElementById("status");

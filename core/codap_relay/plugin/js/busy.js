@@ -19,13 +19,15 @@ export const IDLE_WAIT_MS = 1000;
  * Each tool, with CODAP shown busy while it runs past BUSY_DELAY_MS (calls that overlap share one busy period).
  * @param {Record<string, (args: object, call?: {id: string}) => Promise<any>>} tools
  * @param {{notify: (request: object, waitMs?: number) => Promise<unknown>}} phone
- * @param {{setTimeout?: typeof setTimeout, clearTimeout?: typeof clearTimeout,
- *   setInterval?: typeof setInterval, clearInterval?: typeof clearInterval}} [timers]
+ * @param {{setTimeout: typeof setTimeout, clearTimeout: typeof clearTimeout,
+ *   setInterval: typeof setInterval, clearInterval: typeof clearInterval}} [timers]
  */
 export function withBusySignal(tools, phone, timers = globalThis) {
   let running = 0;
+  /** @type {ReturnType<typeof setTimeout> | null} */
   let delay = null;
-  let renew = null;
+  /** @type {ReturnType<typeof setInterval> | undefined} */
+  let renew;
   let shown = false;
   const show = () => {
     delay = null;

@@ -5,9 +5,14 @@
 // retitled). They come in bursts (one per case added), so they are gathered and sent at most every `everyMs`.
 // Only a relay that asked for them gets them (the session's `changes` path, given by a long-lived server).
 
-/** What one CODAP notice says changed: {datasets: names, listed: datasets or components came, went or renamed}. */
+/**
+ * What one CODAP notice says changed: {datasets: names, listed: datasets or components came, went or renamed}.
+ * @param {any} notice CODAP's notification, as it sent it
+ * @returns {{datasets: string[], listed: boolean}}
+ */
 export function changeOf(notice) {
   const resource = typeof notice?.resource === "string" ? notice.resource : "";
+  /** @type {any[]} */
   const values = Array.isArray(notice?.values) ? notice.values : [notice?.values];
   const operations = values.map((v) => (typeof v?.operation === "string" ? v.operation : ""));
   const dataset = /^dataContextChangeNotice\[(.*)\]$/.exec(resource);
@@ -45,13 +50,18 @@ export class ChangeReporter {
     this.everyMs = everyMs;
     this.setTimer = setTimer;
     this.clearTimer = clearTimer;
+    /** @type {Set<string>} */
     this.datasets = new Set();
     this.listed = false;
+    /** @type {any} */
     this.timer = null;
     this.stopped = false;
   }
 
-  /** One CODAP notice; what it says changed is sent with the others of its burst. */
+  /**
+   * One CODAP notice; what it says changed is sent with the others of its burst.
+   * @param {unknown} notice
+   */
   hear(notice) {
     if (this.stopped) return;
     const { datasets, listed } = changeOf(notice);
@@ -62,7 +72,8 @@ export class ChangeReporter {
   }
 
   /** A changing tool of this plugin finished: CODAP does not send the plugin that asked for a component its
-   * notice, so a tool that may have made, removed or retitled one counts as a change of the list. */
+   * notice, so a tool that may have made, removed or retitled one counts as a change of the list.
+   * @param {string} tool */
   ranTool(tool) {
     if (/graph|table|text|slider|map|component|dataset|undo|redo|codap_api/.test(String(tool))) {
       this.hear({ resource: "component", values: { operation: "create" } });

@@ -16,6 +16,27 @@
 // draws its WebGL graphs in software (no GPU), a new graph can block it for seconds whatever the plugin asks.
 
 import { ToolError } from "./errors.js";
+import { isCodapSuccess } from "./types.js";
+
+/** @import {CodapRequest, CodapWaits} from "./types.js" */
+
+/**
+ * A message CODAP has not answered yet.
+ * @typedef {object} Waiter
+ * @property {(value: any) => void} resolve
+ * @property {ReturnType<typeof setTimeout>} timer
+ * @property {number} requests how many requests the message holds
+ * @property {number | undefined} sentAt the timeline's time it went out
+ * @property {number} started
+ * @property {string} described
+ * @property {boolean} slow
+ * @property {ReturnType<typeof setTimeout> | null} slowTimer
+ */
+
+/**
+ * What goes over postMessage: the handshake, or a call or its answer.
+ * @typedef {{type: "hello"} | {type: string, content: {messageType: string, uuid: string, value: unknown}}} PhoneMessage
+ */
 
 const NAMESPACE = "data-interactive";
 const MESSAGE_MEASURE = "codap-relay message";
@@ -23,15 +44,22 @@ const MAX_MEASURES = 500; // the newest are kept
 /** A CODAP message unanswered this long is "slow": the plugin says so, and the tool's answer tells the model. */
 export const SLOW_CODAP_MS = 3000;
 
-/** A request as a person reads it: `get componentList`, or the first few of an array (`…, and 2 more`). */
+/**
+ * A request as a person reads it: `get componentList`, or the first few of an array (`…, and 2 more`).
+ * @param {CodapRequest | CodapRequest[]} request
+ */
 export function describeRequest(request) {
   const all = Array.isArray(request) ? request : [request];
+  /** @param {Partial<CodapRequest> | null | undefined} r */
   const one = (r) => `${r?.action ?? "?"} ${r?.resource ?? "?"}`;
   const shown = all.slice(0, 2).map(one).join(", ");
   return all.length > 2 ? `${shown}, and ${all.length - 2} more` : shown;
 }
 
-/** No waits yet: the shape takeWaits returns. */
+/**
+ * No waits yet: the shape takeWaits returns.
+ * @returns {CodapWaits}
+ */
 function noWaits() {
   return { messages: 0, totalMs: 0, slowestMs: 0, slowest: "" };
 }
@@ -43,7 +71,11 @@ function newUuid() {
   return `${random}-${counter}`;
 }
 
-/** A tuple origin postMessage can target; null for an opaque ("null") or missing one. */
+/**
+ * A tuple origin postMessage can target; null for an opaque ("null") or missing one.
+ * @param {unknown} origin
+ * @returns {string | null}
+ */
 function originOrNull(origin) {
   return typeof origin === "string" && /^https?:\/\/[^/]+$/.test(origin) ? origin : null;
 }
@@ -83,11 +115,19 @@ export class CodapPhone {
     this.waits = noWaits();
 
     this.connected = false;
+    /** @type {Map<string, Waiter>} */
     this.pending = new Map();
-    this.notices = new Map(); // uuid -> resolve, for notify()
+    /** @type {Map<string, (value: unknown) => void>} uuid -> resolve, for notify() */
+    this.notices = new Map();
+    /** @type {PhoneMessage[]} */
     this.queue = [];
+    /** @type {ReturnType<typeof setInterval> | null} */
     this._helloTimer = null;
+    /** @param {MessageEvent} event */
     this._listener = (event) => this._receive(event);
+    /** @type {() => void} */
+    this._resolveConnected = () => {};
+    /** @type {Promise<void>} */
     this._whenConnected = new Promise((resolve) => (this._resolveConnected = resolve));
   }
 
@@ -105,7 +145,11 @@ export class CodapPhone {
     return this._whenConnected;
   }
 
-  /** Send one request (or an array of them) and resolve with CODAP's reply (or array of replies). */
+  /**
+   * Send one request (or an array of them) and resolve with CODAP's reply (or array of replies).
+   * @param {CodapRequest | CodapRequest[]} request
+   * @returns {Promise<any>} a CodapReply, or an array of them for an array
+   */
   call(request) {
     if (!this.embedded) {
       return Promise.reject(
@@ -138,6 +182,7 @@ export class CodapPhone {
         );
       }, timeoutMs);
       const requests = Array.isArray(request) ? request.length : 1;
+      /** @type {Waiter} */
       const waiter = { resolve, timer, requests, sentAt: this.timeline?.now(), started: this.now(), described, slow: false, slowTimer: null };
       // Told once per message when it passes slowMs, and again (null) when no slow message is left. Before the
       // handshake the wait is not CODAP's slowness (main.js says "no answer yet" then).
@@ -157,6 +202,9 @@ export class CodapPhone {
   /**
    * A notice of the plugin's own to CODAP (busy, idle, an undo entry): sent like a call, but never counted as a
    * tool's wait or reported slow, and never failing. Resolves with CODAP's reply, or null after `waitMs`.
+   * @param {CodapRequest} request
+   * @param {number} [waitMs]
+   * @returns {Promise<unknown>}
    */
   notify(request, waitMs = 1000) {
     if (!this.embedded) return Promise.resolve(null);
@@ -186,9 +234,12 @@ export class CodapPhone {
     return waits;
   }
 
-  /** A message is done (answered or timed out): count its wait, and say when no slow one is left. */
+  /**
+   * A message is done (answered or timed out): count its wait, and say when no slow one is left.
+   * @param {Waiter} waiter
+   */
   _settle(waiter) {
-    this.win.clearTimeout(waiter.slowTimer);
+    this.win.clearTimeout(waiter.slowTimer ?? undefined);
     const ms = this.now() - waiter.started;
     this.waits.messages += 1;
     this.waits.totalMs += ms;
@@ -199,10 +250,14 @@ export class CodapPhone {
     }
   }
 
+  /**
+   * @param {Waiter} waiter
+   * @param {unknown} value CODAP's reply (or array of them)
+   */
   _measure(waiter, value) {
     if (waiter.sentAt === undefined || typeof this.timeline?.measure !== "function") return;
     try {
-      const ok = Array.isArray(value) ? value.every((v) => v?.success === true) : value?.success === true;
+      const ok = Array.isArray(value) ? value.every(isCodapSuccess) : isCodapSuccess(value);
       this.measured += 1;
       this.timeline.measure(`${MESSAGE_MEASURE} ${this.measured}`, {
         start: waiter.sentAt,
@@ -215,6 +270,7 @@ export class CodapPhone {
     }
   }
 
+  /** @param {PhoneMessage} message */
   _post(message) {
     this.parent.postMessage(message, this.parentOrigin ?? "*");
   }
@@ -224,6 +280,7 @@ export class CodapPhone {
     this._helloTimer = null;
   }
 
+  /** @param {MessageEvent} event */
   _receive(event) {
     if (event.source !== this.parent) return; // anyone may post to us; only CODAP counts
     if (this.parentOrigin === null) this.parentOrigin = originOrNull(event.origin);

@@ -13,6 +13,12 @@
 
 import { ToolError } from "./errors.js";
 import { nameProblem } from "./names.js";
+import { isCodapSuccess } from "./types.js";
+
+/**
+ * @import {CodapCall, CodapId, CodapReply, CodapRequest, CodapSuccess, Component, DatasetRef, DescribedDataset,
+ *   DescribedCollection} from "./types.js"
+ */
 
 // CODAP makes a graph's picture on request from what is on screen (v3 DataDisplayRenderState.updateSnapshot).
 // A graph has none until it is mounted (CODAP answers "DataDisplay not found"): ask again after growing pauses.
@@ -26,25 +32,37 @@ const SETTLE_PAUSE_MS = 100; // a few animation frames between two pictures comp
 // A graph with no size on screen (minimized) gives an empty picture, "data:,": after this long of only that, stop.
 const EMPTY_GIVE_UP_MS = 2000;
 
+/** @param {string} message */
 export function invalid(message) {
   return new ToolError(message, "invalid_arguments");
 }
 
+/** @type {(resource: string) => CodapRequest} */
 export const get = (resource) => ({ action: "get", resource });
+/** @param {CodapId} id */
 export const dataContext = (id) => `dataContext[${id}]`;
+/** @type {(datasetId: CodapId, collectionId: CodapId) => string} */
 export const collection = (datasetId, collectionId) => `dataContext[${datasetId}].collection[${collectionId}]`;
 
 /**
  * CODAP's own words for a failed reply. Some handlers nest a whole failed result as the error
  * (`{success: null, values: {error: {success: false, values: {error: "DataDisplay not found"}}}}`): unwrap it.
+ * @param {unknown} reply
+ * @returns {string}
  */
 export function codapError(reply) {
-  let error = reply?.values?.error;
+  /** @type {any} */
+  let error = /** @type {CodapReply | null | undefined} */ (reply)?.values?.error;
   for (let depth = 0; error && typeof error === "object" && depth < 4; depth++) error = error.values?.error;
   return typeof error === "string" && error ? error : "CODAP reported a failure without a message";
 }
 
-/** The error for a request CODAP answered with success: false, quoting CODAP's own message. */
+/**
+ * The error for a request CODAP answered with success: false, quoting CODAP's own message.
+ * @param {{action: string, resource: string}} request
+ * @param {unknown} reply
+ * @param {string} [what] how the message names the request, if not by its action and resource
+ */
 export function refused(request, reply, what) {
   const codapMessage = codapError(reply);
   return new ToolError(
@@ -54,7 +72,10 @@ export function refused(request, reply, what) {
   );
 }
 
-/** What CODAP's component types are called in a sentence. */
+/**
+ * What CODAP's component types are called in a sentence.
+ * @type {Record<string, string>}
+ */
 const COMPONENT_NAMES = {
   caseTable: "a case table",
   caseCard: "a case card",
@@ -71,6 +92,10 @@ const COMPONENT_NAMES = {
  * How a component is found by what a model calls it, strictest first: its id, its name, its title, then name or
  * title in any case. The first test that matches one component decides; more than one is ambiguous.
  */
+/**
+ * @param {string} key
+ * @returns {Array<(c: {id: CodapId, name?: string, title?: string}) => boolean>}
+ */
 export function nameMatchers(key) {
   const lower = key.toLowerCase();
   return [
@@ -81,12 +106,22 @@ export function nameMatchers(key) {
   ];
 }
 
-/** `"Title" (id 12)` for the graphs a message names. */
+/**
+ * `"Title" (id 12)` for the graphs a message names.
+ * @param {{id: CodapId, name?: string, title?: string}} g
+ */
 export const graphLabel = (g) => `${JSON.stringify(g.title || g.name || `graph ${g.id}`)} (id ${g.id})`;
 
-/** The reads the tools share, over `call`; `sleep` and `now` pace the wait for a new graph's picture. */
+/**
+ * The reads the tools share, over `call`; `sleep` and `now` pace the wait for a new graph's picture.
+ * @param {{call: CodapCall, sleep: (ms: number) => Promise<void>, now: () => number}} io
+ */
 export function createCodapQuery({ call, sleep, now }) {
-  /** One message holding every request; resolves with CODAP's replies in order. */
+  /**
+   * One message holding every request; resolves with CODAP's replies in order.
+   * @param {CodapRequest[]} requests
+   * @returns {Promise<CodapReply[]>}
+   */
   async function send(requests) {
     if (requests.length === 0) return [];
     const replies = await call(requests);
@@ -99,18 +134,33 @@ export function createCodapQuery({ call, sleep, now }) {
     return replies;
   }
 
-  /** The reply if it succeeded, else a ToolError carrying CODAP's message. */
+  /**
+   * The reply if it succeeded, else a ToolError carrying CODAP's message.
+   * @param {{action: string, resource: string}} request
+   * @param {unknown} reply
+   * @param {string} [what]
+   * @returns {CodapSuccess}
+   */
   function must(request, reply, what) {
-    if (reply?.success === true) return reply;
+    if (isCodapSuccess(reply)) return reply;
     throw refused(request, reply, what);
   }
 
-  /** One request in a message of its own: CODAP's reply if it succeeded, else a ToolError with its message. */
+  /**
+   * One request in a message of its own: CODAP's reply if it succeeded, else a ToolError with its message.
+   * @param {CodapRequest} request
+   * @param {string} [what]
+   */
   async function ask(request, what) {
     const [reply] = await send([request]);
     return must(request, reply, what);
   }
 
+  /**
+   * @param {DatasetRef[]} list
+   * @param {unknown} name
+   * @returns {DatasetRef}
+   */
   function pickDataset(list, name) {
     const problem = nameProblem("Dataset", name);
     if (problem) throw invalid(problem);
@@ -128,8 +178,10 @@ export function createCodapQuery({ call, sleep, now }) {
     );
   }
 
-  const datasetList = (reply) => (reply.values ?? []).map((d) => ({ id: d.id, name: d.name, title: d.title || d.name }));
+  /** @type {(reply: CodapSuccess) => DatasetRef[]} */
+  const datasetList = (reply) => (reply.values ?? []).map((/** @type {any} */ d) => ({ id: d.id, name: d.name, title: d.title || d.name }));
 
+  /** @param {unknown} name */
   async function findDataset(name) {
     return pickDataset(datasetList(await ask(get("dataContextList"))), name);
   }
@@ -138,10 +190,14 @@ export function createCodapQuery({ call, sleep, now }) {
    * Collections, attributes and case counts of datasets, in two messages for any number of datasets:
    * every collection list, then every collection with its case count. `types` false reads attribute names only
    * (CODAP builds each attribute's category map to describe it fully, which costs time at many categories).
+   * @param {DatasetRef[]} datasets
+   * @param {{types?: boolean, extra?: CodapRequest[]}} [options]
+   * @returns {Promise<{datasets: DescribedDataset[], extra: CodapReply[]}>}
    */
   async function describeDatasets(datasets, { types = true, extra = [] } = {}) {
     const listRequests = datasets.map((d) => get(`${dataContext(d.id)}.collectionList`));
     const replies = await send([...listRequests, ...extra]);
+    /** @type {Array<Array<{id: CodapId, name: string, title?: string}>>} */
     const lists = datasets.map((d, i) => must(listRequests[i], replies[i]).values ?? []);
     const pairs = datasets.flatMap((d, i) => lists[i].map((c) => ({ d, c })));
     const requests = pairs.flatMap(({ d, c }) => [
@@ -149,6 +205,7 @@ export function createCodapQuery({ call, sleep, now }) {
       get(`${collection(d.id, c.id)}.caseCount`),
     ]);
     const answers = await send(requests);
+    /** @type {DescribedCollection[]} */
     const described = pairs.map(({ c }, i) => {
       const attrs = must(requests[2 * i], answers[2 * i]).values;
       const count = must(requests[2 * i + 1], answers[2 * i + 1]).values;
@@ -157,7 +214,7 @@ export function createCodapQuery({ call, sleep, now }) {
         title: c.title || c.name,
         id: c.id,
         caseCount: count,
-        attributes: ((types ? attrs?.attrs : attrs) ?? []).map((a) => ({
+        attributes: ((types ? attrs?.attrs : attrs) ?? []).map((/** @type {any} */ a) => ({
           name: a.name,
           id: a.id,
           type: a.type || "",
@@ -181,7 +238,11 @@ export function createCodapQuery({ call, sleep, now }) {
     return { datasets: out, extra: replies.slice(listRequests.length) };
   }
 
-  /** Every dataset, described; `extra` requests ride along in the collection-list message. */
+  /**
+   * Every dataset, described; `extra` requests ride along in the collection-list message.
+   * @param {CodapSuccess} listReply
+   * @param {CodapRequest[]} [extra]
+   */
   async function describeAll(listReply, extra = []) {
     const found = datasetList(listReply);
     return describeDatasets(found, { extra });
@@ -191,20 +252,28 @@ export function createCodapQuery({ call, sleep, now }) {
    * Every component with the title CODAP shows, and the graphs among them: two messages however many components
    * there are. The component list holds only titles set explicitly; an untitled graph or table shows its
    * dataset's name.
+   * @returns {Promise<{components: Component[], graphs: Component[]}>}
    */
   async function listGraphs() {
     const list = get("componentList");
     const [listed] = await send([list]);
+    /** @type {Array<{id: CodapId, type: string, name?: string, title?: string}>} */
     const listing = must(list, listed).values ?? [];
     const details = await send(listing.map((c) => get(`component[${c.id}]`)));
     const components = listing.map((c, i) => {
-      const detail = details[i]?.success === true ? details[i].values ?? {} : {};
+      const reply = details[i];
+      const detail = isCodapSuccess(reply) ? reply.values ?? {} : {};
       return { ...c, title: detail.title || c.title || detail.dataContext || "", detail };
     });
     return { components, graphs: components.filter((c) => c.type === "graph") };
   }
 
-  /** The graph `wanted` names (id, name or title), or a ToolError that names the graphs CODAP has. */
+  /**
+   * The graph `wanted` names (id, name or title), or a ToolError that names the graphs CODAP has.
+   * @param {{components: Component[], graphs: Component[]}} listed
+   * @param {unknown} wanted
+   * @returns {Component}
+   */
   function pickGraph({ components, graphs }, wanted) {
     const available = graphs.map(graphLabel);
     const listing = graphs.length ? `Graphs in CODAP: ${available.join(", ")}.` : "CODAP has no graphs; make one with create_codap_graph.";
@@ -245,13 +314,17 @@ export function createCodapQuery({ call, sleep, now }) {
    * CODAP's picture of a graph once its drawing has settled: {uri, settled}. Waits (bounded) for a new graph's
    * first drawing and for its points to finish moving; after PICTURE_WAIT_MS it gives the last picture it got
    * (settled false), or fails if there was none.
+   * @param {{id: CodapId, name?: string, title?: string}} graph
+   * @returns {Promise<{uri: string, settled: boolean}>}
    */
   async function graphSnapshot(graph) {
     const component = get(`component[${graph.id}]`);
     const display = get(`dataDisplay[${graph.id}]`);
     const started = now();
     let pause = FIRST_PAUSE_MS;
+    /** @type {string | null} */
     let previous = null;
+    /** @type {number | null} the first of the empty pictures in a row */
     let emptySince = null;
     for (;;) {
       // The component is read in the same message, so a graph closed meanwhile ends the wait at once.
@@ -263,7 +336,7 @@ export function createCodapQuery({ call, sleep, now }) {
       if (drawn) previous = uri;
       const empty = pictured?.success === true && !drawn;
       emptySince = empty ? emptySince ?? now() : null;
-      if (empty && now() - emptySince >= EMPTY_GIVE_UP_MS) {
+      if (emptySince !== null && now() - emptySince >= EMPTY_GIVE_UP_MS) {
         throw new ToolError(
           `CODAP gave only an empty picture of graph ${graphLabel(graph)}: it is not drawn on screen (minimized, ` +
             "or too small). Restore it to its full size in CODAP, then ask again.",

@@ -207,48 +207,6 @@ export function toDelimited(columnNames, rows, sep = ",") {
   return lines.join("\r\n");
 }
 
-/** Inverse of toDelimited, for tests and for checking round trips. */
-export function parseDelimited(text, sep = ",") {
-  const rows = [];
-  let row = [];
-  let field = "";
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text[i];
-    if (quoted) {
-      if (ch === '"' && text[i + 1] === '"') {
-        field += '"';
-        i++;
-      } else if (ch === '"') {
-        quoted = false;
-      } else {
-        field += ch;
-      }
-    } else if (ch === '"') {
-      quoted = true;
-    } else if (ch === sep) {
-      row.push(field);
-      field = "";
-    } else if (ch === "\r" && text[i + 1] === "\n") {
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = "";
-      i++;
-    } else if (ch === "\n") {
-      row.push(field);
-      rows.push(row);
-      row = [];
-      field = "";
-    } else {
-      field += ch;
-    }
-  }
-  row.push(field);
-  rows.push(row);
-  return rows;
-}
-
 /** The attribute name CODAP reads as an item's own id wherever it meets it in an item's values. */
 export const ITEM_ID_KEY = "__id__";
 

@@ -1,15 +1,26 @@
 // @ts-check
 // Pure text helpers for the activity log and the status line.
 
+/** @import {ToolArgs} from "./types.js" */
+
 const MAX_SUMMARY = 90;
 
+/**
+ * @param {string} text
+ * @param {number} [max]
+ */
 function clip(text, max = MAX_SUMMARY) {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
+/** @param {unknown} v */
 const quote = (v) => (typeof v === "string" ? v : JSON.stringify(v));
 
-/** A short, human summary of a tool call's arguments for the activity log. */
+/**
+ * A short, human summary of a tool call's arguments for the activity log.
+ * @param {string} tool
+ * @param {ToolArgs | null} [args]
+ */
 export function summarizeArgs(tool, args = {}) {
   const a = args ?? {};
   switch (tool) {
@@ -45,7 +56,10 @@ export function summarizeArgs(tool, args = {}) {
   }
 }
 
-/** The host of a URL argument (the activity log shows where data comes from, never a whole URL's query). */
+/**
+ * The host of a URL argument (the activity log shows where data comes from, never a whole URL's query).
+ * @param {unknown} url
+ */
 function hostOf(url) {
   try {
     return new URL(String(url)).host || String(url);
@@ -70,7 +84,10 @@ const SHARED_ARGS = [
   ["csv", (v) => `${String(v).split("\n").filter((l) => l.trim()).length} CSV lines`],
 ];
 
-/** Any tool's arguments: the shared ones in a fixed order and words, the others as name=value. */
+/**
+ * Any tool's arguments: the shared ones in a fixed order and words, the others as name=value.
+ * @param {ToolArgs} args
+ */
 export function genericSummary(args) {
   const parts = [];
   const used = new Set();
@@ -89,22 +106,28 @@ export function genericSummary(args) {
 /**
  * One line about a tool's outcome ({result} or {error}): the error's message, or the first line of the result's
  * text (of its JSON when it has no text), at most `max` characters; null when there is no outcome.
+ * @param {{result?: any, error?: {message?: string}} | null | undefined} body
+ * @param {number} [max]
  */
 export function firstLine(body, max = 300) {
   if (!body) return null;
   const text = body.error
     ? body.error.message ?? "failed"
-    : body.result?.content?.find?.((c) => c?.type === "text")?.text ?? JSON.stringify(body.result) ?? "";
+    : body.result?.content?.find?.((/** @type {any} */ c) => c?.type === "text")?.text ?? JSON.stringify(body.result) ?? "";
   return clip(String(text).trim().split("\n")[0], max);
 }
 
+/** @param {number} ms */
 export function formatDuration(ms) {
   if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
-/** "9:05" for 545 seconds; "expired" at zero or below. */
+/**
+ * "9:05" for 545 seconds; "expired" at zero or below.
+ * @param {number} seconds
+ */
 export function formatTimeLeft(seconds) {
   if (!(seconds > 0)) return "expired";
   const s = Math.ceil(seconds);
@@ -114,11 +137,18 @@ export function formatTimeLeft(seconds) {
   return h > 0 ? `${h}:${String(m).padStart(2, "0")}:${rest}` : `${m}:${rest}`;
 }
 
-/** Groups of four for reading a code aloud: ABCD-EFGH. The copy button copies the plain code. */
+/**
+ * Groups of four for reading a code aloud: ABCD-EFGH. The copy button copies the plain code.
+ * @param {string | null | undefined} code
+ */
 export function displayCode(code) {
   return code && code.length === 8 ? `${code.slice(0, 4)}-${code.slice(4)}` : code ?? "";
 }
 
+/**
+ * @param {number} n
+ * @param {string} word
+ */
 export function plural(n, word) {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }

@@ -9,19 +9,47 @@
 
 import { ToolError } from "./errors.js";
 
+/**
+ * Decodes a picture and encodes one at a size (base64, no data: prefix): a canvas in the browser, fakes in tests.
+ * @template [P={width: number, height: number}]
+ * @typedef {object} Raster
+ * @property {(dataUri: string) => Promise<P & {width: number, height: number}>} decode
+ * @property {(picture: P, width: number, height: number, mimeType: string, quality: number | undefined) =>
+ *   Promise<string>} encode
+ */
+
+/**
+ * A picture fitted for the model, and what CODAP gave.
+ * @typedef {object} FittedPicture
+ * @property {string} mimeType
+ * @property {string} base64
+ * @property {number} width
+ * @property {number} height
+ * @property {number} bytes
+ * @property {{width: number, height: number, bytes: number}} original
+ * @property {boolean} scaled
+ * @property {boolean} reencoded
+ */
+
 export const DEFAULT_MAX_SIZE = 1024; // pixels on the longer side
 export const MAX_IMAGE_BYTES = 1_000_000; // the relay accepts 1,500,000 per image: room to spare
 const SMALLEST = 64; // never shrink below this many pixels on the longer side
 const JPEG_QUALITY = 0.85;
 const SHRINK = 0.75; // each further round when even a JPEG is too large
 
-/** {mimeType, base64} of a base64 data URI, else null. */
+/**
+ * {mimeType, base64} of a base64 data URI, else null.
+ * @param {unknown} uri
+ */
 export function parseDataUri(uri) {
   const match = /^data:(image\/[a-z+.-]+);base64,([A-Za-z0-9+/]*={0,2})$/.exec(typeof uri === "string" ? uri : "");
   return match ? { mimeType: match[1], base64: match[2] } : null;
 }
 
-/** How many bytes a base64 text decodes to. */
+/**
+ * How many bytes a base64 text decodes to.
+ * @param {string} text
+ */
 export function base64Bytes(text) {
   const padding = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
   return (text.length / 4) * 3 - padding;
@@ -30,6 +58,9 @@ export function base64Bytes(text) {
 /**
  * Fit CODAP's picture to `maxSize` pixels (longer side) and `maxBytes`. Resolves with {mimeType, base64, width,
  * height, bytes, original: {width, height, bytes}, scaled, reencoded}.
+ * @param {string} dataUri
+ * @param {{maxSize?: number, maxBytes?: number, raster: Raster<any>}} options
+ * @returns {Promise<FittedPicture>}
  */
 export async function fitPicture(dataUri, { maxSize = DEFAULT_MAX_SIZE, maxBytes = MAX_IMAGE_BYTES, raster }) {
   const parsed = parseDataUri(dataUri);
@@ -52,7 +83,9 @@ export async function fitPicture(dataUri, { maxSize = DEFAULT_MAX_SIZE, maxBytes
   for (;;) {
     const w = Math.max(1, Math.round(width * scale));
     const h = Math.max(1, Math.round(height * scale));
-    for (const [mimeType, quality] of [["image/png", undefined], ["image/jpeg", JPEG_QUALITY]]) {
+    /** @type {Array<[string, number | undefined]>} */
+    const encodings = [["image/png", undefined], ["image/jpeg", JPEG_QUALITY]];
+    for (const [mimeType, quality] of encodings) {
       const base64 = await raster.encode(picture, w, h, mimeType, quality);
       const bytes = base64Bytes(base64);
       if (bytes <= maxBytes) {
@@ -69,7 +102,10 @@ export async function fitPicture(dataUri, { maxSize = DEFAULT_MAX_SIZE, maxBytes
   }
 }
 
-/** The browser's raster: an <img> to decode, a canvas to draw and encode. */
+/**
+ * The browser's raster: an <img> to decode, a canvas to draw and encode.
+ * @returns {Raster<{img: HTMLImageElement, width: number, height: number}>}
+ */
 export function canvasRaster(doc = globalThis.document) {
   return {
     async decode(dataUri) {
@@ -87,6 +123,7 @@ export function canvasRaster(doc = globalThis.document) {
       canvas.width = width;
       canvas.height = height;
       const ctx = canvas.getContext("2d");
+      if (!ctx) throw new ToolError("This browser cannot draw pictures (no 2D canvas).", "graph_image_unavailable");
       ctx.fillStyle = "#ffffff"; // JPEG has no transparency: what is see-through becomes white, not black
       ctx.fillRect(0, 0, width, height);
       ctx.imageSmoothingEnabled = true;

@@ -197,7 +197,7 @@ export class Replayer {
     const total = plan.length;
     let ran = 0;
     for (let i = 0; i < total; i++) {
-      const { call, action, why } = plan[i];
+      const { call, action } = plan[i];
       if (RAN.has(state.states[i]) || PASSED.has(state.states[i])) continue;
       if (action === "skip" || action === "refuse") {
         state.states[i] = action === "skip" ? "skipped" : "refused"; // a refused call never reaches the runner

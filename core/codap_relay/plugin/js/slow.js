@@ -22,6 +22,7 @@ export const SLOW_FIX =
 /** Where the wait is reported in a result's `_meta` (MCP's field for data beside the tool's own). */
 export const WAIT_META = "codap-relay/codap-wait";
 
+/** @param {number} ms */
 const seconds = (ms) => `${(ms / 1000).toFixed(1)} s`;
 /** A stop of the page this long or more is not CODAP drawing but a computer asleep or a tab set aside: ignored. */
 const MAX_BLOCK_MS = 5 * 60_000;
@@ -80,12 +81,18 @@ export class BlockWatch {
   }
 }
 
-/** The plugin's status while a message waits: what it waits for, how long so far, the likely cause and the fix. */
+/**
+ * The plugin's status while a message waits: what it waits for, how long so far, the likely cause and the fix.
+ * @param {{request: string, waitedMs: number}} slow
+ */
 export function slowStatusText({ request, waitedMs }) {
   return `CODAP is slow to answer (waiting ${seconds(waitedMs)} for "${request}"). ${SLOW_CAUSE} ${SLOW_FIX}`;
 }
 
-/** The plugin's status after its page was stopped (it could show nothing meanwhile). */
+/**
+ * The plugin's status after its page was stopped (it could show nothing meanwhile).
+ * @param {{blockedMs: number}} block
+ */
 export function blockedStatusText({ blockedMs }) {
   return `CODAP was slow to answer: its page, and this plugin with it, was busy for ${seconds(blockedMs)} just now. ` +
     `${SLOW_CAUSE} ${SLOW_FIX}`;
@@ -94,11 +101,17 @@ export function blockedStatusText({ blockedMs }) {
 /**
  * The person's notes: while a message is slow (the phone's onSlow), and for BLOCK_NOTE_MS after a stop of the page
  * (BlockWatch's onBlock). ``show(text | null)`` is the UI's; a stop's note goes only if no slow message is left.
+ * @param {object} io
+ * @param {(text: string | null) => void} io.show
+ * @param {() => number} io.slowPending how many messages are past the slow mark (CodapPhone.slowPending)
+ * @param {(fn: () => void, ms: number) => unknown} [io.setTimer]
  */
 export function slowNotes({ show, slowPending, setTimer = (fn, ms) => setTimeout(fn, ms) }) {
   let blocks = 0;
   return {
+    /** @param {{request: string, waitedMs: number} | null} slow */
     onSlow: (slow) => show(slow && slowStatusText(slow)),
+    /** @param {{blockedMs: number}} block */
     onBlock: (block) => {
       const mine = ++blocks;
       show(blockedStatusText(block));
@@ -143,6 +156,12 @@ export function withCodapWaits(tools, phone, { slowMs = SLOW_CODAP_MS, blocks = 
   return wrapped;
 }
 
+/**
+ * @param {any} result the tool's result
+ * @param {import("./types.js").CodapWaits} waits
+ * @param {number} blockedMs
+ * @param {number} slowMs
+ */
 function noteWaits(result, waits, blockedMs, slowMs) {
   const text = result?.content?.[0];
   const slow = waits.slowestMs >= slowMs;

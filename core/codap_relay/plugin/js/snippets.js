@@ -1,11 +1,19 @@
 // @ts-check
 // The text behind each copy button: what each kind of LLM needs to reach this CODAP session.
 
+/**
+ * @param {string} relayBase
+ * @param {string} code
+ */
 export function mcpUrl(relayBase, code) {
   return `${relayBase}/mcp/${code}`;
 }
 
 /** Claude Desktop speaks stdio; the mcp-remote bridge connects it to a remote Streamable HTTP endpoint. */
+/**
+ * @param {string} relayBase
+ * @param {string} code
+ */
 export function claudeDesktopConfig(relayBase, code) {
   const config = {
     mcpServers: {
@@ -16,6 +24,10 @@ export function claudeDesktopConfig(relayBase, code) {
 }
 
 /** A prompt to paste into an LLM that can make HTTP requests (a "fetch"/"http" tool). */
+/**
+ * @param {string} relayBase
+ * @param {string} code
+ */
 export function httpPrompt(relayBase, code) {
   return [
     "You can control the CODAP data tool in my browser through a relay.",

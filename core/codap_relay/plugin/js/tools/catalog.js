@@ -5,7 +5,17 @@
 // annotations, inputSchema}; the annotations are the one statement of what a tool may change (MCP clients show
 // them, the trace replay skips read-only tools, changing tools end their answer with the document digest).
 
-/** Reads a file of this folder by name as JSON, in the browser. */
+/**
+ * A tool's definition as its family's JSON file holds it (the relay reads the same files).
+ * @typedef {{name: string, title?: string, description?: string, annotations?: Record<string, unknown>,
+ *   inputSchema?: Record<string, unknown>}} ToolDefinition
+ */
+
+/**
+ * Reads a file of this folder by name as JSON, in the browser.
+ * @param {string} name
+ * @returns {Promise<any>}
+ */
 export async function fetchJson(name) {
   const response = await fetch(new URL(name, import.meta.url));
   if (!response.ok) throw new Error(`${name}: HTTP ${response.status}`);
@@ -15,9 +25,12 @@ export async function fetchJson(name) {
 /**
  * Every tool definition, in catalog order, with the sets derived from their annotations. `readJson(name)`
  * reads a file of this folder (fetchJson in the browser, the file system in tests).
+ * @param {(name: string) => Promise<any>} [readJson]
  */
 export async function loadManifest(readJson = fetchJson) {
+  /** @type {{families: string[]}} */
   const { families } = await readJson("catalog.json");
+  /** @type {ToolDefinition[][]} */
   const lists = await Promise.all(families.map((family) => readJson(`${family}.json`)));
   const tools = lists.flat();
   return {

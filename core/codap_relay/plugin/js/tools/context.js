@@ -16,7 +16,13 @@ import {
   get,
   graphLabel,
 } from "../codap_query.js";
+import { isCodapSuccess } from "../types.js";
 import { VERSION } from "../version.js";
+
+/**
+ * @import {CodapCall, Component, DescribedDataset, ImageContent, ToolResult} from "../types.js"
+ * @import {Raster} from "../imaging.js"
+ */
 
 export { ToolError } from "../errors.js";
 export {
@@ -33,12 +39,20 @@ export { plural } from "../format.js";
 /** The longest data text put in the model-facing summary. */
 export const MAX_TEXT = 60_000;
 
-/** A tool's answer: a sentence (or more) for the model and the same facts as data (MCP's structuredContent). */
+/**
+ * A tool's answer: a sentence (or more) for the model and the same facts as data (MCP's structuredContent).
+ * @param {string} text
+ * @param {any} [structured]
+ * @returns {ToolResult}
+ */
 export function toolResult(text, structured) {
   return { content: [{ type: "text", text }], structuredContent: structured };
 }
 
-/** What CODAP's plot types are called in a sentence. */
+/**
+ * What CODAP's plot types are called in a sentence.
+ * @type {Record<string, string>}
+ */
 const PLOT_NAMES = {
   scatterPlot: "scatter plot",
   dotPlot: "dot plot",
@@ -50,11 +64,17 @@ const PLOT_NAMES = {
   casePlot: "case plot (no attribute on an axis)",
 };
 
+/** @param {string | null | undefined} plotType */
 export function plotName(plotType) {
-  return PLOT_NAMES[plotType] ?? plotType ?? "graph";
+  return plotType == null ? "graph" : PLOT_NAMES[plotType] ?? plotType;
 }
 
-/** The error for an attribute a dataset does not have, naming the ones it has. */
+/**
+ * The error for an attribute a dataset does not have, naming the ones it has.
+ * @param {{name: string, attributes: string[]}} dataset
+ * @param {unknown} attr
+ * @param {string} role what the attribute was for ("the x axis")
+ */
 export function unknownAttribute(dataset, attr, role) {
   const names = dataset.attributes;
   return new ToolError(
@@ -65,7 +85,10 @@ export function unknownAttribute(dataset, attr, role) {
   );
 }
 
-/** A dataset as the model sees it: collections and attributes without CODAP's internal ids. */
+/**
+ * A dataset as the model sees it: collections and attributes without CODAP's internal ids.
+ * @param {DescribedDataset} d
+ */
 export const publicDataset = (d) => ({
   ...d,
   collections: d.collections.map(({ attributes, ...c }) => ({
@@ -74,7 +97,10 @@ export const publicDataset = (d) => ({
   })),
 });
 
-/** One line per dataset: its cases, attributes and collections. */
+/**
+ * One line per dataset: its cases, attributes and collections.
+ * @param {Pick<DescribedDataset, "name" | "attributes" | "collections"> & {caseCount?: number | null}} d
+ */
 export const datasetLine = (d) =>
   `• ${d.name}: ${plural(d.caseCount ?? 0, "case")}; attributes ${d.attributes.join(", ") || "(none)"}` +
   (d.collections.length > 1
@@ -87,6 +113,15 @@ export const datasetLine = (d) =>
  * decodes and encodes pictures (a canvas in the browser); `sleep` and `now` pace waits on CODAP. `listen(fn)`
  * hears CODAP's notifications to the plugin (fn(value) for each) and returns a function that stops it; null where
  * there are none (unit tests).
+ * @param {object} io
+ * @param {CodapCall} io.call
+ * @param {(() => number) | null} [io.rng]
+ * @param {string} [io.pluginVersion]
+ * @param {Raster<any> | null} [io.raster]
+ * @param {(ms: number) => Promise<void>} [io.sleep]
+ * @param {() => number} [io.now]
+ * @param {((fn: (value: unknown) => void) => () => void) | null} [io.listen]
+ * @param {typeof fetch} [io.fetch]
  */
 export function createToolContext({
   call,
@@ -99,7 +134,11 @@ export function createToolContext({
 }) {
   const codap = createCodapQuery({ call, sleep, now });
 
-  /** The picture fitted for the model: the image content item, its facts, and a sentence about it. */
+  /**
+   * The picture fitted for the model: the image content item, its facts, and a sentence about it.
+   * @param {Pick<Component, "id" | "name" | "title" | "hidden">} graph
+   * @param {number} [maxSize]
+   */
   async function graphPicture(graph, maxSize = DEFAULT_MAX_SIZE) {
     if (!raster) throw new ToolError("This plugin cannot make pictures here (no canvas).", "graph_image_unavailable");
     if (graph.hidden) {
@@ -123,8 +162,10 @@ export function createToolContext({
         `to at most ${maxSize} px on its longer side.`;
     }
     if (picture.reencoded) sentence += ` It was re-encoded as ${kind} to stay small.`;
+    /** @type {ImageContent} */
+    const item = { type: "image", data: picture.base64, mimeType: picture.mimeType };
     return {
-      item: { type: "image", data: picture.base64, mimeType: picture.mimeType },
+      item,
       facts: {
         mimeType: picture.mimeType,
         width: picture.width,
@@ -148,14 +189,16 @@ export function createToolContext({
     const list = get("dataContextList");
     const comps = get("componentList");
     const [listed, compReply] = await codap.send([list, comps]);
-    const datasets = listed?.success === true ? codap.datasetList(listed) : [];
+    const datasets = isCodapSuccess(listed) ? codap.datasetList(listed) : [];
     const counts = datasets.map((d) => get(`${dataContext(d.id)}.itemCount`));
     const counted = await codap.send(counts);
     const rows = datasets.map((d, i) => ({
       name: d.name,
-      rows: counted[i]?.success === true && typeof counted[i].values === "number" ? counted[i].values : null,
+      rows: isCodapSuccess(counted[i]) && typeof counted[i].values === "number" ? counted[i].values : null,
     }));
-    const components = compReply?.success === true ? compReply.values ?? [] : [];
+    /** @type {Array<{type: string}>} */
+    const components = isCodapSuccess(compReply) ? compReply.values ?? [] : [];
+    /** @type {Record<string, number>} */
     const byType = {};
     for (const c of components) byType[c.type] = (byType[c.type] ?? 0) + 1;
     const datasetText = rows.length
@@ -176,6 +219,9 @@ export function createToolContext({
 /**
  * Ends a changing tool's answer with the document digest: the last text item gains its line and the structured
  * data a `document` field. A digest that cannot be read leaves the answer as it was (the change was made).
+ * @param {{documentDigest: () => Promise<{text: string, data: unknown}>}} ctx
+ * @param {ToolResult} result
+ * @returns {Promise<ToolResult>}
  */
 export async function withDigest(ctx, result) {
   let digest;

@@ -1,0 +1,143 @@
+// @ts-check
+// The plugin's shared types, in one place (JSDoc typedefs, checked by tsc; nothing here runs but the guards):
+// CODAP's requests and replies (the Data Interactive API as CODAP 3 answers it), a tool's arguments and result,
+// and the relay session the plugin holds. Modelled on concord-consortium/codap-plugin-api's src/api/types.ts.
+// Modules import them with `@import {CodapReply} from "./types.js"` (or `import("./types.js").CodapReply`).
+
+/**
+ * What a request asks CODAP to do. `notify` sends an event (busy, undo entries) rather than changing a resource.
+ * @typedef {"get" | "create" | "update" | "delete" | "notify"} CodapAction
+ */
+
+/**
+ * One Data Interactive request: an action on a resource (`dataContext[12].collection[3].caseCount`), with the
+ * values a create, update or notify carries. Arrays of them go out as one message, answered by one array.
+ * @typedef {object} CodapRequest
+ * @property {CodapAction} action
+ * @property {string} resource
+ * @property {unknown} [values]
+ * @property {unknown} [meta]
+ */
+
+/**
+ * A request CODAP carried out. `values` depends on the resource (a list, a component, a count…): the code that
+ * asked reads it, so it stays open here.
+ * @typedef {object} CodapSuccess
+ * @property {true} success
+ * @property {any} [values]
+ */
+
+/**
+ * A request CODAP refused. Its message is in `values.error`; some handlers nest a whole failed reply there
+ * (codap_query.js codapError unwraps it), and some answer `success: null` rather than false.
+ * @typedef {object} CodapFailure
+ * @property {false | null | undefined} success
+ * @property {{error?: unknown, [key: string]: unknown}} [values]
+ */
+
+/** @typedef {CodapSuccess | CodapFailure} CodapReply */
+
+/**
+ * Sends one message to CODAP: a request answered by a reply, or an array answered by an array (CodapPhone.call).
+ * @typedef {(request: CodapRequest | CodapRequest[]) => Promise<any>} CodapCall
+ */
+
+/**
+ * Whether CODAP carried the request out: narrows a reply to CodapSuccess. Anything else (a failure, a missing
+ * reply, a stray value) is not a success.
+ * @param {unknown} reply
+ * @returns {reply is CodapSuccess}
+ */
+export function isCodapSuccess(reply) {
+  return typeof reply === "object" && reply !== null && /** @type {{success?: unknown}} */ (reply).success === true;
+}
+
+/** CODAP's ids: numbers in CODAP 3's answers, strings where a model or a resource path gave them. @typedef {number | string} CodapId */
+
+/** A dataset as dataContextList names it (title: its name when it has none). @typedef {{id: CodapId, name: string, title: string}} DatasetRef */
+
+/**
+ * An attribute as the tools describe it (codap_query.js describeDatasets).
+ * @typedef {object} DescribedAttribute
+ * @property {string} name
+ * @property {CodapId} id
+ * @property {string} type "" when CODAP infers it
+ * @property {string} [unit]
+ * @property {string} [title] only when it differs from the name
+ * @property {string} [formula]
+ */
+
+/** @typedef {{name: string, title: string, id: CodapId, caseCount: number, attributes: DescribedAttribute[]}} DescribedCollection */
+
+/**
+ * A dataset with its collections (parent first) and every attribute's name; its case count is its last
+ * collection's (the leaf cases).
+ * @typedef {object} DescribedDataset
+ * @property {string} name
+ * @property {string} title
+ * @property {CodapId} id
+ * @property {number} caseCount
+ * @property {DescribedCollection[]} collections
+ * @property {string[]} attributes
+ */
+
+/**
+ * A component as componentList lists it, with the title CODAP shows and `get component[id]`'s description.
+ * @typedef {object} Component
+ * @property {CodapId} id
+ * @property {string} type "graph", "caseTable", "text"…
+ * @property {string} [name]
+ * @property {string} title
+ * @property {boolean} [hidden]
+ * @property {Record<string, any>} detail
+ */
+
+/** @typedef {{type: "text", text: string}} TextContent */
+/** @typedef {{type: "image", data: string, mimeType: string}} ImageContent */
+
+/**
+ * A tool's answer as MCP carries it: sentences (and pictures) for the model, the same facts as data.
+ * @typedef {object} ToolResult
+ * @property {Array<TextContent | ImageContent>} content
+ * @property {any} [structuredContent]
+ * @property {boolean} [isError]
+ */
+
+/**
+ * A tool's arguments, already checked against its inputSchema (by the relay, or trace.js for a replay): each
+ * tool reads the names its JSON definition declares.
+ * @typedef {Record<string, any>} ToolArgs
+ */
+
+/** @typedef {(args: ToolArgs) => Promise<ToolResult>} Tool */
+
+/** The `error` a failed call posts to the relay (errors.js errorBody). @typedef {{message: string, code: string, data?: unknown}} ToolErrorBody */
+
+/**
+ * The relay's answer to POST /api/sessions (relay.js createSession).
+ * @typedef {object} CreatedSession
+ * @property {string} code
+ * @property {string} browserToken
+ * @property {number} ttl seconds
+ * @property {string} expiresAt ISO 8601
+ * @property {string} [changes] where CODAP's change notices go (`codap-relay serve` only)
+ * @property {string} [push] the push channel's WebSocket URL, when the relay offers one
+ */
+
+/**
+ * The session the plugin holds (main.js, kept by storage.js to survive a reload): its pairing code, the token only
+ * this browser holds, when it expires (ms since the epoch, slid by each status read) and where its channels are.
+ * @typedef {object} Session
+ * @property {string} code
+ * @property {string} token
+ * @property {number} ttl seconds
+ * @property {number} expiresAt
+ * @property {string | null} changes
+ * @property {string | null} push
+ */
+
+/**
+ * The waits CODAP cost since they were last taken (CodapPhone.takeWaits).
+ * @typedef {{messages: number, totalMs: number, slowestMs: number, slowest: string}} CodapWaits
+ */
+
