@@ -11,9 +11,7 @@ SCOPE = "unknown-code"
 
 
 class GuessingGuard:
-    def __init__(
-        self, admit: Callable[[str, str, int], Awaitable[None]], now: Callable[[], float], limit: int
-    ) -> None:
+    def __init__(self, admit: Callable[[str, str, int], Awaitable[None]], now: Callable[[], float], limit: int) -> None:
         self._admit = admit  # the relay's store-backed rate limit, counted per window in the shared store
         self._now = now
         self._limit = limit

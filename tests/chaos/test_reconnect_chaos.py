@@ -183,7 +183,9 @@ async def test_reconnect_chaos_with_a_faulty_publisher_loses_nothing(tmp_path: P
         plugin = await run_chaos(base, seed, FAULTY_REQUESTS, FAULTY_DROPS, ping_every=1.0, attach_timeout=3.0)
         took = time.monotonic() - started
         faults = [line for line in process.output().splitlines() if ": fault " in line]
-    kinds = {kind: sum(line.endswith(f"fault {kind}") for line in faults) for kind in ("500", "500-after", "late",
-                                                                                         "410", "slow")}
+    kinds = {
+        kind: sum(line.endswith(f"fault {kind}") for line in faults)
+        for kind in ("500", "500-after", "late", "410", "slow")
+    }
     print(f"faulty publisher (seed {seed}): {took:.1f} s, {len(plugin.connections)} connections, faults {kinds}")
     assert sum(kinds.values()) > 0, f"no post failed (seed {seed}): the storm proved nothing"

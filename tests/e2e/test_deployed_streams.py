@@ -164,4 +164,3 @@ def test_a_closed_tab_frees_its_stream_within_a_second_and_a_waiting_tab_pairs(
     finally:
         for context in (first_context, second_context):
             close_tabs(context)
-

@@ -246,8 +246,11 @@ def text_values(codap: CodapPage, evil: Evil) -> list[tuple[str, dict[str, Any]]
         return {"document": {"children": list(children)}}
 
     overlay = {"type": "paragraph", "attrs": {"style": OVERLAY}, "children": [{"text": "Sign in again"}]}
-    background = {"type": "paragraph", "attrs": {"style": f"background-image:url({evil.url}/bg.png)"},
-                  "children": [{"text": "bg"}]}
+    background = {
+        "type": "paragraph",
+        "attrs": {"style": f"background-image:url({evil.url}/bg.png)"},
+        "children": [{"text": "bg"}],
+    }
     nested = {"type": "paragraph", "children": [{"text": "x"}, {**image, "url": f"{evil.url}/inline.png"}]}
     return [
         ("overlay", text(overlay)),
@@ -286,8 +289,9 @@ def test_rich_text_is_rebuilt_and_neither_fetches_nor_covers_the_plugin(
     # a replayed trace of all of them: asked first, then run through the same policy
     trace = tmp_path / "hostile.json"
     entries = [{"tool": "codap_api", "args": a, "status": "completed", "at": "2026-05-04T10:00:00Z"} for a in calls]
-    entries.append({"tool": "create_codap_text", "args": {"text": json_text}, "status": "completed",
-                    "at": "2026-05-04T10:00:01Z"})
+    entries.append(
+        {"tool": "create_codap_text", "args": {"text": json_text}, "status": "completed", "at": "2026-05-04T10:00:01Z"}
+    )
     trace.write_text(json.dumps({"format": "codap-relay-trace", "version": 1, "calls": entries}))
     with codap.page.expect_file_chooser() as chooser:
         codap.frame.locator("#replay-trace").click()

@@ -209,4 +209,3 @@ def test_the_push_channel_in_real_codap(
     ok_result(call_tool(relay, code, "add_codap_cases", {"datasetName": "pushed", "cases": [{"n": 2501}]}))
     assert sorted(i["values"]["n"] for i in tab.items("pushed"))[-2:] == [2500, 2501]
     assert tab.end_stored_session(code) == 200
-

@@ -35,8 +35,13 @@ ROWS: list[dict[str, Any]] = [
 
 def make_dataset(codap: CodapPage, name: str, rows: list[dict[str, Any]] = ROWS) -> None:
     attrs = [{"name": k} for k in rows[0]]
-    codap.ok({"action": "create", "resource": "dataContext",
-              "values": {"name": name, "collections": [{"name": "people", "attrs": attrs}]}})
+    codap.ok(
+        {
+            "action": "create",
+            "resource": "dataContext",
+            "values": {"name": name, "collections": [{"name": "people", "attrs": attrs}]},
+        }
+    )
     codap.ok({"action": "create", "resource": f"dataContext[{name}].item", "values": rows})
 
 
@@ -63,9 +68,19 @@ def codap_stats(xs: list[float], p: float = 90) -> dict[str, float]:
     lo, hi = int(i), min(int(i) + 1, len(s) - 1)
     med = st.median(xs)
     return {
-        "mean": st.mean(xs), "median": med, "sd": st.stdev(xs), "variance": st.variance(xs), "min": min(xs),
-        "max": max(xs), "sum": sum(xs), "q1": q1, "q3": q3, "iqr": q3 - q1, "range": max(xs) - min(xs),
-        "mad": st.median([abs(x - med) for x in xs]), "percentile": s[lo] + (s[hi] - s[lo]) * (i - lo),
+        "mean": st.mean(xs),
+        "median": med,
+        "sd": st.stdev(xs),
+        "variance": st.variance(xs),
+        "min": min(xs),
+        "max": max(xs),
+        "sum": sum(xs),
+        "q1": q1,
+        "q3": q3,
+        "iqr": q3 - q1,
+        "range": max(xs) - min(xs),
+        "mad": st.median([abs(x - med) for x in xs]),
+        "percentile": s[lo] + (s[hi] - s[lo]) * (i - lo),
     }
 
 
@@ -74,22 +89,43 @@ def attribute_names(codap: CodapPage, dataset: str) -> list[str]:
     return [a["name"] for a in listed]
 
 
-ALL = ["count", "mean", "median", "sd", "variance", "min", "max", "sum", "q1", "q3", "iqr", "range", "mad",
-       "percentile"]
+ALL = [
+    "count",
+    "mean",
+    "median",
+    "sd",
+    "variance",
+    "min",
+    "max",
+    "sum",
+    "q1",
+    "q3",
+    "iqr",
+    "range",
+    "mad",
+    "percentile",
+]
 
 
 # --- compute_codap_statistics -------------------------------------------------------------------------------
 
 
 def test_statistics_are_codaps_and_leave_the_document_and_undo_history_as_they_were(
-    pages: Callable[..., CodapPage], relay_url: str,
+    pages: Callable[..., CodapPage],
+    relay_url: str,
 ) -> None:
     codap = pages(f"{relay_url}/plugin/")  # a fresh page: its undo history holds nothing of other tests
     make_dataset(codap, "Heights")
     before = codap.ok({"action": "get", "resource": "dataContext[Heights].collection[people].attributeList"})
-    out = codap.done("compute_codap_statistics", {
-        "datasetName": "Heights", "attributes": ["height", "arm span"], "statistics": ALL, "percentile": 90,
-    })
+    out = codap.done(
+        "compute_codap_statistics",
+        {
+            "datasetName": "Heights",
+            "attributes": ["height", "arm span"],
+            "statistics": ALL,
+            "percentile": 90,
+        },
+    )
     rows = out["structuredContent"]["rows"]
     assert [r["attribute"] for r in rows] == ["height", "arm span"]
     held = cases(codap, "Heights")
@@ -115,10 +151,16 @@ def test_statistics_are_codaps_and_leave_the_document_and_undo_history_as_they_w
 def test_statistics_grouped_and_filtered(codap: CodapPage) -> None:
     make_dataset(codap, "Grouped")
     where = "`arm span` >= 150"
-    out = codap.done("compute_codap_statistics", {
-        "datasetName": "Grouped", "attributes": ["height"], "groupBy": "group", "where": where,
-        "statistics": ["count", "mean", "median", "sd", "q1", "q3"],
-    })
+    out = codap.done(
+        "compute_codap_statistics",
+        {
+            "datasetName": "Grouped",
+            "attributes": ["height"],
+            "groupBy": "group",
+            "where": where,
+            "statistics": ["count", "mean", "median", "sd", "q1", "q3"],
+        },
+    )
     data = out["structuredContent"]
     held = [c["values"] for c in cases(codap, "Grouped") if c["values"]["arm span"] >= 150]
     assert data["casesMatched"] == len(held) == 7
@@ -168,9 +210,13 @@ def test_statistics_errors_name_what_exists(codap: CodapPage) -> None:
     assert err["code"] == "invalid_arguments" and "percentile" in err["message"]
     # A where combining conditions with `and` (CODAP's `and` fails inside an aggregate's filter; not here).
     out = codap.done("compute_codap_statistics", {**base, "where": 'height > 150 and group = "b"'})
-    xs = [c["values"]["height"] for c in cases(codap, "Errs")
-          if c["values"]["group"] == "b" and isinstance(c["values"]["height"], (int, float))
-          and c["values"]["height"] > 150]
+    xs = [
+        c["values"]["height"]
+        for c in cases(codap, "Errs")
+        if c["values"]["group"] == "b"
+        and isinstance(c["values"]["height"], (int, float))
+        and c["values"]["height"] > 150
+    ]
     row = out["structuredContent"]["rows"][0]
     assert (row["cases"], row["count"]) == (len(xs), len(xs)) == (3, 3)
     assert row["mean"] == pytest.approx(st.mean(xs), rel=1e-12) and row["sd"] == pytest.approx(st.stdev(xs), rel=1e-12)
@@ -181,11 +227,26 @@ def test_statistics_errors_name_what_exists(codap: CodapPage) -> None:
 
 
 def test_statistics_of_a_child_collection_are_refused(codap: CodapPage) -> None:
-    codap.ok({"action": "create", "resource": "dataContext", "values": {"name": "Nested", "collections": [
-        {"name": "classes", "attrs": [{"name": "class"}]},
-        {"name": "pupils", "parent": "classes", "attrs": [{"name": "score"}]}]}})
-    codap.ok({"action": "create", "resource": "dataContext[Nested].item",
-              "values": [{"class": "A", "score": 3}, {"class": "A", "score": 5}, {"class": "B", "score": 9}]})
+    codap.ok(
+        {
+            "action": "create",
+            "resource": "dataContext",
+            "values": {
+                "name": "Nested",
+                "collections": [
+                    {"name": "classes", "attrs": [{"name": "class"}]},
+                    {"name": "pupils", "parent": "classes", "attrs": [{"name": "score"}]},
+                ],
+            },
+        }
+    )
+    codap.ok(
+        {
+            "action": "create",
+            "resource": "dataContext[Nested].item",
+            "values": [{"class": "A", "score": 3}, {"class": "A", "score": 5}, {"class": "B", "score": 9}],
+        }
+    )
     err = codap.failed("compute_codap_statistics", {"datasetName": "Nested", "attributes": ["score"]})
     assert err["code"] == "hierarchical_dataset" and "per parent case" in err["message"] and "classes" in err["message"]
 
@@ -211,9 +272,14 @@ def test_evaluate_formula_without_and_with_a_dataset(codap: CodapPage) -> None:
     for r, c in zip(results, held[:3], strict=True):
         assert r["value"] == pytest.approx(c["values"]["arm span"] - c["values"]["height"])
         assert r["values"] == c["values"]
-    out = codap.done("evaluate_codap_formula", {
-        "datasetName": "Formulas", "formula": "height > mean(height)", "caseIds": [held[4]["id"], held[3]["id"]],
-    })
+    out = codap.done(
+        "evaluate_codap_formula",
+        {
+            "datasetName": "Formulas",
+            "formula": "height > mean(height)",
+            "caseIds": [held[4]["id"], held[3]["id"]],
+        },
+    )
     # CODAP stores a condition's value in an attribute as text.
     assert [r["value"] for r in out["structuredContent"]["results"]] == ["true", "false"]  # Ed 181, Di 148.75
     err = codap.failed("evaluate_codap_formula", {"datasetName": "Formulas", "formula": "height * weight"})
@@ -236,8 +302,10 @@ def test_evaluate_formula_without_and_with_a_dataset(codap: CodapPage) -> None:
 def selected_ids(codap: CodapPage, dataset: str, coll: str = "people") -> set[int]:
     """The item ids of the selected rows, as CODAP holds them (selectionList's cases, mapped to their items)."""
     values = codap.ok({"action": "get", "resource": f"dataContext[{dataset}].collection[{coll}].selectionList"})
-    return {codap.ok({"action": "get", "resource": f"dataContext[{dataset}].itemByCaseID[{s['caseID']}]"})["id"]
-            for s in values}
+    return {
+        codap.ok({"action": "get", "resource": f"dataContext[{dataset}].itemByCaseID[{s['caseID']}]"})["id"]
+        for s in values
+    }
 
 
 def test_select_cases_by_where_and_ids_then_read_the_selection(codap: CodapPage) -> None:
@@ -310,13 +378,16 @@ def test_row_ids_carry_between_tools_also_after_grouping(codap: CodapPage) -> No
     shown = codap.done("get_codap_selection", {"datasetName": "Carry"})["structuredContent"]
     assert sorted(shown["caseIds"]) == sorted(picked) and shown["selectedCount"] == 2
     assert {c["caseId"]: c["values"]["name"] for c in shown["cases"]} == {row_id["Bo"]: "Bo", row_id["Ed"]: "Ed"}
-    out = codap.done("update_codap_cases", {"datasetName": "Carry", "caseIds": shown["caseIds"],
-                                            "values": {"group": "z"}})
+    out = codap.done(
+        "update_codap_cases", {"datasetName": "Carry", "caseIds": shown["caseIds"], "values": {"group": "z"}}
+    )
     assert sorted(out["structuredContent"]["caseIds"]) == sorted(picked)
     assert changed_rows("group", "z") == set(picked)
     ev = codap.done("evaluate_codap_formula", {"datasetName": "Carry", "formula": "name", "caseIds": picked})
     assert [(r["caseId"], r["value"]) for r in ev["structuredContent"]["results"]] == [
-        (row_id["Bo"], "Bo"), (row_id["Ed"], "Ed")]
+        (row_id["Bo"], "Bo"),
+        (row_id["Ed"], "Ed"),
+    ]
     first = codap.done("evaluate_codap_formula", {"datasetName": "Carry", "formula": "name", "cases": 2})
     assert [r["caseId"] for r in first["structuredContent"]["results"]] == [row_id["Ann"], row_id["Bo"]]
 
@@ -335,16 +406,28 @@ def test_row_ids_carry_between_tools_also_after_grouping(codap: CodapPage) -> No
     data = parent["structuredContent"]
     assert (data["selectedCount"], data["cases"]) == (1, [{"values": {"group": "a"}}]) and "caseIds" not in data
     assert "rows' ids are not given" in parent["content"][0]["text"]
-    out = codap.done("update_codap_cases", {"datasetName": "Carry", "caseIds": shown["caseIds"],
-                                            "values": {"arm span": 1}})
+    out = codap.done(
+        "update_codap_cases", {"datasetName": "Carry", "caseIds": shown["caseIds"], "values": {"arm span": 1}}
+    )
     assert changed_rows("arm span", 1) == set(group_a)
     # A row in a parent collection gives its case's value.
-    ev = codap.done("evaluate_codap_formula", {"datasetName": "Carry", "formula": "count(name)",
-                                               "collectionName": "groups", "caseIds": [row_id["Cy"], row_id["Bo"]]})
+    ev = codap.done(
+        "evaluate_codap_formula",
+        {
+            "datasetName": "Carry",
+            "formula": "count(name)",
+            "collectionName": "groups",
+            "caseIds": [row_id["Cy"], row_id["Bo"]],
+        },
+    )
     assert [(r["caseId"], r["value"]) for r in ev["structuredContent"]["results"]] == [
-        (row_id["Cy"], 3), (row_id["Bo"], 2)]  # group a: Ann, Cy, Flo; group z: Bo, Ed
+        (row_id["Cy"], 3),
+        (row_id["Bo"], 2),
+    ]  # group a: Ann, Cy, Flo; group z: Bo, Ed
     # Selecting by row ids with a parent collection named: the rows are selected, the parent counted.
-    out = codap.done("select_codap_cases", {"datasetName": "Carry", "collectionName": "groups",
-                                            "caseIds": [row_id["Bo"], row_id["Ed"]]})
+    out = codap.done(
+        "select_codap_cases",
+        {"datasetName": "Carry", "collectionName": "groups", "caseIds": [row_id["Bo"], row_id["Ed"]]},
+    )
     assert selected_ids(codap, "Carry") == {row_id["Bo"], row_id["Ed"]}
     assert out["structuredContent"]["selectedCount"] == 1 and "all its rows" in out["content"][0]["text"]

@@ -37,12 +37,49 @@ STYLES = [
     "background:url('//127.0.0.1:9/b')",
 ]
 KEYS = [
-    "type", "children", "text", "document", "attrs", "style", "styles", "Style", "src", "SRC", "url", "URL", "href",
-    "srcset", "geoRaster", "currentGameUrl", "align", "bold", "italic", "underlined", "underline", "code", "color",
-    "title", "items", "value", "x",
+    "type",
+    "children",
+    "text",
+    "document",
+    "attrs",
+    "style",
+    "styles",
+    "Style",
+    "src",
+    "SRC",
+    "url",
+    "URL",
+    "href",
+    "srcset",
+    "geoRaster",
+    "currentGameUrl",
+    "align",
+    "bold",
+    "italic",
+    "underlined",
+    "underline",
+    "code",
+    "color",
+    "title",
+    "items",
+    "value",
+    "x",
 ]
-TYPES = ["paragraph", "heading1", "heading6", "bulleted-list", "ordered-list", "list-item", "link", "image", "Image",
-         "block-quote", "iframe", "video", "text"]
+TYPES = [
+    "paragraph",
+    "heading1",
+    "heading6",
+    "bulleted-list",
+    "ordered-list",
+    "list-item",
+    "link",
+    "image",
+    "Image",
+    "block-quote",
+    "iframe",
+    "video",
+    "text",
+]
 URL_KEYS = {"url", "currentgameurl", "georaster", "src", "href", "srcset"}
 STYLE_KEYS = {"attrs", "style", "styles"}
 
@@ -79,12 +116,22 @@ texts = st.one_of(
     st.text(max_size=20),
 )
 requests = st.one_of(
-    st.builds(lambda t, title: {"action": "create", "resource": "component",
-                                "values": {"type": "text", "text": t, "title": title}}, texts, scalars),
+    st.builds(
+        lambda t, title: {
+            "action": "create",
+            "resource": "component",
+            "values": {"type": "text", "text": t, "title": title},
+        },
+        texts,
+        scalars,
+    ),
     st.builds(lambda t: {"action": "update", "resource": "component[12]", "values": {"text": t}}, texts),
     st.builds(lambda v: {"action": "update", "resource": "component[12]", "values": v}, deep()),
-    st.builds(lambda kind, v: {"action": "create", "resource": "component", "values": {"type": kind, "x": v}},
-              st.sampled_from(["graph", "text", "map", "slider"]), deep()),
+    st.builds(
+        lambda kind, v: {"action": "create", "resource": "component", "values": {"type": kind, "x": v}},
+        st.sampled_from(["graph", "text", "map", "slider"]),
+        deep(),
+    ),
 )
 
 

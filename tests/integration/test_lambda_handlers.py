@@ -343,8 +343,10 @@ EXPECTED: dict[str, tuple[int, Check]] = {
     ),
     "sessions-request-by-pointer-preflight": (
         200,
-        lambda r: r["headers"]["access-control-allow-origin"] == "https://codap.concord.org"
-        and "authorization" in r["headers"]["access-control-allow-headers"].lower(),
+        lambda r: (
+            r["headers"]["access-control-allow-origin"] == "https://codap.concord.org"
+            and "authorization" in r["headers"]["access-control-allow-headers"].lower()
+        ),
     ),
     "stream-poll": (200, lambda r: '"id":"req-1"' in r["body"]),
     "stream-poll-custom-domain": (200, lambda r: '"id":"req-1"' in r["body"]),
@@ -356,8 +358,10 @@ EXPECTED: dict[str, tuple[int, Check]] = {
     # The browser's preflight of the plugin's POST /response (its own OPTIONS method: /response is throttled per method)
     "response-preflight": (
         200,
-        lambda r: r["headers"]["access-control-allow-origin"] == "https://codap.concord.org"
-        and "authorization" in r["headers"]["access-control-allow-headers"].lower(),
+        lambda r: (
+            r["headers"]["access-control-allow-origin"] == "https://codap.concord.org"
+            and "authorization" in r["headers"]["access-control-allow-headers"].lower()
+        ),
     ),
     "response-get": (200, lambda r: body(r)["result"] == {"datasets": [{"name": "Mammals", "cases": 27}]}),
     "metadata": (200, lambda r: len(body(r)["tools"]) == 6),
@@ -379,7 +383,9 @@ EXPECTED: dict[str, tuple[int, Check]] = {
     # No plugin in this table: the list holds the three fixed resources; reading says the plugin is not connected.
     "resources-list": (
         200,
-        lambda r: [x["uri"] for x in body(r)["resources"]] == ["codap://datasets", "codap://components", "codap://activity"],
+        lambda r: (
+            [x["uri"] for x in body(r)["resources"]] == ["codap://datasets", "codap://components", "codap://activity"]
+        ),
     ),
     "resources-read": (503, lambda r: body(r)["error"] == "not_connected" and "open CODAP" in body(r)["message"]),
     # The authorization server through its own function: discovery under the stage, the issuer with its path.

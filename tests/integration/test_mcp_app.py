@@ -67,13 +67,15 @@ async def connected(base: str, mode: str, tools: list[dict[str, Any]] | None = N
         r = await http.post("/api/sessions", json={} if tools is None else {"tools": tools})
         assert r.status_code == 201, r.text
         session = r.json()
-        async with FakePlugin.for_session(base, session, handler=codap, client=http), httpx2.AsyncClient(
-            timeout=10
-        ) as mcp_http, Client(
-            streamable_http_client(f"{base}/mcp/{session['code']}", http_client=mcp_http),
-            mode=mode,
-            read_timeout_seconds=MCP_ANSWER_SECONDS,
-        ) as client:
+        async with (
+            FakePlugin.for_session(base, session, handler=codap, client=http),
+            httpx2.AsyncClient(timeout=10) as mcp_http,
+            Client(
+                streamable_http_client(f"{base}/mcp/{session['code']}", http_client=mcp_http),
+                mode=mode,
+                read_timeout_seconds=MCP_ANSWER_SECONDS,
+            ) as client,
+        ):
             yield client
 
 
@@ -86,8 +88,16 @@ async def test_the_tools_that_change_the_document_link_the_app(base: str, mode: 
         assert t.annotations is not None
         assert (t.name in linked) == (t.annotations.read_only_hint is not True), t.name
     assert {
-        "create_codap_graph", "update_codap_graph", "create_codap_table", "create_codap_dataset", "add_codap_cases",
-        "update_codap_cases", "add_codap_attribute", "update_codap_attribute", "delete_codap_component", "undo_codap",
+        "create_codap_graph",
+        "update_codap_graph",
+        "create_codap_table",
+        "create_codap_dataset",
+        "add_codap_cases",
+        "update_codap_cases",
+        "add_codap_attribute",
+        "update_codap_attribute",
+        "delete_codap_component",
+        "undo_codap",
     } <= linked
     assert not {"get_codap_status", "get_codap_datasets", "export_codap_data", "get_codap_graph_image"} & linked
 
@@ -135,7 +145,12 @@ async def test_activity_lists_the_calls_that_changed_the_document_with_what_each
     activity = json.loads(page.text)
     assert activity["total"] == 2
     assert [(c["tool"], c["title"], c["status"], c["summary"], c["error"]) for c in activity["calls"]] == [
-        ("create_codap_graph", tool_title({"name": "create_codap_graph"}), "completed", "Made a dot plot of height.",
-         None),
+        (
+            "create_codap_graph",
+            tool_title({"name": "create_codap_graph"}),
+            "completed",
+            "Made a dot plot of height.",
+            None,
+        ),
         ("add_codap_cases", tool_title({"name": "add_codap_cases"}), "failed", "No dataset Birds", "dataset_not_found"),
     ]

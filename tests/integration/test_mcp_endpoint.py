@@ -89,9 +89,12 @@ class Live:
         else:
             http = httpx2.AsyncClient(headers=headers, timeout=10)
             url = self.base + path
-        async with http, Client(
-            streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=MCP_ANSWER_SECONDS
-        ) as client:
+        async with (
+            http,
+            Client(
+                streamable_http_client(url, http_client=http), mode=mode, read_timeout_seconds=MCP_ANSWER_SECONDS
+            ) as client,
+        ):
             yield client
 
 

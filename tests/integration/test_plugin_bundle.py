@@ -35,7 +35,7 @@ def test_the_page_loads_three_built_files_with_every_tool_definition_inside() ->
     files = page_files((PLUGIN_DIST / "index.html").read_text())
     assert sorted(name.rsplit(".", 1)[1] for name in files) == ["css", "js", "js"], files
     assert sorted(p.name for p in PLUGIN_DIST.iterdir()) == sorted(["index.html", *files])
-    script = (PLUGIN_DIST / next(name for name in files if name.startswith("plugin-") and name.endswith(".js")))
+    script = PLUGIN_DIST / next(name for name in files if name.startswith("plugin-") and name.endswith(".js"))
     tools = Path(__file__).resolve().parents[2] / "core" / "codap_relay" / "plugin" / "js" / "tools"
     names = [tool.split('"', 1)[0] for tool in (tools / "raw.json").read_text().split('"name": "')[1:]]
     assert names and all(f'name:"{name}"' in script.read_text() for name in names), names

@@ -700,7 +700,9 @@ def test_auth_items_put_get_replace_and_delete(store: Store) -> None:
     got = store.get_auth("grant", "g1")
     assert got is not None and got.data == {"client": "c2"} and got.expires_at == T0 + 600
     store.put_auth(auth_item(kind="client", key="k", owner=None, name="Claude", uris=["https://a/cb"]))
-    assert store.get_auth("client", "k") == auth_item(kind="client", key="k", owner=None, name="Claude", uris=["https://a/cb"])
+    assert store.get_auth("client", "k") == auth_item(
+        kind="client", key="k", owner=None, name="Claude", uris=["https://a/cb"]
+    )
     assert store.delete_auth("grant", "g1") is True
     assert store.delete_auth("grant", "g1") is False
     assert store.get_auth("grant", "g1") is None

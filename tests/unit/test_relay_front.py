@@ -29,8 +29,12 @@ class Counting:
 async def test_a_relay_built_from_its_bundle_wires_every_unit_from_it(settings: Settings, clock: FakeClock) -> None:
     observer = Counting()
     deps = RelayDeps(
-        settings.model_copy(update={"request_ttl_seconds": 42}), MemoryStore(), clock, counting_ids(),
-        itertools.repeat("SWAPPED1").__next__, observer=observer,
+        settings.model_copy(update={"request_ttl_seconds": 42}),
+        MemoryStore(),
+        clock,
+        counting_ids(),
+        itertools.repeat("SWAPPED1").__next__,
+        observer=observer,
     )
     relay = Relay.from_deps(deps)
     assert relay.deps == deps

@@ -239,7 +239,10 @@ async def test_a_request_over_the_inline_limit_travels_as_a_pointer(relay: Relay
     inline, pointer = pub.take("C2")
     assert inline["args"] == fits and len(encode_message(inline)) <= PUSH_INLINE_BYTES
     assert pointer == {
-        "event": "tool-request", "seq": 2, "id": "big", "tool": "big_tool",
+        "event": "tool-request",
+        "seq": 2,
+        "id": "big",
+        "tool": "big_tool",
         "pointer": f"/api/sessions/{session.code}/requests/big",
     }
     fetched = await relay.pushed_request(session.code, token, "big")
@@ -388,7 +391,11 @@ async def test_a_malformed_message_gets_bad_input_and_closes_the_connection(rela
     $disconnect), rather than holding a connection whose every message costs the stage."""
     code, token = await opened(relay)
     bodies: list[str | None] = [
-        "not json", "[]", '{"action":"subscribe"}', json.dumps({"action": "ping", "after": -1}), None,
+        "not json",
+        "[]",
+        '{"action":"subscribe"}',
+        json.dumps({"action": "ping", "after": -1}),
+        None,
         json.dumps({"action": "attach", "code": code, "token": token, "tab": "short"}),
         json.dumps({"action": "resume", "after": "7", "code": code, "token": token}),
         json.dumps({"action": "ping", "after": 0}),  # no session named: the relay keeps nothing per connection
@@ -405,7 +412,10 @@ async def test_a_malformed_message_gets_bad_input_and_closes_the_connection(rela
 
 async def test_a_connection_past_its_message_rate_is_closed(pub: FakePublisher, clock: FakeClock) -> None:
     relay = Relay(
-        make_settings(rate_limit_push_messages_per_connection=5), MemoryStore(), clock=clock, ids=counting_ids(),
+        make_settings(rate_limit_push_messages_per_connection=5),
+        MemoryStore(),
+        clock=clock,
+        ids=counting_ids(),
         publisher=pub,
     )
     code, token = await opened(relay)
@@ -432,12 +442,19 @@ async def test_a_connection_that_is_not_attached_is_told_and_closed(relay: Relay
 
 def test_push_settings_go_together_and_name_their_schemes() -> None:
     good = Settings.from_env(
-        {"RELAY_STORE": "memory:", "PUSH_URL": "wss://a.execute-api.us-east-1.amazonaws.com/v1/",
-         "PUSH_ENDPOINT": "https://a.execute-api.us-east-1.amazonaws.com/v1"}
+        {
+            "RELAY_STORE": "memory:",
+            "PUSH_URL": "wss://a.execute-api.us-east-1.amazonaws.com/v1/",
+            "PUSH_ENDPOINT": "https://a.execute-api.us-east-1.amazonaws.com/v1",
+        }
     )
     assert good.push_url == "wss://a.execute-api.us-east-1.amazonaws.com/v1"
-    assert Settings.from_env({"RELAY_STORE": "memory:", "PUSH_URL": "ws://127.0.0.1:9/v1",
-                              "PUSH_ENDPOINT": "http://127.0.0.1:9/v1"}).push_endpoint == "http://127.0.0.1:9/v1"
+    assert (
+        Settings.from_env(
+            {"RELAY_STORE": "memory:", "PUSH_URL": "ws://127.0.0.1:9/v1", "PUSH_ENDPOINT": "http://127.0.0.1:9/v1"}
+        ).push_endpoint
+        == "http://127.0.0.1:9/v1"
+    )
     for env in (
         {"PUSH_URL": "wss://a.example/v1"},
         {"PUSH_ENDPOINT": "https://a.example/v1"},

@@ -52,7 +52,11 @@ def world(settings: Settings, clock: FakeClock) -> World:
 def test_a_response_record_says_completed_or_failed_with_an_error_code() -> None:
     done = new_response("CODE0001", "r1", 100.0, 60, result={"rows": 3})
     assert (done.status, done.body, done.error_code, done.timestamp, done.expires_at) == (
-        "completed", {"result": {"rows": 3}}, None, 100.0, 160.0,
+        "completed",
+        {"result": {"rows": 3}},
+        None,
+        100.0,
+        160.0,
     )
     assert done.fingerprint == fingerprint({"result": {"rows": 3}})
     failed = new_response("CODE0001", "r1", 100.0, 60, error={"code": "cancelled", "message": "m"})

@@ -117,7 +117,7 @@ def registration(client_id: str, document: dict[str, Any]) -> OAuthClientInforma
         raise ClientDocumentRefused("The metadata document's client_id must be its own URL, exactly.")
     method = document.get("token_endpoint_auth_method", "none")
     if method != "none":
-        raise ClientDocumentRefused("A metadata document's client authenticates with none (PKCE), not " f"{method}.")
+        raise ClientDocumentRefused(f"A metadata document's client authenticates with none (PKCE), not {method}.")
     fields = {k: v for k, v in document.items() if k not in ("client_id", "client_secret", "client_secret_expires_at")}
     try:
         metadata = OAuthClientMetadata.model_validate({**fields, "token_endpoint_auth_method": "none"})

@@ -42,8 +42,19 @@ from .stream import PluginStream
 
 T = TypeVar("T")
 __all__ = [
-    "BYTES_WINDOW_SECONDS", "CODE_ATTEMPTS", "LOG_PAGE_BYTES", "RATE_WINDOW_SECONDS", "REQUEST_ID_RE", "Answer",
-    "LogItem", "Metadata", "Relay", "RelayDeps", "SessionState", "checked_request_id", "store_failures_unavailable",
+    "BYTES_WINDOW_SECONDS",
+    "CODE_ATTEMPTS",
+    "LOG_PAGE_BYTES",
+    "RATE_WINDOW_SECONDS",
+    "REQUEST_ID_RE",
+    "Answer",
+    "LogItem",
+    "Metadata",
+    "Relay",
+    "RelayDeps",
+    "SessionState",
+    "checked_request_id",
+    "store_failures_unavailable",
 ]
 
 
@@ -65,13 +76,28 @@ class RelayDeps:
 
 class Relay:
     def __init__(
-        self, settings: Settings, store: Store, *, clock: Clock | None = None, ids: IdFactory = uuid_ids,
-        codes: CodeFactory = new_code, tokens: Callable[[], str] = new_token, notifier: Notifier | None = None,
-        observer: Observer | None = None, publisher: Publisher | None = None,
+        self,
+        settings: Settings,
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        ids: IdFactory = uuid_ids,
+        codes: CodeFactory = new_code,
+        tokens: Callable[[], str] = new_token,
+        notifier: Notifier | None = None,
+        observer: Observer | None = None,
+        publisher: Publisher | None = None,
     ) -> None:
         self.deps = RelayDeps(
-            settings, store, clock or SystemClock(), ids, codes, tokens, notifier or Notifier(),
-            observer or NullObserver(), publisher,
+            settings,
+            store,
+            clock or SystemClock(),
+            ids,
+            codes,
+            tokens,
+            notifier or Notifier(),
+            observer or NullObserver(),
+            publisher,
         )
         # Built once: its refusals live in this process, whatever is reconfigured later.
         self.guard = GuessingGuard(self.admit, self.now, settings.guess_limit_per_ip)
@@ -80,16 +106,21 @@ class Relay:
     @classmethod
     def from_deps(cls, deps: RelayDeps) -> Relay:
         return cls(
-            deps.settings, deps.store, clock=deps.clock, ids=deps.ids, codes=deps.codes, tokens=deps.tokens,
-            notifier=deps.notifier, observer=deps.observer, publisher=deps.publisher,
+            deps.settings,
+            deps.store,
+            clock=deps.clock,
+            ids=deps.ids,
+            codes=deps.codes,
+            tokens=deps.tokens,
+            notifier=deps.notifier,
+            observer=deps.observer,
+            publisher=deps.publisher,
         )
 
     def reconfigure(self, *, settings: Settings | None = None, observer: Observer | None = None) -> None:
         """New settings or a new observer for a relay already serving (a test's shorter timeout on a running
         server): every unit is wired again. A stream already running keeps the units it opened with."""
-        self.deps = replace(
-            self.deps, settings=settings or self.deps.settings, observer=observer or self.deps.observer
-        )
+        self.deps = replace(self.deps, settings=settings or self.deps.settings, observer=observer or self.deps.observer)
         self._wire()
 
     # The dependencies, read-only: a new one comes through reconfigure() or a new Relay.
@@ -135,16 +166,39 @@ class Relay:
         self.limits = limits = RateLimits(io, clock, observer)
         self.push_out = push_out = PushSender(io, clock, self.publisher, timeout=s.push_publish_seconds)
         self.sessions = sessions = Sessions(
-            s, io, clock, codes=self.codes, tokens=self.tokens, guard=self.guard, limits=limits, notifier=notifier,
-            observer=observer, push=push_out,
+            s,
+            io,
+            clock,
+            codes=self.codes,
+            tokens=self.tokens,
+            guard=self.guard,
+            limits=limits,
+            notifier=notifier,
+            observer=observer,
+            push=push_out,
         )
         self.presence = presence = Presence(s, io, clock, sessions=sessions, limits=limits)
         self.queue = queue = RequestQueue(
-            s, io, clock, self.ids, sessions=sessions, presence=presence, limits=limits, notifier=notifier,
-            observer=observer, push=push_out,
+            s,
+            io,
+            clock,
+            self.ids,
+            sessions=sessions,
+            presence=presence,
+            limits=limits,
+            notifier=notifier,
+            observer=observer,
+            push=push_out,
         )
         self.responses = Responses(
-            s, io, clock, guard=self.guard, sessions=sessions, presence=presence, queue=queue, notifier=notifier,
+            s,
+            io,
+            clock,
+            guard=self.guard,
+            sessions=sessions,
+            presence=presence,
+            queue=queue,
+            notifier=notifier,
             observer=observer,
         )
         self.log = ActivityLog(s, io, clock, sessions=sessions)
@@ -213,15 +267,30 @@ class Relay:
     # --- requests and answers (LLM) ---------------------------------------------------------------------
 
     async def submit(
-        self, code: str, tool: str, args: Any, request_id: str | None = None, *, client: str | None = None,
-        session: SessionRecord | None = None, own: bool = False,
+        self,
+        code: str,
+        tool: str,
+        args: Any,
+        request_id: str | None = None,
+        *,
+        client: str | None = None,
+        session: SessionRecord | None = None,
+        own: bool = False,
     ) -> tuple[RequestRecord, bool]:
         return await self.queue.submit(code, tool, args, request_id, client=client, session=session, own=own)
 
     async def call(
-        self, code: str, tool: str, args: Any, request_id: str | None = None, *, wait: float,
-        client: str | None = None, session: SessionRecord | None = None,
-        on_wait: Callable[[RequestRecord], Awaitable[None]] | None = None, every: float = 2.0,
+        self,
+        code: str,
+        tool: str,
+        args: Any,
+        request_id: str | None = None,
+        *,
+        wait: float,
+        client: str | None = None,
+        session: SessionRecord | None = None,
+        on_wait: Callable[[RequestRecord], Awaitable[None]] | None = None,
+        every: float = 2.0,
     ) -> tuple[RequestRecord, Answer]:
         return await self.responses.call(
             code, tool, args, request_id, wait=wait, client=client, session=session, on_wait=on_wait, every=every
@@ -242,8 +311,14 @@ class Relay:
     # --- the plugin: answers, the log, change marks, the stream -----------------------------------------
 
     async def respond(
-        self, code: str, token: str | None, request_id: str, *, result: Any = None,
-        error: dict[str, Any] | None = None, client: str | None = None,
+        self,
+        code: str,
+        token: str | None,
+        request_id: str,
+        *,
+        result: Any = None,
+        error: dict[str, Any] | None = None,
+        client: str | None = None,
     ) -> ResponseRecord:
         return await self.responses.respond(code, token, request_id, result=result, error=error, client=client)
 
@@ -256,7 +331,12 @@ class Relay:
         return await self.log.recent(code, keep=keep, limit=limit)
 
     async def log_page(
-        self, code: str, token: str | None, *, size_of: Callable[[LogItem], int], after: int = 0,
+        self,
+        code: str,
+        token: str | None,
+        *,
+        size_of: Callable[[LogItem], int],
+        after: int = 0,
         client: str | None = None,
     ) -> tuple[list[LogItem], int | None]:
         # LOG_PAGE_BYTES read here, at call time: a test sets it on this module for small pages.
@@ -274,12 +354,17 @@ class Relay:
         return await self.streams.detach(code, token, tab, client=client)
 
     async def stream(
-        self, code: str, token: str | None, cursor: int | None, *, poll: bool = False,
-        max_seconds: float | None = None, client: str | None = None, tab: str | None = None,
+        self,
+        code: str,
+        token: str | None,
+        cursor: int | None,
+        *,
+        poll: bool = False,
+        max_seconds: float | None = None,
+        client: str | None = None,
+        tab: str | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
-        return await self.streams.open(
-            code, token, cursor, poll=poll, max_seconds=max_seconds, client=client, tab=tab
-        )
+        return await self.streams.open(code, token, cursor, poll=poll, max_seconds=max_seconds, client=client, tab=tab)
 
     # --- the push channel ---------------------------------------------------------------------------------
 

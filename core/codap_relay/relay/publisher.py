@@ -94,7 +94,10 @@ class ApiGatewayPublisher:
                     # credentials (as the store's client does for DynamoDB Local).
                     extra = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
                 self._client = session.client(
-                    "apigatewaymanagementapi", endpoint_url=self.endpoint, region_name=self._region(), config=config,
+                    "apigatewaymanagementapi",
+                    endpoint_url=self.endpoint,
+                    region_name=self._region(),
+                    config=config,
                     **extra,
                 )
             return self._client

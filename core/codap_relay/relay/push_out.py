@@ -79,9 +79,7 @@ class PushSender:
         try:
             sent = await self._call(self.publisher.publish, connection_id, message)
         except Exception as exc:  # a publish must never fail the write it follows
-            log.warning(
-                dumps({"push": "publish_failed", "connection": connection_id, "fault": type(exc).__name__})
-            )
+            log.warning(dumps({"push": "publish_failed", "connection": connection_id, "fault": type(exc).__name__}))
             return Outcome.UNKNOWN
         return Outcome.SENT if sent else Outcome.GONE
 

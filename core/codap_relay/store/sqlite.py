@@ -111,8 +111,8 @@ class SqliteStore:
     def _migrate_manifests(self) -> None:
         columns = {row["name"] for row in self._db.execute("PRAGMA table_info(sessions)")}
         if "manifest" in columns and (
-            "tools" not in columns or self._db.execute("SELECT 1 FROM sessions WHERE tools IS NOT NULL").fetchone()
-            is None
+            "tools" not in columns
+            or self._db.execute("SELECT 1 FROM sessions WHERE tools IS NOT NULL").fetchone() is None
         ):
             return
         with self._tx() as db:
@@ -494,7 +494,10 @@ class SqliteStore:
     @staticmethod
     def _auth_item(row: sqlite3.Row) -> AuthItem:
         return AuthItem(
-            kind=row["kind"], key=row["key"], owner=row["owner"], data=json.loads(row["data"]),
+            kind=row["kind"],
+            key=row["key"],
+            owner=row["owner"],
+            data=json.loads(row["data"]),
             expires_at=float(row["expires_at"]),
         )
 

@@ -86,8 +86,18 @@ def gateway_headers(request: IncomingRequest, now: float) -> list[tuple[str, str
 
 def caller_identity(source_ip: str, user_agent: str | None) -> dict[str, Any]:
     """``requestContext.identity`` as API Gateway fills it for an unauthenticated caller (REST and WebSocket)."""
-    unset = ("accessKey", "accountId", "caller", "cognitoAuthenticationProvider", "cognitoAuthenticationType",
-             "cognitoIdentityId", "cognitoIdentityPoolId", "principalOrgId", "user", "userArn")
+    unset = (
+        "accessKey",
+        "accountId",
+        "caller",
+        "cognitoAuthenticationProvider",
+        "cognitoAuthenticationType",
+        "cognitoIdentityId",
+        "cognitoIdentityPoolId",
+        "principalOrgId",
+        "user",
+        "userArn",
+    )
     return {**dict.fromkeys(unset), "sourceIp": source_ip, "userAgent": user_agent}
 
 

@@ -139,8 +139,13 @@ class PostFaults:
     delivered (``500``), gone (``410``, and the socket really closes), sent but slowly (``slow``)."""
 
     rng: random.Random
-    rates: tuple[tuple[str, float], ...] = (("500", 0.04), ("500-after", 0.03), ("late", 0.03), ("410", 0.02),
-                                             ("slow", 0.08))
+    rates: tuple[tuple[str, float], ...] = (
+        ("500", 0.04),
+        ("500-after", 0.03),
+        ("late", 0.03),
+        ("410", 0.02),
+        ("slow", 0.08),
+    )
     late_seconds: float = 1.5  # longer than the relay's PUSH_PUBLISH_SECONDS (1 s): it stops waiting
     drawn: dict[str, int] = field(default_factory=dict)
 
