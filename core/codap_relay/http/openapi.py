@@ -153,13 +153,26 @@ def oauth_paths() -> dict[str, Any]:
                 "operationId": "consentPage",
                 "summary": "The consent page: type the plugin's pairing code, then Allow in the plugin",
                 "parameters": [_param("request", "query", "The authorization request", required=True)],
-                "responses": {"200": page, "302": {"description": "Approved: to the client"}, "404": page},
+                "responses": {
+                    "200": page,
+                    "302": {"description": "Approved: to the client"},
+                    "404": page,
+                    "410": page,
+                },
             },
             "post": {
                 "operationId": "consentCode",
                 "summary": "The pairing code typed (with the form's anti-forgery token and its cookie)",
                 "requestBody": {"content": {FORM: {"schema": {"type": "object"}}}},
-                "responses": {"303": {"description": "To the waiting page"}, "403": page, "429": page},
+                "responses": {
+                    "200": page,
+                    "302": {"description": "Approved: to the client"},
+                    "303": {"description": "To the waiting page"},
+                    "403": page,
+                    "404": page,
+                    "410": page,
+                    "429": page,
+                },
             },
         },
         "/token": {
