@@ -66,7 +66,8 @@ async def test_three_hundred_windows_in_a_minute_meet_no_throttle_and_no_limit(b
         await asyncio.sleep(MINUTE * (i / WINDOWS) ** 2 - (time.monotonic() - started))
         return await open_plugin(http, base, body)
 
-    async with httpx.AsyncClient(timeout=90, limits=httpx.Limits(max_connections=WINDOWS * 4)) as http:
+    # At most 100 connections at once: a thousand from one test client only measured this machine's sockets.
+    async with httpx.AsyncClient(timeout=90, limits=httpx.Limits(max_connections=100)) as http:
         loads = await asyncio.gather(*(window(i) for i in range(WINDOWS)))
     took = time.monotonic() - started
     requests = [hit for load in loads for hit in load]
