@@ -33,7 +33,9 @@ from .tool_content import summary
 
 SCHEME = "codap"
 MAX_URI_CHARS = 2048  # a resource URI longer than this is refused (names are titles, not documents)
-MAX_DIGITS = 9  # a page number or graph id: ASCII digits, at most this many
+MAX_DIGITS = 9  # a page number: ASCII digits, at most this many
+# CODAP v3's component ids are large (15 digits seen); JavaScript holds whole numbers exactly up to 2**53 - 1.
+MAX_ID_DIGITS = 16
 PAGE_BYTES = 200_000  # a CSV larger than this (UTF-8) comes in pages of at most this size each
 EXAMPLE_CASES = 5
 ACTIVITY_CALLS = 30  # codap://activity's calls, the latest; its "total" counts them all
@@ -423,9 +425,9 @@ class DocumentReader:
         return Contents(uri, "text/csv", text=f"{note}\r\n{text}", meta=meta)
 
     async def image(self, uri: str, graph: str) -> Contents:
-        number = whole_number(graph)
-        if number is None and graph.isascii() and graph.isdigit():
-            raise ResourceError("invalid", f"{uri}: a graph's id has at most {MAX_DIGITS} digits.")
+        number = whole_number(graph, MAX_ID_DIGITS)
+        if number is not None and number > 2**53 - 1 or number is None and graph.isascii() and graph.isdigit():
+            raise ResourceError("invalid", f"{uri}: a graph's id is a whole number below 2**53 ({graph[:20]!r}).")
         args: dict[str, Any] = {"graph": graph if number is None else number}  # else a name, whatever its letters
         try:
             result = await self.tool("get_codap_graph_image", args)
@@ -491,10 +493,10 @@ def _page_of(uri: str, query: str) -> int:
     return page
 
 
-def whole_number(raw: str) -> int | None:
-    """``raw`` as a number if it is 1 to MAX_DIGITS ASCII digits; else None. ``str.isdigit`` alone also takes
+def whole_number(raw: str, max_digits: int = MAX_DIGITS) -> int | None:
+    """``raw`` as a number if it is 1 to ``max_digits`` ASCII digits; else None. ``str.isdigit`` alone also takes
     ``²`` and other digits ``int`` refuses, and ``int`` refuses more than 4,300 digits."""
-    if not 0 < len(raw) <= MAX_DIGITS or not raw.isascii() or not raw.isdigit():
+    if not 0 < len(raw) <= max_digits or not raw.isascii() or not raw.isdigit():
         return None
     return int(raw)
 

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from playwright.sync_api import Route
 
 from codap_relay.catalog import plugin_tools
 from codap_relay.relay.publisher import PUSH_INLINE_BYTES
@@ -425,13 +426,27 @@ def test_plugin_reload_mid_conversation_runs_no_request_twice(codap: CodapPage) 
     done(codap, "create_codap_dataset", {"datasetName": "reload", "dataType": "random_numbers", "recordCount": 1})
     code, relay = codap.code(), codap.relay
     context = codap.page.context
-    context.route(posted_answer, lambda route: route.abort())  # answers cannot reach the relay
+    tried: list[str] = []  # the request ids whose answers the plugin tried to post
+
+    def refuse(route: Route) -> None:
+        body = route.request.post_data_json
+        if isinstance(body, dict):
+            tried.append(str(body.get("id")))
+        route.abort()
+
+    context.route(posted_answer, refuse)  # answers cannot reach the relay
     try:
         first = [
             submit(relay, code, "add_codap_cases", {"datasetName": "reload", "cases": [{"index": 100 + i}]})
             for i in range(2)
         ]
         wait_until(lambda: len(codap.items("reload")) == 3, "both additions made in CODAP")
+        # CODAP holds both cases before the tool has finished (it still reads the counts back and registers the
+        # change for Undo): reload only once both answers are computed, or the reload catches the second mid-run
+        # (the route's handler runs only while Playwright waits, hence the page's short waits)
+        wait_until(
+            lambda: codap.page.wait_for_timeout(50) or set(first) <= set(tried), "both answers computed and tried"
+        )
         codap.reload_plugin()
     finally:
         context.unroute(posted_answer)

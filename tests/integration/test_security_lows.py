@@ -34,17 +34,30 @@ BAD_URIS = [
     "codap://datasets/a/cases?page=²",  # str.isdigit() is true, int() refuses it
     "codap://datasets/a/cases?page=" + "9" * 5000,  # over int()'s 4,300 digits
     "codap://graphs/" + "7" * 5000 + "/image",
+    "codap://graphs/9007199254740992/image",  # 2**53: JavaScript cannot hold it exactly
     "codap://datasets/" + "a" * 3000,  # over the URI length cap
 ]
 
 
-@pytest.mark.parametrize("uri", BAD_URIS, ids=["superscript page", "long page", "long graph id", "long uri"])
+@pytest.mark.parametrize(
+    "uri", BAD_URIS, ids=["superscript page", "long page", "long graph id", "graph id past 2**53", "long uri"]
+)
 async def test_a_bad_resource_uri_is_a_400_naming_it(
     client: httpx.AsyncClient, session: dict[str, Any], uri: str
 ) -> None:
     r = await client.get("/resources/read", params={"code": session["code"], "uri": uri})
     assert r.status_code == 400, r.text
     assert r.json()["error"] == "invalid" and r.json()["message"]
+
+
+async def test_a_graph_id_as_large_as_codaps_own_reaches_the_tool(
+    client: httpx.AsyncClient, session: dict[str, Any]
+) -> None:
+    # CODAP 3.1.0 gives components ids of 15 digits (111128409776518 seen in a real document)
+    r = await client.get(
+        "/resources/read", params={"code": session["code"], "uri": "codap://graphs/111128409776518/image"}
+    )
+    assert (r.status_code, r.json()["error"]) == (502, "codap_error") and "get_codap_graph_image" in r.text
 
 
 async def test_a_graph_named_with_other_digits_is_read_by_name_not_a_crash(

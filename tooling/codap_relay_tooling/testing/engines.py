@@ -229,6 +229,9 @@ class BiDiFirefox(Engine):
         return self._answer(result["result"].get("value"))
 
     def click(self, selector: str) -> None:
+        # BiDi's pointer move does not scroll (WebDriver classic's element click does): a notice above the button
+        # can push it below the frame's fold, and the move would fail "out of bounds"
+        self.evaluate("(s) => document.querySelector(s)?.scrollIntoView({block: 'center'})", selector)
         context = self._plugin_context()
         located = self._send(
             "browsingContext.locateNodes",
