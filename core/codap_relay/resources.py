@@ -426,7 +426,8 @@ class DocumentReader:
 
     async def image(self, uri: str, graph: str) -> Contents:
         number = whole_number(graph, MAX_ID_DIGITS)
-        if number is not None and number > 2**53 - 1 or number is None and graph.isascii() and graph.isdigit():
+        too_large = number is not None and number > 2**53 - 1
+        if too_large or (number is None and graph.isascii() and graph.isdigit()):
             raise ResourceError("invalid", f"{uri}: a graph's id is a whole number below 2**53 ({graph[:20]!r}).")
         args: dict[str, Any] = {"graph": graph if number is None else number}  # else a name, whatever its letters
         try:
