@@ -392,7 +392,7 @@ def test_the_data_tools_over_mcp(codap: CodapPage, mcp: McpClient) -> None:
     assert [t.name for t in mcp.tools()] == [t["name"] for t in plugin_tools()]
 
     def ok(name: str, args: dict[str, Any]) -> dict[str, Any]:
-        result = mcp.call(name, args)
+        result = mcp.call_to_the_end(name, args)
         assert result.is_error is False, result
         structured: dict[str, Any] = result.structured_content
         return structured

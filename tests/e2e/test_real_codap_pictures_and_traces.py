@@ -172,14 +172,15 @@ def test_graph_pictures_over_http_and_mcp_show_what_codap_drew(pages: Callable[.
         hints = listed["get_codap_graph_image"].annotations
         assert hints is not None and hints.read_only_hint is True and hints.destructive_hint is False
         assert "includeImage" in listed["create_codap_graph"].input_schema["properties"]
-        larger = mcp.call("get_codap_graph_image", {"graph": "students"})  # untitled: it shows its dataset's name
+        # untitled: it shows its dataset's name
+        larger = mcp.call_to_the_end("get_codap_graph_image", {"graph": "students"})
         assert larger.is_error is False, larger
         assert [c.type for c in larger.content] == ["text", "image"]
         big = picture(larger.content[1].data)
         (now_drawn,) = plot_areas(codap)
         assert big.size == now_drawn and big.size[0] > first.size[0]
         assert point_pixels(big) > 50 * 25
-        small = mcp.call("get_codap_graph_image", {"graph": graph_id, "maxSize": 200})
+        small = mcp.call_to_the_end("get_codap_graph_image", {"graph": graph_id, "maxSize": 200})
         thumb = picture(small.content[1].data)
         assert max(thumb.size) == 200 and abs(thumb.size[0] / thumb.size[1] - big.size[0] / big.size[1]) < 0.02
         assert "scaled down to at most 200 px" in small.content[0].text

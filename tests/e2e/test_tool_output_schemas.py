@@ -107,10 +107,11 @@ def test_typed_results_over_mcp_with_the_sdk_client(codap: CodapPage) -> None:
         assert {n: t.output_schema for n, t in listed.items()} == {
             t["name"]: t.get("outputSchema") for t in plugin_tools()
         }
-        mcp.call("create_codap_dataset", {
+        mcp.call_to_the_end("create_codap_dataset", {
             "datasetName": "typed over mcp", "dataType": "random_numbers", "recordCount": 4,
         })  # fmt: skip
-        stats = mcp.call("compute_codap_statistics", {"datasetName": "typed over mcp", "attributes": ["x", "y"]})
+        asked = {"datasetName": "typed over mcp", "attributes": ["x", "y"]}
+        stats = mcp.call_to_the_end("compute_codap_statistics", asked)
         assert stats.is_error is False
         check_output("compute_codap_statistics", stats.structured_content)
         assert stats.structured_content["caseCount"] == 4 == len(codap.items("typed over mcp"))
