@@ -52,6 +52,14 @@ export function isCodapSuccess(reply) {
   return typeof reply === "object" && reply !== null && /** @type {{success?: unknown}} */ (reply).success === true;
 }
 
+/**
+ * A value as JSON carries it: what a tool's arguments, CODAP's values and the relay's messages are made of where
+ * their shape is open (a case's values, a raw request's values).
+ * @typedef {null | boolean | number | string | JsonArray | JsonObject} Json
+ */
+/** @typedef {Json[]} JsonArray */
+/** @typedef {{[key: string]: Json}} JsonObject */
+
 /** CODAP's ids: numbers in CODAP 3's answers, strings where a model or a resource path gave them. @typedef {number | string} CodapId */
 
 /** A dataset as dataContextList names it (title: its name when it has none). @typedef {{id: CodapId, name: string, title: string}} DatasetRef */
@@ -109,9 +117,63 @@ export function isCodapSuccess(reply) {
  * @typedef {Record<string, any>} ToolArgs
  */
 
-/** @typedef {(args: ToolArgs) => Promise<ToolResult>} Tool */
+/**
+ * A tool function. Written as a method's type so that a tool may declare the arguments its schema promises
+ * (`{name: string, …}`) and still be one of a family's tools.
+ * The second argument names the call (its request id), so that what the tool records can be found by it later.
+ * @typedef {{tool(args: ToolArgs, call?: {id: string}): Promise<ToolResult>}["tool"]} Tool
+ */
 
 /** The `error` a failed call posts to the relay (errors.js errorBody). @typedef {{message: string, code: string, data?: unknown}} ToolErrorBody */
+
+/**
+ * A call's outcome as the plugin posts it to the relay (and keeps it in its ledger): the tool's result, or why it
+ * failed.
+ * @typedef {{result: ToolResult, error?: undefined} | {error: ToolErrorBody, result?: undefined}} OutcomeBody
+ */
+
+/**
+ * A request id's line in the plugin's ledger (storage.js): started before its tool runs, done with its outcome
+ * until the relay took it (posted); `at` is when it last changed (ms since the epoch).
+ * @typedef {object} LedgerEntry
+ * @property {"started" | "done"} state
+ * @property {string} [tool]
+ * @property {number} [seq]
+ * @property {unknown} [args] the arguments, unless too large to keep
+ * @property {OutcomeBody} [body] until the relay took it
+ * @property {boolean} [posted]
+ * @property {boolean} [bodyLost] the outcome was too large for storage
+ * @property {number} at
+ */
+
+/**
+ * One call of a saved trace (trace.js buildTrace): a relayed call or a replayed one.
+ * @typedef {object} TraceCall
+ * @property {string} tool
+ * @property {ToolArgs} args
+ * @property {string} status "completed", "failed"…
+ * @property {string | null} summary
+ * @property {string | null} error its error's code
+ * @property {string} at ISO 8601
+ * @property {string | null} completedAt
+ * @property {number | null} latencyMs
+ * @property {"llm" | "replay"} [via]
+ */
+
+/**
+ * Where a trace's replay stands (replay.js), kept in storage so a reload neither runs a call twice nor forgets it:
+ * each call's state by its index in the trace ("started", "done", "failed", "skipped", "refused", "interrupted").
+ * @typedef {object} ReplayProgress
+ * @property {string} key the trace's key (trace.js traceKey)
+ * @property {string} name its file's name
+ * @property {string[]} tools each call's tool
+ * @property {Record<string, string>} states
+ * @property {string} outcome "running", "finished", "stopped"
+ * @property {string | null} reason
+ * @property {number} [at] when it last changed (ms since the epoch)
+ */
+
+/** A session this tab had before (storage.js history), whose log the relay may still keep. @typedef {{code: string, token: string, endedAt: number}} PastSession */
 
 /**
  * The relay's answer to POST /api/sessions (relay.js createSession).
@@ -134,6 +196,54 @@ export function isCodapSuccess(reply) {
  * @property {number} expiresAt
  * @property {string | null} changes
  * @property {string | null} push
+ */
+
+/**
+ * The relay's public status of a session (GET /api/sessions/{code}).
+ * @typedef {{code: string, ttl: number, expiresAt: string, connected: boolean, lastSeen: string | null,
+ *   pending: number}} SessionStatus
+ */
+
+/**
+ * A tool request as the relay sends it (its stream's or push channel's event): `seq` orders them; `unreadable`
+ * says why the plugin could not read one (it then answers it with that error, never runs it).
+ * @typedef {object} ToolRequest
+ * @property {string} id
+ * @property {string} tool
+ * @property {ToolArgs} args
+ * @property {number} seq
+ * @property {string} [unreadable]
+ */
+
+/**
+ * A request of the session's log as its trace view gives it (GET …/log?view=trace): with its arguments and answer.
+ * @typedef {object} TraceEntry
+ * @property {number} seq
+ * @property {string} id
+ * @property {string} tool
+ * @property {string} status
+ * @property {string} queuedAt ISO 8601
+ * @property {string | null} completedAt
+ * @property {number | null} latencyMs
+ * @property {string | null} error its error's code
+ * @property {ToolArgs} [args]
+ * @property {string} [summary]
+ */
+
+/**
+ * What a channel to the relay (relay.js StreamConnection, push.js PushConnection) tells the page: its state
+ * ("connected", "reconnecting", "offline", "room"), each request, and the session's end.
+ * @typedef {object} ChannelHandlers
+ * @property {(state: string) => void} onStatus
+ * @property {(request: ToolRequest) => void} onRequest
+ * @property {() => void} onSuperseded another tab took the session
+ * @property {(kind: string) => void} onGone "closed" or "expired"
+ * @property {() => void} [onAlive]
+ * @property {(wait: {ms: number}) => void} [onWaitForRoom]
+ * @property {(withdrawn: {id: string, tool: string, args?: ToolArgs}) => void} [onWithdrawn]
+ * @property {(why: string) => void} [onUnreadable]
+ * @property {(note: unknown) => void} [onCursorReset]
+ * @property {() => void} [onFallback] the push channel gave up: use the stream for a while
  */
 
 /**
