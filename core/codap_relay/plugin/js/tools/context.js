@@ -217,6 +217,12 @@ export function createToolContext({
 }
 
 /**
+ * What every family's tools share (createToolContext's answer); createTools adds the journal of restore points
+ * (journal.js) when it has a tool catalog.
+ * @typedef {ReturnType<typeof createToolContext>} ToolContext
+ */
+
+/**
  * Ends a changing tool's answer with the document digest: the last text item gains its line and the structured
  * data a `document` field. A digest that cannot be read leaves the answer as it was (the change was made).
  * @param {{documentDigest: () => Promise<{text: string, data: unknown}>}} ctx
