@@ -5,8 +5,9 @@
 // Modules import them with `@import {CodapReply} from "./types.js"` (or `import("./types.js").CodapReply`).
 
 /**
- * What a request asks CODAP to do. `notify` sends an event (busy, undo entries) rather than changing a resource.
- * @typedef {"get" | "create" | "update" | "delete" | "notify"} CodapAction
+ * What a request asks CODAP to do. `notify` sends an event (busy, undo entries) rather than changing a resource;
+ * `register` and `unregister` start and stop notifications (logMessageMonitor).
+ * @typedef {"get" | "create" | "update" | "delete" | "notify" | "register" | "unregister"} CodapAction
  */
 
 /**
@@ -36,6 +37,12 @@
  */
 
 /** @typedef {CodapSuccess | CodapFailure} CodapReply */
+
+/**
+ * A message CODAP sends the plugin of its own accord (a notification): what changed, by resource
+ * (`undoChangeNotice`, `document`, `logMessageNotice`…), with values that depend on it.
+ * @typedef {{action?: string, resource?: string, values?: any}} CodapNotification
+ */
 
 /**
  * Sends one message to CODAP: a request answered by a reply, or an array answered by an array (CodapPhone.call).
@@ -121,7 +128,8 @@ export function isCodapSuccess(reply) {
  * A tool function. Written as a method's type so that a tool may declare the arguments its schema promises
  * (`{name: string, …}`) and still be one of a family's tools.
  * The second argument names the call (its request id), so that what the tool records can be found by it later.
- * @typedef {{tool(args: ToolArgs, call?: {id: string}): Promise<ToolResult>}["tool"]} Tool
+ * (null for a call made again by CODAP's Redo that had none).
+ * @typedef {{tool(args: ToolArgs, call?: {id: string | null}): Promise<ToolResult>}["tool"]} Tool
  */
 
 /** The `error` a failed call posts to the relay (errors.js errorBody). @typedef {{message: string, code: string, data?: unknown}} ToolErrorBody */

@@ -20,7 +20,7 @@ import { isCodapSuccess } from "../types.js";
 import { VERSION } from "../version.js";
 
 /**
- * @import {CodapCall, Component, DescribedDataset, ImageContent, ToolResult} from "../types.js"
+ * @import {CodapCall, CodapNotification, Component, DescribedDataset, ImageContent, ToolResult} from "../types.js"
  * @import {Raster} from "../imaging.js"
  */
 
@@ -120,7 +120,7 @@ export const datasetLine = (d) =>
  * @param {Raster<any> | null} [io.raster]
  * @param {(ms: number) => Promise<void>} [io.sleep]
  * @param {() => number} [io.now]
- * @param {((fn: (value: unknown) => void) => () => void) | null} [io.listen]
+ * @param {((fn: (value: CodapNotification) => void) => () => void) | null} [io.listen]
  * @param {typeof fetch} [io.fetch]
  */
 export function createToolContext({
