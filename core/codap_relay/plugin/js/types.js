@@ -26,6 +26,8 @@
  * @typedef {object} CodapSuccess
  * @property {true} success
  * @property {any} [values]
+ * @property {CodapId[]} [itemIDs] the items an item create made
+ * @property {CodapId[]} [caseIDs] the cases a create made
  */
 
 /**
@@ -34,6 +36,7 @@
  * @typedef {object} CodapFailure
  * @property {false | null | undefined} success
  * @property {{error?: unknown, [key: string]: unknown}} [values]
+ * @property {unknown} [error] where a few handlers (caseFormulaSearch) put their reason instead
  */
 
 /** @typedef {CodapSuccess | CodapFailure} CodapReply */
