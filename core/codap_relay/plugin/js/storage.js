@@ -10,7 +10,7 @@
 // The plugin is a third-party frame inside CODAP; where the browser blocks third-party storage, reading
 // sessionStorage throws, and the same records live in memory for the life of the page instead.
 
-/** @import {LedgerEntry, OutcomeBody, PastSession, ReplayProgress, Session, TraceCall} from "./types.js" */
+/** @import {LedgerEntry, OutcomeBody, PastSession, ReplayProgress, Session, ToolArgs, TraceCall} from "./types.js" */
 
 const MAX_LEDGER = 500;
 const MAX_HISTORY = 5; // earlier sessions remembered for the trace
@@ -215,7 +215,7 @@ export class PluginStore {
     }
   }
 
-  /** @param {string} id @param {{tool: string, seq?: number, args?: unknown}} meta */
+  /** @param {string} id @param {{tool: string, seq?: number, args?: ToolArgs}} meta */
   markStarted(id, meta) {
     this._update(id, { state: "started", ...meta });
   }

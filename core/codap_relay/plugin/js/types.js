@@ -150,7 +150,7 @@ export function isCodapSuccess(reply) {
  * @property {"started" | "done"} state
  * @property {string} [tool]
  * @property {number} [seq]
- * @property {unknown} [args] the arguments, unless too large to keep
+ * @property {ToolArgs} [args] the arguments, or a note that they were too large to keep
  * @property {OutcomeBody} [body] until the relay took it
  * @property {boolean} [posted]
  * @property {boolean} [bodyLost] the outcome was too large for storage
@@ -168,7 +168,7 @@ export function isCodapSuccess(reply) {
  * @property {string} at ISO 8601
  * @property {string | null} completedAt
  * @property {number | null} latencyMs
- * @property {"llm" | "replay"} [via]
+ * @property {string} [via] "llm" (relayed) or "replay"
  */
 
 /**
@@ -207,6 +207,22 @@ export function isCodapSuccess(reply) {
  * @property {number} expiresAt
  * @property {string | null} changes
  * @property {string | null} push
+ */
+
+/**
+ * A change in a request's life, as the runner tells the page (the activity panel): queued, running, done or
+ * failed (with its outcome and time), replayed from the ledger, retrying its answer, delivered, withdrawn.
+ * @typedef {object} ActivityUpdate
+ * @property {string} id
+ * @property {string} status
+ * @property {string} [tool]
+ * @property {ToolArgs} [args]
+ * @property {string} [label] how a local call (a replayed trace's) is named
+ * @property {OutcomeBody} [body]
+ * @property {number} [ms] how long the tool ran
+ * @property {number} [startedAt]
+ * @property {number} [attempt] of the answer's delivery
+ * @property {string} [code] the session's pairing code (the page adds it)
  */
 
 /**
