@@ -132,13 +132,14 @@ export function relayBaseFrom(location) {
     target !== null &&
     (target.origin === url.origin ||
       ((target.protocol === "http:" || target.protocol === "https:") && LOOPBACK_HOSTS.has(target.hostname)));
-  if (!allowed || target === null) {
+  if (!allowed) {
     throw new Error(
       `?relay=${override} names a relay other than the one that served this plugin (${url.origin}) and not one ` +
         "on this computer, so the plugin will not use it. Open the plugin from that relay's own /plugin/ address",
     );
   }
-  return (target.origin + target.pathname).replace(/\/+$/, "");
+  // allowed: target is a URL
+  return (/** @type {URL} */ (target).origin + /** @type {URL} */ (target).pathname).replace(/\/+$/, "");
 }
 
 export class RelayClient {
@@ -438,11 +439,12 @@ export class StreamConnection {
     this.attempt = 0;
     this.waitingForRoom = false;
     this.stopped = true;
-    // Pending timers (undefined when none, which clearTimeout takes).
-    /** @type {ReturnType<typeof setTimeout> | undefined} */
-    this._watchdog = undefined;
-    /** @type {ReturnType<typeof setTimeout> | undefined} */
-    this._retry = undefined;
+    // Pending timers, null when none (clearTimeout takes null, whatever its type says: hence the casts where they
+    // are cleared).
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this._watchdog = null;
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this._retry = null;
   }
 
   /** @param {number | null} [cursor] the event id to start after */
@@ -553,7 +555,7 @@ export class StreamConnection {
         this.waitingForRoom = true;
         this.handlers.onStatus("room");
         this.handlers.onWaitForRoom?.({ ms });
-        clearTimeout(this._retry);
+        clearTimeout(/** @type {number} */ (this._retry));
         this._retry = setTimeout(() => this._recover(), ms);
         return;
       }
@@ -564,7 +566,7 @@ export class StreamConnection {
 
   _scheduleReopen() {
     if (this.stopped) return;
-    clearTimeout(this._retry);
+    clearTimeout(/** @type {number} */ (this._retry));
     const delay = backoffMs(this.attempt++);
     this._retry = setTimeout(() => {
       if (!this.stopped) this.open(this.cursor);
@@ -583,13 +585,13 @@ export class StreamConnection {
   }
 
   _clearWatchdog() {
-    clearTimeout(this._watchdog);
-    this._watchdog = undefined;
+    clearTimeout(/** @type {number} */ (this._watchdog));
+    this._watchdog = null;
   }
 
   _teardown() {
     this._clearWatchdog();
-    clearTimeout(this._retry);
+    clearTimeout(/** @type {number} */ (this._retry));
     if (this.es) {
       const es = this.es;
       this.es = null;
