@@ -33,7 +33,7 @@ import { MAX_REPLAY_CALLS, TraceError, readTrace, replayPlan, traceKey } from ".
  * @property {number} [total]
  * @property {boolean} [running]
  * @property {boolean} [asking]
- * @property {ListedCall[]} [calls]
+ * @property {ListedCall[] | null} [calls]
  */
 
 /** A call as the person's question lists it. @typedef {{n: number, tool: string, summary: string, refused: string | null | undefined}} ListedCall */
