@@ -23,9 +23,12 @@ export class MemoryStorage {
     this.map = new Map();
   }
 
-  /** @param {string} key */
+  /**
+   * @param {string} key
+   * @returns {string | null}
+   */
   getItem(key) {
-    return this.map.has(key) ? this.map.get(key) : null;
+    return this.map.has(key) ? /** @type {string} */ (this.map.get(key)) : null;
   }
 
   /** @param {string} key @param {unknown} value */
