@@ -19,7 +19,7 @@ export const IDLE_WAIT_MS = 1000;
 
 /**
  * Each tool, with CODAP shown busy while it runs past BUSY_DELAY_MS (calls that overlap share one busy period).
- * @param {Record<string, (args: object, call?: {id: string}) => Promise<any>>} tools
+ * @param {Record<string, import("./types.js").Tool>} tools
  * @param {{notify: (request: import("./types.js").CodapRequest, waitMs?: number) => Promise<unknown>}} phone
  * @param {{setTimeout: typeof setTimeout, clearTimeout: typeof clearTimeout,
  *   setInterval: typeof setInterval, clearInterval: typeof clearInterval}} [timers]
@@ -51,7 +51,7 @@ export function withBusySignal(tools, phone, timers = globalThis) {
     timers.clearInterval(renew);
     await phone.notify(IDLE, IDLE_WAIT_MS);
   };
-  /** @type {Record<string, (args: object, call?: {id: string}) => Promise<any>>} */
+  /** @type {Record<string, import("./types.js").Tool>} */
   const wrapped = {};
   for (const [name, fn] of Object.entries(tools)) {
     wrapped[name] = async (args, call) => {

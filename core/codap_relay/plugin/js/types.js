@@ -49,7 +49,7 @@
 
 /**
  * Sends one message to CODAP: a request answered by a reply, or an array answered by an array (CodapPhone.call).
- * @typedef {(request: CodapRequest | CodapRequest[]) => Promise<any>} CodapCall
+ * @typedef {(request: CodapRequest | CodapRequest[]) => Promise<unknown>} CodapCall
  */
 
 /**
@@ -119,12 +119,13 @@ export function isCodapSuccess(reply) {
  * @property {Array<TextContent | ImageContent>} content
  * @property {any} [structuredContent]
  * @property {boolean} [isError]
+ * @property {Record<string, unknown>} [_meta] what MCP carries beside the answer (slow.js: CODAP's waits)
  */
 
 /**
  * A tool's arguments, already checked against its inputSchema (by the relay, or trace.js for a replay): each
  * tool reads the names its JSON definition declares.
- * @typedef {Record<string, any>} ToolArgs
+ * @typedef {JsonObject} ToolArgs
  */
 
 /**
