@@ -98,8 +98,6 @@ export class Replayer {
     this.stopAsked = false;
     /** @type {((yes: boolean) => void) | null} */
     this._answer = null; // resolves the question asked before the first call runs
-    /** @type {boolean | undefined} whether the progress was kept where a reload finds it */
-    this.kept = undefined;
     this.asking = false; // from the question to its answer
   }
 
@@ -250,7 +248,7 @@ export class Replayer {
    * @param {boolean | null} continuing
    */
   async _run(plan, continuing) {
-    const state = /** @type {ReplayProgress} */ (this.state); // start() set it
+    const { state } = /** @type {{state: ReplayProgress}} */ (this); // start() set it
     const total = plan.length;
     let ran = 0;
     for (let i = 0; i < total; i++) {
