@@ -7,16 +7,32 @@
 export const SETTLE_MS = 300;
 export const GAP_MS = 2000;
 
-/** A tool's error message cut to its first line: enough to know what failed. */
+/**
+ * A tool's error message cut to its first line: enough to know what failed.
+ * @param {unknown} text
+ * @param {number} [max]
+ */
 const short = (text, max = 160) => {
   const line = String(text ?? "").split("\n")[0];
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 };
 
-/** Each part a sentence, so that parts joined together are read with pauses between them. */
+/**
+ * Each part a sentence, so that parts joined together are read with pauses between them.
+ * @param {string} text
+ */
 const sentence = (text) => (/[.!?…:]$/.test(text) ? text : `${text}.`);
 
 export class Announcer {
+  // What is gathered until the next write (_clear empties it again).
+  /** @type {string[]} */
+  messages = [];
+  done = 0;
+  /** @type {{tool: string, message: string}[]} */
+  failed = [];
+  /** @type {string | null} */
+  onlyTool = null;
+
   /**
    * @param {object} options
    * @param {(text: string) => void} options.write sets the live region's text
@@ -33,28 +49,32 @@ export class Announcer {
     this.setTimer = setTimer;
     this.lastWrite = -Infinity;
     this.last = "";
+    /** @type {unknown} the pending write's timer (setTimer's), null when none */
     this.timer = null;
-    this._clear();
   }
 
   _clear() {
-    /** @type {string[]} */
     this.messages = [];
     this.done = 0;
-    /** @type {{tool: string, message: string}[]} */
     this.failed = [];
-    /** @type {string | null} */
     this.onlyTool = null;
   }
 
-  /** A sentence to read out (said once even if told twice before the next write). */
+  /**
+   * A sentence to read out (said once even if told twice before the next write).
+   * @param {string} text
+   */
   say(text) {
     if (!text || this.messages.includes(text)) return;
     this.messages.push(text);
     this._schedule();
   }
 
-  /** A tool call finished: `error` is its error message, or null when it succeeded. */
+  /**
+   * A tool call finished: `error` is its error message, or null when it succeeded.
+   * @param {string} tool
+   * @param {string | null} [error]
+   */
   call(tool, error = null) {
     if (error === null) this.done += 1;
     else this.failed.push({ tool, message: short(error) });

@@ -6,7 +6,9 @@
 // call renews it. These are the plugin's own notices, not the model's requests: the policy's refusal of model
 // changes to `interactiveFrame` does not apply to them.
 
+/** @type {import("./types.js").CodapRequest} */
 export const BUSY = { action: "notify", resource: "interactiveFrame", values: { request: "indicateBusy", cursorMode: true } };
+/** @type {import("./types.js").CodapRequest} */
 export const IDLE = { action: "notify", resource: "interactiveFrame", values: { request: "indicateIdle" } };
 /** How long a call runs before CODAP shows busy: about what a person notices as a wait, longer than a quick read. */
 export const BUSY_DELAY_MS = 400;
@@ -17,8 +19,8 @@ export const IDLE_WAIT_MS = 1000;
 
 /**
  * Each tool, with CODAP shown busy while it runs past BUSY_DELAY_MS (calls that overlap share one busy period).
- * @param {Record<string, (args: object, call?: {id: string}) => Promise<any>>} tools
- * @param {{notify: (request: object, waitMs?: number) => Promise<unknown>}} phone
+ * @param {Record<string, import("./types.js").Tool>} tools
+ * @param {{notify: (request: import("./types.js").CodapRequest, waitMs?: number) => Promise<unknown>}} phone
  * @param {{setTimeout: typeof setTimeout, clearTimeout: typeof clearTimeout,
  *   setInterval: typeof setInterval, clearInterval: typeof clearInterval}} [timers]
  */
@@ -49,7 +51,7 @@ export function withBusySignal(tools, phone, timers = globalThis) {
     timers.clearInterval(renew);
     await phone.notify(IDLE, IDLE_WAIT_MS);
   };
-  /** @type {Record<string, (args: object, call?: {id: string}) => Promise<any>>} */
+  /** @type {Record<string, import("./types.js").Tool>} */
   const wrapped = {};
   for (const [name, fn] of Object.entries(tools)) {
     wrapped[name] = async (args, call) => {

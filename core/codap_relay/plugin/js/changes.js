@@ -7,7 +7,7 @@
 
 /**
  * What one CODAP notice says changed: {datasets: names, listed: datasets or components came, went or renamed}.
- * @param {any} notice CODAP's notification, as it sent it
+ * @param {import("./types.js").CodapNotification | null | undefined} notice CODAP's notification, as it sent it
  * @returns {{datasets: string[], listed: boolean}}
  */
 export function changeOf(notice) {
@@ -60,7 +60,7 @@ export class ChangeReporter {
 
   /**
    * One CODAP notice; what it says changed is sent with the others of its burst.
-   * @param {unknown} notice
+   * @param {import("./types.js").CodapNotification | null | undefined} notice
    */
   hear(notice) {
     if (this.stopped) return;

@@ -23,7 +23,7 @@ import { isCodapSuccess } from "./types.js";
 /**
  * A message CODAP has not answered yet.
  * @typedef {object} Waiter
- * @property {(value: any) => void} resolve
+ * @property {(value: unknown) => void} resolve
  * @property {ReturnType<typeof setTimeout>} timer
  * @property {number} requests how many requests the message holds
  * @property {number | undefined} sentAt the timeline's time it went out
@@ -148,7 +148,7 @@ export class CodapPhone {
   /**
    * Send one request (or an array of them) and resolve with CODAP's reply (or array of replies).
    * @param {CodapRequest | CodapRequest[]} request
-   * @returns {Promise<any>} a CodapReply, or an array of them for an array
+   * @returns {Promise<unknown>} a CodapReply, or an array of them for an array (the caller checks which)
    */
   call(request) {
     if (!this.embedded) {

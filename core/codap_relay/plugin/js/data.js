@@ -2,10 +2,25 @@
 // Pure data helpers: sample generators, attribute type inference, flattening and delimited export.
 // No DOM and no network here, so `node --test` can exercise every function.
 
+/** @import {CodapId, Json, JsonObject} from "./types.js" */
+
+/**
+ * A value a CODAP cell holds: text, a number or a truth value (cellValue makes anything else text).
+ * @typedef {string | number | boolean} Cell
+ */
+
+/**
+ * An attribute to create, as generateRecords and inferAttributes describe it.
+ * @typedef {{name: string, type: string, precision?: number, unit?: string}} AttributeSpec
+ */
+
 export const MAX_RECORDS = 1000;
 
 /** A small seeded PRNG (mulberry32) so generated data is reproducible in tests. */
-/** A 53-bit hash of a text (cyrb53): seeds for generated data, keys for replayed traces. */
+/**
+ * A 53-bit hash of a text (cyrb53): seeds for generated data, keys for replayed traces.
+ * @param {string} text
+ */
 export function hashText(text) {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
@@ -19,6 +34,7 @@ export function hashText(text) {
   return 4294967296 * (2097151 & h2) + (h1 >>> 0);
 }
 
+/** @param {number} [seed] */
 export function makeRng(seed = Date.now()) {
   let a = seed >>> 0;
   return () => {
@@ -30,6 +46,7 @@ export function makeRng(seed = Date.now()) {
   };
 }
 
+/** @param {() => number} rng @param {number} mean @param {number} sd */
 function normal(rng, mean, sd) {
   // Box-Muller; 1 - rng() keeps log() away from zero.
   const u = 1 - rng();
@@ -37,7 +54,9 @@ function normal(rng, mean, sd) {
   return mean + sd * Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
 }
 
+/** @type {(x: number, digits: number) => number} */
 const round = (x, digits) => Math.round(x * 10 ** digits) / 10 ** digits;
+/** @type {<T>(rng: () => number, list: T[]) => T} */
 const pick = (rng, list) => list[Math.floor(rng() * list.length)];
 
 const FIRST_NAMES = [
@@ -45,9 +64,16 @@ const FIRST_NAMES = [
   "Nora", "Omar", "Priya", "Quinn", "Rosa", "Sam", "Tara", "Uma", "Victor", "Wen", "Yusuf", "Zoe",
 ];
 
-/** Records for the built-in data types, plus the attribute definitions CODAP should use for them. */
+/**
+ * Records for the built-in data types, plus the attribute definitions CODAP should use for them.
+ * @param {string} dataType
+ * @param {number} count
+ * @param {() => number} [rng]
+ * @returns {{rows: Record<string, Cell>[], attrs: AttributeSpec[]}}
+ */
 export function generateRecords(dataType, count, rng = makeRng()) {
   const n = Math.max(1, Math.min(MAX_RECORDS, Math.floor(count)));
+  /** @type {Record<string, Cell>[]} */
   const rows = [];
   if (dataType === "random_numbers") {
     for (let i = 1; i <= n; i++) {
@@ -123,9 +149,13 @@ const WEEKDAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
 const NUMERIC_RE = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
 const DATE_RE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
 
+/** @param {unknown} v */
 const isBlank = (v) => v === null || v === undefined || v === "";
 
-/** numeric | date | categorical, from the non-blank values of one attribute. */
+/**
+ * numeric | date | categorical, from the non-blank values of one attribute.
+ * @param {unknown[]} values
+ */
 export function inferType(values) {
   const present = values.filter((v) => !isBlank(v));
   if (present.length === 0) return "categorical";
@@ -139,8 +169,13 @@ export function inferType(values) {
   return "categorical";
 }
 
-/** Attribute names in order of first appearance across the records, each with its inferred type. */
+/**
+ * Attribute names in order of first appearance across the records, each with its inferred type.
+ * @param {Array<Record<string, unknown>>} records
+ * @returns {AttributeSpec[]}
+ */
 export function inferAttributes(records) {
+  /** @type {string[]} */
   const names = [];
   const seen = new Set();
   for (const record of records) {
@@ -154,14 +189,23 @@ export function inferAttributes(records) {
   return names.map((name) => ({ name, type: inferType(records.map((r) => r[name])) }));
 }
 
-/** CODAP stores plain values; nested objects and arrays become JSON text so nothing is silently dropped. */
+/**
+ * CODAP stores plain values; nested objects and arrays become JSON text so nothing is silently dropped.
+ * @param {Json | undefined} value
+ * @returns {Cell}
+ */
 export function cellValue(value) {
   if (value === null || value === undefined) return "";
   if (typeof value === "object") return JSON.stringify(value);
   return value;
 }
 
+/**
+ * A record's values as CODAP cells (cellValue).
+ * @param {JsonObject} record
+ */
 export function normaliseRecord(record) {
+  /** @type {Record<string, Cell>} */
   const out = {};
   for (const [key, value] of Object.entries(record)) out[key] = cellValue(value);
   return out;
@@ -170,8 +214,11 @@ export function normaliseRecord(record) {
 /**
  * Flatten a (possibly hierarchical) dataset into one row per item: columns are the attributes of every
  * collection, parents first, so each leaf row carries its parents' values.
+ * @param {Array<{name: string, attrs?: Array<{name: string, type?: string, unit?: string, title?: string}>}>} collections
+ * @param {Array<{values?: Record<string, unknown>} | Record<string, unknown>>} items CODAP's items, or their values
  */
 export function flattenItems(collections, items) {
+  /** @type {Array<{name: string, collection: string, type: string, unit?: string, title?: string}>} */
   const columns = [];
   for (const collection of collections) {
     for (const attr of collection.attrs ?? []) {
@@ -185,7 +232,8 @@ export function flattenItems(collections, items) {
     }
   }
   const rows = items.map((item) => {
-    const values = item.values ?? item;
+    const values = /** @type {Record<string, unknown>} */ (item.values ?? item);
+    /** @type {Record<string, unknown>} */
     const row = {};
     for (const col of columns) row[col.name] = values[col.name] ?? "";
     return row;
@@ -193,14 +241,23 @@ export function flattenItems(collections, items) {
   return { columns, rows };
 }
 
-/** One field, quoted RFC 4180 style when it holds the separator, a quote, a line break or edge spaces. */
+/**
+ * One field, quoted RFC 4180 style when it holds the separator, a quote, a line break or edge spaces.
+ * @param {unknown} value
+ * @param {string} sep
+ */
 export function quoteField(value, sep) {
   const text = value === null || value === undefined ? "" : typeof value === "object" ? JSON.stringify(value) : String(value);
   const needs = text.includes(sep) || text.includes('"') || /[\r\n]/.test(text) || /^\s|\s$/.test(text);
   return needs ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
-/** CSV (sep ",") or TSV (sep "\t"): header row plus one line per row, CRLF line ends as RFC 4180 asks. */
+/**
+ * CSV (sep ",") or TSV (sep "\t"): header row plus one line per row, CRLF line ends as RFC 4180 asks.
+ * @param {string[]} columnNames
+ * @param {Array<Record<string, unknown>>} rows
+ * @param {string} [sep]
+ */
 export function toDelimited(columnNames, rows, sep = ",") {
   const lines = [columnNames.map((c) => quoteField(c, sep)).join(sep)];
   for (const row of rows) lines.push(columnNames.map((c) => quoteField(row[c], sep)).join(sep));
@@ -215,6 +272,8 @@ export const ITEM_ID_KEY = "__id__";
  * is read as the item's id (v3 item-handler.ts createItemsInSegments: a second item with the same id overwrites
  * the first), so each record goes in a `{values: record}` wrapper, which CODAP unwraps. `__id__` is the item id
  * even inside it (DataSet.addCases), so it is left out here and set afterwards (itemIdColumnUpdates).
+ * @template {Record<string, unknown>} R
+ * @param {R[]} records
  */
 export function itemsForCreate(records) {
   return records.map((record) => {
@@ -226,6 +285,8 @@ export function itemsForCreate(records) {
 /**
  * The item update that gives a dataset's `__id__` column its values after a create: CODAP fills that column of a
  * new item with the item's own id, so every new item is set, blank where its record had no `__id__`.
+ * @param {CodapId[]} itemIds
+ * @param {Array<Record<string, Json | undefined> | undefined>} records
  */
 export function itemIdColumnUpdates(itemIds, records) {
   return itemIds.map((id, i) => ({ id, values: { [ITEM_ID_KEY]: cellValue(records[i]?.[ITEM_ID_KEY]) } }));

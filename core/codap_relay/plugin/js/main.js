@@ -27,6 +27,10 @@ import { MAX_TRACE_BYTES, buildTrace, traceFileName } from "./trace.js";
 import { createUI } from "./ui.js";
 import { VERSION } from "./version.js";
 
+/**
+ * @import {ChannelHandlers, CodapNotification, Session} from "./types.js"
+ */
+
 const FRAME = { width: 380, height: 600 };
 
 const params = new URL(location.href).searchParams;
@@ -41,6 +45,7 @@ const storage = openStorage(globalThis);
 const store = new PluginStore(storage.storage, relayBase);
 
 // CODAP's notifications to the plugin, heard by the tools that wait for one (the journal's document snapshots).
+/** @type {Set<(value: CodapNotification) => void>} */
 const listeners = new Set();
 // What the person reads while CODAP is slow, or after it stopped this page (slow.js).
 const notes = slowNotes({ show: (text) => ui.codapSlow(text), slowPending: () => phone.slowPending });
@@ -52,6 +57,7 @@ const phone = new CodapPhone({
   },
   onSlow: notes.onSlow,
 });
+/** @param {(value: CodapNotification) => void} listener */
 const listen = (listener) => {
   listeners.add(listener);
   return () => listeners.delete(listener);
@@ -77,11 +83,17 @@ const tools = withBusySignal(
   phone,
 );
 
+/** @type {Session | null} */
 let session = null;
+/** @type {StreamConnection | PushConnection | null} */
 let stream = null;
+/** @type {Runner | null} */
 let runner = null;
+/** @type {Promise<Session> | null} */
 let obtaining = null; // the session being created, so clicks and events do not ask twice
+/** @type {ChangeReporter | null} */
 let reporter = null; // tells a long-lived relay what CODAP said changed (MCP subscriptions)
+/** @type {ConnectedApps | null} */
 let apps = null; // the apps connected through OAuth, and their consent questions (apps.js)
 listen((notice) => {
   try {
@@ -91,12 +103,13 @@ listen((notice) => {
   }
 });
 let pushFallbacks = 0; // times the push channel gave way to SSE on this page: each waits longer to try push again
+/** @type {ReturnType<typeof setTimeout> | null} */
 let pushRetry = null; // the timer that tries push again after a fall back
 let waitedForRoom = false; // the stream waited for room: its countdown notice goes once it connects
 const tab = newTabId(); // this page's id at the relay: pagehide detaches the streams opened under it
 const replayer = new Replayer({
   store,
-  runner: () => runner,
+  runner: () => /** @type {Runner} */ (runner), // a replay starts once there is one (replayFile)
   tools: TOOLS,
   readOnly: manifest.readOnly,
   destructive: manifest.destructive,
@@ -119,6 +132,7 @@ const PUSH_BLOCKED =
   "This network or browser does not let the plugin keep its WebSocket to the relay, so it uses the relay's " +
   "event stream instead. Everything works the same.";
 
+/** @type {Record<string, (error: Error) => string>} */
 const WAITING = {
   busy: () =>
     "Too many plugins on this network asked the relay for a code in the last minute (a class sharing one " +
@@ -173,13 +187,17 @@ function refreshExpiry() {
   ui.setExpiry(session.expiresAt);
 }
 
+/** @param {{reason: string, ms: number, error: unknown}} wait */
 function showWaiting({ reason, ms, error }) {
   ui.setStatus("waiting");
-  const text = WAITING[reason](error);
+  const text = WAITING[reason](/** @type {Error} */ (error));
   ui.countdown(Date.now() + ms, (seconds) => `${text} in ${seconds} s; there is no need to reload.`);
 }
 
-/** A new session, waiting out the relay's limits; one at a time however often it is asked for. */
+/**
+ * A new session, waiting out the relay's limits; one at a time however often it is asked for.
+ * @param {string | null} reason what the person is told once it is there
+ */
 function newSession(reason) {
   obtaining ??= createSession(reason).finally(() => {
     obtaining = null;
@@ -187,6 +205,7 @@ function newSession(reason) {
   return obtaining;
 }
 
+/** @param {string | null} reason */
 async function createSession(reason) {
   const created = await createSessionWhenAllowed(client, TOOLS, { onWait: showWaiting });
   const previous = session;
@@ -205,6 +224,7 @@ async function createSession(reason) {
   return session;
 }
 
+/** @param {number} ms */
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Resolves when this page is the one CODAP keeps (or when it does not reload the frame after all). */
@@ -233,12 +253,13 @@ async function restoreOrCreate() {
   return newSession(null);
 }
 
+/** Connects the session there is (restoreOrCreate or newSession made it). */
 function connect() {
   stream?.stop();
   runner?.stop();
-  ui.setSession(session, relayBase);
+  ui.setSession(/** @type {Session} */ (session), relayBase);
   ui.showSuperseded(false);
-  const { code, token, changes } = session;
+  const { code, token, changes } = /** @type {Session} */ (session);
   reporter?.stop();
   reporter = changes ? new ChangeReporter({ post: (note) => client.postChanges(changes, token, note) }) : null;
   apps = new ConnectedApps({
@@ -254,9 +275,10 @@ function connect() {
     onActivity: (update) => {
       ui.activity({ ...update, code }); // rows are per code: ids repeat across codes
       // CODAP tells other plugins, not this one, of the components this plugin's own tools make or remove
-      if (update.status === "done" && !manifest.readOnly.has(update.tool)) reporter?.ranTool(update.tool);
+      if (update.status === "done" && !manifest.readOnly.has(/** @type {string} */ (update.tool))) reporter?.ranTool(/** @type {string} */ (update.tool));
     },
   });
+  /** @type {{base: string, code: string, token: string, client: RelayClient, watchdogMs: number, tab: string, handlers: ChannelHandlers}} */
   const options = {
     base: relayBase,
     code,
@@ -285,14 +307,14 @@ function connect() {
           answerConsent(request, code, token);
           return;
         }
-        runner.enqueue(request);
+        /** @type {Runner} */ (runner).enqueue(request);
       },
       onSuperseded: () => {
         ui.setStatus("moved");
         ui.showSuperseded(true);
       },
       onGone: async (kind) => {
-        runner.stop();
+        /** @type {Runner} */ (runner).stop();
         ui.setStatus("reconnecting");
         ui.clearSession();
         const why = kind === "closed" ? "The session was ended" : "The code expired";
@@ -301,7 +323,7 @@ function connect() {
           connect();
         } catch (err) {
           ui.setStatus("error");
-          ui.notice(`${why} and a new code could not be created: ${err.message}. Reload the plugin to try again.`);
+          ui.notice(`${why} and a new code could not be created: ${/** @type {Error} */ (err).message}. Reload the plugin to try again.`);
         }
       },
       onWithdrawn: ({ id, tool, args }) => ui.activity({ id, tool, args, status: "withdrawn", code }),
@@ -312,41 +334,48 @@ function connect() {
         const sse = new StreamConnection(options);
         stream = sse;
         ui.setChannel("stream");
-        sse.open(pushed.cursor);
+        sse.open(/** @type {PushConnection} */ (pushed).cursor); // only a push channel falls back
         // Not for good: a refusal may have been API Gateway's at a busy moment. Later (1 min, then longer), the
         // stream makes way for push again, from its cursor; if push fails again, this comes back here.
-        clearTimeout(pushRetry);
+        clearTimeout(/** @type {number} */ (pushRetry)); // clearTimeout takes null too
         pushRetry = setTimeout(() => {
           if (stream !== sse || sse.stopped) return; // the page moved on (a new code, superseded)
           sse.stop();
-          stream = pushed = new PushConnection({ ...options, url: session.push });
+          stream = pushed = new PushConnection({ ...options, url: /** @type {string} */ (/** @type {Session} */ (session).push) });
           ui.setChannel("push");
           stream.open(sse.cursor ?? null);
         }, backoffMs(pushFallbacks - 1, { base: 60_000, max: 30 * 60_000 }));
       },
     },
   };
-  clearTimeout(pushRetry);
-  const push = session.push && globalThis.WebSocket;
-  let pushed = push ? new PushConnection({ ...options, url: session.push }) : null;
+  clearTimeout(/** @type {number} */ (pushRetry));
+  const push = /** @type {Session} */ (session).push && globalThis.WebSocket;
+  /** @type {PushConnection | null} */
+  let pushed = push ? new PushConnection({ ...options, url: /** @type {string} */ (/** @type {Session} */ (session).push) }) : null;
   stream = pushed ?? new StreamConnection(options);
   ui.setChannel(push ? "push" : "stream");
   runner.resume();
   stream.open(null); // after a (re)load the relay sends every unanswered request; the ledger dedupes
 }
 
-/** The relay asks whether an app may use this CODAP (someone typed this code on its consent page). */
+/**
+ * The relay asks whether an app may use this CODAP (someone typed this code on its consent page).
+ * @param {import("./types.js").ToolRequest} request
+ * @param {string} code
+ * @param {string} token
+ */
 async function answerConsent(request, code, token) {
-  const allow = await apps.ask(request.args ?? {});
+  const allow = await /** @type {ConnectedApps} */ (apps).ask(request.args ?? {});
   try {
     await client.postResponse(code, token, request.id, { result: { allow } });
   } catch (err) {
-    ui.notice(`The answer could not reach the relay: ${err.message}. Start again from the app.`);
+    ui.notice(`The answer could not reach the relay: ${/** @type {Error} */ (err).message}. Start again from the app.`);
   }
   // the relay makes the grant when the consent page next looks (about once a second): look again after it
   for (const ms of [1500, 4000, 10_000]) setTimeout(() => apps?.refresh(), ms);
 }
 
+/** @param {string} text */
 async function copyText(text) {
   try {
     await navigator.clipboard.writeText(text);
@@ -368,6 +397,7 @@ async function copyText(text) {
 /** Save this tab's calls (every session it had, while the relay keeps their logs) as a trace file. */
 async function downloadTrace() {
   const sessions = [...store.history(), ...(session ? [session] : [])];
+  /** @type {import("./types.js").TraceEntry[]} */
   const relayed = [];
   let gone = 0;
   for (const { code, token } of sessions) {
@@ -379,7 +409,7 @@ async function downloadTrace() {
         store.forgetHistory(code);
         continue;
       }
-      ui.notice(`The trace could not be read from the relay (${err.message}). Try again in a moment.`);
+      ui.notice(`The trace could not be read from the relay (${/** @type {Error} */ (err).message}). Try again in a moment.`);
       return;
     }
   }
@@ -394,6 +424,7 @@ async function downloadTrace() {
   ui.notice(`Saved ${name} with ${plural(trace.calls.length, "call")}.${lost}`);
 }
 
+/** @param {File} file */
 async function replayFile(file) {
   if (file.size > MAX_TRACE_BYTES) {
     const limit = `${MAX_TRACE_BYTES / 1024 / 1024} MB`;
@@ -408,19 +439,23 @@ async function replayFile(file) {
 }
 
 function wireControls() {
+  // (read only while there is a session: copy checks)
+  /** @type {Record<string, () => string>} */
   const texts = {
-    code: () => session.code,
-    mcp: () => mcpUrl(relayBase, session.code),
-    claude: () => claudeDesktopConfig(relayBase, session.code),
-    prompt: () => httpPrompt(relayBase, session.code),
+    code: () => /** @type {Session} */ (session).code,
+    mcp: () => mcpUrl(relayBase, /** @type {Session} */ (session).code),
+    claude: () => claudeDesktopConfig(relayBase, /** @type {Session} */ (session).code),
+    prompt: () => httpPrompt(relayBase, /** @type {Session} */ (session).code),
   };
+  /** @type {Record<string, string>} */
   const names = { code: "Code", mcp: "MCP URL", claude: "Claude Desktop config", prompt: "Prompt" };
+  /** @param {string | undefined} kind */
   const copy = async (kind) => {
     if (!session) return;
-    const text = texts[kind]();
+    const text = texts[/** @type {string} */ (kind)]();
     ui.showCopied(text);
     const ok = await copyText(text);
-    ui.notice(ok ? `${names[kind]} copied.` : `Copy was blocked; select the text below and copy it yourself.`);
+    ui.notice(ok ? `${names[/** @type {string} */ (kind)]} copied.` : `Copy was blocked; select the text below and copy it yourself.`);
   };
   ui.on("copy-code", () => copy("code"));
   ui.onCopy((kind) => copy(kind));
@@ -444,12 +479,12 @@ function wireControls() {
       connect();
     } catch (err) {
       if (old) ui.setSession(old, relayBase); // it still works
-      ui.notice(`Could not create a new code: ${err.message}`);
+      ui.notice(`Could not create a new code: ${/** @type {Error} */ (err).message}`);
     }
   });
   addEventListener("pagehide", (event) => {
     if (!session) return;
-    stream?.pause?.(); // a push socket closes now (the relay then drops it as the consumer)
+    /** @type {{pause?: () => void} | null} */ (stream)?.pause?.(); // a push socket closes now (the relay then drops it as the consumer)
     // Nothing of a memory-only session survives the unload: end it now, so the LLM is told the session ended
     // instead of its requests waiting for a page that is gone. A stored session is kept for the reload.
     if (!storage.persistent && !event.persisted) {
@@ -485,7 +520,7 @@ async function start() {
     const what =
       err instanceof RelayHttpError
         ? `The relay at ${relayBase} refused to create a pairing code (${err.message})`
-        : `The plugin failed while starting (${err.message})`;
+        : `The plugin failed while starting (${/** @type {Error} */ (err).message})`;
     ui.notice(`${what}. Reload the plugin to try again; if this keeps happening, check the relay's settings.`);
     return;
   }

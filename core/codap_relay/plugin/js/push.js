@@ -20,6 +20,26 @@ export const REFUSALS_BEFORE_FALLBACK = 6;
 /** No message for this many ping intervals: the socket is dead even if it looks open. */
 export const WATCHDOG_PINGS = 2.5;
 
+/**
+ * @import {ChannelHandlers, ToolArgs, ToolRequest} from "./types.js"
+ */
+
+/**
+ * A message the relay pushes: a request (or the `pointer` to fetch a large one), the answer to attach or resume
+ * (`resumed`), a heartbeat, a withdrawn request, the session's end, or an error.
+ * @typedef {object} PushMessage
+ * @property {string} event
+ * @property {number | string} [seq]
+ * @property {string} [id]
+ * @property {string} [tool]
+ * @property {ToolArgs} [args]
+ * @property {string} [pointer]
+ * @property {string} [unreadable]
+ * @property {number} [upTo]
+ * @property {number | string} [pingSeconds]
+ * @property {string} [code]
+ */
+
 export class PushConnection {
   /**
    * @param {object} options
@@ -27,13 +47,13 @@ export class PushConnection {
    * @param {string} options.url the session's push URL (wss://…, or ws:// on loopback)
    * @param {string} options.code the session's pairing code
    * @param {string} options.token the browser token
-   * @param {Record<string, (...args: any[]) => void>} options.handlers onStatus, onRequest, onSuperseded, onGone,
+   * @param {ChannelHandlers} options.handlers onStatus, onRequest, onSuperseded, onGone,
    *   onAlive, onWithdrawn, onCursorReset, onFallback
    * @param {number} [options.watchdogMs] reconnect when nothing arrived for this long, until the relay names its
    *   ping interval (then 2.5 pings)
    * @param {number} [options.attachTimeoutMs] a socket not open and attached by then (from open()) has failed
    * @param {typeof WebSocket} [options.WebSocketImpl]
-   * @param {{fetchRequest: (pointer: string, token: string) => Promise<any>}} options.client the RelayClient
+   * @param {{fetchRequest: (pointer: string, token: string) => Promise<ToolRequest>}} options.client the RelayClient
    * @param {string} [options.tab] this page's id: it leads the connection's consumer id at the relay
    * @param {{base?: number, max?: number, random?: () => number}} [options.backoff] backoffMs's options
    * @param {() => number} [options.now] the wall clock (ms): a ping timer that fires far too late means the
@@ -65,24 +85,33 @@ export class PushConnection {
     this.client = client;
     this.backoff = backoff;
     this.now = now;
+    /** @type {WebSocket | null} */
     this.ws = null;
     /** @type {number | null} the last seq handed on (or skipped as never coming); null: none known yet */
     this.cursor = null;
+    /** @type {number | null} */
     this.pingMs = null; // from the relay's answer to attach
     this.attached = false;
     this.attempt = 0;
     this.failures = 0; // opens/attaches that failed in a row
     this.refusals = 0; // sockets closed before they opened, in a row
     this.stopped = true;
-    /** @type {Map<number, object>} requests that came early (past cursor + 1), by seq */
+    /** @type {Map<number, PushMessage>} requests that came early (past cursor + 1), by seq */
     this.held = new Map();
     this.resuming = false; // a resume is asked for and its `resumed` not yet here
+    /** @type {Promise<void>} */
     this._delivery = Promise.resolve(); // hand-overs in order, pointer fetches included
+    // Pending timers, null when none (clearTimeout and clearInterval take null, whatever their types say: hence
+    // the casts where they are cleared).
+    /** @type {ReturnType<typeof setTimeout> | null} */
     this._watchdog = null;
+    /** @type {ReturnType<typeof setInterval> | null} */
     this._ping = null;
+    /** @type {ReturnType<typeof setTimeout> | null} */
     this._retry = null;
   }
 
+  /** @param {number | null} [cursor] the last seq handed on */
   open(cursor = this.cursor) {
     this._teardown();
     this.stopped = false;
@@ -100,6 +129,7 @@ export class PushConnection {
     }
     this.ws = ws;
     this._kick(this.attachTimeoutMs); // a socket that neither opens nor fails (a stalled proxy) has failed too
+    /** @type {<E extends Event>(fn: (event: E) => void) => (event: E) => void} */
     const mine = (fn) => (event) => {
       if (this.ws === ws) fn(event);
     };
@@ -109,7 +139,7 @@ export class PushConnection {
       this._send({ action: "attach", ...this._session(), tab: this.tab, after: this.cursor });
       this._kick(this.attachTimeoutMs);
     });
-    ws.onmessage = mine((event) => {
+    ws.onmessage = mine((/** @type {MessageEvent<string>} */ event) => {
       const { data, unreadable, id, found } = readEventData(event.data);
       if (unreadable) {
         // a request whose id and seq can be read is answered with an error in its turn; anything else is shown
@@ -139,6 +169,7 @@ export class PushConnection {
     return { code: this.code, token: this.token };
   }
 
+  /** @param {Record<string, unknown>} message */
   _send(message) {
     try {
       this.ws?.send(JSON.stringify(message));
@@ -147,6 +178,7 @@ export class PushConnection {
     }
   }
 
+  /** @param {PushMessage} message */
   _message(message) {
     this._kick();
     switch (message.event) {
@@ -168,7 +200,7 @@ export class PushConnection {
         this.handlers.onAlive?.();
         return;
       case "withdrawn":
-        this.handlers.onWithdrawn?.({ id: message.id, tool: message.tool, args: message.args });
+        this.handlers.onWithdrawn?.({ id: /** @type {string} */ (message.id), tool: /** @type {string} */ (message.tool), args: message.args });
         return;
       case "superseded":
         this.stop();
@@ -193,6 +225,7 @@ export class PushConnection {
     }
   }
 
+  /** @param {PushMessage} message */
   _request(message) {
     const seq = Number(message.seq);
     if (!Number.isInteger(seq) || typeof message.id !== "string") return;
@@ -207,6 +240,7 @@ export class PushConnection {
     }
   }
 
+  /** @param {PushMessage} message */
   _resumed(message) {
     const first = !this.attached;
     this.resuming = false;
@@ -218,7 +252,7 @@ export class PushConnection {
     const through = upTo ?? seqs.at(-1) ?? 0;
     for (const seq of seqs) {
       if (seq > through) break;
-      this._handOn(this.held.get(seq));
+      this._handOn(/** @type {PushMessage} */ (this.held.get(seq)));
     }
     this.cursor = Math.max(this.cursor ?? 0, through);
     this._drain();
@@ -255,14 +289,15 @@ export class PushConnection {
     }
   }
 
+  /** @param {PushMessage} message */
   _handOn(message) {
     this.held.delete(Number(message.seq));
     this._delivery = this._delivery.then(async () => {
       const request = message.pointer ? await this._fetch(message) : message;
       if (request && !this.stopped) {
         this.handlers.onRequest({
-          id: request.id,
-          tool: request.tool,
+          id: /** @type {string} */ (request.id),
+          tool: /** @type {string} */ (request.tool),
           args: request.args ?? {},
           seq: Number(message.seq),
           ...(message.unreadable ? { unreadable: message.unreadable } : {}),
@@ -271,11 +306,15 @@ export class PushConnection {
     });
   }
 
-  /** A request too big to push, fetched by its pointer; retried until it comes or the relay says it is gone. */
+  /**
+   * A request too big to push, fetched by its pointer; retried until it comes or the relay says it is gone.
+   * @param {PushMessage} message
+   * @returns {Promise<ToolRequest | null>}
+   */
   async _fetch(message) {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        return await this.client.fetchRequest(message.pointer, this.token);
+        return await this.client.fetchRequest(/** @type {string} */ (message.pointer), this.token);
       } catch (err) {
         // 404: answered or expired meanwhile; 401/403: a new session replaced this one
         if (err instanceof RelayHttpError && [401, 403, 404].includes(err.status)) return null;
@@ -286,7 +325,7 @@ export class PushConnection {
   }
 
   _startPings() {
-    clearInterval(this._ping);
+    clearInterval(/** @type {number} */ (this._ping));
     const every = this.pingMs ?? this.watchdogMs / WATCHDOG_PINGS;
     let last = this.now();
     this._ping = setInterval(() => {
@@ -300,7 +339,7 @@ export class PushConnection {
 
   /** (Re)arm the watchdog: after ``ms`` without a message the socket counts as dead. */
   _kick(ms = this.pingMs ? this.pingMs * WATCHDOG_PINGS : this.watchdogMs) {
-    clearTimeout(this._watchdog);
+    clearTimeout(/** @type {number} */ (this._watchdog));
     this._watchdog = setTimeout(() => {
       if (this.stopped) return;
       this._lost();
@@ -333,6 +372,7 @@ export class PushConnection {
     this._retryOrFallBack(this.refusals >= REFUSALS_BEFORE_FALLBACK);
   }
 
+  /** @param {boolean} fallBack */
   _retryOrFallBack(fallBack) {
     if (fallBack) {
       this.stop(); // open() later tries push again (the page does, after a while): the fall back is not for good
@@ -346,16 +386,16 @@ export class PushConnection {
 
   _scheduleReopen() {
     if (this.stopped) return;
-    clearTimeout(this._retry);
+    clearTimeout(/** @type {number} */ (this._retry));
     this._retry = setTimeout(() => {
       if (!this.stopped) this.open(this.cursor);
     }, backoffMs(this.attempt++, this.backoff));
   }
 
   _teardown() {
-    clearTimeout(this._watchdog);
-    clearInterval(this._ping);
-    clearTimeout(this._retry);
+    clearTimeout(/** @type {number} */ (this._watchdog));
+    clearInterval(/** @type {number} */ (this._ping));
+    clearTimeout(/** @type {number} */ (this._retry));
     this._watchdog = this._ping = this._retry = null;
     this.attached = false;
     if (this.ws) {

@@ -2,7 +2,19 @@
 // Talking to the relay: plain HTTP calls (session, response, status) and the SSE stream with
 // reconnect/backoff, a cursor, and a heartbeat watchdog.
 
+/**
+ * @import {ChannelHandlers, CreatedSession, OutcomeBody, SessionStatus, ToolRequest, TraceEntry} from "./types.js"
+ * @import {ToolDefinition} from "./tools/catalog.js"
+ */
+
+/** The relay's error body, when it sent one: `{message, code, …}`. @typedef {{message?: string, code?: string, [key: string]: unknown}} RelayErrorBody */
+
 export class RelayHttpError extends Error {
+  /**
+   * @param {number} status
+   * @param {RelayErrorBody | null} body
+   * @param {number | null} [retryAfter]
+   */
   constructor(status, body, retryAfter = null) {
     super(body?.message ?? `relay answered HTTP ${status}`);
     this.status = status;
@@ -14,6 +26,7 @@ export class RelayHttpError extends Error {
 /** The relay took the call but gave no whole answer in time (a hung connection, a stalled proxy). Callers treat
  * it as they treat an unreachable relay: retry later. */
 export class RelayTimeoutError extends Error {
+  /** @param {number} seconds */
   constructor(seconds) {
     super(`the relay did not answer within ${seconds} s`);
     this.seconds = seconds;
@@ -27,7 +40,12 @@ export const CALL_TIMEOUT_MS = 20_000;
 export const TRANSFER_TIMEOUT_MS = 120_000;
 export const SLOW_LINK_BYTES_PER_SECOND = 32_000; // 256 kbit/s
 
-/** Retry-After in seconds: a number of seconds or an HTTP date; null when absent or unreadable. */
+/**
+ * Retry-After in seconds: a number of seconds or an HTTP date; null when absent or unreadable.
+ * @param {string | number | null | undefined} value
+ * @param {number} [now]
+ * @returns {number | null}
+ */
 export function parseRetryAfter(value, now = Date.now()) {
   if (value === null || value === undefined || value === "") return null;
   const text = String(value).trim();
@@ -36,7 +54,12 @@ export function parseRetryAfter(value, now = Date.now()) {
   return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
-/** Whether every number in `value` is finite (JSON.parse reads 1e999 as Infinity). */
+/**
+ * Whether every number in `value` is finite (JSON.parse reads 1e999 as Infinity).
+ * @param {unknown} value
+ * @param {number} [depth]
+ * @returns {boolean}
+ */
 function finite(value, depth = 0) {
   if (typeof value === "number") return Number.isFinite(value);
   if (!value || typeof value !== "object" || depth > 200) return true;
@@ -48,6 +71,10 @@ function finite(value, depth = 0) {
  * id and tool when they can be recovered. A request the plugin cannot read still gets an answer the model sees
  * (an error for its id); JSON cannot hold NaN or Infinity, so they are read as null only to find the id, and the
  * request is never run with them.
+ * @param {string} text
+ * @returns {{data: any, unreadable?: undefined, id?: undefined, tool?: undefined, found?: undefined}
+ *   | {data: null, unreadable: string, id: string | null, tool: string | null, found: any}} `data`: the parsed
+ *   JSON, which the caller checks
  */
 export function readEventData(text) {
   try {
@@ -60,7 +87,8 @@ export function readEventData(text) {
     }
     return { data };
   } catch (err) {
-    const why = `the plugin could not read this request as JSON (${err?.message ?? err})`;
+    const why = `the plugin could not read this request as JSON (${/** @type {Error | null} */ (err)?.message ?? err})`;
+    /** @type {any} */
     let found = null;
     try {
       // non-finite numbers outside strings (as Python's json writes them) read as null
@@ -86,12 +114,14 @@ const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
  * is refused with an error that says so: a link to a relay's plugin must not pair it with a stranger's relay,
  * whose code and copy buttons would then hand the LLM that relay's URLs. (The page's CSP limits where it may
  * connect too: http/guards.py.)
+ * @param {{href: string}} location
  */
 export function relayBaseFrom(location) {
   const url = new URL(location.href);
   const own = url.origin + url.pathname.replace(/\/plugin(\/.*)?$/, "");
   const override = url.searchParams.get("relay");
   if (!override) return own;
+  /** @type {URL | null} */
   let target = null;
   try {
     target = new URL(override);
@@ -108,7 +138,8 @@ export function relayBaseFrom(location) {
         "on this computer, so the plugin will not use it. Open the plugin from that relay's own /plugin/ address",
     );
   }
-  return (target.origin + target.pathname).replace(/\/+$/, "");
+  // allowed: target is a URL
+  return (/** @type {URL} */ (target).origin + /** @type {URL} */ (target).pathname).replace(/\/+$/, "");
 }
 
 export class RelayClient {
@@ -127,7 +158,15 @@ export class RelayClient {
     this.identity = null;
   }
 
-  /** ``read(res)`` within ``ms`` of sending, the body included: past it the call is aborted (RelayTimeoutError). */
+  /**
+   * ``read(res)`` within ``ms`` of sending, the body included: past it the call is aborted (RelayTimeoutError).
+   * @template T
+   * @param {string} url
+   * @param {RequestInit} init
+   * @param {number} ms
+   * @param {(res: Response, signal: AbortSignal) => Promise<T>} read
+   * @returns {Promise<T>}
+   */
   async _within(url, init, ms, read) {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), ms);
@@ -141,8 +180,16 @@ export class RelayClient {
     }
   }
 
+  /**
+   * The relay's JSON answer to `path` (null when it has no body); a refusal throws RelayHttpError.
+   * @param {string} path
+   * @param {RequestInit} [init]
+   * @param {number} [ms]
+   * @returns {Promise<any>} the answer's JSON, whose shape each caller names
+   */
   async _json(path, init = {}, ms = this.callMs) {
     return this._within(this.base + path, init, ms, async (res, signal) => {
+      /** @type {any} */
       let body = null;
       try {
         body = await res.json();
@@ -155,6 +202,10 @@ export class RelayClient {
     });
   }
 
+  /**
+   * @param {ToolDefinition[]} tools the tools to register
+   * @returns {Promise<CreatedSession>}
+   */
   createSession(tools) {
     // ``identity``: the key this browser keeps for the plugin (apps.js); apps connected by OAuth follow it
     const body = this.identity ? { tools, identity: this.identity } : { tools };
@@ -165,7 +216,12 @@ export class RelayClient {
     });
   }
 
-  /** The apps connected to this plugin through OAuth: {persistent, apps: [{id, app, connectedAt}]}. */
+  /**
+   * The apps connected to this plugin through OAuth: {persistent, apps: [{id, app, connectedAt}]}.
+   * @param {string} code
+   * @param {string} token
+   * @returns {Promise<{persistent: boolean, apps: Array<{id: string, app: string, connectedAt: string}>}>}
+   */
   connectedApps(code, token) {
     return this._json(`/api/sessions/${encodeURIComponent(code)}/grants`, {
       headers: { Authorization: `Bearer ${token}` },
@@ -173,6 +229,7 @@ export class RelayClient {
     });
   }
 
+  /** @param {string} code @param {string} token @param {string} id */
   disconnectApp(code, token, id) {
     return this._json(`/api/sessions/${encodeURIComponent(code)}/grants/${encodeURIComponent(id)}`, {
       method: "DELETE",
@@ -181,7 +238,11 @@ export class RelayClient {
   }
 
   /** The session's public status, or null when the relay no longer knows the code. With the browser ``token``
-   * it is also a sign of life: the relay slides the code's expiry (the stream cannot, while it waits for room). */
+   * it is also a sign of life: the relay slides the code's expiry (the stream cannot, while it waits for room).
+   * @param {string} code
+   * @param {string | null} [token]
+   * @returns {Promise<SessionStatus | null>}
+   */
   async sessionStatus(code, token = null) {
     try {
       const init = token ? { headers: { Authorization: `Bearer ${token}` } } : {};
@@ -192,7 +253,12 @@ export class RelayClient {
     }
   }
 
-  /** ``keepalive`` lets the call outlive the page (sent while the frame unloads). */
+  /**
+   * ``keepalive`` lets the call outlive the page (sent while the frame unloads).
+   * @param {string} code
+   * @param {string} token
+   * @param {{keepalive?: boolean}} [options]
+   */
   endSession(code, token, { keepalive = false } = {}) {
     return this._json(`/api/sessions/${encodeURIComponent(code)}`, {
       method: "DELETE",
@@ -203,14 +269,21 @@ export class RelayClient {
 
   /** This tab is going away (pagehide): its stream ends at the relay's next poll and the LLM sees the plugin as
    * not connected. Bodiless, no headers (the token rides in the query, as the stream's does): a keepalive fetch
-   * that needs no CORS preflight, so it leaves while the page unloads. */
+   * that needs no CORS preflight, so it leaves while the page unloads.
+   * @param {string} code
+   * @param {string} token
+   * @param {string} tab
+   */
   detach(code, token, tab) {
     const params = new URLSearchParams({ tab, token });
     return this._json(`/api/sessions/${encodeURIComponent(code)}/detach?${params}`, { method: "POST", keepalive: true });
   }
 
   /** Whether a stream could start now (204), else a RelayHttpError: 503 with Retry-After when the relay's stream
-   * functions are all taken. EventSource hides a refused stream's status; this shows it. */
+   * functions are all taken. EventSource hides a refused stream's status; this shows it.
+   * @param {string} code
+   * @param {string} token
+   */
   async checkStream(code, token) {
     const params = new URLSearchParams({ code, token, mode: "check" });
     await this._json(`/stream?${params}`, { cache: "no-store" }); // 204: no body, read as null
@@ -218,11 +291,17 @@ export class RelayClient {
   }
 
   /** Every entry of a session's trace (GET …/log?view=trace, page by page); the relay answers for a while
-   * after the session ended. */
+   * after the session ended.
+   * @param {string} code
+   * @param {string} token
+   */
   async traceEntries(code, token) {
+    /** @type {TraceEntry[]} */
     const entries = [];
+    /** @type {number | null | undefined} */
     let after = 0;
     while (after !== null && after !== undefined) {
+      /** @type {{entries: TraceEntry[], next?: number | null}} */
       const page = await this._json(`/api/sessions/${encodeURIComponent(code)}/log?view=trace&after=${after}`, {
         headers: { Authorization: `Bearer ${token}` },
       });
@@ -232,12 +311,22 @@ export class RelayClient {
     return entries;
   }
 
-  /** A request too big to push (the push channel's `pointer`, a path under the relay): {id, tool, args, seq}. */
+  /**
+   * A request too big to push (the push channel's `pointer`, a path under the relay): {id, tool, args, seq}.
+   * @param {string} pointer
+   * @param {string} token
+   * @returns {Promise<ToolRequest>}
+   */
   fetchRequest(pointer, token) {
     return this._json(pointer, { headers: { Authorization: `Bearer ${token}` }, cache: "no-store" }, this.transferMs);
   }
 
-  /** What CODAP said changed (changes.js), to the session's `changes` path that a long-lived relay gave. */
+  /**
+   * What CODAP said changed (changes.js), to the session's `changes` path that a long-lived relay gave.
+   * @param {string} path
+   * @param {string} token
+   * @param {unknown} note
+   */
   postChanges(path, token, note) {
     return this._json(path, {
       method: "POST",
@@ -246,6 +335,13 @@ export class RelayClient {
     });
   }
 
+  /**
+   * A call's outcome, to the relay (a consent question's answer is one too: `{result: {allow}}`).
+   * @param {string} code
+   * @param {string} token
+   * @param {string} id
+   * @param {OutcomeBody | {result: {allow: boolean}}} body
+   */
   postResponse(code, token, id, body) {
     const text = JSON.stringify({ code, id, ...body });
     // ?code= lets the relay check the token before it reads the body (up to 3 MB)
@@ -256,7 +352,10 @@ export class RelayClient {
     }, this._uploadMs(text));
   }
 
-  /** A call's deadline plus the time ``text`` takes to send over a slow link. */
+  /**
+   * A call's deadline plus the time ``text`` takes to send over a slow link.
+   * @param {string} text
+   */
   _uploadMs(text) {
     return this.callMs + Math.ceil((text.length / SLOW_LINK_BYTES_PER_SECOND) * 1000);
   }
@@ -269,6 +368,11 @@ export function newTabId() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
+/**
+ * A retry's pause: doubling from `base` with each `attempt` (0 first), at most `max`, with jitter.
+ * @param {number} attempt
+ * @param {{base?: number, max?: number, random?: () => number}} [options]
+ */
 export function backoffMs(attempt, { base = 500, max = 15_000, random = Math.random } = {}) {
   const exp = Math.min(max, base * 2 ** Math.max(0, attempt));
   return Math.round(exp * (0.75 + random() * 0.5)); // jitter so many tabs do not retry in step
@@ -277,6 +381,8 @@ export function backoffMs(attempt, { base = 500, max = 15_000, random = Math.ran
 /**
  * How long to wait after a refusal that named its Retry-After: never less than the relay asked, plus a random
  * share of it (at least 1 s, at most 15 s) so a class that was refused together does not come back together.
+ * @param {number} seconds
+ * @param {{random?: () => number}} [options]
  */
 export function retryAfterMs(seconds, { random = Math.random } = {}) {
   const floor = Math.max(0, seconds) * 1000;
@@ -290,6 +396,9 @@ export const RETRY_AFTER_CAP_SECONDS = 60;
 /**
  * How long to wait before retrying after ``error``: the Retry-After the relay named (at most ``capSeconds``, with
  * retryAfterMs's jitter), else the ``backoff`` (backoffMs's options) of this ``attempt``.
+ * @param {unknown} error
+ * @param {number} attempt
+ * @param {{capSeconds?: number, backoff?: {base?: number, max?: number}, random?: () => number}} [options]
  */
 export function retryDelayMs(error, attempt, { capSeconds = RETRY_AFTER_CAP_SECONDS, backoff = {}, random = Math.random } = {}) {
   const seconds = error instanceof RelayHttpError ? error.retryAfter : null;
@@ -308,7 +417,7 @@ export class StreamConnection {
    * @param {string} options.base the relay's base URL
    * @param {string} options.code the session's pairing code
    * @param {string} options.token the browser token
-   * @param {Record<string, (...args: any[]) => void>} options.handlers onStatus, onRequest, onSuperseded, …
+   * @param {ChannelHandlers} options.handlers onStatus, onRequest, onSuperseded, …
    * @param {number} [options.watchdogMs] reconnect when nothing arrived for this long
    * @param {typeof EventSource} [options.EventSourceImpl]
    * @param {RelayClient} options.client
@@ -323,15 +432,22 @@ export class StreamConnection {
     this.watchdogMs = watchdogMs;
     this.EventSourceImpl = EventSourceImpl;
     this.client = client;
+    /** @type {EventSource | null} */
     this.es = null;
+    /** @type {number | null} the last request's event id: a reopened stream starts after it */
     this.cursor = null;
     this.attempt = 0;
     this.waitingForRoom = false;
     this.stopped = true;
+    // Pending timers, null when none (clearTimeout takes null, whatever its type says: hence the casts where they
+    // are cleared).
+    /** @type {ReturnType<typeof setTimeout> | null} */
     this._watchdog = null;
+    /** @type {ReturnType<typeof setTimeout> | null} */
     this._retry = null;
   }
 
+  /** @param {number | null} [cursor] the event id to start after */
   open(cursor = this.cursor) {
     this._teardown();
     this.stopped = false;
@@ -343,8 +459,9 @@ export class StreamConnection {
     // Armed before the stream opens: a connection the relay (or a proxy) accepted and never answers is given up
     // after watchdogMs, as a silent open stream is, instead of "Reconnecting…" for ever.
     this._kick();
+    /** @type {(fn: (event: MessageEvent<string>) => void) => (event: Event) => void} */
     const mine = (fn) => (event) => {
-      if (this.es === es) fn(event);
+      if (this.es === es) fn(/** @type {MessageEvent<string>} */ (event));
     };
     es.onopen = mine(() => {
       this.attempt = 0;
@@ -438,7 +555,7 @@ export class StreamConnection {
         this.waitingForRoom = true;
         this.handlers.onStatus("room");
         this.handlers.onWaitForRoom?.({ ms });
-        clearTimeout(this._retry);
+        clearTimeout(/** @type {number} */ (this._retry));
         this._retry = setTimeout(() => this._recover(), ms);
         return;
       }
@@ -449,7 +566,7 @@ export class StreamConnection {
 
   _scheduleReopen() {
     if (this.stopped) return;
-    clearTimeout(this._retry);
+    clearTimeout(/** @type {number} */ (this._retry));
     const delay = backoffMs(this.attempt++);
     this._retry = setTimeout(() => {
       if (!this.stopped) this.open(this.cursor);
@@ -468,13 +585,13 @@ export class StreamConnection {
   }
 
   _clearWatchdog() {
-    clearTimeout(this._watchdog);
+    clearTimeout(/** @type {number} */ (this._watchdog));
     this._watchdog = null;
   }
 
   _teardown() {
     this._clearWatchdog();
-    clearTimeout(this._retry);
+    clearTimeout(/** @type {number} */ (this._retry));
     if (this.es) {
       const es = this.es;
       this.es = null;
@@ -488,7 +605,10 @@ export class StreamConnection {
   }
 }
 
-/** Why a session could not be created yet, when waiting will help; null when it will not. */
+/**
+ * Why a session could not be created yet, when waiting will help; null when it will not.
+ * @param {unknown} err
+ */
 export function waitReason(err) {
   if (!(err instanceof RelayHttpError)) return "unreachable"; // fetch failed: offline, relay down, blocked
   if (err.status === 429) return "busy";
@@ -503,8 +623,8 @@ export function waitReason(err) {
  */
 /**
  * @param {RelayClient} client
- * @param {object[]} tools the manifest to register
- * @param {{onWait?: (wait: {reason: string, ms: number, error: Error}) => void,
+ * @param {ToolDefinition[]} tools the manifest to register
+ * @param {{onWait?: (wait: {reason: string, ms: number, error: unknown}) => void,
  *   sleep?: (ms: number) => Promise<void>, random?: () => number}} [options]
  */
 export async function createSessionWhenAllowed(client, tools, { onWait = () => {}, sleep, random = Math.random } = {}) {

@@ -15,13 +15,37 @@
 import { firstLine, plural, summarizeArgs } from "./format.js";
 import { MAX_REPLAY_CALLS, TraceError, readTrace, replayPlan, traceKey } from "./trace.js";
 
+/**
+ * @import {OutcomeBody, ReplayProgress} from "./types.js"
+ * @import {PlannedCall, ReadCall} from "./trace.js"
+ * @import {PluginStore} from "./storage.js"
+ * @import {Runner} from "./runner.js"
+ * @import {ToolDefinition} from "./tools/catalog.js"
+ */
+
+/**
+ * What the page shows of a replay: its outcome ("running", "finished", "stopped", "refused", "confirm"), a
+ * message, how far it is, and the calls listed for the person's answer.
+ * @typedef {object} ReplayView
+ * @property {string} outcome
+ * @property {string} message
+ * @property {number} [done]
+ * @property {number} [total]
+ * @property {boolean} [running]
+ * @property {boolean} [asking]
+ * @property {ListedCall[] | null} [calls]
+ */
+
+/** A call as the person's question lists it. @typedef {{n: number, tool: string, summary: string, refused: string | null | undefined}} ListedCall */
+
 const RAN = new Set(["done", "interrupted"]); // never run again on a continued replay
 const PASSED = new Set(["skipped", "refused"]); // never sent to CODAP
 
-/** The calls a replay would make, for the person: {n, tool, summary, refused (the rule) or null}. */
 /**
- * @param {any[]} plan
- * @param {(p: any, i: number) => boolean} [pending]
+ * The calls a replay would make, for the person: {n, tool, summary, refused (the rule) or null}.
+ * @param {PlannedCall[]} plan
+ * @param {(p: PlannedCall, i: number) => boolean} [pending]
+ * @returns {ListedCall[]}
  */
 function listed(plan, pending = () => true) {
   return plan
@@ -40,6 +64,15 @@ export class Replayer {
    * `runner()` is the current Runner (a new session brings a new one); `tools` the manifest; `readOnly` and
    * `destructive` the names of the tools so annotated; `onProgress(view)` shows where the replay is;
    * `persistent` whether the browser lets storage outlive a reload.
+   * @param {object} options
+   * @param {PluginStore} options.store
+   * @param {() => Runner} options.runner
+   * @param {ToolDefinition[]} options.tools
+   * @param {Set<string>} options.readOnly
+   * @param {Set<string>} [options.destructive]
+   * @param {(view: ReplayView) => void} options.onProgress
+   * @param {boolean} [options.persistent]
+   * @param {() => Date} [options.now]
    */
   constructor({
     store,
@@ -59,14 +92,19 @@ export class Replayer {
     this.onProgress = onProgress;
     this.persistent = persistent;
     this.now = now;
+    /** @type {ReplayProgress | null} */
     this.state = null;
     this.running = false;
     this.stopAsked = false;
+    /** @type {((yes: boolean) => void) | null} */
     this._answer = null; // resolves the question asked before the first call runs
     this.asking = false; // from the question to its answer
   }
 
-  /** The person's answer to "replay it?": true runs the replay, false leaves CODAP as it is. */
+  /**
+   * The person's answer to "replay it?": true runs the replay, false leaves CODAP as it is.
+   * @param {boolean} yes
+   */
   answer(yes) {
     const resolve = this._answer;
     this._answer = null;
@@ -84,7 +122,7 @@ export class Replayer {
         const [index] = caught;
         state.states[index] = "interrupted";
         state.reason =
-          `The plugin was reloaded while call ${Number(index) + 1} (${state.tools[index]}) was running in CODAP, so ` +
+          `The plugin was reloaded while call ${Number(index) + 1} (${state.tools[Number(index)]}) was running in CODAP, so ` +
           "it cannot tell whether that call took effect, and will not run it again. Check CODAP, then choose the " +
           "same file again to continue after it.";
       } else {
@@ -96,7 +134,11 @@ export class Replayer {
     this._show();
   }
 
-  /** Replay the trace in `text` (the file `name`); resolves when it finished, stopped or was refused. */
+  /**
+   * Replay the trace in `text` (the file `name`); resolves when it finished, stopped or was refused.
+   * @param {string} name
+   * @param {string} text
+   */
   async start(name, text) {
     if (this.running || this.asking) {
       this.onProgress({ outcome: "refused", message: "A replay is running; stop it before starting another." });
@@ -140,6 +182,7 @@ export class Replayer {
     const key = traceKey(plan.map((p) => p.call));
     const earlier = this.state?.key === key ? this.state : this.store.loadReplay(key);
     const continuing = earlier && earlier.outcome !== "finished";
+    /** @type {(p: PlannedCall, i: number) => boolean} */
     const pending = (p, i) => !(continuing && (RAN.has(earlier.states[i]) || PASSED.has(earlier.states[i])));
     const ahead = plan.filter((p, i) => p.action === "run" && pending(p, i));
     const refused = plan.filter((p, i) => p.action === "refuse" && pending(p, i));
@@ -169,7 +212,15 @@ export class Replayer {
     }
   }
 
-  /** Asks the person, listing every call the replay would make now, refused ones marked. */
+  /**
+   * Asks the person, listing every call the replay would make now, refused ones marked.
+   * @param {string} name
+   * @param {PlannedCall[]} plan
+   * @param {(p: PlannedCall, i: number) => boolean} pending
+   * @param {string[]} risky the tools of the calls that can change or delete anything
+   * @param {number} refused how many calls the policy refuses
+   * @returns {Promise<boolean>}
+   */
   _ask(name, plan, pending, risky, refused) {
     const calls = listed(plan, pending);
     const runs = calls.filter((c) => !c.refused).length;
@@ -192,8 +243,12 @@ export class Replayer {
     if (this.running) this.stopAsked = true;
   }
 
+  /**
+   * @param {PlannedCall[]} plan
+   * @param {boolean | null} continuing
+   */
   async _run(plan, continuing) {
-    const { state } = this;
+    const { state } = /** @type {{state: ReplayProgress}} */ (this); // start() set it
     const total = plan.length;
     let ran = 0;
     for (let i = 0; i < total; i++) {
@@ -240,7 +295,13 @@ export class Replayer {
     );
   }
 
-  /** A replayed call for the next saved trace (the relay never saw it). */
+  /**
+   * A replayed call for the next saved trace (the relay never saw it).
+   * @param {ReadCall} call
+   * @param {OutcomeBody} body
+   * @param {Date} startedAt
+   * @param {Date} completedAt
+   */
   _record(call, body, startedAt, completedAt) {
     this.store.addReplayed({
       tool: call.tool,
@@ -250,23 +311,29 @@ export class Replayer {
       error: body.error ? body.error.code ?? "plugin_error" : null,
       at: startedAt.toISOString(),
       completedAt: completedAt.toISOString(),
-      latencyMs: completedAt - startedAt,
+      latencyMs: completedAt.getTime() - startedAt.getTime(),
     });
   }
 
+  /**
+   * @param {string} outcome
+   * @param {string} reason
+   */
   _end(outcome, reason) {
     this.running = false;
-    this.state.outcome = outcome;
-    this.state.reason = reason;
+    /** @type {ReplayProgress} */ (this.state).outcome = outcome; // only a replay that started ends
+    /** @type {ReplayProgress} */ (this.state).reason = reason;
     this._save();
     this._show();
   }
 
+  /** Keeps the replay's progress (there is one). */
   _save() {
-    this.state.at = Date.now();
-    this.kept = this.store.saveReplay(this.state) && this.persistent;
+    /** @type {ReplayProgress} */ (this.state).at = Date.now();
+    this.kept = this.store.saveReplay(/** @type {ReplayProgress} */ (this.state)) && this.persistent;
   }
 
+  /** @param {{current?: {n: number, tool: string} | null}} [options] the call running now */
   _show({ current = null } = {}) {
     const { state } = this;
     if (!state) return;

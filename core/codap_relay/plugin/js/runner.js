@@ -9,9 +9,22 @@
 import { ToolError, errorBody } from "./errors.js";
 import { RelayHttpError, retryDelayMs } from "./relay.js";
 
+/**
+ * @import {ActivityUpdate, OutcomeBody, Tool, ToolArgs, ToolErrorBody, ToolRequest} from "./types.js"
+ */
+
+/**
+ * A call waiting its turn: a relayed request, or a local one (`local`: whom to tell its outcome, and what to do
+ * just before it runs).
+ * @typedef {ToolRequest & {label?: string, local?: {resolve: (body: OutcomeBody) => void, started: () => void}}} QueuedCall
+ */
+
+/** A relayed request's times on the page's timeline, until its answer is first posted. @typedef {{tool: string, received: number, started?: number, finished?: number}} Timing */
+
 const MEASURE_PREFIX = "codap-relay ";
 const MAX_MEASURES = 200; // the newest ones are kept; a long session must not grow the timeline forever
 
+/** @type {ToolErrorBody} */
 const STOPPED = {
   message: "The plugin started a new session before this call ran, so it did not run.",
   code: "plugin_stopped",
@@ -24,11 +37,10 @@ const INDETERMINATE =
 export class Runner {
   /**
    * @param {object} options
-   * @param {Record<string, (args: object, call?: {id: string}) => Promise<object>>} options.tools the tool
-   *   functions by name; each gets the call's request id too
+   * @param {Record<string, Tool>} options.tools the tool functions by name; each gets the call's request id too
    * @param {import("./storage.js").PluginStore} options.store the ledger of requests run and answers posted
-   * @param {(id: string, body: object) => Promise<unknown>} options.post posts an answer to the relay
-   * @param {(update: object) => void} [options.onActivity] told of every change of a request's state
+   * @param {(id: string, body: OutcomeBody) => Promise<unknown>} options.post posts an answer to the relay
+   * @param {(update: ActivityUpdate) => void} [options.onActivity] told of every change of a request's state
    * @param {() => number} [options.now]
    * @param {(ms: number) => Promise<void>} [options.sleep]
    * @param {Performance | null} [options.timeline] where the User Timing measures go
@@ -40,13 +52,18 @@ export class Runner {
     this.onActivity = onActivity;
     this.now = now;
     this.sleep = sleep ?? ((ms) => new Promise((r) => setTimeout(r, ms)));
+    /** @type {QueuedCall[]} */
     this.queue = [];
+    /** @type {Set<string>} */
     this.known = new Set(); // ids queued, running or delivered in this page
+    /** @type {Set<string>} */
     this.delivering = new Set();
     this.busy = false;
     this.stopped = false;
     this.timeline = timeline;
+    /** @type {Map<string, Timing>} */
     this.timings = new Map(); // id -> {tool, received, started, finished} until its answer is first posted
+    /** @type {string[]} the names of the measures made, oldest first */
     this.measures = [];
   }
 
@@ -55,10 +72,11 @@ export class Runner {
     for (const entry of this.store.unposted()) {
       this.known.add(entry.id);
       this.onActivity({ id: entry.id, tool: entry.tool, args: entry.args, status: "replayed", body: entry.body });
-      this._deliver(entry.id, entry.body);
+      this._deliver(entry.id, /** @type {OutcomeBody} */ (entry.body)); // unposted: it has its body
     }
   }
 
+  /** @param {ToolRequest} request */
   enqueue(request) {
     const { id } = request;
     if (!id || this.known.has(id)) return;
@@ -71,6 +89,7 @@ export class Runner {
       return;
     }
     if (stored?.state === "started") {
+      /** @type {OutcomeBody} */
       const body = { error: { message: INDETERMINATE, code: "plugin_reloaded" } };
       this.store.saveOutcome(id, body);
       this.onActivity({ id, tool: request.tool, args: request.args, status: "failed", body });
@@ -88,6 +107,9 @@ export class Runner {
    * Run a call that did not come from the relay, in turn after the relayed requests queued before it; resolves
    * with its outcome body ({result} or {error}). `started` runs just before the tool does (the caller's ledger
    * mark, as markStarted is the relay requests'). Its `label` shows in the activity panel.
+   * @param {{id: string, tool: string, args: ToolArgs, label?: string}} call
+   * @param {{started?: () => void}} [hooks]
+   * @returns {Promise<OutcomeBody>}
    */
   runLocal({ id, tool, args, label }, { started = () => {} } = {}) {
     if (this.stopped) return Promise.resolve({ error: STOPPED });
@@ -103,8 +125,8 @@ export class Runner {
     this.busy = true;
     try {
       while (this.queue.length && !this.stopped) {
-        const request = this.queue.shift();
-        if (request.local) await this._runLocal(request);
+        const request = /** @type {QueuedCall} */ (this.queue.shift());
+        if (request.local) await this._runLocal(/** @type {QueuedCall & {local: NonNullable<QueuedCall["local"]>}} */ (request));
         else await this._run(request);
       }
     } finally {
@@ -115,6 +137,10 @@ export class Runner {
   /**
    * The tool itself, for relayed and local calls alike: its outcome as the body posted ({result} or {error}).
    * The tool gets the call's request id as well (`{id}`), so what it records can be named by that id later.
+   * @param {string} tool
+   * @param {ToolArgs | undefined} args
+   * @param {string} id
+   * @returns {Promise<OutcomeBody>}
    */
   async _call(tool, args, id) {
     try {
@@ -126,22 +152,25 @@ export class Runner {
     }
   }
 
+  /** @param {QueuedCall} request */
   async _run({ id, tool, args, seq, unreadable }) {
     this.store.markStarted(id, { tool, seq, args: smallArgs(args) });
     const timing = this.timings.get(id);
-    if (timing) timing.started = this.timeline.now();
+    if (timing) timing.started = /** @type {Performance} */ (this.timeline).now(); // timed only on a timeline
     const started = this.now();
     this.onActivity({ id, tool, args, status: "running", startedAt: started });
+    /** @type {OutcomeBody} */
     const body = unreadable
       ? { error: { message: `${unreadable}; it did not run. Send it again with finite numbers and plain JSON.`, code: "unreadable_request" } }
       : await this._call(tool, args, id);
-    if (timing) timing.finished = this.timeline.now();
+    if (timing) timing.finished = /** @type {Performance} */ (this.timeline).now();
     this.store.saveOutcome(id, body);
     const ms = this.now() - started;
     this.onActivity({ id, tool, args, status: body.error ? "failed" : "done", body, ms });
     this._deliver(id, body);
   }
 
+  /** @param {QueuedCall & {local: NonNullable<QueuedCall["local"]>}} call */
   async _runLocal({ id, tool, args, label, local }) {
     local.started();
     const started = this.now();
@@ -151,6 +180,11 @@ export class Runner {
     local.resolve(body);
   }
 
+  /**
+   * Posts the outcome until the relay takes it (or the request is gone), retrying with backoff.
+   * @param {string} id
+   * @param {OutcomeBody} body
+   */
   async _deliver(id, body) {
     if (this.delivering.has(id)) return;
     this.delivering.add(id);
@@ -198,7 +232,11 @@ export class Runner {
     }
   }
 
-  /** The request's time in the plugin, from its event to now (its answer is about to be posted). */
+  /**
+   * The request's time in the plugin, from its event to now (its answer is about to be posted).
+   * @param {string} id
+   * @param {OutcomeBody} body
+   */
   _measure(id, body) {
     const timing = this.timings.get(id);
     this.timings.delete(id);
@@ -212,7 +250,7 @@ export class Runner {
           id,
           tool: timing.tool,
           queuedMs: timing.started - timing.received, // waiting behind earlier requests
-          runMs: timing.finished - timing.started, // the tool itself: CODAP's work and the plugin's
+          runMs: /** @type {number} */ (timing.finished) - timing.started, // the tool itself: CODAP's work and the plugin's
           ok: !body.error,
         },
       });
@@ -224,7 +262,7 @@ export class Runner {
   }
 
   _trim() {
-    this.timeline.clearMeasures?.(this.measures.shift());
+    /** @type {Performance} */ (this.timeline).clearMeasures?.(this.measures.shift()); // measured: on a timeline
   }
 
   stop() {
@@ -234,7 +272,10 @@ export class Runner {
   }
 }
 
-/** Arguments kept in the ledger only for the activity log after a reload; large payloads are trimmed. */
+/**
+ * Arguments kept in the ledger only for the activity log after a reload; large payloads are trimmed.
+ * @param {ToolArgs | undefined} args
+ */
 function smallArgs(args) {
   const text = JSON.stringify(args ?? {});
   return text.length <= 2000 ? args : { note: "large arguments not kept" };

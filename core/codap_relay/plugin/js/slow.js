@@ -125,12 +125,12 @@ export function slowNotes({ show, slowPending, setTimer = (fn, ms) => setTimeout
  * ({codapMs, messages, slowestMs, slowestRequest, blockedMs, cause, fix}); a CODAP timeout names the tool as well.
  * `blockedMs`: how long the page was stopped while the tool ran or just before it started (which held its
  * request back).
- * @param {Record<string, (args: object, call?: {id: string}) => Promise<any>>} tools
+ * @param {Record<string, import("./types.js").Tool>} tools
  * @param {{takeWaits: () => {messages: number, totalMs: number, slowestMs: number, slowest: string}}} phone
  * @param {{slowMs?: number, blocks?: {take: () => {blockedMs: number, endedAt: number}}, now?: () => number}} [options]
  */
 export function withCodapWaits(tools, phone, { slowMs = SLOW_CODAP_MS, blocks = undefined, now = () => Date.now() } = {}) {
-  /** @type {Record<string, (args: object, call?: {id: string}) => Promise<any>>} */
+  /** @type {Record<string, import("./types.js").Tool>} */
   const wrapped = {};
   for (const [name, fn] of Object.entries(tools)) {
     wrapped[name] = async (args, call) => {
@@ -157,10 +157,11 @@ export function withCodapWaits(tools, phone, { slowMs = SLOW_CODAP_MS, blocks = 
 }
 
 /**
- * @param {any} result the tool's result
+ * @param {import("./types.js").ToolResult} result the tool's result
  * @param {import("./types.js").CodapWaits} waits
  * @param {number} blockedMs
  * @param {number} slowMs
+ * @returns {import("./types.js").ToolResult}
  */
 function noteWaits(result, waits, blockedMs, slowMs) {
   const text = result?.content?.[0];

@@ -13,6 +13,34 @@ import { hashText } from "./data.js";
 import { CONSENT_TOOL } from "./apps.js";
 import { reviewRequest } from "./tools/policy.js";
 
+/**
+ * @import {ToolArgs, TraceCall, TraceEntry} from "./types.js"
+ * @import {ToolDefinition} from "./tools/catalog.js"
+ */
+
+/**
+ * The part of JSON Schema the plugin's tools use (what schemaProblem checks).
+ * @typedef {object} JsonSchema
+ * @property {string | string[]} [type]
+ * @property {unknown[]} [enum]
+ * @property {number} [minimum]
+ * @property {number} [maximum]
+ * @property {number} [minLength]
+ * @property {number} [maxLength]
+ * @property {JsonSchema} [items]
+ * @property {string[]} [required]
+ * @property {Record<string, JsonSchema>} [properties]
+ * @property {boolean | JsonSchema} [additionalProperties]
+ */
+
+/** A call of a trace file as readTrace returns it. @typedef {{tool: string, args: ToolArgs, status: string, summary: string | null}} ReadCall */
+
+/**
+ * What a replay does with one call (replayPlan): run it, skip it (`why`), or refuse it (`why`, and the policy's
+ * `rule`).
+ * @typedef {{call: ReadCall, action: "run" | "skip" | "refuse", why?: string, rule?: string}} PlannedCall
+ */
+
 export const TRACE_FORMAT = "codap-relay-trace";
 export const TRACE_VERSION = 1;
 export const MAX_TRACE_BYTES = 20 * 1024 * 1024;
@@ -25,8 +53,10 @@ export class TraceError extends Error {}
 /**
  * The trace file for `relayed` (the relay's trace entries, oldest session first) and `replayed` (calls this tab
  * ran from a replayed trace, which the relay never saw), in the order they happened.
+ * @param {{relayed: TraceEntry[], replayed?: TraceCall[], pluginVersion: string, exportedAt?: string}} sources
  */
 export function buildTrace({ relayed, replayed = [], pluginVersion, exportedAt = new Date().toISOString() }) {
+  /** @type {TraceCall[]} */
   const calls = [
     // the relay's own consent questions (apps.js) are no tool calls: a replay could not run them
     ...relayed.filter((e) => e.tool !== CONSENT_TOOL).map((e) => ({
@@ -46,8 +76,12 @@ export function buildTrace({ relayed, replayed = [], pluginVersion, exportedAt =
   return { format: TRACE_FORMAT, version: TRACE_VERSION, exportedAt, plugin: pluginVersion, calls };
 }
 
-/** "codap-relay-trace-2026-05-04-1432.json" for a file saved at that (local) time. */
+/**
+ * "codap-relay-trace-2026-05-04-1432.json" for a file saved at that (local) time.
+ * @param {Date} [date]
+ */
 export function traceFileName(date = new Date()) {
+  /** @param {number} n */
   const two = (n) => String(n).padStart(2, "0");
   const day = `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())}`;
   return `codap-relay-trace-${day}-${two(date.getHours())}${two(date.getMinutes())}.json`;
@@ -56,6 +90,9 @@ export function traceFileName(date = new Date()) {
 /**
  * The calls of a trace file's text, checked against `tools` (this plugin's manifest): every call names a tool
  * this plugin has, with arguments its input schema accepts. Throws TraceError saying what is wrong.
+ * @param {string} text
+ * @param {ToolDefinition[]} tools
+ * @returns {ReadCall[]}
  */
 export function readTrace(text, tools) {
   let file;
@@ -79,7 +116,7 @@ export function readTrace(text, tools) {
   }
   if (!Array.isArray(file.calls)) throw new TraceError('This trace is damaged: it has no list of "calls".');
   const byName = new Map(tools.map((t) => [t.name, t]));
-  return file.calls.map((call, i) => {
+  return file.calls.map((/** @type {any} */ call, /** @type {number} */ i) => {
     const where = `Call ${i + 1} of ${file.calls.length}`;
     if (!call || typeof call !== "object" || Array.isArray(call)) throw new TraceError(`${where} is damaged: not an object.`);
     const spec = typeof call.tool === "string" ? byName.get(call.tool) : undefined;
@@ -90,7 +127,7 @@ export function readTrace(text, tools) {
       );
     }
     if (typeof call.status !== "string") throw new TraceError(`${where} (${call.tool}) is damaged: it has no status.`);
-    const problem = schemaProblem(spec.inputSchema, call.args, "args");
+    const problem = schemaProblem(/** @type {JsonSchema | undefined} */ (spec.inputSchema), call.args, "args");
     if (problem) throw new TraceError(`${where} (${call.tool}) has arguments this plugin cannot run: ${problem}.`);
     return { tool: call.tool, args: call.args, status: call.status, summary: typeof call.summary === "string" ? call.summary : null };
   });
@@ -102,6 +139,9 @@ export function readTrace(text, tools) {
  * tools (by their annotations) and calls that failed or never finished when recorded are skipped. A raw request
  * the plugin's policy refuses (tools/policy.js) is never sent to CODAP: the confirmation marks it and the replay
  * passes over it. Every call that runs goes through its tool, so through the same policy as a live call.
+ * @param {ReadCall[]} calls
+ * @param {Set<string>} readOnlyTools
+ * @returns {PlannedCall[]}
  */
 export function replayPlan(calls, readOnlyTools) {
   return calls.map((call) => {
@@ -116,18 +156,22 @@ export function replayPlan(calls, readOnlyTools) {
   });
 }
 
-/** A short fingerprint of the calls: the same file gives the same key. */
+/**
+ * A short fingerprint of the calls: the same file gives the same key.
+ * @param {ReadCall[]} calls
+ */
 export function traceKey(calls) {
   return hashText(JSON.stringify(calls.map((c) => [c.tool, c.args, c.status]))).toString(16);
 }
 
+/** @type {Record<string, (v: unknown) => boolean> & {object: (v: unknown) => v is Record<string, unknown>}} */
 const TYPES = {
   string: (v) => typeof v === "string",
   number: (v) => typeof v === "number" && Number.isFinite(v),
   integer: (v) => Number.isInteger(v),
   boolean: (v) => typeof v === "boolean",
   array: (v) => Array.isArray(v),
-  object: (v) => v !== null && typeof v === "object" && !Array.isArray(v),
+  object: /** @type {(v: unknown) => v is Record<string, unknown>} */ ((v) => v !== null && typeof v === "object" && !Array.isArray(v)),
   null: (v) => v === null,
 };
 
@@ -135,6 +179,10 @@ const TYPES = {
  * The first way `value` breaks `schema`, or null. Covers the JSON Schema the plugin's own tools use (type,
  * enum, required, properties, additionalProperties: false, items, minimum/maximum, minLength/maxLength); the
  * relay checks every relayed call in full, and this keeps a damaged or hand-edited file from reaching CODAP.
+ * @param {JsonSchema | boolean | null | undefined} schema
+ * @param {unknown} value
+ * @param {string} path
+ * @returns {string | null}
  */
 export function schemaProblem(schema, value, path) {
   if (!schema || typeof schema !== "object") return null;

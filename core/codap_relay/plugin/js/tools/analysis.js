@@ -20,13 +20,31 @@ import {
   unknownAttribute,
 } from "./context.js";
 
-/** How CODAP's formula text names an attribute: always in backticks, so any name works. */
+/**
+ * @import {CodapId, CodapReply, CodapRequest, DescribedCollection, DescribedDataset} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ */
+
+/**
+ * A statistic: whether it needs numbers, and its CODAP formula of an attribute reference, a filter condition (or
+ * null) and the percentile asked for.
+ * @typedef {{numeric: boolean, formula: (x: string, filter: string | null, percentile?: number) => string}} Statistic
+ */
+
+/**
+ * How CODAP's formula text names an attribute: always in backticks, so any name works.
+ * @param {string} name
+ */
 const ref = (name) => `\`${name.replace(/\\/g, "\\\\").replace(/`/g, "\\`")}\``;
 
+/** @type {(fn: string, x: string, filter: string | null, extra?: string | null) => string} */
 const call = (fn, x, filter, extra = null) =>
   `${fn}(${[x, ...(extra === null ? [] : [extra]), ...(filter ? [filter] : [])].join(", ")})`;
 
-/** Each statistic as a CODAP formula of an attribute reference, a filter condition (or null) and the percentile. */
+/**
+ * Each statistic as a CODAP formula of an attribute reference, a filter condition (or null) and the percentile.
+ * @type {Record<string, Statistic>}
+ */
 const STATISTICS = {
   count: { numeric: false, formula: (x, f) => call("count", x, f) },
   mean: { numeric: true, formula: (x, f) => call("mean", x, f) },
@@ -44,7 +62,7 @@ const STATISTICS = {
   },
   range: { numeric: true, formula: (x, f) => `${call("max", x, f)} - ${call("min", x, f)}` },
   mad: { numeric: true, formula: (x, f) => call("mad", x, f) },
-  percentile: { numeric: true, formula: (x, f, p) => call("percentile", x, f, String(p / 100)) },
+  percentile: { numeric: true, formula: (x, f, p) => call("percentile", x, f, String(/** @type {number} */ (p) / 100)) },
 };
 const DEFAULT_STATISTICS = ["count", "mean", "median", "sd", "min", "max", "q1", "q3"];
 const MAX_GROUPS = 50;
@@ -54,17 +72,26 @@ const NO_VALUE = "(no value)";
 /** What the caseIds of every tool are (the same sentence in each tool's description). */
 const ROW_IDS = "the ids export_codap_data gives with includeCaseIds (CODAP's item ids: one per row, stable " +
   "across sorting and grouping)";
-/** The child-most collection of a described dataset: its cases are the rows. */
+/**
+ * The child-most collection of a described dataset: its cases are the rows.
+ * @param {DescribedDataset} dataset
+ */
 const leafOf = (dataset) => dataset.collections[dataset.collections.length - 1];
 /** How CODAP shows a formula's error as the attribute's value. */
 const ERROR_MARK = "❌";
 
+/** @type {(v: unknown) => v is string} */
 const isError = (v) => typeof v === "string" && v.startsWith(ERROR_MARK);
+/** @param {string} v */
 const errorText = (v) => v.slice(ERROR_MARK.length).trim();
 /** CODAP's value for "no value" (an aggregate over no numbers) is the empty string. */
+/** @param {unknown} v */
 const valueOf = (v) => (v === "" || v === undefined ? null : v);
 
-/** A number as shown in the text table: CODAP's full value in structuredContent. */
+/**
+ * A number as shown in the text table: CODAP's full value in structuredContent.
+ * @param {unknown} v
+ */
 function shown(v) {
   if (v === null || v === undefined) return "—";
   if (typeof v !== "number") return String(v);
@@ -72,10 +99,16 @@ function shown(v) {
   return String(Number(v.toPrecision(6)));
 }
 
+/** @param {ToolContext} ctx */
 export function createAnalysisTools(ctx) {
   const { send, must, findDataset, describeDatasets } = ctx;
 
-  /** The dataset, described, and one of its collections (by name, or the child-most one). */
+  /**
+   * The dataset, described, and one of its collections (by name, or the child-most one).
+   * @param {string} datasetName
+   * @param {string | undefined} collectionName
+   * @returns {Promise<{dataset: DescribedDataset, coll: DescribedCollection}>}
+   */
   async function datasetAndCollection(datasetName, collectionName) {
     const found = await findDataset(datasetName);
     const { datasets: [dataset] } = await describeDatasets([found], { types: false });
@@ -84,6 +117,7 @@ export function createAnalysisTools(ctx) {
         datasetName: dataset.name,
       });
     }
+    /** @type {DescribedCollection | undefined} */
     let coll = dataset.collections[dataset.collections.length - 1];
     if (collectionName !== undefined) {
       coll = dataset.collections.find((c) => c.name === collectionName) ??
@@ -101,7 +135,10 @@ export function createAnalysisTools(ctx) {
     return { dataset, coll };
   }
 
-  /** A name for a temporary attribute that no attribute of the dataset has. */
+  /**
+   * A name for a temporary attribute that no attribute of the dataset has.
+   * @param {DescribedDataset} dataset
+   */
   function temporaryPrefix(dataset) {
     const taken = new Set(dataset.attributes);
     for (;;) {
@@ -114,22 +151,28 @@ export function createAnalysisTools(ctx) {
    * CODAP's values of `temporary` ([{name, formula}]) in the collection's cases: one message adds them as hidden
    * attributes, reads the cases (`reads`: requests for cases), and removes them. Returns the read replies. The
    * removal is checked, and retried once in a message of its own; if it still fails the error names what stayed.
+   * @param {DescribedDataset} dataset
+   * @param {DescribedCollection} coll
+   * @param {Array<{name: string, formula: string}>} temporary
+   * @param {CodapRequest[]} reads
    */
   async function withTemporaryFormulas(dataset, coll, temporary, reads) {
     const names = temporary.map((t) => t.name);
     const base = collection(dataset.id, coll.id);
+    /** @type {CodapRequest} */
     const create = {
       action: "create",
       resource: `${base}.attribute`,
       values: temporary.map(({ name, formula }) => ({ name, formula, hidden: true })),
     };
+    /** @type {CodapRequest[]} */
     const removals = names.map((n) => ({ action: "delete", resource: `${base}.attribute[${n}]` }));
     const replies = await send([create, ...reads, ...removals]);
     const created = replies[0];
     const readReplies = replies.slice(1, 1 + reads.length);
     let left = names.filter((_, i) => replies[1 + reads.length + i]?.success !== true);
     if (created?.success === true && left.length) {
-      const retry = await send(left.map((n) => ({ action: "delete", resource: `${base}.attribute[${n}]` })));
+      const retry = await send(left.map((n) => /** @type {CodapRequest} */ ({ action: "delete", resource: `${base}.attribute[${n}]` })));
       left = left.filter((_, i) => retry[i]?.success !== true);
       if (left.length) {
         throw new ToolError(
@@ -144,6 +187,10 @@ export function createAnalysisTools(ctx) {
     return { readReplies };
   }
 
+  /**
+   * @param {{datasetName: string, attributes: string[], statistics?: string[], where?: string, groupBy?: string,
+   *   percentile?: number}} args
+   */
   async function compute_codap_statistics(args) {
     const statistics = args.statistics ?? DEFAULT_STATISTICS;
     const { where, groupBy, percentile } = args;
@@ -153,6 +200,7 @@ export function createAnalysisTools(ctx) {
     if (where !== undefined && where.trim() === "") throw invalid("where must be a CODAP condition, or left out.");
     const found = await findDataset(args.datasetName);
     const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    /** @type {(name: string, role: string) => import("../types.js").DescribedAttribute & {coll: DescribedCollection, index: number}} */
     const attrInfo = (name, role) => {
       for (const [index, c] of dataset.collections.entries()) {
         const a = c.attributes.find((x) => x.name === name);
@@ -186,10 +234,12 @@ export function createAnalysisTools(ctx) {
     }
 
     // The groups: the values CODAP lists as the attribute's categories (its non-empty values, in CODAP's order).
+    /** @type {Array<{label: string, condition: string} | null>} */
     let groups = [null];
     if (grouping) {
       const request = get(`${collection(dataset.id, top.id)}.attribute[${grouping.id}]`);
       const [reply] = await send([request]);
+      /** @type {string[]} */
       const order = must(request, reply, `reading the values of ${JSON.stringify(grouping.name)}`)
         .values?._categoryMap?.__order ?? [];
       if (order.length > MAX_GROUPS) {
@@ -215,7 +265,9 @@ export function createAnalysisTools(ctx) {
     //   text JavaScript gives a number (it reads back as the same number), joined by "|".
     const prefix = temporaryPrefix(dataset);
     const whereName = `${prefix}where`;
+    /** @type {string[]} */
     const fields = [];
+    /** @param {string} formula */
     const add = (formula) => fields.push(formula) - 1;
     const rows = groups.map((g) => {
       const cond = g?.condition ?? null;
@@ -254,6 +306,7 @@ export function createAnalysisTools(ctx) {
     ];
     const read = get(`${collection(dataset.id, top.id)}.caseByIndex[0]`);
     const { readReplies: [caseReply] } = await withTemporaryFormulas(dataset, top, temporary, [read]);
+    /** @type {Record<string, unknown>} */
     const values = must(read, caseReply, `reading the computed statistics of ${JSON.stringify(dataset.name)}`)
       .values?.case?.values ?? {};
 
@@ -285,9 +338,12 @@ export function createAnalysisTools(ctx) {
         { datasetName: dataset.name },
       );
     }
+    /** @param {number} slot */
     const value = (slot) => (texts[slot] === "" ? null : Number(texts[slot]));
 
+    /** @type {Array<{group?: string, attribute: string, cases: number | null, [statistic: string]: unknown}>} */
     const out = [];
+    /** @type {string[]} */
     const empty = [];
     for (const row of rows) {
       const cases = row.casesSlot === null ? top.caseCount : value(row.casesSlot);
@@ -296,6 +352,7 @@ export function createAnalysisTools(ctx) {
         continue;
       }
       for (const cell of row.cells) {
+        /** @type {(typeof out)[number]} */
         const r = {
           ...(row.group ? { group: row.group.label } : {}),
           attribute: cell.attribute,
@@ -305,7 +362,7 @@ export function createAnalysisTools(ctx) {
         out.push(r);
       }
     }
-    const matched = rows.reduce((n, row) => n + (row.casesSlot === null ? top.caseCount : value(row.casesSlot)), 0);
+    const matched = rows.reduce((n, row) => n + (row.casesSlot === null ? top.caseCount : /** @type {number} */ (value(row.casesSlot))), 0);
     if (matched === 0) {
       throw new ToolError(
         `No case of ${JSON.stringify(dataset.name)} matches where ${JSON.stringify(where)} ` +
@@ -366,7 +423,10 @@ export function createAnalysisTools(ctx) {
     });
   }
 
-  /** CODAP's reason for a formula it cannot evaluate on its own (no dataset), or null if it can. */
+  /**
+   * CODAP's reason for a formula it cannot evaluate on its own (no dataset), or null if it can.
+   * @param {CodapReply | undefined} reply
+   */
   function engineError(reply) {
     if (reply?.success !== true) {
       const e = reply?.values?.error ?? reply?.error;
@@ -377,6 +437,9 @@ export function createAnalysisTools(ctx) {
     return null;
   }
 
+  /**
+   * @param {{formula: string, datasetName?: string, collectionName?: string, caseIds?: CodapId[], cases?: number}} args
+   */
   async function evaluate_codap_formula(args) {
     const { formula, datasetName } = args;
     if (formula.trim() === "") throw invalid("formula must be a CODAP formula, e.g. `round(sqrt(2), 3)`.");
@@ -384,6 +447,7 @@ export function createAnalysisTools(ctx) {
       if (args.collectionName !== undefined || args.caseIds !== undefined) {
         throw invalid("collectionName and caseIds need datasetName.");
       }
+      /** @type {CodapRequest} */
       const request = {
         action: "notify",
         resource: "formulaEngine",
@@ -404,7 +468,7 @@ export function createAnalysisTools(ctx) {
           { formula, codapError: reason },
         );
       }
-      const value = reply.values[0];
+      const value = /** @type {import("../types.js").CodapSuccess} */ (reply).values[0]; // no reason: a success
       return toolResult(`CODAP evaluates ${JSON.stringify(formula)} to ${JSON.stringify(value)}.`, {
         formula,
         value: valueOf(value),
@@ -426,6 +490,7 @@ export function createAnalysisTools(ctx) {
     // cases of a parent collection are read as cases: one row id would not stand for all of their rows.
     const leaf = coll === leafOf(dataset);
     const first = Math.min(args.cases ?? 5, coll.caseCount);
+    /** @type {CodapRequest[]} */
     let reads;
     if (args.caseIds) {
       reads = args.caseIds.map((id) => get(`${dataContext(dataset.id)}.itemByID[${id}]`));
@@ -443,7 +508,9 @@ export function createAnalysisTools(ctx) {
     const byItem = args.caseIds !== undefined || leaf;
     const name = `${temporaryPrefix(dataset)}value`;
     const { readReplies } = await withTemporaryFormulas(dataset, coll, [{ name, formula }], reads);
+    /** @type {Array<{caseId?: CodapId, value: unknown, values: Record<string, unknown>}>} */
     const results = [];
+    /** @type {Array<CodapId | number>} */
     const missing = [];
     readReplies.forEach((reply, i) => {
       const found = reply?.success === true ? (byItem ? reply.values : reply.values?.case) : null;
@@ -473,7 +540,7 @@ export function createAnalysisTools(ctx) {
     }
     const errors = results.filter((r) => isError(r.value));
     if (errors.length && errors.length === results.length) {
-      const reason = errorText(errors[0].value);
+      const reason = errorText(/** @type {string} */ (errors[0].value));
       throw new ToolError(
         `CODAP cannot evaluate the formula ${JSON.stringify(formula)} in ${JSON.stringify(dataset.name)} ` +
           `(collection ${JSON.stringify(coll.name)}): ${reason}. Attributes there: ` +
@@ -508,7 +575,11 @@ export function createAnalysisTools(ctx) {
     });
   }
 
-  /** Selected case ids of a collection, and its case count, in one message (with `extra` requests first). */
+  /**
+   * Selected case ids of a collection, and its case count, in one message (with `extra` requests first).
+   * @param {DescribedDataset} dataset
+   * @param {DescribedCollection} coll
+   */
   function selectionRequests(dataset, coll) {
     return [
       get(`${collection(dataset.id, coll.id)}.selectionList`),
@@ -516,6 +587,10 @@ export function createAnalysisTools(ctx) {
     ];
   }
 
+  /**
+   * @param {{datasetName: string, collectionName?: string, mode?: "replace" | "extend" | "clear", where?: string,
+   *   caseIds?: CodapId[]}} args
+   */
   async function select_codap_cases(args) {
     const mode = args.mode ?? "replace";
     const { where, caseIds } = args;
@@ -532,12 +607,15 @@ export function createAnalysisTools(ctx) {
     const { dataset, coll } = await datasetAndCollection(args.datasetName, args.collectionName);
     const sel = `${dataContext(dataset.id)}.selectionList`;
     const counts = selectionRequests(dataset, coll);
+    /** @type {[Array<{caseID: CodapId}>, number]} */
     const [before, total] = await (async () => {
       const r = await send(counts);
       return [must(counts[0], r[0]).values ?? [], must(counts[1], r[1]).values];
     })();
 
+    /** @type {CodapId[]} */
     let ids = [];
+    /** @type {CodapId[]} */
     let notCases = [];
     if (where !== undefined) {
       const search = get(`${collection(dataset.id, coll.id)}.caseFormulaSearch[${where}]`);
@@ -546,6 +624,7 @@ export function createAnalysisTools(ctx) {
         let reason = found?.values?.error ?? found?.error ?? "CODAP reported a failure without a message";
         if (reason === "Unable to parse query.") {
           // CODAP's search gives no reason for a formula it cannot read; its formula engine does.
+          /** @type {CodapRequest} */
           const check = {
             action: "notify",
             resource: "formulaEngine",
@@ -563,7 +642,7 @@ export function createAnalysisTools(ctx) {
           { datasetName: dataset.name, where, codapError: reason },
         );
       }
-      ids = (found.values ?? []).map((c) => c.id);
+      ids = (found.values ?? []).map((/** @type {{id: CodapId}} */ c) => c.id);
       if (ids.length === 0) {
         throw new ToolError(
           `No case of ${JSON.stringify(dataset.name)} (collection ${JSON.stringify(coll.name)}, ` +
@@ -591,6 +670,7 @@ export function createAnalysisTools(ctx) {
       }
     }
 
+    /** @type {CodapRequest} */
     const change = mode === "extend"
       ? { action: "update", resource: sel, values: ids }
       : { action: "create", resource: sel, values: ids };
@@ -624,11 +704,13 @@ export function createAnalysisTools(ctx) {
     });
   }
 
+  /** @param {{datasetName: string, collectionName?: string, maxCases?: number}} args */
   async function get_codap_selection(args) {
     const max = args.maxCases ?? 50;
     const { dataset, coll } = await datasetAndCollection(args.datasetName, args.collectionName);
     const counts = selectionRequests(dataset, coll);
     const r = await send(counts);
+    /** @type {Array<{caseID: CodapId}>} */
     const selected = must(counts[0], r[0]).values ?? [];
     const caseCount = must(counts[1], r[1]).values;
     const listed = selected.slice(0, max);

@@ -16,25 +16,74 @@ import {
   toolResult,
 } from "./context.js";
 
+/**
+ * @import {CodapId, CodapReply, CodapRequest, DatasetRef} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ */
+
+/**
+ * An attribute as CODAP describes it (`get …collection[C]`'s attrs).
+ * @typedef {object} CodapAttribute
+ * @property {CodapId} id
+ * @property {string} name
+ * @property {string} [title]
+ * @property {string} [type]
+ * @property {string} [formula]
+ * @property {string} [unit]
+ * @property {string} [description]
+ * @property {number | string | null} [precision]
+ * @property {boolean} [hidden]
+ */
+
+/** A collection as readDataset reads it. @typedef {{id: CodapId, name: string, title: string, caseCount: number, attributes: CodapAttribute[]}} ReadCollection */
+
+/**
+ * A dataset as readDataset reads it: its collections, every attribute with its collection, and the replies to the
+ * requests that rode along.
+ * @typedef {DatasetRef & {collections: ReadCollection[], attributes: Array<CodapAttribute & {collection: ReadCollection}>,
+ *   extra: CodapReply[]}} ReadDataset
+ */
+
+/**
+ * An attribute in an answer: CODAP's own fields (null where it has none) and its collection's name.
+ * @typedef {object} AttributeFacts
+ * @property {string} collection
+ * @property {string} name
+ * @property {string | null} type
+ * @property {string | null} formula
+ * @property {string | null} unit
+ * @property {string | null} description
+ * @property {number | string | null} precision
+ * @property {boolean} hidden
+ */
+
 /** How many computed values an answer shows. */
 const SHOWN_VALUES = 5;
 /** CODAP writes a formula's error as the value of each case it fails for: "❌ Undefined symbol foo". */
 const FORMULA_ERROR_MARK = "❌";
 
+/** @param {unknown} v */
 const q = (v) => JSON.stringify(v);
 
 /** A value as a sentence shows it: numbers bare, text quoted, empty as (empty). */
+/** @param {unknown} v */
 const shown = (v) => (v === "" || v === null || v === undefined ? "(empty)" : typeof v === "string" ? q(v) : String(v));
 
 /** What an attribute looks like in an answer and in structured data (CODAP's own fields). */
 const ATTRIBUTE_FIELDS = ["name", "type", "formula", "unit", "description", "precision", "hidden"];
+/**
+ * @param {Partial<CodapAttribute> | null | undefined} a
+ * @param {string} collectionName
+ * @returns {AttributeFacts}
+ */
 function attributeFacts(a, collectionName) {
-  const out = { collection: collectionName };
-  for (const f of ATTRIBUTE_FIELDS) out[f] = a?.[f] ?? (f === "hidden" ? false : f === "name" ? "" : null);
+  const out = /** @type {AttributeFacts} */ ({ collection: collectionName });
+  for (const f of ATTRIBUTE_FIELDS) /** @type {Record<string, unknown>} */ (out)[f] = /** @type {Record<string, unknown> | null | undefined} */ (a)?.[f] ?? (f === "hidden" ? false : f === "name" ? "" : null);
   if (out.type === "") out.type = null;
   return out;
 }
 
+/** @param {ToolContext & {fetch?: typeof fetch}} ctx */
 export function createAttributeTools(ctx) {
   const { send, must, findDataset, datasetList } = ctx;
   /** @type {typeof fetch} */
@@ -43,13 +92,18 @@ export function createAttributeTools(ctx) {
   /**
    * A dataset's collections with their attributes as CODAP describes them (type, formula, unit, precision,
    * hidden…) and case counts: two messages. `extra` requests ride along in the first.
+   * @param {DatasetRef} found
+   * @param {CodapRequest[]} [extra]
+   * @returns {Promise<ReadDataset>}
    */
   async function readDataset(found, extra = []) {
     const listRequest = get(`${dataContext(found.id)}.collectionList`);
     const [listed, ...extraReplies] = await send([listRequest, ...extra]);
+    /** @type {Array<{id: CodapId, name: string, title?: string}>} */
     const colls = must(listRequest, listed).values ?? [];
     const requests = colls.flatMap((c) => [get(collection(found.id, c.id)), get(`${collection(found.id, c.id)}.caseCount`)]);
     const replies = await send(requests);
+    /** @type {ReadCollection[]} */
     const collections = colls.map((c, i) => ({
       id: c.id,
       name: c.name,
@@ -65,6 +119,10 @@ export function createAttributeTools(ctx) {
     };
   }
 
+  /**
+   * @param {ReadDataset} dataset
+   * @param {string} name
+   */
   function findAttribute(dataset, name) {
     const exact = dataset.attributes.filter((a) => a.name === name);
     if (exact.length) return exact[0];
@@ -79,6 +137,10 @@ export function createAttributeTools(ctx) {
     );
   }
 
+  /**
+   * @param {ReadDataset} dataset
+   * @param {string | undefined} wanted
+   */
   function pickCollection(dataset, wanted) {
     const colls = dataset.collections;
     if (wanted === undefined || wanted === null || wanted === "") return colls[colls.length - 1];
@@ -97,6 +159,11 @@ export function createAttributeTools(ctx) {
     );
   }
 
+  /**
+   * @param {ReadDataset} dataset
+   * @param {string} name
+   * @param {"add" | "rename"} what
+   */
   function nameInUse(dataset, name, what) {
     const clash = dataset.attributes.find((a) => a.name === name);
     if (!clash) return;
@@ -111,12 +178,18 @@ export function createAttributeTools(ctx) {
   }
 
   /** CODAP's own check of a formula's syntax (formulaEngine evalExpression compiles it): its reason, or null. */
+  /** @type {(formula: string) => CodapRequest} */
   const syntaxCheck = (formula) => ({
     action: "notify",
     resource: "formulaEngine",
     values: { request: "evalExpression", source: formula, records: [] },
   });
 
+  /**
+   * @param {string} formula
+   * @param {string} reason
+   * @param {Record<string, unknown>} [data]
+   */
   function formulaError(formula, reason, data = {}) {
     return new ToolError(
       `CODAP cannot evaluate the formula ${q(formula)}: ${reason}. Nothing was changed. Check the attribute and ` +
@@ -127,16 +200,26 @@ export function createAttributeTools(ctx) {
     );
   }
 
-  /** The values CODAP computed for attribute `name` in an allCases reply, and its error values. */
+  /**
+   * The values CODAP computed for attribute `name` in an allCases reply, and its error values.
+   * @param {CodapReply | undefined} reply
+   * @param {string} name
+   */
   function computed(reply, name) {
+    /** @type {Array<{case?: {values?: Record<string, unknown>}}>} */
     const cases = reply?.success === true ? reply.values?.cases ?? [] : [];
     const values = cases.map((c) => c.case?.values?.[name]);
-    const errors = values.filter((v) => typeof v === "string" && v.startsWith(FORMULA_ERROR_MARK));
+    const errors = /** @type {string[]} */ (values.filter((v) => typeof v === "string" && v.startsWith(FORMULA_ERROR_MARK)));
     return { values, errors, count: values.length };
   }
 
+  /** @param {string[]} errors */
   const reasonOf = (errors) => errors[0].slice(FORMULA_ERROR_MARK.length).trim();
 
+  /**
+   * @param {{datasetName: string, name: string, collection?: string, formula?: string, type?: string, unit?: string,
+   *   description?: string, precision?: number}} args
+   */
   async function add_codap_attribute(args) {
     const { datasetName, name, formula } = args;
     const problem = nameProblem("Attribute", name);
@@ -147,12 +230,14 @@ export function createAttributeTools(ctx) {
     nameInUse(dataset, name, "add");
     const target = pickCollection(dataset, args.collection);
     if (hasFormula && dataset.extra[0]?.success !== true) {
-      throw formulaError(formula, codapError(dataset.extra[0]));
+      throw formulaError(/** @type {string} */ (formula), codapError(dataset.extra[0]));
     }
+    /** @type {Record<string, unknown>} */
     const values = { name };
     if (hasFormula) values.formula = formula;
-    for (const f of ["type", "unit", "description", "precision"]) if (args[f] !== undefined) values[f] = args[f];
+    for (const f of /** @type {const} */ (["type", "unit", "description", "precision"])) if (args[f] !== undefined) values[f] = args[f];
     const base = collection(dataset.id, target.id);
+    /** @type {CodapRequest} */
     const create = { action: "create", resource: `${base}.attribute`, values: [values] };
     const cases = get(`${base}.allCases`);
     // The attribute and its computed values in one message: CODAP computes a formula as the attribute is added.
@@ -160,10 +245,11 @@ export function createAttributeTools(ctx) {
     const attr = must(create, created, `adding attribute ${q(name)} to ${q(dataset.name)}`).values?.attrs?.[0];
     const { values: computedValues, errors, count } = computed(read, name);
     if (hasFormula && errors.length) {
+      /** @type {CodapRequest} */
       const remove = { action: "delete", resource: `${base}.attribute[${attr?.id ?? name}]` };
       const [removed] = await send([remove]);
       const left = removed?.success === true ? "" : ` Removing it failed (${codapError(removed)}): delete it with delete_codap_attribute.`;
-      const err = formulaError(formula, reasonOf(errors), { casesWithErrors: errors.length, cases: count });
+      const err = formulaError(/** @type {string} */ (formula), reasonOf(errors), { casesWithErrors: errors.length, cases: count });
       if (left) err.message = err.message.replace("Nothing was changed.", `The attribute was added, then removed.${left}`);
       throw err;
     }
@@ -194,9 +280,13 @@ export function createAttributeTools(ctx) {
     });
   }
 
+  /**
+   * @param {{datasetName: string, name: string, newName?: string, formula?: string, type?: string, unit?: string,
+   *   description?: string, precision?: number | string, hidden?: boolean}} args
+   */
   async function update_codap_attribute(args) {
     const { datasetName, name, newName, formula } = args;
-    const changing = ["newName", "formula", "type", "unit", "description", "precision", "hidden"].filter(
+    const changing = /** @type {const} */ (["newName", "formula", "type", "unit", "description", "precision", "hidden"]).filter(
       (f) => args[f] !== undefined,
     );
     if (changing.length === 0) {
@@ -213,28 +303,33 @@ export function createAttributeTools(ctx) {
     const dataset = await readDataset(found, newFormula ? [syntaxCheck(formula)] : []);
     const attr = findAttribute(dataset, name);
     if (newName !== undefined && newName !== attr.name) nameInUse(dataset, newName, "rename");
-    if (newFormula && dataset.extra[0]?.success !== true) throw formulaError(formula, codapError(dataset.extra[0]));
+    if (newFormula && dataset.extra[0]?.success !== true) throw formulaError(/** @type {string} */ (formula), codapError(dataset.extra[0]));
     const base = collection(dataset.id, attr.collection.id);
+    /** @type {Array<{case: {id: CodapId, values?: Record<string, unknown>}}>} */
     let oldCases = [];
     if (newFormula) {
       // Tried on a scratch attribute beside it first, so a formula CODAP cannot evaluate changes nothing (a
       // formula taken off an attribute leaves its last values, errors included). The attribute's own values
       // are read in the same message, to put back if the formula fails on the attribute itself (a cycle).
       const scratch = `__codap_relay_check_${Date.now().toString(36)}`;
+      /** @type {CodapRequest} */
       const tryIt = { action: "create", resource: `${base}.attribute`, values: [{ name: scratch, formula }] };
       const cases = get(`${base}.allCases`);
+      /** @type {CodapRequest} */
       const drop = { action: "delete", resource: `${base}.attribute[${scratch}]` };
       const [tried, read] = await send([tryIt, cases, drop]);
       must(tryIt, tried, `checking the formula ${q(formula)}`);
       const { errors, count } = computed(read, scratch);
-      if (errors.length) throw formulaError(formula, reasonOf(errors), { casesWithErrors: errors.length, cases: count });
+      if (errors.length) throw formulaError(/** @type {string} */ (formula), reasonOf(errors), { casesWithErrors: errors.length, cases: count });
       oldCases = read?.values?.cases ?? [];
     }
+    /** @type {Record<string, unknown>} */
     const values = {};
     if (newName !== undefined) values.name = newName;
-    for (const f of ["formula", "type", "unit", "description", "precision", "hidden"]) {
+    for (const f of /** @type {const} */ (["formula", "type", "unit", "description", "precision", "hidden"])) {
       if (args[f] !== undefined) values[f] = args[f];
     }
+    /** @type {CodapRequest} */
     const update = { action: "update", resource: `${base}.attribute[${attr.id}]`, values };
     const readBack = get(`${base}.attribute[${attr.id}]`);
     const cases = get(`${base}.allCases`);
@@ -243,19 +338,23 @@ export function createAttributeTools(ctx) {
     const now = must(readBack, after).values;
     const before = attributeFacts(attr, attr.collection.name);
     const facts = attributeFacts(now, attr.collection.name);
+    /** @type {Record<string, {before: unknown, after: unknown}>} */
     const changes = {};
-    for (const f of ATTRIBUTE_FIELDS) {
+    for (const f of /** @type {Array<keyof AttributeFacts>} */ (ATTRIBUTE_FIELDS)) {
       if (JSON.stringify(before[f]) !== JSON.stringify(facts[f])) changes[f] = { before: before[f], after: facts[f] };
     }
     const { values: computedValues, errors, count } = computed(read, facts.name);
     if (newFormula && errors.length) {
       // CODAP evaluates it on the attribute itself only (a cycle through another formula): put everything back.
+      /** @type {Record<string, unknown>} */
       const back = { formula: before.formula ?? "", unit: before.unit ?? "", description: before.description ?? "" };
       back.name = before.name;
       back.precision = before.precision ?? "";
       back.hidden = before.hidden;
       if (changes.type && before.type) back.type = before.type;
+      /** @type {CodapRequest} */
       const undo = { action: "update", resource: `${base}.attribute[${attr.id}]`, values: back };
+      /** @type {CodapRequest} */
       const restore = {
         action: "update",
         resource: `${base}.case`,
@@ -265,7 +364,7 @@ export function createAttributeTools(ctx) {
       const put = undone?.success === true
         ? "Nothing was changed."
         : `Putting the attribute back failed (${codapError(undone)}): check it with get_codap_datasets.`;
-      const err = formulaError(formula, reasonOf(errors), { casesWithErrors: errors.length, cases: count });
+      const err = formulaError(/** @type {string} */ (formula), reasonOf(errors), { casesWithErrors: errors.length, cases: count });
       err.message = err.message.replace("Nothing was changed.", put);
       throw err;
     }
@@ -287,6 +386,7 @@ export function createAttributeTools(ctx) {
     });
   }
 
+  /** @param {{datasetName: string, name: string}} args */
   async function delete_codap_attribute(args) {
     const found = await findDataset(args.datasetName);
     const dataset = await readDataset(found);
@@ -300,6 +400,7 @@ export function createAttributeTools(ctx) {
         { datasetName: dataset.name, attribute: attr.name },
       );
     }
+    /** @type {CodapRequest} */
     const remove = { action: "delete", resource: `${collection(dataset.id, attr.collection.id)}.attribute[${attr.id}]` };
     const [removed] = await send([remove]);
     must(remove, removed, `deleting attribute ${q(attr.name)} of ${q(dataset.name)}`);
@@ -332,10 +433,13 @@ export function createAttributeTools(ctx) {
     });
   }
 
+  /** @param {{datasetName: string}} args */
   async function delete_codap_dataset(args) {
     const found = await findDataset(args.datasetName);
     const dataset = await readDataset(found, [get("componentList")]);
+    /** @type {Array<{id: CodapId, type: string, title?: string, name?: string}>} */
     const componentsBefore = dataset.extra[0]?.success === true ? dataset.extra[0].values ?? [] : [];
+    /** @type {CodapRequest} */
     const remove = { action: "delete", resource: dataContext(dataset.id) };
     const list = get("dataContextList");
     const comps = get("componentList");
@@ -345,6 +449,7 @@ export function createAttributeTools(ctx) {
     if (remaining.some((d) => d.id === dataset.id)) {
       throw new ToolError(`CODAP still lists dataset ${q(dataset.name)} after deleting it.`, "codap_error");
     }
+    /** @type {Array<{id: CodapId}>} */
     const componentsAfter = compReply?.success === true ? compReply.values ?? [] : componentsBefore;
     const closed = componentsBefore
       .filter((c) => !componentsAfter.some((a) => a.id === c.id))
@@ -373,6 +478,7 @@ export function createAttributeTools(ctx) {
     });
   }
 
+  /** @param {{datasetName: string, csv?: string, url?: string}} args */
   async function import_codap_data(args) {
     const { datasetName, csv, url } = args;
     const problem = nameProblem("Dataset", datasetName);
@@ -391,9 +497,10 @@ export function createAttributeTools(ctx) {
         { datasetName },
       );
     }
-    const text = address ? await fetchCsv(address, fetchImpl) : csv;
+    const text = address ? await fetchCsv(address, fetchImpl) : /** @type {string} */ (csv);
     const { columns, rows } = csvToDataset(text);
     // CODAP answers a create for an existing name with that dataset, so the check above comes first.
+    /** @type {CodapRequest} */
     const create = {
       action: "create",
       resource: "dataContext",
@@ -402,12 +509,15 @@ export function createAttributeTools(ctx) {
     const [createdReply] = await send([create]);
     const datasetId = must(create, createdReply, `creating dataset ${q(datasetName)}`).values?.id;
     const colls = get(`${dataContext(datasetId)}.collectionList`);
+    /** @type {CodapRequest} */
     const addRows = { action: "create", resource: `${dataContext(datasetId)}.item`, values: rows };
+    /** @type {CodapRequest} */
     const table = { action: "create", resource: "component", values: { type: "caseTable", dataContext: String(datasetId) } };
     const count = get(`${dataContext(datasetId)}.itemCount`);
     // Rows, table and count in one message: one change in CODAP, and the count CODAP holds after it.
     const replies = await send([colls, ...(rows.length ? [addRows] : []), table, count]);
     const collReply = replies[0];
+    /** @type {CodapReply} */
     const added = rows.length ? replies[1] : { success: true };
     const [tabled, counted] = replies.slice(-2);
     if (added?.success !== true) {
@@ -418,6 +528,7 @@ export function createAttributeTools(ctx) {
     const itemCount = must(count, counted).values;
     const collId = (must(colls, collReply).values ?? [])[0]?.id;
     const described = collId !== undefined ? await send([get(collection(datasetId, collId))]) : [];
+    /** @type {CodapAttribute[]} */
     const attrs = described[0]?.success === true ? described[0].values?.attrs ?? [] : [];
     const types = columns.map((c) => ({ name: c.name, type: attrs.find((a) => a.name === c.name)?.type || "" }));
     const source = address ? `from ${address.host} (${address.href})` : "from CSV text";

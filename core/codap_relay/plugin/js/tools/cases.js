@@ -18,25 +18,47 @@ import {
   unknownAttribute,
 } from "./context.js";
 
+/**
+ * @import {CodapId, CodapRequest, DescribedAttribute, DescribedDataset, Json} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ */
+
+/**
+ * How the case tools pick cases: a CODAP formula, or item ids (exactly one of them).
+ * @typedef {{datasetName: string, where?: string, caseIds?: CodapId[]}} CaseSelection
+ */
+
 /** How many ids a sentence lists; structuredContent has them all. */
 const SHOWN_IDS = 50;
 
+/** @param {unknown[]} ids */
 const idList = (ids) =>
   ids.length > SHOWN_IDS ? `${ids.slice(0, SHOWN_IDS).join(", ")} … (${ids.length} in all)` : ids.join(", ");
 
+/** @param {unknown} v */
 const shownValue = (v) => (typeof v === "string" ? JSON.stringify(v) : String(v));
 
+/** @param {ToolContext} ctx */
 export function createCaseTools(ctx) {
   const { send, must, findDataset, describeDatasets } = ctx;
 
-  /** The dataset described: collections (parents first) with attributes (ids, formulas) and case counts. */
+  /**
+   * The dataset described: collections (parents first) with attributes (ids, formulas) and case counts.
+   * @param {string} datasetName
+   * @param {boolean} [types]
+   */
   async function describe(datasetName, types = false) {
     const found = await findDataset(datasetName);
     const { datasets: [dataset] } = await describeDatasets([found], { types });
     return { found, dataset };
   }
 
-  /** {attr, index} of an attribute by exact name (index: its collection's place, 0 = top), or null. */
+  /**
+   * {attr, index} of an attribute by exact name (index: its collection's place, 0 = top), or null.
+   * @param {DescribedDataset} dataset
+   * @param {string} name
+   * @returns {{attr: DescribedAttribute, index: number} | null}
+   */
   function locate(dataset, name) {
     for (const [index, c] of dataset.collections.entries()) {
       const attr = c.attributes.find((a) => a.name === name);
@@ -45,6 +67,11 @@ export function createCaseTools(ctx) {
     return null;
   }
 
+  /**
+   * @param {DescribedDataset} dataset
+   * @param {string} name
+   * @param {string} role what the attribute is for
+   */
   function located(dataset, name, role) {
     const at = locate(dataset, name);
     if (!at) throw unknownAttribute(dataset, name, role);
@@ -54,6 +81,9 @@ export function createCaseTools(ctx) {
   /**
    * The items the arguments select, as CODAP gives them ({id, values}): by a formula on the child-most
    * collection (two messages whatever the number of matches) or by ids (one message). No match is an error.
+   * @param {DescribedDataset} dataset
+   * @param {CaseSelection} args
+   * @returns {Promise<Array<{id: CodapId, values: Record<string, unknown>}>>}
    */
   async function select(dataset, args) {
     const hasWhere = typeof args.where === "string";
@@ -80,9 +110,9 @@ export function createCaseTools(ctx) {
           { datasetName: dataset.name, missing, caseCount: total },
         );
       }
-      return replies.map((r) => r.values);
+      return replies.map((r) => r.values); // each a success (checked above)
     }
-    const where = args.where.trim();
+    const where = /** @type {string} */ (args.where).trim();
     if (!where) throw invalid("where is empty: give a CODAP formula such as `height > 180`.");
     if (where.includes("]")) {
       throw invalid(
@@ -96,7 +126,7 @@ export function createCaseTools(ctx) {
       // This handler puts its reason at the top of the reply ({success: false, error}), not under values.
       const reason = typeof searched?.error === "string" && searched.error
         ? searched.error
-        : refused(search, searched).data.codapError;
+        : /** @type {Record<string, any>} */ (refused(search, searched).data).codapError;
       throw new ToolError(
         `CODAP could not evaluate the condition ${JSON.stringify(where)}: ${reason}. Attributes of ` +
           `${JSON.stringify(dataset.name)}: ${dataset.attributes.join(", ") || "(none)"}. Write text values in ` +
@@ -105,6 +135,7 @@ export function createCaseTools(ctx) {
         { datasetName: dataset.name, formula: where, codapError: reason, available: dataset.attributes },
       );
     }
+    /** @type {Array<{id: CodapId}>} */
     const cases = searched.values ?? [];
     if (cases.length === 0) {
       throw new ToolError(
@@ -120,8 +151,10 @@ export function createCaseTools(ctx) {
     return replies.map((r, i) => must(lookups[i], r, `finding the case matching ${JSON.stringify(where)}`).values);
   }
 
+  /** @param {CaseSelection} args */
   const selectionText = (args) => (typeof args.where === "string" ? `matching ${args.where.trim()}` : "with the given ids");
 
+  /** @param {CaseSelection & {values: Record<string, Json>}} args */
   async function update_codap_cases(args) {
     const { dataset } = await describe(args.datasetName, true);
     const names = Object.keys(args.values);
@@ -139,12 +172,14 @@ export function createCaseTools(ctx) {
     }
     const values = Object.fromEntries(names.map((n) => [n, cellValue(args.values[n])]));
     const items = await select(dataset, args);
+    /** @type {CodapRequest} */
     const change = {
       action: "update",
       resource: `${dataContext(dataset.id)}.item`,
       values: items.map((item) => ({ id: item.id, values })),
     };
     const [reply] = await send([change]);
+    /** @type {CodapId[]} */
     const changed = must(change, reply, `changing cases of ${JSON.stringify(dataset.name)}`).values?.changedCases ?? [];
     const set = names.map((n) => `${n} = ${shownValue(values[n])}`).join(", ");
     return toolResult(
@@ -154,9 +189,11 @@ export function createCaseTools(ctx) {
     );
   }
 
+  /** @param {CaseSelection} args */
   async function delete_codap_cases(args) {
     const { dataset } = await describe(args.datasetName);
     const items = await select(dataset, args);
+    /** @type {CodapRequest} */
     const removal = {
       action: "delete",
       resource: `${dataContext(dataset.id)}.item`,
@@ -164,7 +201,9 @@ export function createCaseTools(ctx) {
     };
     const counts = dataset.collections.map((c) => get(`${collection(dataset.id, c.id)}.caseCount`));
     const [reply, ...counted] = await send([removal, ...counts]);
+    /** @type {CodapId[]} */
     const deleted = must(removal, reply, `deleting cases of ${JSON.stringify(dataset.name)}`).values ?? [];
+    /** @type {Array<{name: string, caseCount: number}>} */
     const collections = dataset.collections.map((c, i) => ({ name: c.name, caseCount: must(counts[i], counted[i]).values }));
     const remaining = collections[collections.length - 1].caseCount;
     const parents = collections.length > 1
@@ -184,6 +223,7 @@ export function createCaseTools(ctx) {
     );
   }
 
+  /** @param {{datasetName: string, attribute: string, descending?: boolean}} args */
   async function sort_codap_cases(args) {
     const { dataset } = await describe(args.datasetName);
     const { attr, index } = located(dataset, args.attribute, "sorting");
@@ -192,6 +232,7 @@ export function createCaseTools(ctx) {
     // CODAP's case table sort, over the plugin API: update dataContext with {sort: {attr, isDescending}}
     // (v3 data-context-handler.ts; DataSet.sortByAttribute). The first cases of the attribute's collection are
     // read in the same message, after the sort.
+    /** @type {CodapRequest} */
     const sort = {
       action: "update",
       resource: dataContext(dataset.id),
@@ -220,20 +261,26 @@ export function createCaseTools(ctx) {
     );
   }
 
-  /** A `parent` for a new collection that names no collection: CODAP then puts the new one at the top. */
+  /**
+   * A `parent` for a new collection that names no collection: CODAP then puts the new one at the top.
+   * @param {DescribedDataset} dataset
+   */
   function noCollection(dataset) {
     let name = "root";
     while (dataset.collections.some((c) => c.name === name || String(c.id) === name)) name += "_";
     return name;
   }
 
+  /** @param {{datasetName: string, attributes: string[], ungroup?: boolean, collectionName?: string}} args */
   async function group_codap_cases(args) {
     const { found, dataset } = await describe(args.datasetName);
     const ungroup = args.ungroup === true;
     const names = [...new Set(args.attributes)];
     const places = names.map((n) => located(dataset, n, ungroup ? "ungrouping" : "grouping"));
     const colls = dataset.collections;
+    /** @type {Array<{attr: DescribedAttribute, values: {collection: CodapId, position?: number}}>} */
     let moves;
+    /** @type {{id: CodapId, name: string} | null} */
     let newCollection = null;
     if (ungroup) {
       const leaf = colls.length - 1;
@@ -250,6 +297,7 @@ export function createCaseTools(ctx) {
           { datasetName: dataset.name, attributes: flat, available: grouping },
         );
       }
+      /** @type {Map<CodapId, number>} */
       const position = new Map();
       moves = places.map(({ attr, index }) => {
         const target = colls[index + 1];
@@ -285,6 +333,7 @@ export function createCaseTools(ctx) {
       // A new collection is placed under the one given as `parent`: the one above the source, or at the top
       // (v3 collection-handler.ts create).
       const above = colls[sources[0] - 1];
+      /** @type {CodapRequest} */
       const create = {
         action: "create",
         resource: `${dataContext(dataset.id)}.collection`,
@@ -295,6 +344,7 @@ export function createCaseTools(ctx) {
       newCollection = { id: newId, name };
       moves = places.map(({ attr }) => ({ attr, values: { collection: newId } }));
     }
+    /** @type {CodapRequest[]} */
     const requests = moves.map(({ attr, values }) => ({
       action: "update",
       resource: `${dataContext(dataset.id)}.attributeLocation[${attr.id}]`,
@@ -318,7 +368,7 @@ export function createCaseTools(ctx) {
     const layout = collections.map((c) => `${c.name} (${plural(c.caseCount, "case")}: ${c.attributes.join(", ")})`).join(" > ");
     const what = ungroup
       ? `Moved ${names.join(", ")} of ${JSON.stringify(dataset.name)} back down`
-      : `Grouped ${JSON.stringify(dataset.name)} by ${names.join(", ")} in the new parent collection ${JSON.stringify(newCollection.name)}`;
+      : `Grouped ${JSON.stringify(dataset.name)} by ${names.join(", ")} in the new parent collection ${JSON.stringify(/** @type {{name: string}} */ (newCollection).name)}`;
     return toolResult(`${what}. Collections now: ${layout}.`, {
       datasetName: dataset.name,
       ungroup,

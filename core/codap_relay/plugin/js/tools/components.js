@@ -6,6 +6,16 @@ import { nameMatchers } from "../codap_query.js";
 import { ToolError, get, invalid, toolResult } from "./context.js";
 import { paragraphs, plainText } from "./richtext.js";
 
+/**
+ * @import {CodapId, CodapRequest} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ */
+
+/**
+ * A component as componentList lists it, with the title CODAP shows and `get component[id]`'s values.
+ * @typedef {{id: CodapId, type: string, name?: string, title: string, hidden?: boolean, detail: Record<string, any>}} Listed
+ */
+
 /** Names CODAP recognizes (lower case) for a map's point coordinates (v3 map-types.ts, kLatNames/kLongNames). */
 const LAT_NAMES = ["latitude", "lat", "latitud", "breitengrad", "緯度", "عرض جغرافیایی"];
 const LONG_NAMES = ["longitude", "long", "lng", "lon", "longitud", "längengrad", "経度", "طول جغرافیایی"];
@@ -14,6 +24,7 @@ const LONG_NAMES = ["longitude", "long", "lng", "lon", "longitud", "längengrad"
 const DIRECTIONS = ["backAndForth", "lowToHigh", "highToLow"];
 const MODES = ["nonStop", "onceOnly"];
 
+/** @type {Record<string, string>} */
 const TYPE_WORDS = {
   caseTable: "case table",
   caseCard: "case card",
@@ -28,18 +39,25 @@ const TYPE_WORDS = {
   image: "image",
 };
 
-const typeWord = (type) => TYPE_WORDS[type] ?? type ?? "component";
+/** @param {string | undefined} type */
+const typeWord = (type) => TYPE_WORDS[/** @type {string} */ (type)] ?? type ?? "component";
+/** @param {{id: CodapId, type?: string, name?: string, title?: string}} c */
 const label = (c) => `${JSON.stringify(c.title || c.name || `${typeWord(c.type)} ${c.id}`)} (${typeWord(c.type)}, id ${c.id})`;
 
+/** @param {ToolContext} ctx */
 export function createComponentTools(ctx) {
   const { send, must, findDataset, describeDatasets } = ctx;
 
-  /** Every component with the title CODAP shows, and this plugin's own id: two messages. */
+  /**
+   * Every component with the title CODAP shows, and this plugin's own id: two messages.
+   * @returns {Promise<{components: Listed[], frameId: CodapId | undefined}>}
+   */
   async function listComponents() {
     const frame = get("interactiveFrame");
     const list = get("componentList");
     const [framed, listed] = await send([frame, list]);
     const frameId = must(frame, framed).values?.id;
+    /** @type {Array<{id: CodapId, type: string, name?: string, title?: string, hidden?: boolean}>} */
     const listing = must(list, listed).values ?? [];
     const details = await send(listing.map((c) => get(`component[${c.id}]`)));
     const components = listing.map((c, i) => {
@@ -49,7 +67,11 @@ export function createComponentTools(ctx) {
     return { components, frameId };
   }
 
-  /** The component `wanted` names (id, name or title), or an error naming the components CODAP has. */
+  /**
+   * The component `wanted` names (id, name or title), or an error naming the components CODAP has.
+   * @param {{components: Listed[], frameId: CodapId | undefined}} listed
+   * @param {unknown} wanted
+   */
   function pickComponent({ components, frameId }, wanted) {
     const key = String(wanted).trim();
     const others = components.filter((c) => c.id !== frameId);
@@ -83,22 +105,33 @@ export function createComponentTools(ctx) {
     });
   }
 
-  /** The new component read back: CODAP's own values for it. */
+  /**
+   * The new component read back: CODAP's own values for it.
+   * @param {CodapId} id
+   * @returns {Promise<Record<string, any>>}
+   */
   async function readBack(id) {
     const read = get(`component[${id}]`);
     const [reply] = await send([read]);
     return must(read, reply, `reading the new component ${id}`).values ?? {};
   }
 
+  /**
+   * @param {Record<string, unknown>} values the new component's
+   * @param {string} what how a message names it
+   */
   async function create(values, what) {
+    /** @type {CodapRequest} */
     const request = { action: "create", resource: "component", values };
     const [reply] = await send([request]);
     const id = must(request, reply, `creating ${what}`).values?.id;
     return { id, detail: await readBack(id) };
   }
 
+  /** @param {string | undefined} title */
   const titled = (title) => (title ? { name: title, title } : {});
 
+  /** @param {{datasetName: string, title?: string, asCard?: boolean}} args */
   async function create_codap_table(args) {
     const { datasetName, title } = args;
     const asCard = args.asCard === true;
@@ -108,6 +141,7 @@ export function createComponentTools(ctx) {
     let { id, detail } = await create({ type, dataContext: String(dataset.id), ...titled(title) }, `a ${typeWord(type)}`);
     if (title && detail.title !== title) {
       // CODAP showed the dataset's existing table, which keeps its title: give it the one asked for.
+      /** @type {CodapRequest} */
       const retitle = { action: "update", resource: `component[${id}]`, values: titled(title) };
       const [retitled] = await send([retitle]);
       must(retitle, retitled, `retitling the ${typeWord(type)}`);
@@ -121,6 +155,7 @@ export function createComponentTools(ctx) {
     );
   }
 
+  /** @param {{text: string, title?: string}} args */
   async function create_codap_text(args) {
     const { text, title } = args;
     // Sent as paragraphs, never as a string: CODAP reads a string that parses as JSON as rich text.
@@ -134,15 +169,21 @@ export function createComponentTools(ctx) {
     );
   }
 
+  /**
+   * @param {{name: string, value: number, min: number, max: number, step?: number, title?: string,
+   *   animationDirection?: string, animationMode?: string}} args
+   */
   async function create_codap_slider(args) {
     const { name, value, min, max, step, title, animationDirection, animationMode } = args;
     if (!(min < max)) throw invalid(`min (${min}) must be less than max (${max}).`);
     if (value < min || value > max) throw invalid(`value (${value}) must lie between min (${min}) and max (${max}).`);
+    /** @type {CodapRequest} */
     const global = { action: "create", resource: "global", values: { name, value } };
     const globals = get("globalList");
     const [made, listed] = await send([global, globals]);
     if (made?.success !== true) {
-      const names = (listed?.success === true ? listed.values ?? [] : []).map((g) => g.name);
+      /** @type {string[]} */
+      const names = (listed?.success === true ? listed.values ?? [] : []).map((/** @type {{name: string}} */ g) => g.name);
       const taken = names.includes(name);
       throw new ToolError(
         taken
@@ -185,6 +226,7 @@ export function createComponentTools(ctx) {
     );
   }
 
+  /** @param {{datasetName: string, title?: string}} args */
   async function create_codap_map(args) {
     const { datasetName, title } = args;
     const found = await findDataset(datasetName);
@@ -193,6 +235,7 @@ export function createComponentTools(ctx) {
     const lat = names.find((n) => LAT_NAMES.includes(n.toLowerCase()));
     const long = names.find((n) => LONG_NAMES.includes(n.toLowerCase()));
     const { id, detail } = await create({ type: "map", dataContext: String(dataset.id), ...titled(title) }, "a map");
+    /** @type {string[]} */
     const notes = [];
     if (!lat || !long) {
       notes.push(
@@ -216,6 +259,10 @@ export function createComponentTools(ctx) {
     );
   }
 
+  /**
+   * @param {{component: string | number, title?: string, position?: {left: number, top: number},
+   *   size?: {width: number, height: number}, hidden?: boolean}} args
+   */
   async function update_codap_component(args) {
     const { component, title, position, size, hidden } = args;
     if (title === undefined && !position && !size && hidden === undefined) {
@@ -229,13 +276,14 @@ export function createComponentTools(ctx) {
       ...(hidden !== undefined ? { isVisible: !hidden } : {}),
     };
     const resource = `component[${target.id}]`;
+    /** @type {CodapRequest} */
     const update = { action: "update", resource, values };
     const read = get(resource);
     const list = get("componentList");
     const [updated, after, listed] = await send([update, read, list]);
     must(update, updated, `changing ${label(target)}`);
     const now = must(read, after).values ?? {};
-    const isHidden = (must(list, listed).values ?? []).find((c) => c.id === target.id)?.hidden === true;
+    const isHidden = (must(list, listed).values ?? []).find((/** @type {{id: CodapId}} */ c) => c.id === target.id)?.hidden === true;
     const state = {
       componentId: target.id,
       type: now.type ?? target.type,
@@ -253,13 +301,15 @@ export function createComponentTools(ctx) {
     return toolResult(`Updated ${typeWord(state.type)} ${target.id}: now ${parts.join(", ")}.`, state);
   }
 
+  /** @param {{component: string | number}} args */
   async function delete_codap_component(args) {
     const target = pickComponent(await listComponents(), args.component);
+    /** @type {CodapRequest} */
     const remove = { action: "delete", resource: `component[${target.id}]` };
     const list = get("componentList");
     const [removed, listed] = await send([remove, list]);
     must(remove, removed, `closing ${label(target)}`);
-    const left = (must(list, listed).values ?? []).find((c) => c.id === target.id);
+    const left = (must(list, listed).values ?? []).find((/** @type {{id: CodapId}} */ c) => c.id === target.id);
     const outcome = !left ? "closed" : left.hidden ? "hidden" : "still shown";
     const sentence = outcome === "closed"
       ? `Closed ${label(target)}.`

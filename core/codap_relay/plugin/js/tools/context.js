@@ -20,7 +20,7 @@ import { isCodapSuccess } from "../types.js";
 import { VERSION } from "../version.js";
 
 /**
- * @import {CodapCall, Component, DescribedDataset, ImageContent, ToolResult} from "../types.js"
+ * @import {CodapCall, CodapNotification, Component, DescribedDataset, ImageContent, ToolResult} from "../types.js"
  * @import {Raster} from "../imaging.js"
  */
 
@@ -120,7 +120,7 @@ export const datasetLine = (d) =>
  * @param {Raster<any> | null} [io.raster]
  * @param {(ms: number) => Promise<void>} [io.sleep]
  * @param {() => number} [io.now]
- * @param {((fn: (value: unknown) => void) => () => void) | null} [io.listen]
+ * @param {((fn: (value: CodapNotification) => void) => () => void) | null} [io.listen]
  * @param {typeof fetch} [io.fetch]
  */
 export function createToolContext({
@@ -215,6 +215,12 @@ export function createToolContext({
 
   return { ...codap, codap, rng, pluginVersion, raster, sleep, now, listen, graphPicture, documentDigest };
 }
+
+/**
+ * What every family's tools share (createToolContext's answer); createTools adds the journal of restore points
+ * (journal.js) when it has a tool catalog.
+ * @typedef {ReturnType<typeof createToolContext>} ToolContext
+ */
 
 /**
  * Ends a changing tool's answer with the document digest: the last text item gains its line and the structured

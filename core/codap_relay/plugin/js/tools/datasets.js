@@ -30,15 +30,31 @@ import {
   unknownAttribute,
 } from "./context.js";
 
+/**
+ * @import {Cell} from "../data.js"
+ * @import {CodapId, CodapRequest, CodapSuccess, JsonObject} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ */
+
+/** @param {ToolContext} ctx */
 export function createDatasetTools(ctx) {
   const { send, must, ask, datasetList, findDataset, describeDatasets, describeAll, rng } = ctx;
 
-  /** The `__id__` column of new items, which CODAP fills with their own ids (see itemsForCreate). */
+  /**
+   * The `__id__` column of new items, which CODAP fills with their own ids (see itemsForCreate).
+   * @param {CodapId} datasetId
+   * @param {CodapId[] | undefined} itemIds
+   * @param {Array<Record<string, Cell>>} records
+   */
   async function setItemIdColumn(datasetId, itemIds, records) {
+    /** @type {CodapRequest & {values: unknown[]}} */
     const update = { action: "update", resource: `${dataContext(datasetId)}.item`, values: itemIdColumnUpdates(itemIds ?? [], records) };
     if (update.values.length) await ask(update, `setting the ${ITEM_ID_KEY} column of the new cases`);
   }
 
+  /**
+   * @param {{datasetName: string, dataType: string, recordCount?: number, customData?: JsonObject[]}} args
+   */
   async function create_codap_dataset(args) {
     const { datasetName, dataType, recordCount, customData } = args;
     const problem = nameProblem("Dataset", datasetName);
@@ -83,6 +99,7 @@ export function createDatasetTools(ctx) {
       );
     }
     // CODAP answers a create for an existing name with that dataset, so the check above comes first.
+    /** @type {CodapRequest} */
     const create = {
       action: "create",
       resource: "dataContext",
@@ -91,7 +108,9 @@ export function createDatasetTools(ctx) {
     const [createdReply] = await send([create]);
     const datasetId = must(create, createdReply, `creating dataset ${JSON.stringify(datasetName)}`).values?.id;
     // Rows, table and count in one message: one change in CODAP, one redraw, and the count CODAP holds after it.
+    /** @type {CodapRequest} */
     const addRows = { action: "create", resource: `${dataContext(datasetId)}.item`, values: itemsForCreate(rows) };
+    /** @type {CodapRequest} */
     const table = { action: "create", resource: "component", values: { type: "caseTable", dataContext: String(datasetId) } };
     const count = get(`${dataContext(datasetId)}.itemCount`);
     const [added, tabled, counted] = await send([addRows, table, count]);
@@ -121,6 +140,7 @@ export function createDatasetTools(ctx) {
     );
   }
 
+  /** @param {{datasetName: string, cases: JsonObject[]}} args */
   async function add_codap_cases(args) {
     const { datasetName, cases } = args;
     if (!Array.isArray(cases) || cases.length === 0) {
@@ -139,11 +159,12 @@ export function createDatasetTools(ctx) {
     }
     // All cases in one request (one change, one redraw in CODAP), the counts read in the same message.
     const records = cases.map(normaliseRecord);
+    /** @type {CodapRequest} */
     const addRows = { action: "create", resource: `${dataContext(dataset.id)}.item`, values: itemsForCreate(records) };
     const counts = dataset.collections.map((c) => get(`${collection(dataset.id, c.id)}.caseCount`));
     const [added, ...counted] = await send([addRows, ...counts]);
     const n = must(addRows, added, `adding cases to ${JSON.stringify(dataset.name)}`).itemIDs?.length ?? 0;
-    if (known.has(ITEM_ID_KEY)) await setItemIdColumn(dataset.id, added.itemIDs, records);
+    if (known.has(ITEM_ID_KEY)) await setItemIdColumn(dataset.id, /** @type {CodapSuccess} */ (added).itemIDs, records);
     const totals = dataset.collections.map((c, i) => ({
       name: c.name,
       caseCount: must(counts[i], counted[i]).values,
@@ -176,12 +197,17 @@ export function createDatasetTools(ctx) {
     return toolResult(text, { datasets: datasets.map(publicDataset) });
   }
 
+  /**
+   * @param {{datasetName: string, format?: "json" | "csv" | "tsv", includeMetadata?: boolean,
+   *   includeCaseIds?: boolean}} args
+   */
   async function export_codap_data(args) {
     const format = args.format ?? "json";
     const found = await findDataset(args.datasetName);
     // The attributes and every item in one message, so the columns match the rows they describe.
     const colls = get(`${dataContext(found.id)}.collectionList`);
     const [listReply] = await send([colls]);
+    /** @type {Array<{id: CodapId, name: string}>} */
     const collections = must(colls, listReply).values ?? [];
     const attrRequests = collections.map((c) =>
       get(args.includeMetadata ? collection(found.id, c.id) : `${collection(found.id, c.id)}.attributeList`));
@@ -191,6 +217,7 @@ export function createDatasetTools(ctx) {
       const v = must(attrRequests[i], replies[i]).values;
       return { name: c.name, attrs: (args.includeMetadata ? v?.attrs : v) ?? [] };
     });
+    /** @type {Array<{id: CodapId, values: Record<string, unknown>}>} */
     const items = must(itemsRequest, replies[replies.length - 1], `reading the rows of ${JSON.stringify(found.name)}`)
       .values ?? [];
     const { columns, rows } = flattenItems(described, items);
@@ -198,10 +225,14 @@ export function createDatasetTools(ctx) {
     const metadata = {
       name: found.name,
       title: found.title || found.name,
-      collections: described.map((c) => ({ name: c.name, attributes: c.attrs.map((a) => a.name) })),
+      collections: described.map((c) => ({ name: c.name, attributes: c.attrs.map((/** @type {{name: string}} */ a) => a.name) })),
       attributes: columns,
       rowCount: rows.length,
     };
+    /**
+     * @type {{datasetName: string, format: string, rowCount: number, columns: string[], metadata?: typeof metadata,
+     *   caseIds?: CodapId[], rows?: typeof rows, data?: string}}
+     */
     const structured = { datasetName: found.name, format, rowCount: rows.length, columns: names };
     if (args.includeMetadata) structured.metadata = metadata;
     if (args.includeCaseIds) structured.caseIds = items.map((item) => item.id);
@@ -224,7 +255,7 @@ export function createDatasetTools(ctx) {
       : "";
     let ids = "";
     if (args.includeCaseIds) {
-      ids = `\nCase ids (item ids), in row order, for caseIds of update_codap_cases, delete_codap_cases, select_codap_cases and evaluate_codap_formula: ${structured.caseIds.join(", ")}`;
+      ids = `\nCase ids (item ids), in row order, for caseIds of update_codap_cases, delete_codap_cases, select_codap_cases and evaluate_codap_formula: ${/** @type {CodapId[]} */ (structured.caseIds).join(", ")}`;
       if (ids.length > MAX_TEXT) ids = `${ids.slice(0, MAX_TEXT)} … (truncated here; structuredContent.caseIds has all)`;
     }
     return toolResult(
@@ -239,6 +270,7 @@ export function createDatasetTools(ctx) {
 /**
  * The JSON text shown to the model: indented like JSON.stringify(value, null, 1), cut at MAX_TEXT. Rows are
  * written one at a time so a 10,000-row export does not build megabytes of text to show 60 kB of it.
+ * @param {unknown[] | {metadata: unknown, rows: unknown[]}} value
  */
 export function jsonPreview(value) {
   const rows = Array.isArray(value) ? value : value.rows;

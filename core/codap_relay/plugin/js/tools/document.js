@@ -3,9 +3,36 @@
 
 import { datasetLine, get, plotName, plural, publicDataset, toolResult } from "./context.js";
 
+/**
+ * @import {CodapId, CodapReply, CodapSuccess} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ */
+
+/**
+ * A component as get_codap_status describes it.
+ * @typedef {object} ComponentInfo
+ * @property {CodapId} id
+ * @property {string} type
+ * @property {string} title
+ * @property {string} [name]
+ * @property {string} [dataset]
+ * @property {string} [plotType]
+ * @property {string} [xAttribute]
+ * @property {string} [yAttribute]
+ * @property {boolean} [hidden]
+ * @property {boolean} [thisPlugin]
+ */
+
+/** @param {ToolContext} ctx */
 export function createDocumentTools(ctx) {
   const { send, must, describeAll, pluginVersion } = ctx;
 
+  /**
+   * @param {{id: CodapId, type: string, title?: string, name?: string, hidden?: boolean}} c componentList's entry
+   * @param {CodapReply | undefined} detail CODAP's answer to get component[id]
+   * @param {CodapId | undefined} frameId the plugin's own component
+   * @returns {ComponentInfo}
+   */
   function componentInfo(c, detail, frameId) {
     const v = detail?.success === true ? detail.values ?? {} : {};
     return {
@@ -22,6 +49,7 @@ export function createDocumentTools(ctx) {
     };
   }
 
+  /** @param {ComponentInfo} c */
   function componentLine(c) {
     const named = c.title ? ` "${c.title}"` : "";
     if (c.thisPlugin) return `• plugin${named} (this relay plugin)`;
@@ -33,6 +61,7 @@ export function createDocumentTools(ctx) {
     return `• ${c.type}${named}${c.dataset ? ` of ${c.dataset}` : ""}${c.hidden ? " (hidden)" : ""}`;
   }
 
+  /** @param {{includeDatasets?: boolean, includeComponents?: boolean}} args */
   async function get_codap_status(args) {
     const includeDatasets = args.includeDatasets !== false;
     const includeComponents = args.includeComponents !== false;
@@ -43,15 +72,18 @@ export function createDocumentTools(ctx) {
     const replies = await send(first);
     const frameInfo = replies[0]?.success === true ? replies[0].values ?? {} : {};
     const codapVersion = frameInfo.codapVersion ?? "unknown";
+    /** @type {{codapVersion: string, plugin: {name: string, version: string}, datasets?: unknown[], components?: ComponentInfo[]}} */
     const structured = { codapVersion, plugin: { name: "codap-relay", version: pluginVersion } };
     const lines = [`CODAP is connected (version ${codapVersion}).`];
     const listed = includeDatasets ? must(list, replies[1]) : null;
+    /** @type {Array<{id: CodapId, type: string, title?: string, name?: string, hidden?: boolean}>} */
     const components = includeComponents ? must(comps, replies[replies.length - 1]).values ?? [] : [];
     // The components' details ride in the same message as the collection lists.
     const details = components.map((c) => get(`component[${c.id}]`));
+    /** @type {CodapReply[]} */
     let detailReplies = [];
     if (includeDatasets) {
-      const described = await describeAll(listed, details);
+      const described = await describeAll(/** @type {CodapSuccess} */ (listed), details);
       structured.datasets = described.datasets.map(publicDataset);
       detailReplies = described.extra;
       lines.push(

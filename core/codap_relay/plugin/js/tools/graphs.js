@@ -15,6 +15,39 @@ import {
   unknownAttribute,
 } from "./context.js";
 
+/**
+ * @import {CodapId, CodapReply, CodapRequest, CodapSuccess, Component, DescribedAttribute} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ */
+
+/**
+ * An adornment as the tools know it: CODAP's type, how a sentence calls it, the plots that take it, what it needs
+ * (in words) and its name in CODAP's Measure menu.
+ * @typedef {{type: string, label: string, plots: string[], needs: string, menu: string}} Adornment
+ */
+
+/**
+ * update_codap_graph's arguments: the graph, and what to change (an attribute null or "" takes it off).
+ * @typedef {object} UpdateGraphArgs
+ * @property {string | number} [graph]
+ * @property {string | null} [xAttribute]
+ * @property {string | null} [yAttribute]
+ * @property {string | null} [legendAttribute]
+ * @property {string} [title]
+ * @property {boolean} [showConnectingLines]
+ * @property {boolean} [pointsAreFusedIntoBars]
+ * @property {boolean} [displayOnlySelectedCases]
+ * @property {boolean} [showMeasuresForSelection]
+ * @property {string} [pointColor]
+ * @property {number} [pointSize]
+ * @property {number} [xAxisMin]
+ * @property {number} [xAxisMax]
+ * @property {number} [yAxisMin]
+ * @property {number} [yAxisMax]
+ */
+
+/** An adornment CODAP lists on a graph, with the tools' name for it. @typedef {{name: string, type: string, id?: CodapId, isVisible?: boolean}} ListedAdornment */
+
 // CODAP's plot types that take each adornment, as v3.1.0 registers them (adornments/*-registration.tsx `plots`,
 // widened by isCompatibleWithPlotType: "dotPlot" covers every univariate numeric plot, "dotChart" every categorical).
 const UNIVARIATE = ["dotPlot", "binnedDotPlot", "histogram", "linePlot"];
@@ -22,7 +55,10 @@ const EVERY_PLOT = ["casePlot", "dotChart", "barChart", ...UNIVARIATE, "scatterP
 const NEEDS_DOT_PLOT = "a dot plot: one numeric attribute alone on an axis (a categorical attribute may split it)";
 const NEEDS_SCATTER = "a scatter plot: numeric attributes on both axes";
 
-/** The adornments by the tools' names: CODAP's type, how a sentence calls it, the plots that take it. */
+/**
+ * The adornments by the tools' names: CODAP's type, how a sentence calls it, the plots that take it.
+ * @type {Record<string, Adornment>}
+ */
 export const ADORNMENTS = {
   mean: { type: "Mean", label: "mean", plots: UNIVARIATE, needs: NEEDS_DOT_PLOT, menu: "Mean" },
   median: { type: "Median", label: "median", plots: UNIVARIATE, needs: NEEDS_DOT_PLOT, menu: "Median" },
@@ -60,12 +96,15 @@ export const ADORNMENTS = {
 };
 const BY_CODAP_TYPE = new Map(Object.entries(ADORNMENTS).map(([name, a]) => [a.type, name]));
 /** The tools' name of an adornment CODAP lists (CODAP's own type for one the tools do not name). */
+/** @param {string} codapType */
 const adornmentName = (codapType) => BY_CODAP_TYPE.get(codapType) ?? codapType;
 
 /** A number as a sentence shows it: CODAP's value, at most 6 significant digits. */
+/** @param {unknown} v */
 const num = (v) => (typeof v === "number" && Number.isFinite(v) ? String(Number(v.toPrecision(6))) : String(v ?? "none"));
 
 /** One cell of an adornment's values (`{categories, ...measures}`) as a phrase: `g = A: mean 160.5`. */
+/** @param {Record<string, unknown> & {categories?: Record<string, unknown>}} cell */
 function cellPhrase(cell) {
   const { categories, category: _category, ...measures } = cell;
   const where = categories && Object.keys(categories).length
@@ -79,9 +118,14 @@ function cellPhrase(cell) {
   return where + parts.join(", ");
 }
 
+/** @param {ToolContext} ctx */
 export function createGraphTools(ctx) {
   const { send, must, findDataset, describeDatasets, listGraphs, pickGraph, graphPicture } = ctx;
 
+  /**
+   * @param {{datasetName: string, graphType: string, xAttribute: string, yAttribute?: string,
+   *   legendAttribute?: string, title?: string, includeImage?: boolean}} args
+   */
   async function create_codap_graph(args) {
     const { datasetName, graphType, xAttribute, yAttribute, legendAttribute, title } = args;
     const found = await findDataset(datasetName);
@@ -93,7 +137,7 @@ export function createGraphTools(ctx) {
     if (needsY && !yAttribute) throw invalid(`A ${graphType} needs yAttribute as well as xAttribute.`);
     // A dot plot takes a category on y too: one row of dots per value (CODAP's split by a category).
     const wantsY = needsY || (graphType === "dot_plot" && Boolean(yAttribute));
-    const y = wantsY ? attrs.get(yAttribute) : undefined;
+    const y = wantsY ? attrs.get(/** @type {string} */ (yAttribute)) : undefined;
     if (wantsY && !y) throw unknownAttribute(dataset, yAttribute, "the y axis");
     if (graphType === "dot_plot" && y?.type === "numeric" && x.type === "numeric") {
       throw invalid(
@@ -103,6 +147,7 @@ export function createGraphTools(ctx) {
     }
     const legend = legendAttribute ? attrs.get(legendAttribute) : undefined;
     if (legendAttribute && !legend) throw unknownAttribute(dataset, legendAttribute, "the legend");
+    /** @type {string[]} */
     const notes = [];
     if (yAttribute && !wantsY) notes.push(`yAttribute ${JSON.stringify(yAttribute)} was not used for a ${graphType}.`);
 
@@ -110,38 +155,46 @@ export function createGraphTools(ctx) {
     // A bar chart counts the cases at each value: a numeric x is treated as categorical for it, as CODAP's
     // own "treat as categorical" does. A histogram of a category is a bar chart of its counts.
     const bars = graphType === "bar_chart" || (graphType === "histogram" && !numericX);
+    /** @type {Record<string, unknown>} */
     const values = { type: "graph", dataContext: dataset.name, xAttributeName: x.name };
     if (y) values.yAttributeName = y.name;
     if (legend) values.legendAttributeName = legend.name;
     if (bars && numericX) values.xAttributeType = "categorical";
     if (title) Object.assign(values, { name: title, title });
+    /** @type {CodapRequest} */
     const create = { action: "create", resource: "component", values };
     const [created] = await send([create]);
+    /** @type {CodapId} */
     const graphId = must(create, created, "creating the graph").values?.id;
     const component = `component[${graphId}]`;
 
+    /** @type {{showConnectingLines?: boolean, pointsAreFusedIntoBars?: boolean}} */
     const update = {};
     if (graphType === "line_graph") update.showConnectingLines = true;
     if (bars) update.pointsAreFusedIntoBars = true;
     const read = get(component);
+    /** @type {CodapRequest[]} */
     const changes = Object.keys(update).length ? [{ action: "update", resource: component, values: update }] : [];
     let replies = await send([...changes, read]);
+    /** @type {Record<string, any>} CODAP's description of the graph (`get component[id]`) */
     let graph = must(read, replies[replies.length - 1]).values ?? {};
     if (changes.length && replies[0]?.success !== true) {
       notes.push(`CODAP did not apply ${JSON.stringify(update)}: ${replies[0]?.values?.error ?? "no reply"}.`);
     }
     // CODAP finds the graph's dataset by title before name; if another dataset's title is this name, the new
     // graph shows the wrong data. Point it at this dataset by id and read it again.
+    /** @param {Record<string, any>} g */
     const bound = (g) =>
       g.dataContext === dataset.name && g.xAttributeName === x.name && (!y || g.yAttributeName === y.name) &&
       (!legend || g.legendAttributeName === legend.name);
     if (!bound(graph)) {
+      /** @type {CodapRequest} */
       const repair = {
         action: "update",
         resource: component,
         values: {
           dataContext: String(dataset.id),
-          xAttributeID: x.id,
+          xAttributeID: /** @type {DescribedAttribute} */ (x).id,
           ...(y ? { yAttributeID: y.id } : {}),
           ...(legend ? { legendAttributeID: legend.id } : {}),
         },
@@ -204,6 +257,7 @@ export function createGraphTools(ctx) {
   // --- update_codap_graph -----------------------------------------------------------------------------------
 
   // What update_codap_graph reports, as CODAP's component get names it: [argument or fact, field, sentence name].
+  /** @type {Array<[keyof UpdateGraphArgs | "plotType", string, string]>} */
   const GRAPH_FIELDS = [
     ["xAttribute", "xAttributeName", "x"],
     ["yAttribute", "yAttributeName", "y"],
@@ -225,12 +279,16 @@ export function createGraphTools(ctx) {
     "showConnectingLines", "pointsAreFusedIntoBars", "displayOnlySelectedCases", "showMeasuresForSelection",
   ]);
   // CODAP answers null for a flag never set: the graph behaves as false.
+  /** @type {(detail: Record<string, any>, field: string) => unknown} */
   const readField = (detail, field) => (BOOLEAN_FIELDS.has(field) ? detail[field] === true : detail[field] ?? null);
+  /** @type {(a: unknown, b: unknown) => boolean} */
   const sameValue = (a, b) => (typeof a === "number" && typeof b === "number" ? Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a)) : a === b);
+  /** @param {unknown} v */
   const shown = (v) => (v === null || v === undefined || v === "" ? "(none)" : typeof v === "string" ? v : num(v));
 
+  /** @param {UpdateGraphArgs} args */
   async function update_codap_graph(args) {
-    const asked = Object.keys(args).filter((k) => k !== "graph" && args[k] !== undefined);
+    const asked = /** @type {Array<keyof UpdateGraphArgs>} */ (Object.keys(args)).filter((k) => k !== "graph" && args[k] !== undefined);
     if (!asked.length) {
       throw invalid(
         "Nothing to change: give at least one of xAttribute, yAttribute, legendAttribute, title, showConnectingLines, " +
@@ -238,17 +296,19 @@ export function createGraphTools(ctx) {
           "xAxisMin, xAxisMax, yAxisMin, yAxisMax.",
       );
     }
-    for (const [low, high] of [["xAxisMin", "xAxisMax"], ["yAxisMin", "yAxisMax"]]) {
-      if (args[low] !== undefined && args[high] !== undefined && !(args[low] < args[high])) {
+    for (const [low, high] of /** @type {const} */ ([["xAxisMin", "xAxisMax"], ["yAxisMin", "yAxisMax"]])) {
+      if (args[low] !== undefined && args[high] !== undefined && !(/** @type {number} */ (args[low]) < /** @type {number} */ (args[high]))) {
         throw invalid(`${low} (${args[low]}) must be less than ${high} (${args[high]}).`);
       }
     }
     const graph = pickGraph(await listGraphs(), args.graph);
     const before = graph.detail;
     const component = `component[${graph.id}]`;
+    /** @type {Record<string, unknown>} */
     const values = {};
-    const roles = [["xAttribute", "xAttributeID", "the x axis"], ["yAttribute", "yAttributeID", "the y axis"],
-      ["legendAttribute", "legendAttributeID", "the legend"]];
+    const roles = /** @type {const} */ ([["xAttribute", "xAttributeID", "the x axis"], ["yAttribute", "yAttributeID", "the y axis"],
+      ["legendAttribute", "legendAttributeID", "the legend"]]);
+    /** @type {Record<string, unknown>} */
     const wanted = {}; // what each asked field should read back as
     if (roles.some(([arg]) => args[arg] !== undefined)) {
       if (!before.dataContext) {
@@ -276,10 +336,10 @@ export function createGraphTools(ctx) {
       }
     }
     if (args.title !== undefined) Object.assign(values, { title: args.title, name: args.title });
-    for (const key of ["showConnectingLines", "displayOnlySelectedCases", "showMeasuresForSelection", "pointColor", "pointSize"]) {
+    for (const key of /** @type {const} */ (["showConnectingLines", "displayOnlySelectedCases", "showMeasuresForSelection", "pointColor", "pointSize"])) {
       if (args[key] !== undefined) values[key] = args[key];
     }
-    for (const [arg, field] of [["xAxisMin", "xLowerBound"], ["xAxisMax", "xUpperBound"], ["yAxisMin", "yLowerBound"], ["yAxisMax", "yUpperBound"]]) {
+    for (const [arg, field] of /** @type {const} */ ([["xAxisMin", "xLowerBound"], ["xAxisMax", "xUpperBound"], ["yAxisMin", "yLowerBound"], ["yAxisMax", "yUpperBound"]])) {
       if (args[arg] !== undefined) values[field] = args[arg];
     }
     for (const key of asked) if (!(key in wanted)) wanted[key] = args[key];
@@ -289,14 +349,18 @@ export function createGraphTools(ctx) {
     const bounds = Object.fromEntries(boundKeys.filter((k) => k in values).map((k) => [k, values[k]]));
     for (const k of boundKeys) delete values[k];
     // Fusing goes on its own: CODAP refuses it for some plots after applying everything else in the same request.
+    /** @type {CodapRequest | null} */
     const change = Object.keys(values).length ? { action: "update", resource: component, values } : null;
+    /** @type {CodapRequest | null} */
     const rebound = Object.keys(bounds).length ? { action: "update", resource: component, values: bounds } : null;
+    /** @type {CodapRequest | null} */
     const fuse = args.pointsAreFusedIntoBars !== undefined
       ? { action: "update", resource: component, values: { pointsAreFusedIntoBars: args.pointsAreFusedIntoBars } }
       : null;
     const read = get(component);
-    const requests = [change, rebound, fuse, read].filter(Boolean);
+    const requests = /** @type {CodapRequest[]} */ ([change, rebound, fuse, read].filter(Boolean));
     const replies = await send(requests);
+    /** @param {CodapRequest} r */
     const reply = (r) => replies[requests.indexOf(r)];
     const main = change ?? rebound;
     if (main && reply(main)?.success !== true) {
@@ -309,6 +373,7 @@ export function createGraphTools(ctx) {
       );
     }
     const after = must(read, reply(read), `reading graph ${graphLabel(graph)} back`).values ?? {};
+    /** @type {string[]} */
     const notes = [];
     const fused = after.pointsAreFusedIntoBars === true;
     if (fuse && (reply(fuse)?.success !== true || fused !== args.pointsAreFusedIntoBars)) {
@@ -322,7 +387,9 @@ export function createGraphTools(ctx) {
       if (!main) throw new ToolError(why, "codap_error", { graphId: graph.id, plotType: after.plotType ?? null });
       notes.push(why);
     }
+    /** @type {Array<{setting: string, before: unknown, after: unknown, text: string}>} */
     const changes = [];
+    /** @type {Record<string, unknown>} */
     const facts = {};
     for (const [arg, field, name] of GRAPH_FIELDS) {
       const was = readField(before, field);
@@ -360,6 +427,8 @@ export function createGraphTools(ctx) {
    * Why CODAP cannot compute `formula` over the dataset's cases, or null: tried on a scratch attribute taken off in
    * the same message. CODAP's API cannot take an adornment off a graph (delete only hides it, keeping its formula),
    * so a plotted value's formula is checked before the adornment is made.
+   * @param {string} datasetName
+   * @param {string} formula
    */
   async function formulaProblem(datasetName, formula) {
     const found = await findDataset(datasetName);
@@ -367,24 +436,34 @@ export function createGraphTools(ctx) {
     const last = dataset.collections[dataset.collections.length - 1];
     const base = collection(dataset.id, last.id);
     const scratch = `__codap_relay_check_${Date.now().toString(36)}`;
+    /** @type {CodapRequest} */
     const tryIt = { action: "create", resource: `${base}.attribute`, values: [{ name: scratch, formula }] };
+    /** @type {CodapRequest} */
     const drop = { action: "delete", resource: `${base}.attribute[${scratch}]` };
     const [tried, read] = await send([tryIt, get(`${base}.allCases`), drop]);
     if (tried?.success !== true) return codapError(tried);
-    const values = (read?.values?.cases ?? []).map((c) => c.case?.values?.[scratch]);
-    const error = values.find((v) => typeof v === "string" && v.startsWith("❌"));
+    /** @type {unknown[]} */
+    const values = (read?.values?.cases ?? []).map((/** @type {{case?: {values?: Record<string, unknown>}}} */ c) => c.case?.values?.[scratch]);
+    const error = /** @type {string | undefined} */ (values.find((v) => typeof v === "string" && v.startsWith("❌")));
     return error ? error.slice(1).trim() : null;
   }
 
+  /** @param {unknown} wanted */
   async function graphAndAdornments(wanted) {
     const graph = pickGraph(await listGraphs(), wanted);
     const list = get(`component[${graph.id}].adornmentList`);
     const [listed] = await send([list]);
     return { graph, listed: adornmentsOf(must(list, listed, `listing what graph ${graphLabel(graph)} shows`)) };
   }
-  const adornmentsOf = (reply) => (reply.values ?? []).map((a) => ({ name: adornmentName(a.type), ...a }));
+  /** @type {(reply: {values?: any}) => ListedAdornment[]} */
+  const adornmentsOf = (reply) => (reply.values ?? []).map((/** @type {{type: string}} */ a) => ({ name: adornmentName(a.type), ...a }));
+  /** @param {ListedAdornment[]} listed */
   const showing = (listed) => listed.filter((a) => a.isVisible).map((a) => a.name);
 
+  /**
+   * @param {{adornment: string, graph?: string | number, formula?: string, percentType?: string,
+   *   showRSquared?: boolean, showConfidenceBands?: boolean}} args
+   */
   async function add_codap_adornment(args) {
     const which = ADORNMENTS[args.adornment];
     if (!which) throw invalid(`adornment must be one of ${Object.keys(ADORNMENTS).join(", ")}.`);
@@ -393,7 +472,7 @@ export function createGraphTools(ctx) {
       formula: ["plotted_value"], percentType: ["percent"], showRSquared: ["least_squares_line"],
       showConfidenceBands: ["least_squares_line"],
     };
-    for (const [option, takers] of Object.entries(optionsFor)) {
+    for (const [option, takers] of /** @type {Array<["formula" | "percentType" | "showRSquared" | "showConfidenceBands", string[]]>} */ (Object.entries(optionsFor))) {
       if (args[option] !== undefined && !takers.includes(name)) {
         throw invalid(`${option} applies to ${takers.join(", ")} only, not to ${name}.`);
       }
@@ -419,7 +498,7 @@ export function createGraphTools(ctx) {
     const component = `component[${graph.id}]`;
     const neverMade = !listed.some((a) => a.type === which.type);
     if (name === "plotted_value" && neverMade && graph.detail.dataContext) {
-      const problem = await formulaProblem(graph.detail.dataContext, args.formula);
+      const problem = await formulaProblem(graph.detail.dataContext, /** @type {string} */ (args.formula));
       if (problem) {
         throw new ToolError(
           `CODAP cannot compute the plotted value's formula ${JSON.stringify(args.formula)}: ${problem}. It was not ` +
@@ -429,11 +508,13 @@ export function createGraphTools(ctx) {
         );
       }
     }
+    /** @type {Record<string, unknown>} */
     const values = { type: which.type };
     if (name === "plotted_value") values.expression = args.formula;
     if (args.percentType !== undefined) values.percentType = args.percentType;
     if (args.showRSquared !== undefined) values.showRSquared = args.showRSquared;
     if (args.showConfidenceBands !== undefined) values.showConfidenceBands = args.showConfidenceBands;
+    /** @type {CodapRequest} */
     const create = { action: "create", resource: `${component}.adornment`, values };
     const read = get(`${component}.adornment[${which.type}]`);
     const list = get(`${component}.adornmentList`);
@@ -476,13 +557,23 @@ export function createGraphTools(ctx) {
     return adornmentAnswer(graph, name, detail, !wasShown, adornmentsOf(relisted?.success === true ? relisted : {}));
   }
 
-  /** The answer of add_codap_adornment: the values CODAP computed for each cell of the plot. */
+  /**
+   * The answer of add_codap_adornment: the values CODAP computed for each cell of the plot.
+   * @param {Component} graph
+   * @param {string} name
+   * @param {Record<string, any>} detail CODAP's description of the adornment
+   * @param {boolean} added
+   * @param {ListedAdornment[]} listed
+   */
   function adornmentAnswer(graph, name, detail, added, listed) {
     const which = ADORNMENTS[name];
-    const cells = (detail.data ?? []).map(({ category, ...cell }) => (category && category !== "__main__" ? { category, ...cell } : cell));
+    /** @type {Array<Record<string, unknown>>} */
+    const cells = (detail.data ?? []).map((/** @type {{category?: string, [key: string]: unknown}} */ { category, ...cell }) => (category && category !== "__main__" ? { category, ...cell } : cell));
     // Count and percent share one CODAP adornment: report the part asked for.
+    /** @type {string[] | null} */
     const keep = name === "count" ? ["count", "categories"] : name === "percent" ? ["percent", "categories"] : null;
     const values = keep ? cells.map((c) => Object.fromEntries(Object.entries(c).filter(([k]) => keep.includes(k)))) : cells;
+    /** @type {Record<string, unknown>} */
     const extra = {};
     if (detail.formula !== undefined) {
       try {
@@ -494,6 +585,7 @@ export function createGraphTools(ctx) {
     for (const key of ["percentType", "showRSquared", "showConfidenceBands", "showOutliers"]) {
       if (detail[key] !== undefined && (key !== "percentType" || name === "percent")) extra[key] = detail[key];
     }
+    /** @type {string[]} */
     const notes = [];
     if (!values.length) {
       notes.push(
@@ -525,9 +617,11 @@ export function createGraphTools(ctx) {
   }
 
   // CODAP's delete takes away one movable value at a time and keeps the (empty) adornment listed as visible.
+  /** @type {(reply: CodapReply | undefined) => unknown[]} */
   const movableValues = (reply) =>
-    reply?.success === true ? (reply.values?.data ?? []).flatMap((c) => c.movableValues ?? []) : [];
+    reply?.success === true ? (reply.values?.data ?? []).flatMap((/** @type {{movableValues?: unknown[]}} */ c) => c.movableValues ?? []) : [];
 
+  /** @param {{adornment: string, graph?: string | number}} args */
   async function remove_codap_adornment(args) {
     const which = ADORNMENTS[args.adornment];
     if (!which) throw invalid(`adornment must be one of ${Object.keys(ADORNMENTS).join(", ")}.`);
@@ -536,6 +630,7 @@ export function createGraphTools(ctx) {
     const list = get(`${component}.adornmentList`);
     const moving = get(`${component}.adornment[${ADORNMENTS.movable_value.type}]`);
     const [listed, moved] = await send([list, moving]);
+    /** @type {(listReply: CodapReply | undefined, movedReply: CodapReply | undefined) => string[]} */
     const shownNow = (listReply, movedReply) => {
       const names = showing(adornmentsOf(must(list, listReply, `listing what graph ${graphLabel(graph)} shows`)));
       return movableValues(movedReply).length ? names : names.filter((n) => n !== "movable_value");
@@ -549,6 +644,7 @@ export function createGraphTools(ctx) {
         { graphId: graph.id, adornment: args.adornment, available: present },
       );
     }
+    /** @type {CodapRequest} */
     const remove = { action: "delete", resource: `${component}.adornment`, values: { type: which.type } };
     const requests = [remove, list, moving];
     if (args.adornment === "movable_value") {
@@ -573,6 +669,7 @@ export function createGraphTools(ctx) {
     );
   }
 
+  /** @param {{graph?: string | number, maxSize?: number}} args */
   async function get_codap_graph_image(args) {
     const maxSize = args.maxSize ?? DEFAULT_MAX_SIZE;
     if (!Number.isInteger(maxSize) || maxSize < 64 || maxSize > 1600) {

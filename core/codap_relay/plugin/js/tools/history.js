@@ -9,16 +9,28 @@
 
 import { ToolError, plural, toolResult } from "./context.js";
 
+/**
+ * @import {CodapRequest} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ * @import {Journal, StepOutcome} from "./journal.js"
+ */
+
 /** Tools that are not journaled: taking calls back is not itself a call to take back. */
 // Nor is a press of CODAP's Undo or Redo: the step it takes is CODAP's, the plugin's part follows from its notice.
 export const NOT_JOURNALED = new Set(["undo_codap_tool_calls", "undo_codap", "redo_codap"]);
 
+/** @type {(operation: string) => CodapRequest} */
 const press = (operation) => ({ action: "notify", resource: "undoChangeNotice", values: { operation } });
 
+/** @param {ToolContext & {journal?: Journal}} ctx */
 export function createHistoryTools(ctx) {
   const { send, must } = ctx;
 
-  /** Presses CODAP's Undo (or Redo) up to `steps` times, stopping once CODAP has nothing more to take back. */
+  /**
+   * Presses CODAP's Undo (or Redo) up to `steps` times, stopping once CODAP has nothing more to take back.
+   * @param {"undo" | "redo"} kind
+   * @param {number} steps
+   */
   async function pressButton(kind, steps) {
     const request = press(kind === "undo" ? "undoButtonPress" : "redoButtonPress");
     const more = kind === "undo" ? "canUndo" : "canRedo";
@@ -26,13 +38,15 @@ export function createHistoryTools(ctx) {
     const { journal } = ctx;
     let done = 0;
     let state = null;
+    /** @type {StepOutcome[]} */
     const calls = [];
     for (let i = 0; i < steps; i++) {
       const heard = journal?.history.steps;
       const [reply] = await send([request]);
       state = must(request, reply, `CODAP's ${kind}`).values ?? {};
       // CODAP tells the plugin of a step that is the plugin's (undoAction) before it answers the press.
-      if (journal && journal.history.steps !== heard) calls.push(await journal.history.last);
+      // (a step heard: the last outcome is its own)
+      if (journal && journal.history.steps !== heard) calls.push(/** @type {StepOutcome} */ (await journal.history.last));
       // A press that changed something leaves the opposite button available; without it nothing was there.
       if (state[other] !== true) break;
       done += 1;
@@ -41,6 +55,11 @@ export function createHistoryTools(ctx) {
     return { done, calls, canUndo: state?.canUndo === true, canRedo: state?.canRedo === true };
   }
 
+  /**
+   * @param {"undo" | "redo"} kind
+   * @param {number} steps
+   * @param {{done: number, calls: StepOutcome[], canUndo: boolean, canRedo: boolean}} outcome
+   */
   function answer(kind, steps, outcome) {
     const { done, calls, canUndo, canRedo } = outcome;
     const button = kind === "undo" ? "Undo" : "Redo";
@@ -64,16 +83,19 @@ export function createHistoryTools(ctx) {
     );
   }
 
+  /** @param {{steps?: number}} args */
   async function undo_codap(args) {
     const steps = args.steps ?? 1;
     return answer("undo", steps, await pressButton("undo", steps));
   }
 
+  /** @param {{steps?: number}} args */
   async function redo_codap(args) {
     const steps = args.steps ?? 1;
     return answer("redo", steps, await pressButton("redo", steps));
   }
 
+  /** @param {{sinceRequestId?: string, lastCalls?: number}} args */
   async function undo_codap_tool_calls(args) {
     const { journal } = ctx;
     if (!journal) {

@@ -14,6 +14,12 @@ import { NOT_JOURNALED, createHistoryTools } from "./history.js";
 import { createJournal } from "./journal.js";
 import { createRawTools } from "./raw.js";
 
+/**
+ * @import {CodapRequest, Tool} from "../types.js"
+ * @import {ToolDefinition} from "./catalog.js"
+ * @import {Journal} from "./journal.js"
+ */
+
 export { jsonPreview } from "./datasets.js";
 export { loadManifest, fetchJson } from "./catalog.js";
 
@@ -35,19 +41,20 @@ const OWN_DIGEST = new Set(["codap_api"]);
 /**
  * The tool functions by name. `deps` as createToolContext takes them; `manifest` (from loadManifest) decides
  * which tools end with the digest. Without a manifest, every tool runs as it is (unit tests of one family).
- * @param {object} deps
- * @param {{tools: object[], readOnly: Set<string>} | null} [manifest]
- * @returns {Record<string, (args: object) => Promise<any>>}
+ * @param {Parameters<typeof createToolContext>[0] & {notice?: ((request: CodapRequest, waitMs?: number) => Promise<unknown>) | null,
+ *   tell?: (text: string) => void}} deps
+ * @param {{tools: ToolDefinition[], readOnly: Set<string>} | null} [manifest]
+ * @returns {Record<string, Tool>}
  */
 export function createTools(deps, manifest = null) {
-  /** @type {ReturnType<typeof createToolContext> & {journal?: ReturnType<typeof createJournal>}} */
+  /** @type {ReturnType<typeof createToolContext> & {journal?: Journal}} */
   const ctx = createToolContext(deps);
   // Restore points around each changing call, for undo_codap_tool_calls (journal.js); kept only with a manifest.
   // CODAP's own Undo and Redo walk through the calls too (`notice`: the plugin's notices to CODAP; `tell`: what
   // the person reads in the plugin's window).
-  const { notice = null, tell } = /** @type {{notice?: any, tell?: (text: string) => void}} */ (deps);
+  const { notice = null, tell } = deps;
   if (manifest) ctx.journal = createJournal({ ...ctx, notice, tell });
-  /** @type {Record<string, (args: object) => Promise<any>>} */
+  /** @type {Record<string, Tool>} */
   const fns = {};
   for (const [family, create] of Object.entries(FAMILIES)) {
     for (const [name, fn] of Object.entries(create(ctx))) {
@@ -62,13 +69,13 @@ export function createTools(deps, manifest = null) {
   if (missing.length || undefinedTools.length) {
     throw new Error(`tools without code: ${missing.join(", ") || "none"}; code without a definition: ${undefinedTools.join(", ") || "none"}`);
   }
-  /** @type {Record<string, (args: object) => Promise<any>>} */
+  /** @type {Record<string, Tool>} */
   const tools = {};
   for (const name of Object.keys(fns)) {
     const changes = !manifest.readOnly.has(name) && !OWN_DIGEST.has(name);
     // Every call that may change the document is journaled (a raw "get" changes nothing).
     const journaled = !manifest.readOnly.has(name) && !NOT_JOURNALED.has(name)
-      ? ctx.journal.around(name, fns[name], name === "codap_api" ? (args) => args?.action !== "get" : undefined)
+      ? /** @type {Journal} */ (ctx.journal).around(name, fns[name], name === "codap_api" ? (args) => args?.action !== "get" : undefined)
       : fns[name];
     tools[name] = changes ? async (args, call) => withDigest(ctx, await journaled(args, call)) : journaled;
   }

@@ -8,10 +8,41 @@
 // has no such request (a component or a dataset deleted, cases deleted, a graph's settings) is named in `cannot`,
 // and nothing is sent for the call.
 
+/**
+ * @import {CodapId, CodapRequest} from "../types.js"
+ */
+
+/**
+ * The parts of CODAP's document (v2 JSON, `get document`) a change is read from.
+ * @typedef {object} V2Document
+ * @property {V2Component[]} [components]
+ * @property {V2Context[]} [contexts]
+ * @property {Array<{name: string, value: unknown}>} [globalValues]
+ */
+/**
+ * @typedef {object} V2Component
+ * @property {CodapId} guid
+ * @property {string} [type] "DG.GraphView"…
+ * @property {{left?: number, top?: number, width?: number, height?: number, isVisible?: boolean}} [layout]
+ * @property {{title?: string, name?: string, userSetTitle?: boolean, [key: string]: unknown}} [componentStorage]
+ */
+/** @typedef {{guid: CodapId, name: string, title?: string, collections?: V2Collection[]}} V2Context */
+/** @typedef {{guid: CodapId, name?: string, attrs: V2Attribute[], cases?: V2Case[]}} V2Collection */
+/** @typedef {{guid: CodapId, name: string, [key: string]: unknown}} V2Attribute */
+/** @typedef {{guid: CodapId, values?: Record<string, unknown>}} V2Case */
+
+/** @type {<T extends {guid: CodapId}>(list: T[] | undefined) => Map<CodapId, T>} */
 const byGuid = (list) => new Map((list ?? []).map((x) => [x.guid, x]));
 const q = JSON.stringify;
+/** @param {V2Component | undefined} c */
 const componentLabel = (c) => q(c?.componentStorage?.title || c?.componentStorage?.name || c?.type?.replace(/^DG\./, "") || "component");
 
+/**
+ * @param {V2Document | null | undefined} a before
+ * @param {V2Document | null | undefined} b after
+ * @param {CodapRequest[]} requests
+ * @param {string[]} cannot
+ */
 function components(a, b, requests, cannot) {
   const before = byGuid(a?.components);
   const after = byGuid(b?.components);
@@ -21,6 +52,7 @@ function components(a, b, requests, cannot) {
       requests.push({ action: "delete", resource: `component[${guid}]` });
       continue;
     }
+    /** @type {{position?: {left?: number, top?: number}, dimensions?: {width?: number, height?: number}, title?: string, name?: string}} */
     const values = {};
     const [l0, l1] = [old.layout ?? {}, c.layout ?? {}];
     if (l0.left !== l1.left || l0.top !== l1.top) values.position = { left: l0.left, top: l0.top };
@@ -35,6 +67,13 @@ function components(a, b, requests, cannot) {
   for (const [guid, c] of before) if (!after.has(guid)) cannot.push(`component ${componentLabel(c)} deleted (id ${guid})`);
 }
 
+/**
+ * @param {V2Context} ctx
+ * @param {V2Collection} col0
+ * @param {V2Collection} col1
+ * @param {CodapRequest[]} requests
+ * @param {string[]} cannot
+ */
 function cases(ctx, col0, col1, requests, cannot) {
   const before = byGuid(col0.cases);
   const after = byGuid(col1.cases);
@@ -49,6 +88,12 @@ function cases(ctx, col0, col1, requests, cannot) {
   if (gone) cannot.push(`${gone} case${gone === 1 ? "" : "s"} of ${q(ctx.name)} deleted`);
 }
 
+/**
+ * @param {V2Document | null | undefined} a before
+ * @param {V2Document | null | undefined} b after
+ * @param {CodapRequest[]} requests
+ * @param {string[]} cannot
+ */
 function datasets(a, b, requests, cannot) {
   const before = byGuid(a?.contexts);
   const after = byGuid(b?.contexts);
@@ -68,10 +113,12 @@ function datasets(a, b, requests, cannot) {
       cannot.push(`the collections of ${q(ctx.name)} changed`);
       continue;
     }
+    /** @type {CodapRequest[]} */
     const setsBack = [];
+    /** @type {CodapRequest[]} */
     const valuesFirst = [];
     for (const [cg, col1] of cols1) {
-      const col0 = cols0.get(cg);
+      const col0 = /** @type {V2Collection} */ (cols0.get(cg)); // the same collections, checked above
       const attrs0 = byGuid(col0.attrs);
       for (const [ag, attr] of byGuid(col1.attrs)) {
         const was = attrs0.get(ag);
@@ -80,6 +127,7 @@ function datasets(a, b, requests, cannot) {
           requests.push({ action: "delete", resource });
           continue;
         }
+        /** @type {Record<string, unknown>} */
         const values = {};
         for (const key of ["name", "title", "description", "unit", "precision", "type", "formula", "hidden"]) {
           if (q(was[key]) !== q(attr[key])) values[key] = was[key] ?? "";
@@ -103,6 +151,12 @@ function datasets(a, b, requests, cannot) {
   for (const [guid, ctx] of before) if (!after.has(guid)) cannot.push(`dataset ${q(ctx.name)} deleted (id ${guid})`);
 }
 
+/**
+ * @param {V2Document | null | undefined} a before
+ * @param {V2Document | null | undefined} b after
+ * @param {CodapRequest[]} requests
+ * @param {string[]} cannot
+ */
 function globals(a, b, requests, cannot) {
   const before = new Map((a?.globalValues ?? []).map((g) => [g.name, g]));
   for (const g of b?.globalValues ?? []) {
@@ -117,10 +171,12 @@ function globals(a, b, requests, cannot) {
 /**
  * What takes the change from document `before` to `after` back: `requests` to send in order, and `cannot`, the
  * changes no request takes back (when it is not empty, nothing should be sent).
- * @returns {{requests: object[], cannot: string[]}}
+ * @param {V2Document | null | undefined} before
+ * @param {V2Document | null | undefined} after
+ * @returns {{requests: CodapRequest[], cannot: string[]}}
  */
 export function inverseOf(before, after) {
-  /** @type {object[]} */
+  /** @type {CodapRequest[]} */
   const requests = [];
   /** @type {string[]} */
   const cannot = [];

@@ -18,9 +18,42 @@
 import { ToolError, get } from "./context.js";
 import { inverseOf } from "./inverse.js";
 
+/**
+ * @import {CodapNotification, CodapReply, CodapRequest, Tool, ToolArgs} from "../types.js"
+ * @import {V2Component, V2Document} from "./inverse.js"
+ */
+
+/**
+ * CODAP's document at a moment: `text` to restore it, `key` to compare (without this plugin's window).
+ * @typedef {{text: string, key: string}} RestorePoint
+ */
+
+/**
+ * A changing tool call the journal keeps: its restore points before and after (null when none could be kept:
+ * `why`), and the person's actions in CODAP while it ran.
+ * @typedef {object} JournalEntry
+ * @property {string | null} id its request id
+ * @property {string} tool
+ * @property {ToolArgs} args
+ * @property {Tool} fn the tool, to make the call again (Redo)
+ * @property {RestorePoint | null} before
+ * @property {RestorePoint | null} after
+ * @property {string | null} why
+ * @property {string[]} persons
+ * @property {boolean} [dead] taken back by undo_codap_tool_calls
+ */
+
+/**
+ * What one press of CODAP's Undo or Redo did to the plugin's calls.
+ * @typedef {{kind: "undo" | "redo", ok: boolean, text: string, call: {requestId: string | null, tool: string} | null}} StepOutcome
+ */
+
+/** @typedef {ReturnType<typeof createJournal>} Journal */
+
 export const MAX_CALLS = 10;
 /** Calls kept for CODAP's Undo and Redo (CODAP's own history may hold more: older ones are said to be gone). */
 export const MAX_UNDO = 20;
+/** @type {CodapRequest} */
 const UNDOABLE = { action: "notify", resource: "undoChangeNotice", values: { operation: "undoableActionPerformed" } };
 /**
  * A larger document is not journaled: each changing call copies it twice, and CODAP takes about 0.3 s to copy a
@@ -30,10 +63,15 @@ export const MAX_STATE_CHARS = 300_000;
 const SNAPSHOT_WAIT_MS = 10_000;
 const RESTORE_WAIT_MS = 20_000;
 
-/** The v2 document without empty (null) fields: CODAP 3.1.0 cannot read its own nulls back (a title null fails). */
+/**
+ * The v2 document without empty (null) fields: CODAP 3.1.0 cannot read its own nulls back (a title null fails).
+ * @param {any} value
+ * @returns {any}
+ */
 function withoutNulls(value) {
   if (Array.isArray(value)) return value.map(withoutNulls);
   if (value && typeof value === "object") {
+    /** @type {Record<string, unknown>} */
     const out = {};
     for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = withoutNulls(v);
     return out;
@@ -41,21 +79,33 @@ function withoutNulls(value) {
   return value;
 }
 
+/** @param {V2Component | undefined} c */
 const componentName = (c) =>
   JSON.stringify(c?.componentStorage?.title || c?.componentStorage?.name || c?.type?.replace(/^DG\./, "") || "component");
 
-/** The ids (guid) in document `b` that `a` has not, in the document's order. */
+/**
+ * The ids (guid) in document `b` that `a` has not, in the document's order.
+ * @param {string} a
+ * @param {string} b
+ */
 export function newIds(a, b) {
+  /** @param {string} text */
   const ids = (text) => [...text.matchAll(/"guid":([0-9]+)/g)].map((m) => m[1]);
   const known = new Set(ids(a));
   return [...new Set(ids(b).filter((id) => !known.has(id)))];
 }
 
-/** What differs between two documents, in words: components and datasets added, removed or changed. */
+/**
+ * What differs between two documents, in words: components and datasets added, removed or changed.
+ * @param {V2Document | null | undefined} a
+ * @param {V2Document | null | undefined} b
+ */
 export function differences(a, b) {
+  /** @type {string[]} */
   const out = [];
+  /** @type {(list: Array<{guid: unknown}> | undefined) => Map<unknown, unknown>} */
   const byGuid = (list) => new Map((list ?? []).map((x) => [x.guid, x]));
-  /** @type {Array<[string, string, (x: any) => string]>} */
+  /** @type {Array<[string, "components" | "contexts", (x: any) => string]>} */
   const kinds = [
     ["component", "components", componentName],
     ["dataset", "contexts", (d) => JSON.stringify(d?.name ?? "dataset")],
@@ -69,6 +119,7 @@ export function differences(a, b) {
     }
     for (const [guid, x] of before) if (!after.has(guid)) out.push(`${kind} ${name(x)} removed`);
   }
+  /** @param {V2Document | null | undefined} d */
   const rest = (d) => JSON.stringify({ ...d, components: undefined, contexts: undefined });
   if (!out.length && rest(a) !== rest(b)) out.push("global values or document settings changed");
   return out;
@@ -76,19 +127,24 @@ export function differences(a, b) {
 
 /**
  * @param {object} deps
- * @param {(requests: object[]) => Promise<any[]>} deps.send
- * @param {((listener: (value: any) => void) => () => void) | null} deps.listen
+ * @param {(requests: CodapRequest[]) => Promise<CodapReply[]>} deps.send
+ * @param {((listener: (value: CodapNotification) => void) => () => void) | null} deps.listen
  * @param {(ms: number) => Promise<void>} deps.sleep
- * @param {((request: object, waitMs?: number) => Promise<any>) | null} [deps.notice] the plugin's own notices
+ * @param {((request: CodapRequest, waitMs?: number) => Promise<unknown>) | null} [deps.notice] the plugin's own notices
  *   to CODAP (the undo entries); without it no call goes on CODAP's undo history
  * @param {(text: string) => void} [deps.tell] what the person reads in the plugin's window
  */
 export function createJournal({ send, listen, sleep, notice = null, tell = () => {} }) {
-  const entries = []; // {id, tool, args, fn, before: {text, key} | null, after: {text, key} | null}
+  /** @type {JournalEntry[]} */
+  const entries = [];
+  /** @type {unknown} the plugin's own component's id, once read */
   let frameId = null;
+  /** @type {string | null} */
   let off = null; // why the journal stopped recording in this page, if it did
   // Calls, their restore points and CODAP's undo steps run one at a time, in the order they came.
+  /** @type {Promise<unknown>} */
   let tail = Promise.resolve();
+  /** @type {<T>(job: () => T | Promise<T>) => Promise<T>} */
   const serial = (job) => {
     const run = tail.then(job);
     tail = run.then(
@@ -98,9 +154,12 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     return run;
   };
   // The calls on CODAP's undo history: not undone (oldest first), and undone (the last undone last).
+  /** @type {JournalEntry[]} */
   const undoable = [];
+  /** @type {JournalEntry[]} */
   const redoable = [];
-  const history = { steps: 0, last: Promise.resolve(/** @type {any} */ (null)) };
+  /** @type {{steps: number, last: Promise<StepOutcome | null>}} CODAP's undo steps heard, and what the last did */
+  const history = { steps: 0, last: Promise.resolve(/** @type {StepOutcome | null} */ (null)) };
   // A person's action in CODAP while a call runs (or before its restore point is taken) would be folded into the
   // call: CODAP logs each person's action (its Data Interactive requests are not logged), and the plugin watches
   // those log messages (logMessageMonitor) meanwhile. Such a call is never taken back: Undo and
@@ -127,11 +186,17 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     else if (operation === "clearUndo") undoable.length = 0;
   });
 
-  /** Resolves with the first notification `match` accepts, or null after `ms`. */
+  /**
+   * Resolves with the first notification `match` accepts, or null after `ms` (only where there is `listen`).
+   * @param {(value: CodapNotification) => boolean} match
+   * @param {number} ms
+   * @returns {{done: Promise<CodapNotification | null>}}
+   */
   function waitFor(match, ms) {
     let stop = () => {};
+    /** @type {Promise<CodapNotification>} */
     const seen = new Promise((resolve) => {
-      stop = listen((value) => {
+      stop = /** @type {NonNullable<typeof listen>} */ (listen)((value) => {
         if (match(value)) resolve(value);
       });
     });
@@ -140,7 +205,10 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     };
   }
 
-  /** CODAP's document now: {text (to restore), key (to compare: the document without this plugin's window)}. */
+  /**
+   * CODAP's document now: {text (to restore), key (to compare: the document without this plugin's window)}.
+   * @returns {Promise<RestorePoint>}
+   */
   async function snapshot() {
     if (!listen) throw new ToolError("This plugin cannot hear CODAP's notifications here.", "journal_unavailable");
     const wait = waitFor((v) => v?.resource === "document" && v?.values?.operation === "newDocumentState", SNAPSHOT_WAIT_MS);
@@ -152,6 +220,7 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     if (frameId === null) frameId = replies[1]?.values?.id ?? null;
     const notice = await wait.done;
     if (!notice) throw new ToolError("CODAP did not send its document within 10 s.", "journal_unavailable");
+    /** @type {V2Document} */
     const state = withoutNulls(notice.values.state);
     const text = JSON.stringify(state);
     if (text.length > MAX_STATE_CHARS) {
@@ -176,23 +245,27 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
    * never fails the tool; it stops the journal for this page. The answer does not wait for the restore point
    * after the call: the next call, undo step or take-back does.
    * @param {string} tool
-   * @param {(args: any, call?: {id: string}) => Promise<any>} fn
-   * @param {(args: any) => boolean} [changes]
+   * @param {Tool} fn
+   * @param {(args: ToolArgs) => boolean} [changes]
+   * @returns {Tool}
    */
   function around(tool, fn, changes = () => true) {
     return async (args, call) => {
       if (!changes(args)) return fn(args, call);
-      /** @type {(outcome: {ok: boolean, value?: any, err?: any}) => void} */
+      /** @typedef {{ok: true, value: import("../types.js").ToolResult, err?: undefined} | {ok: false, err: unknown, value?: undefined}} Answer */
+      /** @type {(outcome: Answer) => void} */
       let answer = () => {};
+      /** @type {Promise<Answer>} */
       const answered = new Promise((resolve) => (answer = resolve));
       serial(async () => {
+        /** @type {JournalEntry} */
         const entry = { id: call?.id ?? null, tool, args, fn, before: null, after: null, why: null, persons: [] };
         watching = entry.persons;
         if (!off) {
           try {
             entry.before = await snapshot();
           } catch (err) {
-            off = err.message;
+            off = /** @type {Error} */ (err).message;
           }
         }
         let failed = false;
@@ -208,7 +281,7 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
           try {
             entry.after = await snapshot();
           } catch (err) {
-            off = err.message;
+            off = /** @type {Error} */ (err).message;
           }
         }
         entry.why = off;
@@ -221,11 +294,15 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     };
   }
 
-  /** Puts a call that changed the document on CODAP's undo history (one without restore points too: its undo says so). */
+  /**
+   * Puts a call that changed the document on CODAP's undo history (one without restore points too: its undo says so).
+   * @param {JournalEntry} entry
+   * @param {boolean} failed
+   */
   async function onCodapsHistory(entry, failed) {
     const changed = entry.before && entry.after ? entry.before.key !== entry.after.key : !failed;
     if (!changed || !notice) return;
-    const reply = await notice(UNDOABLE, 5000);
+    const reply = /** @type {CodapReply | null} */ (await notice(UNDOABLE, 5000));
     if (reply?.success !== true) return;
     undoable.push(entry);
     if (undoable.length > MAX_UNDO) undoable.shift();
@@ -237,15 +314,28 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     return serial(() => {});
   }
 
-  /** What one undo step did: said to the person, and kept for undo_codap's answer. */
+  /**
+   * What one undo step did: said to the person, and kept for undo_codap's answer.
+   * @param {"undo" | "redo"} kind
+   * @param {JournalEntry | null} entry
+   * @param {boolean} ok
+   * @param {string} text
+   * @returns {StepOutcome}
+   */
   function outcome(kind, entry, ok, text) {
     tell(text);
     return { kind, ok, text, call: entry ? { requestId: entry.id, tool: entry.tool } : null };
   }
 
-  /** Puts the ids a redone call got (`now`) for the ones it had (`was`) in every other call's restore points. */
+  /**
+   * Puts the ids a redone call got (`now`) for the ones it had (`was`) in every other call's restore points.
+   * @param {string[]} was
+   * @param {string[]} now
+   * @param {JournalEntry} redone
+   */
   function renumber(was, now, redone) {
     if (was.length !== now.length || !was.length) return;
+    /** @param {string} text */
     const swap = (text) => was.reduce((t, id, i) => t.replace(new RegExp(`(?<![0-9])${id}(?![0-9])`, "g"), String(now[i])), text);
     for (const e of new Set([...undoable, ...redoable, ...entries])) {
       if (e === redone) continue;
@@ -257,7 +347,11 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     }
   }
 
-  /** Takes a call back (undo) or makes it again (redo), as CODAP's Undo or Redo asked. */
+  /**
+   * Takes a call back (undo) or makes it again (redo), as CODAP's Undo or Redo asked.
+   * @param {"undo" | "redo"} kind
+   * @param {JournalEntry | null} entry
+   */
   async function step(kind, entry) {
     const Button = kind === "undo" ? "Undo" : "Redo";
     if (!entry) {
@@ -283,7 +377,7 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     try {
       now = await snapshot();
     } catch (err) {
-      return outcome(kind, entry, false, `CODAP's ${Button} could not ${kind === "undo" ? "take back" : "make again"} ${label}: ${err.message}`);
+      return outcome(kind, entry, false, `CODAP's ${Button} could not ${kind === "undo" ? "take back" : "make again"} ${label}: ${/** @type {Error} */ (err).message}`);
     }
     const expected = kind === "undo" ? entry.after : entry.before;
     if (now.key !== expected.key) {
@@ -313,7 +407,7 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     try {
       await entry.fn(entry.args, { id: entry.id });
     } catch (err) {
-      return outcome(kind, entry, false, `CODAP's Redo could not make ${label} again: ${err.message}`);
+      return outcome(kind, entry, false, `CODAP's Redo could not make ${label} again: ${/** @type {Error} */ (err).message}`);
     }
     const made = await snapshot().catch(() => null);
     // What the call made again has new ids: the later calls' restore points name them so from now on.
@@ -322,8 +416,10 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     return outcome(kind, entry, true, `Redo: made ${label} again.`);
   }
 
+  /** @param {JournalEntry} e */
   const personsOf = (e) => e.persons.map((m) => JSON.stringify(m)).join(", ");
 
+  /** @param {JournalEntry} e */
   const callLabel = (e) => `${e.tool}${e.id ? ` (request ${e.id})` : ""}`;
 
   function listing() {
@@ -332,7 +428,10 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
       : "No changing tool calls are recorded in this plugin page (it keeps those since it was loaded).";
   }
 
-  /** Where to start taking back: the index of the first call to take back. */
+  /**
+   * Where to start taking back: the index of the first call to take back.
+   * @param {{sinceRequestId?: string, lastCalls?: number}} args undo_codap_tool_calls's
+   */
   function startOf({ sinceRequestId, lastCalls }) {
     if ((sinceRequestId === undefined) === (lastCalls === undefined)) {
       throw new ToolError(`Give either sinceRequestId or lastCalls. ${listing()}`, "invalid_arguments", {
@@ -361,11 +460,15 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     return at;
   }
 
-  /** Puts the document back as it was before entries[at]; refuses when anything else changed it since. */
+  /**
+   * Puts the document back as it was before entries[at]; refuses when anything else changed it since.
+   * @param {number} at
+   */
   function takeBack(at) {
     return serial(() => takeBackNow(at));
   }
 
+  /** @param {number} at */
   async function takeBackNow(at) {
     const calls = entries.slice(at);
     const mixed = calls.find((e) => e.persons.length);
@@ -386,8 +489,9 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     }
     const now = await snapshot();
     for (let i = 0; i < calls.length; i++) {
-      const left = calls[i].after;
-      const next = i + 1 < calls.length ? calls[i + 1].before : now;
+      // every call has both restore points (checked above)
+      const left = /** @type {RestorePoint} */ (calls[i].after);
+      const next = /** @type {RestorePoint} */ (i + 1 < calls.length ? calls[i + 1].before : now);
       if (left.key !== next.key) {
         const what = differences(JSON.parse(left.key), JSON.parse(next.key));
         const when = i + 1 < calls.length ? `between ${callLabel(calls[i])} and ${callLabel(calls[i + 1])}` : `after ${callLabel(calls[i])}`;
@@ -404,7 +508,8 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
       (v) => v?.resource === "documentChangeNotice" && v?.values?.operation === "updateDocumentEnded",
       RESTORE_WAIT_MS,
     );
-    const restore = { action: "update", resource: "document", values: JSON.parse(calls[0].before.text) };
+    /** @type {CodapRequest} */
+    const restore = { action: "update", resource: "document", values: JSON.parse(/** @type {RestorePoint} */ (calls[0].before).text) };
     const [reply] = await send([restore]);
     if (reply?.success !== true) {
       throw new ToolError(`CODAP refused to restore the document: ${reply?.values?.error ?? "no reason"}.`, "codap_error");
@@ -417,7 +522,7 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
       const restored = await snapshot();
       if (entries.length) entries[entries.length - 1].after = restored;
     } catch (err) {
-      off = err.message;
+      off = /** @type {Error} */ (err).message;
     }
     return { calls, finished: finished !== null };
   }

@@ -22,6 +22,29 @@
 import { ToolError } from "../errors.js";
 import { rebuildText } from "./richtext.js";
 
+/** @import {CodapId, CodapReply, CodapRequest} from "../types.js" */
+
+/**
+ * A resource as CODAP parses it: its clauses, the last one's type, and the last name given to each type (by the
+ * type in lower case).
+ * @typedef {{clauses: Array<{type: string, name: string | undefined}>, type: string | undefined,
+ *   byType: Record<string, string | undefined>}} ParsedResource
+ */
+
+/**
+ * A request as the rules read it: action and type in lower case, its values as given.
+ * @typedef {{action: string, resource: string, values: unknown, parsed: ParsedResource, type: string}} ReadRequest
+ */
+
+/**
+ * One rule of the policy (see RULES).
+ * @typedef {{id: string, rule: string, instead: string, check: (req: ReadRequest) => string | null}} PolicyRule
+ */
+
+/** A rule a request breaks, and why. @typedef {{rule: PolicyRule, why: string}} Refusal */
+
+/** The plugin's own component, as far as it is known. @typedef {{id?: CodapId | null, name?: string, title?: string}} SelfComponent */
+
 /** The component types codap_api may create: none of them loads a URL. */
 export const SAFE_COMPONENT_TYPES = ["graph", "caseTable", "caseCard", "map", "slider", "text", "calculator"];
 
@@ -30,8 +53,11 @@ export const URL_KEYS = ["url", "currentgameurl", "georaster", "src", "href", "s
 /** Keys that carry HTML attributes or CSS (a style can cover the page or fetch a background image). */
 export const STYLE_KEYS = ["attrs", "style", "styles"];
 
+/** @param {unknown} v */
 const lower = (v) => (typeof v === "string" ? v.trim().toLowerCase() : "");
-const own = (object, key) => (object && typeof object === "object" && Object.hasOwn(object, key) ? object[key] : undefined);
+/** @type {(object: unknown, key: string) => unknown} */
+const own = (object, key) =>
+  (object && typeof object === "object" && Object.hasOwn(object, key) ? /** @type {Record<string, unknown>} */ (object)[key] : undefined);
 
 // CODAP v3.1.0 parseResourceSelector, verbatim: clauses `word` or `word[name]` anywhere in the string.
 const SELECTOR_RE = /(([\w]+)(?:\[\s*([^\]]+)\s*])?)/g;
@@ -39,9 +65,15 @@ const CLAUSE_RE = /^([\w]+)(?:\[\s*([^\]]+)\s*])?$/;
 // What a resource looks like when CODAP and a reader agree on it: clauses joined by dots, nothing else.
 const WELL_FORMED_RE = /^\w+(\[[^\]]+\])?(\.\w+(\[[^\]]+\])?)*$/;
 
-/** The resource as CODAP parses it: {clauses: [{type, name}], type (the last), byType (last name per type)}. */
+/**
+ * The resource as CODAP parses it: {clauses: [{type, name}], type (the last), byType (last name per type)}.
+ * @param {unknown} resource
+ * @returns {ParsedResource}
+ */
 export function parseResource(resource) {
+  /** @type {ParsedResource["clauses"]} */
   const clauses = [];
+  /** @type {ParsedResource["byType"]} */
   const byType = {};
   for (const selector of String(resource).match(SELECTOR_RE) ?? []) {
     const match = CLAUSE_RE.exec(selector);
@@ -67,6 +99,9 @@ const REBUILT = new WeakSet();
  * Every object key anywhere in `value` (own keys only), and the JSON text strings inside it parsed too; what is
  * nested deeper than MAX_VALUE_DEPTH, or a JSON string of MAX_JSON_CHARS or more, yields a stand-in that every
  * rule refuses, so nothing it cannot read counts as clean.
+ * @param {unknown} value
+ * @param {number} [depth]
+ * @returns {Generator<string, void, undefined>}
  */
 function* keysIn(value, depth = 0) {
   if (value === null || (typeof value === "object" && REBUILT.has(value))) return;
@@ -95,11 +130,12 @@ function* keysIn(value, depth = 0) {
   if (lower(own(value, "type")) === "image") yield IMAGE_NODE;
   for (const key of Object.keys(value)) {
     yield key;
-    yield* keysIn(value[key], depth + 1);
+    yield* keysIn(/** @type {Record<string, unknown>} */ (value)[key], depth + 1);
   }
   if (Object.hasOwn(value, "__proto__")) yield "__proto__";
 }
 
+/** @type {(values: unknown, wanted: string[]) => string | null} */
 const hasKey = (values, wanted) => {
   for (const key of keysIn(values)) {
     if (wanted.includes(lower(key)) || wanted.includes(key)) return key;
@@ -107,6 +143,7 @@ const hasKey = (values, wanted) => {
   return null;
 };
 
+/** @type {(values: unknown) => unknown[]} */
 const asList = (values) => (Array.isArray(values) ? values : [values]);
 
 /**
@@ -115,6 +152,7 @@ const asList = (values) => (Array.isArray(values) ? values : [values]);
  * → a sentence saying why this request breaks it, or null. `req` is {action, resource, values, parsed, type}
  * with action and type in lower case. The plugin's own component is the one rule that also needs CODAP's answer
  * (see ownComponentTarget).
+ * @type {PolicyRule[]}
  */
 export const RULES = [
   {
@@ -201,7 +239,11 @@ export function policyText() {
   return RULES.map((r) => `${r.id}: ${r.rule} Instead: ${r.instead}`).join("\n");
 }
 
-/** A request as the rules read it; null when it is not an object with string action and resource. */
+/**
+ * A request as the rules read it; null when it is not an object with string action and resource.
+ * @param {unknown} request
+ * @returns {ReadRequest | null}
+ */
 function normalize(request) {
   if (!request || typeof request !== "object" || Array.isArray(request)) return null;
   const action = own(request, "action");
@@ -211,7 +253,12 @@ function normalize(request) {
   return { action: lower(action), resource, values: own(request, "values"), parsed, type: lower(parsed.type) };
 }
 
-/** The error codap_api throws for a refused request. */
+/**
+ * The error codap_api throws for a refused request.
+ * @param {unknown} request
+ * @param {PolicyRule} rule
+ * @param {string} why
+ */
 export function policyError(request, rule, why) {
   const action = own(request, "action");
   const resource = own(request, "resource");
@@ -226,11 +273,14 @@ export function policyError(request, rule, why) {
 /**
  * The first rule `request` breaks, without asking CODAP: {rule, why} or null. `self` ({id, name, title} of the
  * plugin's component, when known) refuses changes that name the plugin outright.
+ * @param {unknown} request
+ * @param {SelfComponent | null} [self]
+ * @returns {Refusal | null}
  */
 export function checkRequest(request, self = null) {
   const req = normalize(request);
   if (!req) {
-    return { rule: RULES.find((r) => r.id === "resource_form"), why: "a request is an object with a string action and resource" };
+    return { rule: ruleNamed("resource_form"), why: "a request is an object with a string action and resource" };
   }
   for (const rule of RULES) {
     const why = rule.check(req);
@@ -238,18 +288,30 @@ export function checkRequest(request, self = null) {
   }
   const target = componentName(req);
   if (target !== null && self && namesPlugin(target, self)) {
-    return { rule: RULES.find((r) => r.id === "not_the_plugin"), why: `component[${target}] is the plugin itself` };
+    return { rule: ruleNamed("not_the_plugin"), why: `component[${target}] is the plugin itself` };
   }
   return null;
 }
 
-/** The component a changing component request names, or null (gets, and requests of other types). */
+/**
+ * The rule with this id (one of RULES').
+ * @param {string} id
+ */
+function ruleNamed(id) {
+  return /** @type {PolicyRule} */ (RULES.find((r) => r.id === id));
+}
+
+/**
+ * The component a changing component request names, or null (gets, and requests of other types).
+ * @param {ReadRequest} req
+ */
 function componentName(req) {
   if (req.action === "get" || req.type !== "component") return null;
   const name = req.parsed.byType.component;
   return name === undefined ? null : name;
 }
 
+/** @param {string} name @param {SelfComponent} self */
 function namesPlugin(name, self) {
   const n = lower(name);
   const id = self.id === undefined || self.id === null ? null : String(self.id);
@@ -263,6 +325,8 @@ function namesPlugin(name, self) {
 /**
  * For a request that changes a named component: the `get` request that makes CODAP say which component it
  * means (the same resource, so CODAP resolves it the same way); null otherwise.
+ * @param {unknown} request
+ * @returns {CodapRequest | null}
  */
 export function ownComponentProbe(request) {
   const req = normalize(request);
@@ -274,11 +338,15 @@ export function ownComponentProbe(request) {
  * `request` with the text of every text value it creates or updates rebuilt from the rich-text allow-list
  * (richtext.js): {request, dropped: [what was left out, in words]}. Throws text_refused for a text too deep or
  * too large. The rules then see the rebuilt text, whose http(s) links are the only URLs they let through.
+ * @param {unknown} request
+ * @returns {{request: unknown, dropped: string[]}}
  */
 export function rebuildTexts(request) {
   const req = normalize(request);
   if (!req || !["create", "update"].includes(req.action) || req.type !== "component") return { request, dropped: [] };
+  /** @type {string[]} */
   const dropped = [];
+  /** @type {(v: any) => unknown} */
   const rebuild = (v) => {
     if (!v || typeof v !== "object" || Array.isArray(v) || !Object.hasOwn(v, "text")) return v;
     const text = rebuildText(v.text);
@@ -287,13 +355,16 @@ export function rebuildTexts(request) {
     return { ...v, text: text.value };
   };
   const values = Array.isArray(req.values) ? req.values.map(rebuild) : rebuild(req.values);
-  return { request: values === req.values ? request : { ...request, values }, dropped };
+  return { request: values === req.values ? request : { .../** @type {object} */ (request), values }, dropped };
 }
 
 /**
  * A request as it will be sent, or why it will not be: {request, dropped} with its text rebuilt, or {refusal:
  * {rule, why}} (a text too deep or too large is refused under the bounded_values rule). Needs no CODAP: the
  * replay's confirmation uses it to mark the calls the policy refuses.
+ * @param {unknown} request
+ * @returns {{refusal: Refusal, request?: undefined, dropped?: undefined}
+ *   | {request: unknown, dropped: string[], refusal?: undefined}}
  */
 export function reviewRequest(request) {
   let rebuilt;
@@ -301,7 +372,7 @@ export function reviewRequest(request) {
     rebuilt = rebuildTexts(request);
   } catch (err) {
     if (!(err instanceof ToolError)) throw err;
-    return { refusal: { rule: RULES.find((r) => r.id === "bounded_values"), why: err.message.replace(/\.$/, "") } };
+    return { refusal: { rule: ruleNamed("bounded_values"), why: err.message.replace(/\.$/, "") } };
   }
   const refusal = checkRequest(rebuilt.request);
   return refusal ? { refusal } : rebuilt;
@@ -313,9 +384,14 @@ export function reviewRequest(request) {
  * text rebuilt: what to send), dropped}. Only a change to a named component needs CODAP: `resolve(probes)` sends the
  * `get` probes in one message and resolves to {self: {id, name, title} of the plugin's component or null,
  * replies: CODAP's reply to each probe}.
+ * @param {unknown} requests
+ * @param {{resolve: (probes: CodapRequest[]) => Promise<{self: SelfComponent | null, replies: CodapReply[]}>}} io
+ * @returns {Promise<{requests: unknown, dropped: string[]}>}
  */
 export async function enforcePolicy(requests, { resolve }) {
+  /** @type {unknown[]} */
   const list = [];
+  /** @type {string[]} */
   const dropped = [];
   for (const request of Array.isArray(requests) ? requests : [requests]) {
     const reviewed = reviewRequest(request);
@@ -326,8 +402,8 @@ export async function enforcePolicy(requests, { resolve }) {
   const sent = { requests: Array.isArray(requests) ? list : list[0], dropped };
   const probed = list.map((request) => ({ request, probe: ownComponentProbe(request) })).filter((p) => p.probe);
   if (probed.length === 0) return sent;
-  const ownRule = RULES.find((r) => r.id === "not_the_plugin");
-  const { self, replies } = await resolve(probed.map((p) => p.probe));
+  const ownRule = ruleNamed("not_the_plugin");
+  const { self, replies } = await resolve(probed.map((p) => /** @type {CodapRequest} */ (p.probe)));
   probed.forEach(({ request }, i) => {
     if (!self || self.id === undefined || self.id === null) {
       throw policyError(

@@ -7,11 +7,22 @@ import { MAX_TEXT, ToolError, get, toolResult, withDigest } from "./context.js";
 import { enforcePolicy } from "./policy.js";
 import { EXAMPLES, HELP, HELP_TOPICS } from "./raw_help.js";
 
+/**
+ * @import {CodapAction, CodapRequest, Json} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ * @import {SelfComponent} from "./policy.js"
+ */
+
+/** @param {ToolContext} ctx */
 export function createRawTools(ctx) {
   const { ask, send } = ctx;
+  /** @type {SelfComponent | null} */
   let self = null; // the plugin's own component {id, name, title}, from get interactiveFrame, read once
 
-  /** CODAP's answers to the policy's probes, in one message with get interactiveFrame while it is unknown. */
+  /**
+   * CODAP's answers to the policy's probes, in one message with get interactiveFrame while it is unknown.
+   * @param {CodapRequest[]} probes
+   */
   async function resolve(probes) {
     const frame = self ? [] : [get("interactiveFrame")];
     const replies = await send([...frame, ...probes]);
@@ -22,11 +33,12 @@ export function createRawTools(ctx) {
     return { self, replies: replies.slice(frame.length) };
   }
 
+  /** @param {{action: CodapAction, resource: string, values?: Json}} args */
   async function codap_api(args) {
     const { action, resource, values } = args;
     const asked = { action, resource, ...(values !== undefined ? { values } : {}) };
     const { requests: request, dropped } = await enforcePolicy(asked, { resolve });
-    const reply = await ask(request);
+    const reply = await ask(/** @type {CodapRequest} */ (request)); // the policy read it as one
     const text = JSON.stringify(reply);
     const left = dropped.length
       ? `\nThe text was rebuilt from what a text box shows; left out: ${dropped.join("; ")}.`
@@ -39,6 +51,7 @@ export function createRawTools(ctx) {
     return action === "get" ? result : withDigest(ctx, result);
   }
 
+  /** @param {{topic?: string}} args */
   async function codap_api_help(args) {
     const topic = args.topic ?? "overview";
     if (!Object.hasOwn(HELP, topic)) {

@@ -5,6 +5,7 @@
 
 import { policyText } from "./policy.js";
 
+/** @type {Record<string, string>} each topic's text (policy's is added below, from the rules) */
 export const TEXT = {
   overview: `CODAP Data Interactive requests: {action, resource, values?}. action: get | create | update | delete | notify.
 Reply: {success: true, values: ...} or {success: false, values: {error: "..."}}.
@@ -252,7 +253,11 @@ export const EXAMPLES = {
 };
 
 const KEY = /^[A-Za-z_$][\w$]*$/;
-/** A value as the help writes it: JavaScript-like, keys bare where they can be, on one line. */
+/**
+ * A value as the help writes it: JavaScript-like, keys bare where they can be, on one line.
+ * @param {unknown} value
+ * @returns {string}
+ */
 function show(value) {
   if (Array.isArray(value)) return `[${value.map(show).join(", ")}]`;
   if (value && typeof value === "object") {
@@ -261,7 +266,10 @@ function show(value) {
   return JSON.stringify(value);
 }
 
-/** The examples of a topic as the lines the help shows. */
+/**
+ * The examples of a topic as the lines the help shows.
+ * @param {Array<{request: unknown, returns?: string}>} examples
+ */
 export function examplesText(examples) {
   if (!examples.length) return "";
   const lines = examples.map(({ request, returns }) => `  ${show(request)}${returns ? ` -> ${returns}` : ""}`);

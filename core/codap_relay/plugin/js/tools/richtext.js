@@ -16,6 +16,18 @@
 
 import { ToolError } from "../errors.js";
 
+/**
+ * A text leaf as CODAP gets it: its text and the marks kept.
+ * @typedef {{text: string, type?: undefined, bold?: boolean, italic?: boolean, underlined?: boolean,
+ *   code?: boolean}} SlateText
+ */
+/**
+ * A block, list or link as CODAP gets it.
+ * @typedef {{type: string, text?: undefined, align?: string, href?: string, children: SlateNode[]}} SlateElement
+ */
+/** @typedef {SlateText | SlateElement} SlateNode */
+/** A JSON object of the value given, before it is rebuilt. @typedef {Record<string, unknown>} RawNode */
+
 /** The deepest nesting of nodes a text value may have (a list in a list in a list… stays far below it). */
 export const MAX_TEXT_DEPTH = 16;
 /** The most nodes (elements and text leaves) in one text value. */
@@ -23,20 +35,33 @@ export const MAX_TEXT_NODES = 10_000;
 /** The most characters of a text value given as a string (plain or JSON). */
 export const MAX_TEXT_CHARS = 200_000;
 
+/** @type {Set<unknown>} */
 const BLOCKS = new Set(["paragraph", "heading1", "heading2", "heading3", "heading4", "heading5", "heading6", "list-item"]);
+/** @type {Set<unknown>} */
 const LISTS = new Set(["bulleted-list", "ordered-list"]);
+/** @type {Array<"bold" | "italic" | "underlined" | "code">} */
 const MARKS = ["bold", "italic", "underlined", "code"];
+/** @type {Set<unknown>} */
 const ALIGNS = new Set(["left", "center", "right", "justify"]);
 
+/** @type {(v: unknown) => v is RawNode} */
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+/** @type {(o: unknown, k: string) => unknown} */
 const own = (o, k) => (isObject(o) && Object.hasOwn(o, k) ? o[k] : undefined);
 
-/** The error for a text value the plugin will not rebuild: too deep, too large, or not text at all. */
+/**
+ * The error for a text value the plugin will not rebuild: too deep, too large, or not text at all.
+ * @param {string} why
+ * @param {Record<string, unknown>} [data]
+ */
 export function textError(why, data = {}) {
   return new ToolError(`The text was not sent to CODAP: ${why}.`, "text_refused", data);
 }
 
-/** An http(s) URL as the browser would read it, or null (javascript:, data:, relative and odd ones are not). */
+/**
+ * An http(s) URL as the browser would read it, or null (javascript:, data:, relative and odd ones are not).
+ * @param {unknown} value
+ */
 export function httpUrl(value) {
   if (typeof value !== "string" || value.length > 2_000) return null;
   let url;
@@ -48,7 +73,11 @@ export function httpUrl(value) {
   return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
 }
 
-/** Plain text as CODAP's own textToSlate makes it: a paragraph per line. */
+/**
+ * Plain text as CODAP's own textToSlate makes it: a paragraph per line.
+ * @param {unknown} text
+ * @returns {SlateElement[]}
+ */
 export function paragraphs(text) {
   return String(text)
     .split(/\r\n|\r|\n/)
@@ -58,13 +87,16 @@ export function paragraphs(text) {
 class Builder {
   constructor() {
     this.nodes = 0;
+    /** @type {Map<string, number>} */
     this.dropped = new Map(); // what was left out → how many times
   }
 
+  /** @param {string} what */
   drop(what) {
     this.dropped.set(what, (this.dropped.get(what) ?? 0) + 1);
   }
 
+  /** @param {number} depth */
   count(depth) {
     if (depth > MAX_TEXT_DEPTH) {
       throw textError(`it nests deeper than ${MAX_TEXT_DEPTH} levels`, { limit: "depth", max: MAX_TEXT_DEPTH });
@@ -74,7 +106,11 @@ class Builder {
     }
   }
 
-  /** Notes what an element or leaf carries beyond what is kept. */
+  /**
+   * Notes what an element or leaf carries beyond what is kept.
+   * @param {RawNode} node
+   * @param {string[]} kept
+   */
   extras(node, kept) {
     for (const key of Object.keys(node)) {
       if (kept.includes(key)) continue;
@@ -85,17 +121,28 @@ class Builder {
     }
   }
 
+  /**
+   * @param {RawNode} node one whose text is a string
+   * @param {number} depth
+   */
   leaf(node, depth) {
     this.count(depth);
-    const out = { text: node.text };
+    /** @type {SlateText} */
+    const out = { text: /** @type {string} */ (node.text) };
     for (const mark of MARKS) if (own(node, mark) === true) out[mark] = true;
     if (own(node, "underline") === true) out.underlined = true; // the common spelling of CODAP's mark
     this.extras(node, ["text", ...MARKS, "underline"]);
     return out;
   }
 
-  /** Inline content: text leaves and links; anything else gives its text. */
+  /**
+   * Inline content: text leaves and links; anything else gives its text.
+   * @param {unknown} children
+   * @param {number} depth
+   * @returns {SlateNode[]}
+   */
   inlines(children, depth) {
+    /** @type {SlateNode[]} */
     const out = [];
     for (const child of Array.isArray(children) ? children : []) {
       if (isObject(child) && typeof own(child, "text") === "string") {
@@ -118,7 +165,13 @@ class Builder {
     return out;
   }
 
-  /** A node that is not allowed: images and non-objects go; an unknown element keeps only its text. */
+  /**
+   * A node that is not allowed: images and non-objects go; an unknown element keeps only its text.
+   * @param {unknown} node
+   * @param {number} depth
+   * @param {boolean} inline
+   * @returns {SlateNode[]}
+   */
   unknown(node, depth, inline) {
     this.count(depth);
     const type = own(node, "type");
@@ -131,32 +184,42 @@ class Builder {
       return [];
     }
     this.drop(`nodes of type ${JSON.stringify(type ?? null).slice(0, 40)} (their text kept)`);
-    const inner = this.inlines(own(node, "children"), depth + 1).flatMap((c) => (c.type === "link" ? c.children : [c]));
+    const inner = this.inlines(own(node, "children"), depth + 1).flatMap((c) => (c.type === "link" ? /** @type {SlateElement} */ (c).children : [c]));
     if (inline) return inner;
     return inner.length ? [{ type: "paragraph", children: inner }] : [];
   }
 
+  /**
+   * @param {unknown} node
+   * @param {number} depth
+   * @returns {SlateElement[]}
+   */
   block(node, depth) {
     const type = own(node, "type");
     if (isObject(node) && (typeof own(node, "text") === "string" || own(node, "type") === "link")) {
       return [{ type: "paragraph", children: this.inlines([node], depth) }]; // inline content gets a paragraph
     }
-    if (!isObject(node) || (!BLOCKS.has(type) && !LISTS.has(type))) return this.unknown(node, depth, false);
+    if (!isObject(node) || (!BLOCKS.has(type) && !LISTS.has(type))) return /** @type {SlateElement[]} */ (this.unknown(node, depth, false)); // not inline: paragraphs
     this.count(depth);
     const align = own(node, "align");
     this.extras(node, ["type", "children", "align"]);
-    const aligned = ALIGNS.has(align) ? { align } : {};
+    const aligned = ALIGNS.has(align) ? { align: /** @type {string} */ (align) } : {};
     if (align !== undefined && !ALIGNS.has(align)) this.drop("an align that is not left, center, right or justify");
     if (LISTS.has(type)) {
       const items = this.blocks(own(node, "children"), depth + 1).map((b) =>
         b.type === "list-item" || LISTS.has(b.type) ? b : { ...b, type: "list-item" },
       );
-      return items.length ? [{ type, ...aligned, children: items }] : [];
+      return items.length ? [{ type: /** @type {string} */ (type), ...aligned, children: items }] : [];
     }
     const inner = this.inlines(own(node, "children"), depth + 1);
-    return [{ type, ...aligned, children: inner.length ? inner : [{ text: "" }] }];
+    return [{ type: /** @type {string} */ (type), ...aligned, children: inner.length ? inner : [{ text: "" }] }];
   }
 
+  /**
+   * @param {unknown} children
+   * @param {number} depth
+   * @returns {SlateElement[]}
+   */
   blocks(children, depth) {
     return (Array.isArray(children) ? children : []).flatMap((c) => this.block(c, depth));
   }
@@ -167,7 +230,11 @@ class Builder {
   }
 }
 
-/** The children a text value holds, as CODAP would read them; plain text becomes paragraphs. */
+/**
+ * The children a text value holds, as CODAP would read them; plain text becomes paragraphs.
+ * @param {unknown} value
+ * @returns {{plain: true, children: SlateElement[]} | {plain: false, children: unknown[]}}
+ */
 function childrenOf(value) {
   if (typeof value === "string") {
     if (value.length > MAX_TEXT_CHARS) {
@@ -194,6 +261,7 @@ function childrenOf(value) {
 /**
  * The text value CODAP gets for `value` (plain text, a JSON string, or Slate rich text): {value: {document:
  * {children}}, dropped: [what was left out, in words]}. Throws text_refused when it is too deep or too large.
+ * @param {unknown} value
  */
 export function rebuildText(value) {
   const { plain, children } = childrenOf(value);
@@ -208,10 +276,16 @@ export function rebuildText(value) {
   };
 }
 
-/** What CODAP renders of a text value, as plain text (a paragraph a line). */
+/**
+ * What CODAP renders of a text value, as plain text (a paragraph a line).
+ * @param {any} value a string or Slate JSON, as CODAP holds it
+ * @returns {string}
+ */
 export function plainText(value) {
   if (typeof value === "string") return value;
+  /** @type {any[]} */
   const nodes = Array.isArray(value) ? value : value?.document?.children ?? [];
+  /** @type {(node: any) => string} */
   const textOf = (node) =>
     typeof node?.text === "string" ? node.text : Array.isArray(node?.children) ? node.children.map(textOf).join("") : "";
   return nodes.map(textOf).join("\n");
