@@ -1,8 +1,8 @@
 """One connector per relay, end to end in Chromium: the MCP SDK's own OAuth client holds only ``RELAY/mcp``; it
 finds the relay's authorization server from the 401, registers, and sends the person to the consent page, where
-Chromium types the code the real plugin page shows (in the CODAP test host); the plugin asks "APP asks to use this
-CODAP", Chromium presses Allow there, and the client's ``tools/call`` then reaches the plugin. The plugin's "New
-code" keeps the connection; its Disconnect ends it at once.
+Chromium types the code the plugin shows in the real CODAP build; the plugin asks "APP asks to use this CODAP",
+Chromium presses Allow there, and the client's ``tools/call`` then reaches the plugin and changes CODAP's document
+(read back from CODAP itself). The plugin's "New code" keeps the connection; its Disconnect ends it at once.
 
 The SDK client runs on an event loop of its own thread (Playwright's sync API holds this thread's); the two meet
 through a queue (the authorization URL) and a future (the redirect's code). Screenshots of the consent page and
@@ -33,7 +33,8 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing.oauth_flow import CALLBACK, MemoryTokens, query_of, sdk_client
-from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS, PluginPage, wait_until
+from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS, wait_until
+from codap_relay_tooling.testing.real_codap import CodapPage
 from codap_relay_tooling.testing.relay_settings import e2e_settings
 from codap_relay_tooling.testing.servers import bearer, serve_app
 
@@ -74,7 +75,7 @@ class Host:
     async def _count(self, request: httpx2.Request) -> None:
         self.requests.append(f"{request.method} {request.url.path}")
 
-    async def _call(self, tool: str) -> Any:
+    async def _call(self, tool: str, args: dict[str, Any]) -> Any:
         provider = sdk_client(self.mcp_url, APP, self.tokens, self._on_redirect, self._on_callback)
         async with (
             httpx2.AsyncClient(auth=provider, timeout=30, event_hooks={"request": [self._count]}) as http,
@@ -84,10 +85,10 @@ class Host:
                 read_timeout_seconds=MCP_ANSWER_SECONDS,
             ) as client,
         ):
-            return await client.call_tool(tool, {})
+            return await client.call_tool(tool, args)
 
-    def call(self, tool: str) -> concurrent.futures.Future[Any]:
-        return run_on_thread(lambda: self._call(tool))
+    def call(self, tool: str, args: dict[str, Any] | None = None) -> concurrent.futures.Future[Any]:
+        return run_on_thread(lambda: self._call(tool, args or {}))
 
 
 def run_on_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> concurrent.futures.Future[T]:
@@ -103,7 +104,7 @@ def run_on_thread(make: Callable[[], Coroutine[Any, Any, T]]) -> concurrent.futu
     return done
 
 
-def consent_in_chromium(context: Any, host: Host, code: str, plugin: PluginPage) -> dict[str, float]:
+def consent_in_chromium(context: Any, host: Host, code: str, plugin: CodapPage) -> dict[str, float]:
     """The person's part: the consent page (type the code), then Allow in the plugin. Returns timings (s)."""
     url = host.authorize_urls.get(timeout=30)
     started = time.monotonic()
@@ -132,19 +133,21 @@ def consent_in_chromium(context: Any, host: Host, code: str, plugin: PluginPage)
     return {"person": time.monotonic() - started}
 
 
-def test_the_sdk_oauth_client_connects_through_the_consent_page_and_the_real_plugin(
-    open_plugin: Callable[..., PluginPage], relay: str
+def test_the_sdk_oauth_client_connects_through_the_consent_page_and_the_plugin_in_real_codap(
+    pages: Callable[..., CodapPage], relay: str
 ) -> None:
-    plugin = open_plugin(relay)
-    code = plugin.wait_connected()
+    plugin = pages(f"{relay}/plugin/")
+    code = plugin.wait_paired()
     mcp_url = f"{relay}/mcp"
     host = Host(mcp_url)
     started = time.monotonic()
-    answer = host.call("get_codap_status")
+    made = {"datasetName": "over oauth", "dataType": "random_numbers", "recordCount": 3}
+    answer = host.call("create_codap_dataset", made)
     person = consent_in_chromium(plugin.page.context, host, code, plugin)
-    result = answer.result(timeout=60)
+    result = answer.result(timeout=90)
     elapsed = time.monotonic() - started
     assert not result.is_error, result
+    assert len(plugin.items("over oauth")) == 3  # read back from CODAP, not from the tool's answer
     print(
         f"\nOAuth flow: {len(host.requests)} HTTP requests by the client ({', '.join(host.requests)}); "
         f"{elapsed:.2f} s in all, of which the person's part (page, code, Allow) {person['person']:.2f} s"
