@@ -43,8 +43,15 @@ SHOTS = os.environ.get("OAUTH_SHOTS")
 APP = "Test MCP host"
 
 
-@pytest.fixture(scope="module")
-def relay() -> Iterator[str]:
+@pytest.fixture(
+    scope="module", params=["serve", pytest.param("local_api", marks=pytest.mark.dynamodb_local, id="local_api")]
+)
+def relay(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The relay in process (as ``serve`` runs it), then the deployed shape: local-api on DynamoDB Local, every
+    route a function of its own, the stage in every URL, the plugin on the push channel."""
+    if request.param == "local_api":
+        yield request.getfixturevalue("local_api").base
+        return
     with serve_app(build_app(Relay(e2e_settings(), MemoryStore()))) as url:
         yield url
 
