@@ -199,7 +199,7 @@ export function isCodapSuccess(reply) {
  */
 
 /**
- * The session the plugin holds (main.js, kept by storage.js to survive a reload): its pairing code, the token only
+ * The session the plugin holds (session.js, kept by storage.js to survive a reload): its pairing code, the token only
  * this browser holds, when it expires (ms since the epoch, slid by each status read) and where its channels are.
  * @typedef {object} Session
  * @property {string} code
