@@ -19,8 +19,8 @@ from moto import mock_aws
 from codap_relay.codes import hash_token
 from codap_relay.http.app import build_app
 from codap_relay.http.plugin_files import IMMUTABLE, PLUGIN_DIST
-from codap_relay.oauth.grants import GRANT
 from codap_relay.records import AuthItem, SessionRecord
+from codap_relay.relay.grants import GRANT
 from codap_relay.store.dynamodb import DynamoStore
 from codap_relay_tooling.localapi.template import read_stack
 from codap_relay_tooling.testing import CHECKOUT, EVENTS

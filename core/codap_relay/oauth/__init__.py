@@ -1,7 +1,8 @@
 """The relay as its own OAuth 2.1 authorization server for ``/mcp`` (one connector per relay).
 
-- ``grants.py``: the pure part: clients, pending consents, authorization codes, tokens (stored as their sha256,
-  never the token), grants and plugin identities, all as ``AuthItem`` records behind the Store interface.
+- ``relay/grants.py`` (a unit of the relay, which reads a grant on every call): the pure part: clients, pending
+  consents, authorization codes, tokens (stored as their sha256, never the token), grants and plugin identities,
+  all as ``AuthItem`` records behind the Store interface.
 - ``provider.py``: the MCP SDK's ``OAuthAuthorizationServerProvider`` over ``Grants``: the SDK's handlers do the
   protocol (metadata, registration, /authorize checks, PKCE S256, the token and revocation endpoints).
 - http/oauth.py: the routes, the consent page (the pairing) and the plugin's list of connected apps.

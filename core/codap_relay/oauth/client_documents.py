@@ -24,7 +24,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from pydantic import ValidationError
 
 from ..errors import ClientDocumentRefused
-from .grants import CLIENT, Grants
+from ..relay.grants import CLIENT, Grants
 
 MAX_BYTES = 5 * 1024
 TIMEOUT_SECONDS = 3.0

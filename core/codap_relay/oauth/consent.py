@@ -22,7 +22,7 @@ from ..codes import normalise_code
 from ..errors import RelayError
 from ..records import AuthItem
 from ..relay import Relay
-from .grants import PENDING, PENDING_TTL_SECONDS
+from ..relay.grants import PENDING, PENDING_TTL_SECONDS
 from .provider import RelayOAuthProvider
 
 CONSENT_TOOL = "codap_relay_consent"

@@ -27,8 +27,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
 from ..errors import ClientDocumentRefused
-from .client_documents import client_of, is_document_id
-from .grants import (
+from ..relay.grants import (
     ACCESS,
     AUTH_CODE,
     AUTH_CODE_TTL_SECONDS,
@@ -43,6 +42,7 @@ from .grants import (
     digest,
     secret,
 )
+from .client_documents import client_of, is_document_id
 
 SCOPE = "codap"  # one scope: drive the CODAP document the person paired
 

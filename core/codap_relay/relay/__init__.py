@@ -22,12 +22,12 @@ from ..codes import CodeFactory, new_code, new_token
 from ..delivery import StreamEvent
 from ..guard import GuessingGuard
 from ..notify import Notifier
-from ..oauth.grants import Grants
 from ..observe import NullObserver, Observer
 from ..records import ChangeMarks, RequestRecord, ResponseRecord, SessionRecord
 from ..settings import Settings
 from ..store.base import Store
 from .changes import DocumentChanges
+from .grants import Grants
 from .limits import BYTES_WINDOW_SECONDS, RATE_WINDOW_SECONDS, RateLimits
 from .log import LOG_PAGE_BYTES, ActivityLog, LogItem
 from .presence import Presence, SessionState
