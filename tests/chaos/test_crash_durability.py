@@ -55,7 +55,10 @@ class Server:
         # WARNING: serve_process pipes the server's output and nobody reads it during the run; access lines
         # for thousands of calls would fill the pipe and block the server.
         store = f"sqlite:///{self.db}"
-        self._cm = serve_process("--store", store, "--log-level", "WARNING", env=self.env, port=self.port)
+        # 60 s to come back: it restarts under the full retry storm of the LLM side and the plugin
+        self._cm = serve_process(
+            "--store", store, "--log-level", "WARNING", env=self.env, port=self.port, start_timeout=60
+        )
         _, self.proc = self._cm.__enter__()
 
     def kill9(self) -> None:

@@ -16,10 +16,10 @@ from codap_relay_tooling.testing.servers import ServerProcess, free_port, wait_h
 
 @contextlib.contextmanager
 def serve_process(
-    *args: str, env: dict[str, str] | None = None, port: int | None = None
+    *args: str, env: dict[str, str] | None = None, port: int | None = None, start_timeout: float = 20
 ) -> Iterator[tuple[str, ServerProcess]]:
     """Run ``codap-relay serve`` as a child process (the real command); yield (base URL, process)."""
-    with command_process("serve", *args, env=env, port=port) as served:
+    with command_process("serve", *args, env=env, port=port, start_timeout=start_timeout) as served:
         yield served
 
 

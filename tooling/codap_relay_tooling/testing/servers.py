@@ -119,8 +119,12 @@ def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None = None, timeout
         if proc is not None and proc.poll() is not None:
             err = proc.output() if isinstance(proc, ServerProcess) else ""
             raise RuntimeError(f"server exited with {proc.returncode}: {err[-2000:]}")
+        # Up to 5 s an answer: a server that restarts into a storm of retrying clients (the crash chaos) is up but
+        # answers /healthz behind them, and a 1 s cap kept missing it on a loaded machine.
+        left = deadline - time.monotonic()
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{base}/healthz", timeout=max(0.5, min(5.0, left))).status_code == 200:
                 return
         time.sleep(0.05)
-    raise RuntimeError(f"{base} did not become healthy within {timeout:g} s")
+    seen = proc.output()[-2000:] if isinstance(proc, ServerProcess) else ""
+    raise RuntimeError(f"{base} did not become healthy within {timeout:g} s; its output: {seen or '(none)'}")
