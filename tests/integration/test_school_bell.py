@@ -45,14 +45,14 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-async def send(http: httpx.AsyncClient, method: str, url: str, **kwargs: object) -> httpx.Response:
+async def send(http: httpx.AsyncClient, method: str, url: str, *, json: object = None) -> httpx.Response:
     """One request as a browser sends it: a kept-alive connection that the server closed just as the request went
     out (no byte of an answer came back) gets the request again on a new one, as Chromium resends it. Without
     this, the race between the client's reuse and the server's idle timeout fails the test on a busy machine."""
     try:
-        return await http.request(method, url, **kwargs)  # type: ignore[arg-type]
+        return await http.request(method, url, json=json)
     except httpx.RemoteProtocolError:
-        return await http.request(method, url, **kwargs)  # type: ignore[arg-type]
+        return await http.request(method, url, json=json)
 
 
 async def open_plugin(http: httpx.AsyncClient, base: str, body: dict[str, object]) -> list[tuple[str, int]]:
