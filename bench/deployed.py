@@ -42,6 +42,7 @@ from bench.cost import Deployment
 from bench.dynamo import LocalTable
 from bench.server import ROOT
 from bench.stats import ratio, summary
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.servers import ServerProcess, free_port
 
 STREAM_FUNCTION = "StreamFunction"
@@ -102,11 +103,11 @@ class Stack:
     log: IO[bytes]
 
     def counts(self) -> dict[str, Any]:
-        body: dict[str, Any] = httpx.get(f"{self.proxy}/__bench/counts", timeout=30).json()
+        body: dict[str, Any] = web.get(f"{self.proxy}/__bench/counts", timeout=30).json()
         return body
 
     def reset(self) -> None:
-        httpx.post(f"{self.proxy}/__bench/reset", timeout=30).raise_for_status()
+        web.post(f"{self.proxy}/__bench/reset", timeout=30).raise_for_status()
 
     def offset(self) -> int:
         self.log.flush()
@@ -180,7 +181,7 @@ def _wait(url: str, proc: subprocess.Popen[bytes], log: IO[bytes], timeout: floa
             log.seek(0)
             raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}: {log.read().decode()[-2000:]}")
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(url, timeout=2).status_code == 200:
+            if web.get(url, timeout=2).status_code == 200:
                 return
         time.sleep(0.1)
     raise RuntimeError(f"{url} did not answer within {timeout:g} s")

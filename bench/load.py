@@ -18,6 +18,7 @@ import httpx
 from websockets.asyncio.client import ClientConnection
 
 from codap_relay.catalog import plugin_tools
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin, Handler
 from codap_relay_tooling.testing.sse_client import Event
 
@@ -31,7 +32,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 def new_client(base: str) -> httpx.AsyncClient:
     # No pool limit: 100 pairs hold 100 streams plus 100 LLM requests at once.
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    return httpx.AsyncClient(base_url=base, limits=limits, timeout=httpx.Timeout(60, read=None))
+    return web.AsyncClient(base_url=base, limits=limits, timeout=httpx.Timeout(60, read=None))
 
 
 def tool_args(n: int) -> dict[str, Any]:

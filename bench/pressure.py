@@ -16,6 +16,7 @@ import httpx
 
 from bench.stats import summary
 from codap_relay.settings import Settings
+from codap_relay_tooling.testing import web
 
 FREE_TOOLS = [{"name": "t", "description": "takes any arguments", "inputSchema": {"type": "object"}}]
 GOAL_MS = 300.0
@@ -51,7 +52,7 @@ async def measure(base: str, *, readers: int, seconds: float) -> dict[str, Any]:
     total = getattr(s, "max_pending_bytes_per_session", 4 * 1024 * 1024)
     each = min(s.max_request_bytes - 1024, total // count - 64)  # the most of both limits at once
     limits = httpx.Limits(max_connections=readers + 8)
-    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as c:
+    async with web.AsyncClient(base_url=base, timeout=60, limits=limits) as c:
         created = await c.post("/api/sessions", json={"tools": FREE_TOOLS})
         created.raise_for_status()
         code = created.json()["code"]

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.servers import ServerProcess, free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,11 +23,11 @@ class Target:
     pid: int
 
     def counts(self) -> dict[str, Any]:
-        body: dict[str, Any] = httpx.get(f"{self.base}/bench/counts", timeout=30).json()
+        body: dict[str, Any] = web.get(f"{self.base}/bench/counts", timeout=30).json()
         return body
 
     def reset(self) -> None:
-        httpx.post(f"{self.base}/bench/reset", timeout=30).raise_for_status()
+        web.post(f"{self.base}/bench/reset", timeout=30).raise_for_status()
 
 
 @contextlib.contextmanager

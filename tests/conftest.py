@@ -15,6 +15,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import LocalApi, local_api_process
 from codap_relay_tooling.testing.relay_settings import make_settings
 
@@ -88,12 +89,12 @@ async def client(request: pytest.FixtureRequest, relay: Relay) -> AsyncIterator[
     """The relay in process (ASGI); or, where a module asks for it (``also_through_local_api`` in
     codap_relay_tooling.testing.commands), the deployed shape: local-api on DynamoDB Local."""
     if getattr(request, "param", "asgi") == "local_api":
-        async with httpx.AsyncClient(base_url=request.getfixturevalue("local_api").base, timeout=30) as c:
+        async with web.AsyncClient(base_url=request.getfixturevalue("local_api").base, timeout=30) as c:
             yield c
         return
     app = build_app(relay)
     transport = httpx.ASGITransport(app=app, client=("203.0.113.7", 5555))
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
+    async with web.AsyncClient(transport=transport, base_url="http://relay.test") as c:
         yield c
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.chaos_net import RecordingPlugin, until
 from codap_relay_tooling.testing.commands import serve_process
 from codap_relay_tooling.testing.servers import free_port
@@ -80,7 +81,7 @@ async def test_kill_9_during_500_requests_loses_nothing_and_answers_nothing_twic
     kill_at = sorted(rng.sample(range(20, REQUESTS - 20), KILLS))
     acked: dict[str, int] = {}
     try:
-        async with httpx.AsyncClient(base_url=server.base, timeout=10) as llm:
+        async with web.AsyncClient(base_url=server.base, timeout=10) as llm:
             s = (await llm.post("/api/sessions", json={})).json()
             code = s["code"]
             queue: asyncio.Queue[int] = asyncio.Queue()

@@ -17,6 +17,7 @@ from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.sqlite import SqliteStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.relays import ALL_STORES, any_store, make_relay, open_session
 from codap_relay_tooling.testing.servers import bearer, serve_app
@@ -49,7 +50,7 @@ def base(relay: Relay) -> Iterator[str]:
 
 @pytest.fixture
 async def llm(base: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=base, timeout=30) as c:
+    async with web.AsyncClient(base_url=base, timeout=30) as c:
         yield c
 
 
@@ -133,7 +134,7 @@ async def test_after_a_store_restored_from_backup_the_plugin_is_told_and_new_req
     store = SqliteStore(live)
     relay = make_relay(store)
     with serve_app(build_app(relay)) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=30) as c:
+        async with web.AsyncClient(base_url=url, timeout=30) as c:
             s = await open_session(c)
             for n in range(1, 4):
                 await post(c, s["code"], f"b{n}")
@@ -151,7 +152,7 @@ async def test_after_a_store_restored_from_backup_the_plugin_is_told_and_new_req
     shutil.copy(backup, live)  # the restore: the store forgets seqs 4-8 and every answer
     store = SqliteStore(live)
     with serve_app(build_app(make_relay(store))) as url:
-        async with httpx.AsyncClient(base_url=url, timeout=30) as c:
+        async with web.AsyncClient(base_url=url, timeout=30) as c:
             queued = False
 
             async def post_new(event: Event, seen: list[Event]) -> None:
@@ -407,7 +408,7 @@ async def test_exactly_the_limit_is_admitted_per_window_under_concurrency(kind: 
     with any_store(kind, tmp_path) as store:
         relay = make_relay(store, clock, rate_limit_session_per_ip=30, rate_limit_request_per_code=25)
         with serve_app(build_app(relay)) as url:
-            async with httpx.AsyncClient(base_url=url, timeout=30) as c:
+            async with web.AsyncClient(base_url=url, timeout=30) as c:
                 made = await asyncio.gather(*(c.post("/api/sessions", json={}) for _ in range(100)))
                 assert sorted(r.status_code for r in made).count(201) == 30
                 refused = [r for r in made if r.status_code == 429]

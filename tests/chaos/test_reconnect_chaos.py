@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
 from codap_relay.http.app import build_app
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.chaos_net import CuttingProxy, RecordingPlugin, until
 from codap_relay_tooling.testing.commands import LocalApi, local_api_process
 from codap_relay_tooling.testing.relays import ALL_STORES, any_store, make_relay, open_session
@@ -66,7 +66,7 @@ async def run_chaos(
     drop_after = set(rng.sample(range(requests), drops))
     url = urlsplit(base)
     assert url.port is not None
-    async with CuttingProxy(url.port, rng) as proxy, httpx.AsyncClient(base_url=base, timeout=30) as llm:
+    async with CuttingProxy(url.port, rng) as proxy, web.AsyncClient(base_url=base, timeout=30) as llm:
         s = await open_session(llm)
         code = s["code"]
         plugin = RecordingPlugin.for_session(base, s, stream_url=f"http://127.0.0.1:{proxy.port}{url.path}")

@@ -14,6 +14,7 @@ import pytest
 
 from codap_relay.http.app import build_app
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import serve_process
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.relays import make_relay, open_session
@@ -50,7 +51,7 @@ def credentials(own: str, other: str) -> dict[str, tuple[dict[str, str], dict[st
 
 async def test_the_code_alone_or_a_foreign_token_can_do_nothing_of_the_plugin_role() -> None:
     relay = make_relay(MemoryStore())
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(relay)), base_url="http://t") as c:
+    async with web.AsyncClient(transport=httpx.ASGITransport(app=build_app(relay)), base_url="http://t") as c:
         a, b = await open_session(c), await open_session(c)
         r = await c.post("/request", json={"code": a["code"], "id": "a1", "tool": "get_codap_datasets"})
         assert r.status_code == 202
@@ -72,7 +73,7 @@ async def test_the_code_alone_or_a_foreign_token_can_do_nothing_of_the_plugin_ro
 
 async def test_sessions_are_isolated_on_every_endpoint() -> None:
     relay = make_relay(MemoryStore())
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(relay)), base_url="http://t") as c:
+    async with web.AsyncClient(transport=httpx.ASGITransport(app=build_app(relay)), base_url="http://t") as c:
         a, b = await open_session(c), await open_session(c)
         ta, tb = bearer(a["browserToken"]), bearer(b["browserToken"])
         for s, rid in ((a, "shared"), (b, "shared"), (b, "only-b")):
@@ -106,7 +107,7 @@ async def test_sessions_are_isolated_on_every_endpoint() -> None:
 async def test_cors_other_origins_get_nothing_and_preflights_are_refused(tmp_path: Path) -> None:
     env = {**os.environ, "CORS_ORIGIN": "https://codap.concord.org"}
     with serve_process("--store", "memory:", env=env) as (base, _):
-        async with httpx.AsyncClient(base_url=base, timeout=10) as c:
+        async with web.AsyncClient(base_url=base, timeout=10) as c:
             s = await open_session(c)
             routes = [
                 ("POST", "/api/sessions"),
@@ -154,7 +155,7 @@ async def test_guessing_guard_cuts_off_a_burst_of_unknown_codes_on_every_endpoin
     limit = 10
     relay = make_relay(MemoryStore(), guess_limit_per_ip=limit)
     with serve_app(build_app(relay)) as base:
-        async with httpx.AsyncClient(base_url=base, timeout=10) as c:
+        async with web.AsyncClient(base_url=base, timeout=10) as c:
             live = await open_session(c)
             probes: list[Callable[[str], Awaitable[httpx.Response]]] = [
                 lambda code: c.get("/metadata", params={"code": code}),
@@ -186,7 +187,7 @@ async def test_logs_of_a_full_flow_carry_no_token_and_no_full_code(tmp_path: Pat
     env = {**os.environ, "HEARTBEAT_SECONDS": "0.2"}
     db = tmp_path / "relay.db"
     with serve_process("--store", f"sqlite:///{db}", "--log-level", "DEBUG", env=env) as (base, proc):
-        async with httpx.AsyncClient(base_url=base, timeout=20) as c:
+        async with web.AsyncClient(base_url=base, timeout=20) as c:
             s = await open_session(c)
             code, token = s["code"], s["browserToken"]
             async with FakePlugin.for_session(base, s) as plugin:

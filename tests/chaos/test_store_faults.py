@@ -27,6 +27,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.base import Store
 from codap_relay.store.sqlite import SqliteStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.faulty_store import (
     FaultyClient,
     FaultyStore,
@@ -152,7 +153,7 @@ async def build_world(make: Callable[[], tuple[Store, Faults, Store, dict[str, A
     n, k = next(_worlds), itertools.count()
     relay = make_relay(store, FakeClock(), codes=lambda: f"{n:05o}{next(k):03o}".replace("0", "A").replace("1", "B"))
     transport = httpx.ASGITransport(app=build_app(relay), client=("198.51.100.9", 4000))
-    client = httpx.AsyncClient(transport=transport, base_url="http://relay.test")
+    client = web.AsyncClient(transport=transport, base_url="http://relay.test")
     s = (await client.post("/api/sessions", json={})).json()
     code, token = s["code"], s["browserToken"]
     for rid in ("r1", "r2", "r3"):
@@ -333,7 +334,7 @@ async def test_sqlite_failed_commit_rolls_back_and_the_store_keeps_serving(tmp_p
     flaky = _FlakyCommit(store._db)
     store._db = flaky  # type: ignore[assignment]
     relay = make_relay(store)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(relay)), base_url="http://t") as c:
+    async with web.AsyncClient(transport=httpx.ASGITransport(app=build_app(relay)), base_url="http://t") as c:
         s = (await c.post("/api/sessions", json={})).json()
         flaky.fail_next_commit = True
         r = await c.post("/request", json={"code": s["code"], "id": "a", "tool": "get_codap_datasets"})

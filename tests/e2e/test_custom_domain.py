@@ -9,9 +9,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import local_api_process
 from codap_relay_tooling.testing.plugin_page import call_tool, ok_result
 from codap_relay_tooling.testing.relay_settings import TEST_FRAME_ANCESTORS
@@ -38,10 +38,10 @@ def test_plugin_under_a_custom_domains_base_path(open_plugin: Any, custom_domain
         {"datasetName": "d", "dataType": "random_numbers", "recordCount": 3},
     )
     assert ok_result(created)["structuredContent"]["recordCount"] == 3
-    llms = httpx.get(f"{custom_domain}/llms.txt", params={"code": code}, timeout=30).text
+    llms = web.get(f"{custom_domain}/llms.txt", params={"code": code}, timeout=30).text
     assert f"POST {custom_domain}/request?wait=15" in llms and f"{custom_domain}/mcp/{code}" in llms
-    index = httpx.get(f"{custom_domain}/", timeout=30).json()
+    index = web.get(f"{custom_domain}/", timeout=30).json()
     assert index["plugin"] == f"{custom_domain}/plugin/"
-    redirect = httpx.get(f"{custom_domain}/plugin", timeout=30)
+    redirect = web.get(f"{custom_domain}/plugin", timeout=30)
     assert redirect.status_code == 307 and redirect.headers["location"] == f"{custom_domain}/plugin/"
     assert re.search(r"/codap/plugin/", plugin.frame.url)

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import pytest
 
 from codap_relay.records import DETACHED
 from codap_relay.store.base import Store
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import local_api_process
 from codap_relay_tooling.testing.plugin_page import PluginPage, close_tabs, new_page, wait_until
 from codap_relay_tooling.testing.servers import ServerProcess
@@ -96,7 +96,7 @@ class FirstSeen:
 
 def status(base: str, code: str) -> dict[str, Any]:
     """The session as the LLM sees it (the pairing code alone)."""
-    r = httpx.get(f"{base}/api/sessions/{code}", timeout=30)
+    r = web.get(f"{base}/api/sessions/{code}", timeout=30)
     assert r.status_code == 200, r.text
     body: dict[str, Any] = r.json()
     return body

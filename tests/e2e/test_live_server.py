@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import serve_process
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.relay_settings import clear_of_rate_window
@@ -37,7 +38,7 @@ async def new_session(c: httpx.AsyncClient) -> dict[str, Any]:
 
 
 async def test_full_round_trip_through_sse(server: str) -> None:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as llm:
+    async with web.AsyncClient(base_url=server, timeout=30) as llm:
         s = await new_session(llm)
         async with FakePlugin(server, s["code"], s["browserToken"]) as plugin:
             r = await llm.post(
@@ -57,7 +58,7 @@ async def test_full_round_trip_through_sse(server: str) -> None:
 
 
 async def test_heartbeats_and_retry_preamble(server: str) -> None:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as c:
+    async with web.AsyncClient(base_url=server, timeout=30) as c:
         s = await new_session(c)
         seen: list[tuple[str, int | None]] = []
         async with c.stream("GET", "/stream", params={"code": s["code"], "token": s["browserToken"]}) as r:
@@ -72,7 +73,7 @@ async def test_heartbeats_and_retry_preamble(server: str) -> None:
 
 
 async def test_reconnect_with_cursor_delivers_what_was_missed_exactly_once(server: str) -> None:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as llm:
+    async with web.AsyncClient(base_url=server, timeout=30) as llm:
         s = await new_session(llm)
         async with FakePlugin.for_session(server, s) as plugin:
             first = await llm.post(
@@ -96,7 +97,7 @@ async def test_reconnect_with_cursor_delivers_what_was_missed_exactly_once(serve
 
 
 async def test_reconnect_without_cursor_resends_unanswered(server: str) -> None:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as llm:
+    async with web.AsyncClient(base_url=server, timeout=30) as llm:
         s = await new_session(llm)
         for rid in ["a", "b"]:
             await llm.post("/request", json={"code": s["code"], "id": rid, "tool": "get_codap_datasets"})
@@ -117,7 +118,7 @@ async def test_reconnect_without_cursor_resends_unanswered(server: str) -> None:
 
 
 async def test_new_tab_supersedes_old(server: str) -> None:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as llm:
+    async with web.AsyncClient(base_url=server, timeout=30) as llm:
         s = await new_session(llm)
         async with FakePlugin.for_session(server, s) as old:
             async with FakePlugin.for_session(server, s) as new:
@@ -134,7 +135,7 @@ async def test_new_tab_supersedes_old(server: str) -> None:
 
 
 async def test_poll_mode_returns_pending_and_closes(server: str) -> None:
-    async with httpx.AsyncClient(base_url=server, timeout=30) as llm:
+    async with web.AsyncClient(base_url=server, timeout=30) as llm:
         s = await new_session(llm)
         await llm.post("/request", json={"code": s["code"], "id": "p1", "tool": "get_codap_datasets"})
         params = {"code": s["code"], "token": s["browserToken"], "mode": "poll"}
@@ -147,12 +148,12 @@ async def test_poll_mode_returns_pending_and_closes(server: str) -> None:
 async def test_accepted_requests_survive_a_restart(tmp_path: Path, server_env: dict[str, str]) -> None:
     db = f"sqlite:///{tmp_path / 'relay.db'}"
     with serve_process("--store", db, env=server_env) as (base, _):
-        async with httpx.AsyncClient(base_url=base, timeout=30) as llm:
+        async with web.AsyncClient(base_url=base, timeout=30) as llm:
             s = await new_session(llm)
             r = await llm.post("/request", json={"code": s["code"], "id": "durable", "tool": "get_codap_datasets"})
             assert r.status_code == 202
     with serve_process("--store", db, env=server_env) as (base, _):
-        async with httpx.AsyncClient(base_url=base, timeout=30) as llm:
+        async with web.AsyncClient(base_url=base, timeout=30) as llm:
             async with FakePlugin.for_session(base, s) as plugin:
                 r = await llm.get("/response", params={"code": s["code"], "id": "durable", "wait": 10})
                 assert r.status_code == 200 and plugin.executed == ["durable"]
@@ -187,7 +188,7 @@ def test_forwarded_for_from_loopback_does_not_reset_limits_without_trust_proxy(
     with serve_process("--store", "memory:", env=env) as (base, _):
         clear_of_rate_window()
         statuses = [
-            httpx.post(f"{base}/api/sessions", json={}, headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code
+            web.post(f"{base}/api/sessions", json={}, headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code
             for i in range(5)
         ]
     assert statuses == [201, 201, 201, 429, 429]

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.plugin_page import McpClient
 from codap_relay_tooling.testing.real_codap import CodapPage
 
@@ -223,21 +223,21 @@ def test_six_prompts_list_and_render_with_completed_arguments(mcp: McpClient) ->
 
 def test_http_routes_give_the_same(codap: CodapPage, mcp: McpClient) -> None:
     code = codap.code()
-    listed = httpx.get(f"{codap.relay}/resources", params={"code": code}, timeout=30)
+    listed = web.get(f"{codap.relay}/resources", params={"code": code}, timeout=30)
     assert listed.status_code == 200
     assert {r["uri"] for r in listed.json()["resources"]} == {r.uri for r in mcp.resources()}
     assert len(listed.json()["prompts"]) >= 6
     for uri in ("codap://datasets/class%20data", "codap://datasets/class%20data/cases"):
-        read = httpx.get(f"{codap.relay}/resources/read", params={"code": code, "uri": uri}, timeout=30)
+        read = web.get(f"{codap.relay}/resources/read", params={"code": code, "uri": uri}, timeout=30)
         assert read.status_code == 200
         (via_mcp,) = mcp.read(uri)
         (item,) = read.json()["contents"]
         assert item["mimeType"] == via_mcp.mime_type and item["text"] == via_mcp.text
-    picture = httpx.get(
+    picture = web.get(
         f"{codap.relay}/resources/read", params={"code": code, "uri": "codap://graphs/Heights/image"}, timeout=30
     ).json()["contents"][0]
     assert picture["mimeType"] == "image/png" and base64.b64decode(picture["blob"]).startswith(PNG)
-    missing = httpx.get(f"{codap.relay}/resources/read", params={"code": code, "uri": "codap://datasets/nope"})
+    missing = web.get(f"{codap.relay}/resources/read", params={"code": code, "uri": "codap://datasets/nope"})
     assert missing.status_code == 404 and "class data" in missing.json()["message"]
-    text = httpx.get(f"{codap.relay}/llms.txt", params={"code": code}).text
+    text = web.get(f"{codap.relay}/llms.txt", params={"code": code}).text
     assert "GET " in text and "/resources/read?code=" in text and "fit_line(" in text

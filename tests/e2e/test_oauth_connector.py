@@ -21,7 +21,6 @@ from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
 import httpx2
 import pytest
 from mcp import Client
@@ -32,6 +31,7 @@ from mcp_types.version import LATEST_MODERN_VERSION
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.oauth_flow import CALLBACK, MemoryTokens, query_of, sdk_client
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS, wait_until
 from codap_relay_tooling.testing.real_codap import CodapPage
@@ -169,7 +169,7 @@ def test_the_sdk_oauth_client_connects_through_the_consent_page_and_the_plugin_i
     plugin.frame.click("#new-code")
     wait_until(lambda: plugin._safe(lambda: plugin.code() not in (code, "…")), "a new code")
     fresh = plugin.code()
-    wait_until(lambda: httpx.get(f"{relay}/api/sessions/{fresh}").json().get("connected"), "the new code's stream")
+    wait_until(lambda: web.get(f"{relay}/api/sessions/{fresh}").json().get("connected"), "the new code's stream")
     again = host.call("get_codap_status").result(timeout=60)
     assert not again.is_error and host.authorize_urls.empty()
     assert host.tokens.tokens.access_token == token
@@ -182,5 +182,5 @@ def test_the_sdk_oauth_client_connects_through_the_consent_page_and_the_plugin_i
         "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": LATEST_MODERN_VERSION,
     }
-    refused = httpx.post(mcp_url, json=body, headers=headers, timeout=10)
+    refused = web.post(mcp_url, json=body, headers=headers, timeout=10)
     assert refused.status_code == 401 and "invalid_token" in refused.headers["www-authenticate"]

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import pytest
 
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.axe import axe_violations, describe
 from codap_relay_tooling.testing.plugin_page import PluginPage, call_tool, new_page, plugin_storage, submit, wait_until
 from codap_relay_tooling.testing.real_codap import CodapPage
@@ -170,7 +170,7 @@ def test_the_session_ended_and_no_new_code(open_plugin: Any, relay_url: str) -> 
         "**/api/sessions",
         lambda route: route.fulfill(status=400, json={"error": "validation", "message": "no codes today"}),
     )
-    ended = httpx.delete(f"{relay_url}/api/sessions/{plugin.code()}", headers={"Authorization": f"Bearer {token}"})
+    ended = web.delete(f"{relay_url}/api/sessions/{plugin.code()}", headers={"Authorization": f"Bearer {token}"})
     assert ended.status_code == 200, ended.text
     wait_until(lambda: plugin.status() == "Not connected", "the plugin to say it has no code")
     frame = plugin.frame

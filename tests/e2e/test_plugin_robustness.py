@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.plugin_page import (
     McpClient,
     PluginPage,
@@ -198,7 +198,7 @@ def test_new_code_ends_the_old_session(open_plugin: Any, relay_url: str) -> None
     new = wait_until(lambda: (c := plugin.code()) != old and c != "…" and c, "a new code")
     wait_until(lambda: plugin.status() == "Connected", "the new session to connect")
     assert all(plugin.copy_buttons().values())
-    gone = httpx.get(f"{relay_url}/api/sessions/{old}")
+    gone = web.get(f"{relay_url}/api/sessions/{old}")
     assert gone.status_code == 404 and "ended" in gone.json()["message"]
     ok_result(call_tool(relay_url, new, "get_codap_status", {"includeDatasets": False}))
 
@@ -208,7 +208,7 @@ def test_a_session_ended_elsewhere_offers_nothing_to_copy_until_its_new_code(ope
     old = plugin.code()
     saved = next(v for k, v in plugin_storage(plugin.frame).items() if k.endswith(":session"))
     with new_codes_held(plugin) as held:
-        ended = httpx.delete(
+        ended = web.delete(
             f"{relay_url}/api/sessions/{old}", headers={"Authorization": f"Bearer {json.loads(saved)['token']}"}
         )
         assert ended.status_code == 200, ended.text

@@ -8,12 +8,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from codap_relay.catalog import plugin_tools
 from codap_relay.manifest import DEFAULT_TOOLS
-from codap_relay_tooling.testing import ARTIFACTS
+from codap_relay_tooling.testing import ARTIFACTS, web
 from codap_relay_tooling.testing.plugin_page import (
     CLASS_ROWS,
     CLASSES,
@@ -38,14 +37,14 @@ def tool(plugin: PluginPage, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_pairing_registers_the_manifest_and_sets_up_the_frame(plugin: PluginPage) -> None:
-    meta = httpx.get(f"{plugin.relay}/metadata", params={"code": plugin.code()}).json()
+    meta = web.get(f"{plugin.relay}/metadata", params={"code": plugin.code()}).json()
     names = [t["name"] for t in meta["tools"]]
     assert names == [t["name"] for t in plugin_tools()]  # the plugin's own definitions, in catalog order
     assert {t["name"] for t in DEFAULT_TOOLS} <= set(names)
     frame = plugin.host("state.frame")
     assert frame["title"] == "CODAP Relay" and frame["dimensions"] == {"width": 380, "height": 600}
     assert {"success": True} in plugin.host("host.pluginReplies")  # it answered CODAP's own call
-    status = httpx.get(f"{plugin.relay}/api/sessions/{plugin.code()}").json()
+    status = web.get(f"{plugin.relay}/api/sessions/{plugin.code()}").json()
     assert status["connected"] is True
     assert "Expires in" in plugin.text("#time-left")
 

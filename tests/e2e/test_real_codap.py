@@ -17,13 +17,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import pytest
 from playwright.sync_api import Route
 
 from codap_relay.catalog import plugin_tools
 from codap_relay.relay.publisher import PUSH_INLINE_BYTES
-from codap_relay_tooling.testing import ARTIFACTS
+from codap_relay_tooling.testing import ARTIFACTS, web
 from codap_relay_tooling.testing.plugin_page import (
     CLASS_ROWS,
     CLASSES,
@@ -126,10 +125,10 @@ def test_plugin_pairs_in_real_codap_and_sets_up_its_frame(codap: CodapPage) -> N
     frame = codap.ok({"action": "get", "resource": "interactiveFrame"})
     assert frame["title"] == "CODAP Relay" and frame["version"] == "1.0.0"
     assert frame["dimensions"] == {"width": 380, "height": 600}
-    meta = httpx.get(f"{codap.relay}/metadata", params={"code": codap.code()}).json()
+    meta = web.get(f"{codap.relay}/metadata", params={"code": codap.code()}).json()
     assert [t["name"] for t in meta["tools"]] == [t["name"] for t in plugin_tools()]
     # Where the relay offers the push channel (local-api here: tests/conftest.py) the plugin takes it
-    offered = "push" if "push" in httpx.post(f"{codap.relay}/api/sessions", json={}).json() else "stream"
+    offered = "push" if "push" in web.post(f"{codap.relay}/api/sessions", json={}).json() else "stream"
     assert codap.frame.locator("#status").get_attribute("data-channel") == offered
 
 

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
 
 from codap_relay.clock import FakeClock
@@ -19,7 +18,7 @@ from codap_relay.codes import new_code
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from codap_relay_tooling.testing import ARTIFACTS
+from codap_relay_tooling.testing import ARTIFACTS, web
 from codap_relay_tooling.testing.plugin_page import call_tool, ok_result, wait_until
 from codap_relay_tooling.testing.real_codap import CodapPage, blocked_then_allowed, other_site, public_origin
 from codap_relay_tooling.testing.relay_settings import e2e_settings
@@ -72,7 +71,7 @@ def test_blocked_third_party_storage_pairs_from_memory_and_says_what_a_reload_lo
     new_code = codap.wait_paired()
     assert new_code != code
     wait_until(
-        lambda: httpx.get(f"{relay_url}/api/sessions/{code}").status_code == 404,
+        lambda: web.get(f"{relay_url}/api/sessions/{code}").status_code == 404,
         "the old session to be ended when its page went away",
     )
     assert "lives in this page only" in codap.shown("storage-note")

@@ -16,14 +16,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.relay.publisher import PUSH_INLINE_BYTES
 from codap_relay.store.memory import MemoryStore
-from codap_relay_tooling.testing import ARTIFACTS, engines
+from codap_relay_tooling.testing import ARTIFACTS, engines, web
 from codap_relay_tooling.testing.commands import LocalApi
 from codap_relay_tooling.testing.engines import CodapTab, Engine
 from codap_relay_tooling.testing.plugin_page import call_tool, ok_result, wait_until
@@ -103,7 +102,7 @@ CHANNEL = "() => document.getElementById('status').dataset.channel"
 
 
 def session_status(relay: str, code: str) -> int:
-    return httpx.get(f"{relay}/api/sessions/{code}", timeout=10).status_code
+    return web.get(f"{relay}/api/sessions/{code}", timeout=10).status_code
 
 
 def assert_picture(result: dict[str, Any]) -> None:

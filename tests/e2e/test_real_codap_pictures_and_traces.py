@@ -16,10 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from codap_relay_tooling.testing import ARTIFACTS
+from codap_relay_tooling.testing import ARTIFACTS, web
 from codap_relay_tooling.testing.plugin_page import (
     McpClient,
     answer,
@@ -460,4 +459,4 @@ def test_files_that_are_not_traces_are_refused_and_change_nothing(
     assert "new" in codap.dataset_names()
     assert web_views(codap) == pages_before
     assert not [u for u in seen if u.startswith("http://127.0.0.1:9/")], seen
-    assert httpx.get(f"{relay_url}/api/sessions/{codap.code()}").json()["pending"] == 0
+    assert web.get(f"{relay_url}/api/sessions/{codap.code()}").json()["pending"] == 0

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from codap_relay.catalog import plugin_tool, plugin_tools
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.output_schema import check_output, typed_tools
 from codap_relay_tooling.testing.plugin_page import McpClient
 from codap_relay_tooling.testing.real_codap import CodapPage, codap_pages
@@ -139,12 +140,12 @@ def streamed_call(url: str, rpc_id: str, name: str, args: dict[str, Any]) -> htt
         "method": "tools/call",
         "params": {"name": name, "arguments": args, "_meta": {"progressToken": rpc_id}},
     }
-    return httpx.post(url, json=call, headers=HEADERS, timeout=30)
+    return web.post(url, json=call, headers=HEADERS, timeout=30)
 
 
 def cancel(url: str, rpc_id: str) -> None:
     note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rpc_id}}
-    assert httpx.post(url, json=note, headers=HEADERS, timeout=10).status_code == 202
+    assert web.post(url, json=note, headers=HEADERS, timeout=10).status_code == 202
 
 
 def test_progress_while_codap_runs_a_held_call_and_a_started_call_is_not_withdrawn(

@@ -13,6 +13,7 @@ import pytest
 
 from codap_relay.http.app import build_app
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.relays import make_relay
 from codap_relay_tooling.testing.servers import bearer, serve_app
 
@@ -27,7 +28,7 @@ def live() -> Iterator[str]:
 
 @pytest.fixture
 def client(live: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=live, timeout=10) as c:
+    with web.Client(base_url=live, timeout=10) as c:
         yield c
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -27,6 +26,7 @@ from schemathesis.specs.openapi.checks import (
 from codap_relay.http.app import build_app
 from codap_relay.http.openapi import document
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.relays import make_relay
 from codap_relay_tooling.testing.servers import serve_app
 
@@ -57,7 +57,7 @@ def api(live_url: str) -> Any:
 
 @pytest.fixture(scope="module")
 def live_session(live_url: str) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.post(f"{live_url}/api/sessions", json={}).json()
+    body: dict[str, Any] = web.post(f"{live_url}/api/sessions", json={}).json()
     return body
 
 

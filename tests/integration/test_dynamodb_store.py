@@ -25,7 +25,7 @@ from codap_relay.relay import Relay
 from codap_relay.store import StoreUrlError, open_store
 from codap_relay.store.base import PURGE_GRACE_SECONDS
 from codap_relay.store.dynamodb import INLINE_LIMIT, DynamoStore
-from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing import CHECKOUT, web
 from codap_relay_tooling.testing.commands import serve_process
 from codap_relay_tooling.testing.dynamodb_shared import CREDENTIALS, env_for, fresh_table, new_table, shared, store_url
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
@@ -164,7 +164,7 @@ def test_incompressible_response_is_chunked_and_reads_back(store: DynamoStore) -
 async def test_http_response_at_the_limit_is_stored_and_one_byte_over_is_refused(store: DynamoStore) -> None:
     relay = Relay(make_settings(max_response_bytes=LIMIT, require_browser_token=False), store)
     transport = httpx.ASGITransport(app=build_app(relay), client=("203.0.113.7", 5555))
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
+    async with web.AsyncClient(transport=transport, base_url="http://relay.test") as client:
         created = (await client.post("/api/sessions", json={})).json()
         code = created["code"]
         r = await client.post("/request", json={"code": code, "tool": "get_codap_datasets", "args": {}, "id": "a"})
@@ -348,7 +348,7 @@ async def test_serve_on_dynamodb_local_end_to_end() -> None:
             _proc,
         ),
     ):
-        async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+        async with web.AsyncClient(base_url=base, timeout=30) as client:
             created = await client.post("/api/sessions", json={})
             assert created.status_code == 201, created.text
             answer = created.json()
@@ -402,7 +402,7 @@ async def test_the_real_plugins_session_item_stays_under_1_kb_on_dynamodb_local(
         store = DynamoStore(client, table)
         relay = Relay(make_settings(), store)
         transport = httpx.ASGITransport(app=build_app(relay), client=("203.0.113.7", 5555))
-        async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as http:
+        async with web.AsyncClient(transport=transport, base_url="http://relay.test") as http:
             codes = []
             for _ in range(3):  # three tabs of one class
                 created = await http.post("/api/sessions", json={"tools": tools})

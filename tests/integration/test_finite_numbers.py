@@ -20,6 +20,7 @@ from codap_relay.http.app import build_app
 from codap_relay.http.sse import encode
 from codap_relay.jsonvalues import check_finite, dumps, loads
 from codap_relay.relay import Relay
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import also_through_local_api
 from codap_relay_tooling.testing.servers import serve_app
 
@@ -147,7 +148,7 @@ def test_the_event_stream_never_writes_infinity() -> None:
 async def test_the_stdio_bridge_refuses_1e999_instead_of_sending_it_on_as_null(relay: Relay) -> None:
     """The bridge's SDK reads ``1e999`` as infinity and would write it to the relay as ``null``: a different call."""
     with serve_app(build_app(relay)) as base:
-        code = httpx.post(f"{base}/api/sessions", json={}).json()["code"]
+        code = web.post(f"{base}/api/sessions", json={}).json()["code"]
         bridge = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "codap_relay.cli", "mcp-stdio", "--url", f"{base}/mcp/{code}",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,

@@ -22,6 +22,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from codap_relay.tool_content import MAX_IMAGE_BYTES
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import also_through_local_api
 from codap_relay_tooling.testing.plugin_bundle import page_files
 from codap_relay_tooling.testing.relay_settings import make_settings
@@ -184,7 +185,7 @@ async def test_size_limits_exact_limit_passes_one_byte_more_is_413(clock: FakeCl
     limit = 4096
     relay = Relay(make_settings(max_request_bytes=limit, max_response_bytes=limit), MemoryStore(), clock=clock)
     transport = httpx.ASGITransport(app=build_app(relay))
-    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+    async with web.AsyncClient(transport=transport, base_url="http://t") as c:
         s = (await c.post("/api/sessions", json={})).json()
         prefix = {"code": s["code"], "id": "big", "tool": "add_codap_cases", "args": {"datasetName": "d", "cases": []}}
 
@@ -383,7 +384,7 @@ async def test_expired_session_is_404_with_reason(
 async def test_rate_limit_is_429_with_retry_after(clock: FakeClock) -> None:
     relay = Relay(make_settings(rate_limit_session_per_ip=2), MemoryStore(), clock=clock)
     transport = httpx.ASGITransport(app=build_app(relay), client=("198.51.100.1", 1))
-    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+    async with web.AsyncClient(transport=transport, base_url="http://t") as c:
         assert [(await c.post("/api/sessions", json={})).status_code for _ in range(2)] == [201, 201]
         r = await c.post("/api/sessions", json={})
         body = assert_error(r, 429, "rate_limited")
@@ -421,7 +422,7 @@ async def test_bounded_work_is_429_with_retry_after_or_413(clock: FakeClock) -> 
     )
     relay = Relay(settings, MemoryStore(), clock=clock)
     transport = httpx.ASGITransport(app=build_app(relay), client=("198.51.100.1", 1))
-    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+    async with web.AsyncClient(transport=transport, base_url="http://t") as c:
         code = (await c.post("/api/sessions", json={})).json()["code"]
         assert [(await c.get(f"/api/sessions/{code}")).status_code for _ in range(2)] == [200, 200]
         r = await c.get(f"/api/sessions/{code}")
@@ -454,7 +455,7 @@ async def test_bounded_work_is_429_with_retry_after_or_413(clock: FakeClock) -> 
 async def test_trust_proxy_uses_forwarded_for(clock: FakeClock) -> None:
     relay = Relay(make_settings(rate_limit_session_per_ip=1, trust_proxy=True), MemoryStore(), clock=clock)
     transport = httpx.ASGITransport(app=build_app(relay), client=("10.0.0.1", 1))
-    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+    async with web.AsyncClient(transport=transport, base_url="http://t") as c:
         for ip in ["192.0.2.1", "192.0.2.2"]:
             assert (
                 await c.post("/api/sessions", json={}, headers={"X-Forwarded-For": f"{ip}, 10.0.0.1"})
@@ -470,7 +471,7 @@ class DownStore(MemoryStore):
 
 async def test_store_outage_is_503_with_retry_after(clock: FakeClock) -> None:
     relay = Relay(make_settings(), DownStore(), clock=clock)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(relay)), base_url="http://t") as c:
+    async with web.AsyncClient(transport=httpx.ASGITransport(app=build_app(relay)), base_url="http://t") as c:
         r = await c.get("/metadata", params={"code": "ABCDEFGH"})
         assert_error(r, 503, "store_unavailable")
         assert r.headers["retry-after"] == "1"
@@ -479,7 +480,7 @@ async def test_store_outage_is_503_with_retry_after(clock: FakeClock) -> None:
 async def test_without_the_mcp_extra_the_mcp_paths_say_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcp", None)  # as if the MCP extra were not installed
     app = build_app(Relay(make_settings(), MemoryStore()))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+    async with web.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
         for path in ("/mcp", "/mcp/ABCD2345"):
             body = assert_error(await c.post(path, json={}), 501, "extra_not_installed")
             assert "pip install 'codap-relay[mcp]'" in body["message"]
@@ -512,14 +513,14 @@ def test_private_network_access_preflights_are_answered_for_allowed_origins() ->
     pna = {"Access-Control-Request-Private-Network": "true"}
     with serve_app(build_app(Relay(make_settings(), MemoryStore()))) as url:
         navigation = {"Origin": "https://codap.concord.org", "Access-Control-Request-Method": "GET", **pna}
-        frame = httpx.options(f"{url}/plugin/", headers=navigation)
+        frame = web.options(f"{url}/plugin/", headers=navigation)
         assert frame.status_code == 200, frame.text
         assert frame.headers["access-control-allow-private-network"] == "true"
         assert frame.headers["access-control-allow-origin"] == "https://codap.concord.org"
         call = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type", **pna}
-        r = httpx.options(f"{url}/api/sessions", headers={"Origin": "https://codap3.concord.org", **call})
+        r = web.options(f"{url}/api/sessions", headers={"Origin": "https://codap3.concord.org", **call})
         assert r.status_code == 200 and r.headers["access-control-allow-private-network"] == "true"
-        evil = httpx.options(f"{url}/api/sessions", headers={"Origin": "https://evil.example", **call})
+        evil = web.options(f"{url}/api/sessions", headers={"Origin": "https://evil.example", **call})
         assert evil.status_code == 400 and "access-control-allow-origin" not in evil.headers
 
 
@@ -644,7 +645,7 @@ async def test_every_route_refuses_a_host_outside_allowed_hosts() -> None:
     no answer writes the attacker's host name into a URL; the relay's own names pass on any port."""
     relay = Relay(make_settings(allowed_hosts="localhost,127.0.0.1,[::1]"), MemoryStore())
     transport = httpx.ASGITransport(app=build_app(relay))
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost:8080") as c:
+    async with web.AsyncClient(transport=transport, base_url="http://localhost:8080") as c:
         evil = {"Host": "evil.example:8080"}
         for method, path in [
             ("GET", "/"),
@@ -671,7 +672,7 @@ async def test_every_route_refuses_a_host_outside_allowed_hosts() -> None:
 async def test_the_plugin_page_has_a_csp_that_names_codap_as_its_only_framers() -> None:
     relay = Relay(make_settings(), MemoryStore())
     transport = httpx.ASGITransport(app=build_app(relay))
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
+    async with web.AsyncClient(transport=transport, base_url="http://relay.test") as c:
         files = page_files((await c.get("/plugin/")).text)
         for path in ("/plugin/", *(f"/plugin/{name}" for name in files)):
             r = await c.get(path)
@@ -688,7 +689,7 @@ async def test_the_plugin_page_has_a_csp_that_names_codap_as_its_only_framers() 
         assert "content-security-policy" not in (await c.get("/healthz")).headers  # the API answers JSON only
     settings = make_settings(frame_ancestors="http://localhost:*", public_base_url="https://r.example/v1")
     framed = Relay(settings, MemoryStore())
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(framed)), base_url="http://t") as c:
+    async with web.AsyncClient(transport=httpx.ASGITransport(app=build_app(framed)), base_url="http://t") as c:
         csp = (await c.get("/plugin/")).headers["content-security-policy"]
         assert "frame-ancestors 'self' http://localhost:* https://r.example" in csp
 

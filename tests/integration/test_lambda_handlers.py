@@ -23,7 +23,7 @@ from codap_relay.records import AuthItem, SessionRecord
 from codap_relay.relay.grants import GRANT
 from codap_relay.store.dynamodb import DynamoStore
 from codap_relay_tooling.localapi.template import read_stack
-from codap_relay_tooling.testing import CHECKOUT, EVENTS
+from codap_relay_tooling.testing import CHECKOUT, EVENTS, web
 from codap_relay_tooling.testing.dynamodb_shared import CREDENTIALS, new_table
 from codap_relay_tooling.testing.lambda_context import LambdaContext as Context
 from codap_relay_tooling.testing.lambda_harness import function_env, load_function, unload_function
@@ -220,7 +220,7 @@ def test_the_full_log_of_a_session_over_6_mb_reads_in_pages_under_the_limit(aws:
         app = build_app(aws["modules"]["sessions"].runtime.relay)
         headers = {"Authorization": f"Bearer {TOKEN}"}
         read: list[dict[str, Any]] = []
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://relay") as http:
+        async with web.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://relay") as http:
             after: int | None = 0
             while after is not None and len(read) < 10:
                 answer = await http.get(f"/api/sessions/{CODE}/log?full=1&after={after}", headers=headers)
@@ -264,14 +264,13 @@ def test_throttled_store_answers_503_and_recovers(aws: dict[str, Any], monkeypat
 
 def test_stream_app_under_uvicorn_ends_before_the_limit_with_retry(aws: dict[str, Any]) -> None:
     """What the Lambda Web Adapter runs: the stream function's ASGI app on uvicorn, request context forwarded."""
-    import httpx
 
     headers = {
         "Authorization": f"Bearer {TOKEN}",
         "x-amzn-request-context": json.dumps({"requestId": "lwa-request-1", "stage": "v1"}),
     }
     with serve_app(aws["modules"]["stream"].runtime.app) as base:
-        with httpx.stream("GET", f"{base}/stream", params={"code": CODE}, headers=headers, timeout=30) as r:
+        with web.stream("GET", f"{base}/stream", params={"code": CODE}, headers=headers, timeout=30) as r:
             assert r.status_code == 200
             assert r.headers["x-correlation-id"] == "lwa-request-1"
             text = "".join(r.iter_text())  # returns once the server ends the stream by itself

@@ -17,10 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing import CHECKOUT, web
 from codap_relay_tooling.testing.commands import local_api_process
 from codap_relay_tooling.testing.servers import ServerProcess, descendants
 
@@ -45,7 +44,7 @@ def base(api: tuple[str, ServerProcess]) -> str:
 
 
 def echo(base: str, path: str = "/echo", **kwargs: Any) -> dict[str, Any]:
-    r = httpx.request(kwargs.pop("method", "GET"), f"{base}{path}", timeout=30, **kwargs)
+    r = web.request(kwargs.pop("method", "GET"), f"{base}{path}", timeout=30, **kwargs)
     assert r.status_code == 200, r.text
     body: dict[str, Any] = r.json()
     return body
@@ -111,14 +110,14 @@ def test_binary_media_types_in_both_directions(base: str) -> None:
     got = echo(base, method="POST", content=png, headers={"Content-Type": "image/png"})["event"]
     assert got["isBase64Encoded"] is True and got["body"] == "iVBORw0KGgo="
     # A base64 answer is decoded only for a client whose Accept names a binary media type.
-    raw = httpx.get(f"{base}/behave/binary", headers={"Accept": "image/png"}, timeout=30)
+    raw = web.get(f"{base}/behave/binary", headers={"Accept": "image/png"}, timeout=30)
     assert raw.status_code == 200 and raw.content.startswith(png)
-    text = httpx.get(f"{base}/behave/binary", headers={"Accept": "application/json"}, timeout=30)
+    text = web.get(f"{base}/behave/binary", headers={"Accept": "application/json"}, timeout=30)
     assert text.status_code == 200 and text.text.startswith("iVBORw0KGgo")
 
 
 def test_answer_headers_merge_single_and_multi_value(base: str) -> None:
-    r = httpx.get(f"{base}/echo", timeout=30)
+    r = web.get(f"{base}/echo", timeout=30)
     assert r.headers.get_list("x-multi") == ["a", "b"]
     assert r.headers.get_list("x-single") == ["from-multi"]  # the multi-value list wins for a name in both
     assert r.headers["x-amzn-requestid"] == r.json()["requestId"]
@@ -141,7 +140,7 @@ def test_no_route_is_refused_as_api_gateway_refuses_it(
     api: tuple[str, ServerProcess], method: str, path: str, message: str
 ) -> None:
     root = api[0].rsplit("/", 1)[0]
-    r = httpx.request(method, f"{root}{path}", timeout=30)
+    r = web.request(method, f"{root}{path}", timeout=30)
     assert r.status_code == 403 and r.json() == {"message": message}
     # The template's GatewayResponses DEFAULT_4XX applies inside the stage; outside it there is no API to apply.
     assert r.headers.get("access-control-allow-origin") == ("*" if message != "Forbidden" else None)
@@ -153,23 +152,23 @@ def test_trailing_slash_reaches_the_same_resource(base: str) -> None:
 
 
 def test_request_limits_are_api_gateways_and_lambdas(base: str) -> None:
-    over_gateway = httpx.post(f"{base}/echo", content=b"a" * (10 * MiB + 1), timeout=60)
+    over_gateway = web.post(f"{base}/echo", content=b"a" * (10 * MiB + 1), timeout=60)
     assert over_gateway.status_code == 413
     assert over_gateway.text == "HTTP content length exceeded 10485760 bytes."
     # Under API Gateway's 10 MB but over Lambda's 6 MB once in the event: refused before the function runs.
-    over_lambda = httpx.post(f"{base}/echo", content=b"a" * (6 * MiB), timeout=60)
+    over_lambda = web.post(f"{base}/echo", content=b"a" * (6 * MiB), timeout=60)
     assert over_lambda.status_code == 413 and over_lambda.json() == {"message": "Request Too Long"}
-    fits = httpx.post(f"{base}/echo", content=b"a" * (5 * MiB), timeout=60)
+    fits = web.post(f"{base}/echo", content=b"a" * (5 * MiB), timeout=60)
     assert fits.status_code == 200
 
 
 def test_function_failures_are_502_and_the_next_call_works(api: tuple[str, ServerProcess]) -> None:
     base, process = api
     for what in ("error", "malformed", "crash", "big"):
-        r = httpx.get(f"{base}/behave/{what}", timeout=30)
+        r = web.get(f"{base}/behave/{what}", timeout=30)
         assert r.status_code == 502 and r.json() == {"message": "Internal server error"}, what
-    assert httpx.get(f"{base}/behave/big", params={"n": 6_000_000}, timeout=60).status_code == 200
-    assert httpx.get(f"{base}/behave/pid", timeout=30).status_code == 200
+    assert web.get(f"{base}/behave/big", params={"n": 6_000_000}, timeout=60).status_code == 200
+    assert web.get(f"{base}/behave/pid", timeout=30).status_code == 200
     output = process.output()
     assert "ValueError: asked to fail" in output
     assert "exceeded maximum allowed payload size (6291556 bytes)" in output
@@ -180,14 +179,14 @@ def test_integration_timeout_is_504_and_the_function_timeout_ends_the_instance(
 ) -> None:
     base, process = api
     started = time.monotonic()
-    r = httpx.get(f"{base}/slow", params={"s": 1.6}, timeout=30)  # the route allows 1000 ms
+    r = web.get(f"{base}/slow", params={"s": 1.6}, timeout=30)  # the route allows 1000 ms
     assert r.status_code == 504 and r.json() == {"message": "Endpoint request timed out"}
     assert time.monotonic() - started < 1.5
     started = time.monotonic()
-    killed = httpx.get(f"{base}/behave/sleep", params={"s": 5}, timeout=30)  # the function allows 2 s
+    killed = web.get(f"{base}/behave/sleep", params={"s": 5}, timeout=30)  # the function allows 2 s
     assert killed.status_code == 502 and 1.9 < time.monotonic() - started < 4.5
     assert "Task timed out after 2.00 seconds" in process.output()
-    assert httpx.get(f"{base}/behave/pid", timeout=30).status_code == 200
+    assert web.get(f"{base}/behave/pid", timeout=30).status_code == 200
 
 
 # --- processes and environment ------------------------------------------------------------------------------
@@ -207,7 +206,7 @@ def test_environment_is_the_templates_with_the_callers_overrides(base: str) -> N
 
 
 def test_context_carries_the_request_id_and_the_functions_deadline(base: str) -> None:
-    r = httpx.get(f"{base}/echo", timeout=30)
+    r = web.get(f"{base}/echo", timeout=30)
     body = r.json()
     assert body["requestId"] == r.headers["x-amzn-requestid"] == body["event"]["requestContext"]["requestId"]
     assert 0 < body["remainingMs"] <= 10_000 and body["functionName"] == "EchoFunction" and body["memory"] == 128
@@ -219,16 +218,16 @@ def test_each_function_runs_in_its_own_processes_warm_reused_and_scaled_out(
     base, process = api
     echo_pids = {echo(base)["pid"] for _ in range(3)}
     assert len(echo_pids) == 1  # one warm instance answers one call after another
-    behave_pid = int(httpx.get(f"{base}/behave/pid", timeout=30).text)
+    behave_pid = int(web.get(f"{base}/behave/pid", timeout=30).text)
     assert behave_pid not in echo_pids and {behave_pid, *echo_pids} <= descendants(process.pid)
     # Three at once: each invocation needs an instance to itself, so two more start cold (the cap is 3).
     cold_before = process.output().count("Init Duration")
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         started = time.monotonic()
-        answers = list(pool.map(lambda _: httpx.get(f"{base}/behave/sleep", params={"s": 1}, timeout=30), range(3)))
+        answers = list(pool.map(lambda _: web.get(f"{base}/behave/sleep", params={"s": 1}, timeout=30), range(3)))
         assert len({int(a.text) for a in answers}) == 3
         # A fourth beyond the cap waits for a warm instance instead of starting one.
-        answers = list(pool.map(lambda _: httpx.get(f"{base}/behave/sleep", params={"s": 1}, timeout=30), range(4)))
+        answers = list(pool.map(lambda _: web.get(f"{base}/behave/sleep", params={"s": 1}, timeout=30), range(4)))
         assert len({int(a.text) for a in answers}) <= 3 and time.monotonic() - started >= 3
     assert process.output().count("Init Duration") - cold_before == 2  # Lambda's REPORT of a cold start
 
@@ -249,9 +248,9 @@ def test_throttle_sigterm_and_no_orphans(tmp_path: Path) -> None:
     args = ["--template", str(TEMPLATE), "--store", f"sqlite:///{tmp_path / 'r.db'}"]
     throttled = ["--parameter", "ThrottleRate=1", "--parameter", "ThrottleBurst=3"]
     with local_api_process(*args, *throttled, prefix="/test") as (base, process):
-        codes = [httpx.get(f"{base}/echo", timeout=30).status_code for _ in range(6)]
+        codes = [web.get(f"{base}/echo", timeout=30).status_code for _ in range(6)]
         assert codes.count(429) >= 2 and codes[0] == 200
-        limited = httpx.get(f"{base}/echo", timeout=30)
+        limited = web.get(f"{base}/echo", timeout=30)
         if limited.status_code == 429:
             assert limited.json() == {"message": "Too Many Requests"}
         functions = descendants(process.pid)

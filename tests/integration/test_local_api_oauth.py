@@ -12,7 +12,6 @@ import secrets
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 import httpx2
 import pytest
 from mcp import Client
@@ -21,6 +20,7 @@ from mcp.shared.auth import AuthorizationCodeResult
 from mcp_types.version import LATEST_MODERN_VERSION
 
 from codap_relay.oauth.consent import CONSENT_TOOL
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.oauth_flow import HttpClientApp, MemoryTokens, query_of, sdk_client
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
@@ -46,7 +46,7 @@ class Host:
         """The browser's part: /authorize sends it to the consent page, where it types the code; the page goes on
         by itself once the plugin allowed, to the client's redirect URI (read, not followed)."""
         self.consents += 1
-        async with httpx.AsyncClient(base_url=self.base, timeout=30) as browser:
+        async with web.AsyncClient(base_url=self.base, timeout=30) as browser:
             r = await browser.get(authorize_url)
             assert r.status_code == 302, r.text
             consent_url = str(r.headers["location"])
@@ -92,7 +92,7 @@ async def test_the_sdks_oauth_client_holding_only_the_mcp_url_reaches_the_plugin
         ran.append(tool)
         return {"result": DATASETS}
 
-    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+    async with web.AsyncClient(base_url=base, timeout=30) as http:
         created = await http.post("/api/sessions", json={"identity": secrets.token_urlsafe(32)})
         assert created.status_code == 201, created.text
         session = created.json()
@@ -120,7 +120,7 @@ async def test_the_sdks_oauth_client_holding_only_the_mcp_url_reaches_the_plugin
 
         # The plugin's connected apps through its own route; Disconnect there refuses the token at once.
         browser = {"Authorization": f"Bearer {session['browserToken']}"}
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        async with web.AsyncClient(base_url=base, timeout=30) as http:
             listed = await http.get(f"/api/sessions/{session['code']}/grants", headers=browser)
             assert listed.status_code == 200, listed.text
             apps = listed.json()["apps"]

@@ -8,11 +8,11 @@ import json
 import time
 from typing import Any
 
-import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import LocalApi
 
 pytestmark = pytest.mark.dynamodb_local
@@ -20,7 +20,7 @@ TAB = "tab-localapi1"
 
 
 def new_session(base: str) -> dict[str, Any]:
-    r = httpx.post(f"{base}/api/sessions", json={}, timeout=30)
+    r = web.post(f"{base}/api/sessions", json={}, timeout=30)
     assert r.status_code == 201, r.text
     session: dict[str, Any] = r.json()
     assert session.get("push"), "local-api's relay offers the push channel"
@@ -28,7 +28,7 @@ def new_session(base: str) -> dict[str, Any]:
 
 
 def connected(base: str, code: str) -> bool:
-    r = httpx.get(f"{base}/api/sessions/{code}", timeout=30)
+    r = web.get(f"{base}/api/sessions/{code}", timeout=30)
     assert r.status_code == 200, r.text
     return bool(r.json()["connected"])
 

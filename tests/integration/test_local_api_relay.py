@@ -18,6 +18,7 @@ import pytest
 from codap_relay.client import AsyncRelayClient
 from codap_relay.http.plugin_files import IMMUTABLE
 from codap_relay.settings import Settings
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import local_api_process
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.plugin_bundle import page_files
@@ -63,7 +64,7 @@ def base(stack: tuple[str, ServerProcess]) -> str:
 
 
 async def new_session(base: str) -> dict[str, Any]:
-    async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+    async with web.AsyncClient(base_url=base, timeout=30) as http:
         r = await http.post("/api/sessions", json={})
     assert r.status_code == 201, r.text
     body: dict[str, Any] = r.json()
@@ -96,16 +97,16 @@ async def test_a_tool_call_round_trip_across_function_processes_on_shared_sqlite
 
 
 def test_plugin_page_and_its_redirect_keep_the_stage(base: str) -> None:
-    page = httpx.get(f"{base}/plugin/", timeout=30)
+    page = web.get(f"{base}/plugin/", timeout=30)
     assert page.status_code == 200 and "<html" in page.text and page.headers["cache-control"] == "no-cache"
     for name in page_files(page.text):  # through the Lambda and the gateway, as test_plugin_bundle.py in process
-        built = httpx.get(f"{base}/plugin/{name}", timeout=30)
+        built = web.get(f"{base}/plugin/{name}", timeout=30)
         assert built.status_code == 200 and built.headers["cache-control"] == IMMUTABLE, built.headers
-    again = httpx.get(f"{base}/plugin/", headers={"If-None-Match": page.headers["etag"]}, timeout=30)
+    again = web.get(f"{base}/plugin/", headers={"If-None-Match": page.headers["etag"]}, timeout=30)
     assert again.status_code == 304 and not again.content
-    bare = httpx.get(f"{base}/plugin", timeout=30)
+    bare = web.get(f"{base}/plugin", timeout=30)
     assert bare.status_code == 307 and bare.headers["location"] == f"{base}/plugin/"
-    index = httpx.get(f"{base}/", timeout=30).json()
+    index = web.get(f"{base}/", timeout=30).json()
     assert index["plugin"] == f"{base}/plugin/" and index["mcp"] == f"{base}/mcp/{{code}}"
 
 
@@ -120,7 +121,7 @@ async def test_a_stream_runs_on_after_its_client_left_until_its_tab_detaches(
     session = await new_session(base)
     code, token = session["code"], session["browserToken"]
     tab = "tab-" + code.lower()
-    async with httpx.AsyncClient(base_url=base, timeout=httpx.Timeout(30, read=None)) as http:
+    async with web.AsyncClient(base_url=base, timeout=httpx.Timeout(30, read=None)) as http:
 
         async def connected() -> bool:
             status = (await http.get(f"/api/sessions/{code}")).json()
@@ -163,8 +164,8 @@ def test_the_stream_function_tells_clients_apart(base: str) -> None:
     """Behind the Web Adapter the stream's TCP peer is the adapter (127.0.0.1) for every user; uvicorn, trusting
     that peer, takes the client's address from the X-Forwarded-For API Gateway adds. One address guessing codes
     is cut off, another is not."""
-    guesser = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=30)
-    plugin = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"), timeout=30)
+    guesser = web.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=30)
+    plugin = web.Client(transport=httpx.HTTPTransport(local_address="127.0.0.3"), timeout=30)
     with guesser, plugin:
         clear_of_rate_window()
         codes = [
@@ -200,7 +201,7 @@ async def test_the_largest_allowed_result_fits_through_every_function_that_carri
     limit = Settings(relay_store="memory:").max_response_bytes  # the default the template deploys
     session = await new_session(base)
     code, token = session["code"], session["browserToken"]
-    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+    async with web.AsyncClient(base_url=base, timeout=60) as http:
         queued = await http.post("/request", json={"code": code, "id": "big", "tool": "get_codap_datasets"})
         assert queued.status_code == 202
         head = {"code": code, "id": "big", "result": {"content": [{"type": "text", "text": ""}]}}
@@ -220,7 +221,7 @@ async def test_the_largest_allowed_result_fits_through_every_function_that_carri
     async def big_answer(tool: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"result": {"content": [{"type": "text", "text": text}]}}
 
-    async with FakePlugin.for_session(base, session, handler=big_answer), httpx.AsyncClient(timeout=60) as http:
+    async with FakePlugin.for_session(base, session, handler=big_answer), web.AsyncClient(timeout=60) as http:
         call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_codap_datasets"}}
         r = await http.post(
             f"{base}/mcp/{code}",
@@ -242,7 +243,7 @@ def test_template_and_settings_agree_on_the_limit() -> None:
 
 def test_gateway_errors_take_the_templates_gateway_responses(base: str) -> None:
     """The template's GatewayResponses: API Gateway's own errors carry CORS and the relay's error shape."""
-    r = httpx.get(f"{base}/no-such-route", headers={"Origin": "https://codap.concord.org"}, timeout=30)
+    r = web.get(f"{base}/no-such-route", headers={"Origin": "https://codap.concord.org"}, timeout=30)
     assert r.status_code == 403 and r.headers["access-control-allow-origin"] == "*"
     assert r.json() == {
         "error": "MISSING_AUTHENTICATION_TOKEN",

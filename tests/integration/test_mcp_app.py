@@ -11,7 +11,6 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import httpx
 import httpx2
 import mcp_types as types
 import pytest
@@ -22,6 +21,7 @@ from codap_relay.catalog import plugin_tools, tool_title
 from codap_relay.http.app import build_app
 from codap_relay.mcp.app import APP_FILE, APP_MIME_TYPE, APP_URI
 from codap_relay.relay import Relay
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
 from codap_relay_tooling.testing.servers import serve_app
@@ -63,7 +63,7 @@ def mode(request: pytest.FixtureRequest) -> str:
 async def connected(base: str, mode: str, tools: list[dict[str, Any]] | None = None) -> AsyncIterator[Client]:
     """A new session (``tools``: the plugin's manifest, else the relay's default), its FakePlugin, and an MCP
     client of it."""
-    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+    async with web.AsyncClient(base_url=base, timeout=10) as http:
         r = await http.post("/api/sessions", json={} if tools is None else {"tools": tools})
         assert r.status_code == 201, r.text
         session = r.json()

@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing import CHECKOUT, web
 from codap_relay_tooling.testing.commands import serve_process
 
 MODULES = CHECKOUT / ".tools" / "mcp" / "node_modules"
@@ -40,12 +39,12 @@ def mcp_url(request: pytest.FixtureRequest) -> Iterator[str]:
     # session's local-api has them on too).
     if request.param == "local_api":
         base = request.getfixturevalue("local_api").base
-        code = httpx.post(f"{base}/api/sessions", json={}, timeout=10).json()["code"]
+        code = web.post(f"{base}/api/sessions", json={}, timeout=10).json()["code"]
         yield f"{base}/mcp/{code}"
         return
     env = {**os.environ, "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]"}
     with serve_process("--store", "memory:", env=env) as (base, _proc):
-        code = httpx.post(f"{base}/api/sessions", json={}, timeout=10).json()["code"]
+        code = web.post(f"{base}/api/sessions", json={}, timeout=10).json()["code"]
         yield f"{base}/mcp/{code}"
 
 

@@ -12,7 +12,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import httpx2
 import mcp_types as types
 import pytest
@@ -26,6 +25,7 @@ from codap_relay.http.app import build_app
 from codap_relay.mcp.tools import SESSION_NOT_FOUND
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
 from codap_relay_tooling.testing.relay_settings import make_settings
@@ -61,7 +61,7 @@ class Live:
 
     def __init__(self, relay: Relay, app: Starlette | None, base: str) -> None:
         self.relay, self.app, self.base = relay, app, base
-        self.http = httpx.AsyncClient(base_url=base, timeout=10)
+        self.http = web.AsyncClient(base_url=base, timeout=10)
 
     async def new_session(self) -> dict[str, Any]:
         r = await self.http.post("/api/sessions", json={})
@@ -362,7 +362,7 @@ def test_allowed_hosts_come_from_settings(host_settings: Settings, clock: FakeCl
 
     app = build_app(Relay(host_settings, MemoryStore(), clock=clock))
     with serve_app(app) as base:
-        with httpx.Client(base_url=base) as http:
+        with web.Client(base_url=base) as http:
             code = http.post("/api/sessions", json={}).json()["code"]
             for host, origin, status in (
                 ("relay.example.org", None, 200),

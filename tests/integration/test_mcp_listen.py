@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 from codap_relay.http.app import build_app
 from codap_relay.mcp import subscriptions as mcp_subscriptions
 from codap_relay.relay import Relay
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
 from codap_relay_tooling.testing.servers import serve_app
 
@@ -38,14 +39,14 @@ def deployed(relay: Relay) -> Iterator[str]:
 
 
 def open_session(base: str) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.post(f"{base}/api/sessions", json={}).json()
+    body: dict[str, Any] = web.post(f"{base}/api/sessions", json={}).json()
     return body
 
 
 def note(base: str, session: dict[str, Any], token: str | None = None, **body: Any) -> httpx.Response:
     token = session["browserToken"] if token is None else token
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.post(f"{base}/api/sessions/{session['code']}/changes", json=body, headers=headers)
+    return web.post(f"{base}/api/sessions/{session['code']}/changes", json=body, headers=headers)
 
 
 async def next_events(subscription: Any, n: int) -> list[Any]:

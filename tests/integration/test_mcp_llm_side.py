@@ -12,7 +12,6 @@ import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import httpx
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
@@ -21,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 from codap_relay.client import AsyncRelayClient, RelayClient, RelayClientError
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import also_through_local_api
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
@@ -54,7 +54,7 @@ def base(request: pytest.FixtureRequest, relay: Relay) -> Iterator[str]:
 
 @pytest.fixture
 async def session(base: str) -> dict[str, Any]:
-    async with httpx.AsyncClient(base_url=base) as http:
+    async with web.AsyncClient(base_url=base) as http:
         body: dict[str, Any] = (await http.post("/api/sessions", json={})).json()
     return body
 
@@ -179,7 +179,7 @@ async def test_mcp_stdio_passes_on_the_relays_errors(base: str) -> None:
 async def test_llms_txt_followed_literally(base: str, session: dict[str, Any], plugin: FakePlugin) -> None:
     """Do exactly what the text says, with the URLs it gives, as an LLM with an HTTP tool would."""
     code = session["code"]
-    async with httpx.AsyncClient() as http:
+    async with web.AsyncClient() as http:
         page = await http.get(f"{base}/llms.txt", params={"code": code.lower()})
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/plain")
         text = page.text

@@ -32,6 +32,7 @@ from codap_relay.settings import Settings
 from codap_relay.store.base import Store
 from codap_relay.store.memory import MemoryStore
 from codap_relay.store.sqlite import SqliteStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.oauth_flow import CALLBACK, HttpClientApp, form_fields, pkce, query_of
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
@@ -90,7 +91,7 @@ class World:
             yield session
 
     async def app(self, name: str = "Test app") -> HttpClientApp:
-        app = HttpClientApp(httpx.AsyncClient(base_url=self.base, timeout=10), name)
+        app = HttpClientApp(web.AsyncClient(base_url=self.base, timeout=10), name)
         await app.register()
         return app
 
@@ -121,7 +122,7 @@ class World:
 @pytest.fixture
 async def world(store: Store, settings: Settings) -> AsyncIterator[World]:
     with serve_app(build_app(Relay(settings, store))) as base:
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        async with web.AsyncClient(base_url=base, timeout=30) as http:
             yield World(base, http)
 
 
@@ -300,7 +301,7 @@ async def test_the_consent_form_refuses_cross_site_posts_and_is_never_framed(wor
         assert "samesite=strict" in cookie and "httponly" in cookie
         fields = form_fields(page.text)
         # another site's page can post the form's fields, but the browser sends no SameSite=Strict cookie with it
-        async with httpx.AsyncClient(base_url=world.base) as elsewhere:
+        async with web.AsyncClient(base_url=world.base) as elsewhere:
             r = await elsewhere.post("/oauth/consent", data={**fields, "code": a["code"]})
             assert r.status_code == 403
             r = await app.http.post("/oauth/consent", data={**fields, "csrf": "forged", "code": a["code"]})
@@ -334,7 +335,7 @@ async def test_limits_follow_what_the_caller_holds_not_its_address(store: Store,
     """From one address, another tenant's unknown codes and its whole byte budget never refuse a token's calls;
     one grant's overuse gets 429 with Retry-After for that grant only."""
     with serve_app(build_app(Relay(tight, store))) as base:
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        async with web.AsyncClient(base_url=base, timeout=30) as http:
             world = World(base, http)
             app, other_app = await world.app("Mine"), await world.app("Theirs")
             async with world.plugin("mine", key()) as mine, world.plugin("tenant", key()) as tenant:

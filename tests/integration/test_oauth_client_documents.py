@@ -25,6 +25,7 @@ from codap_relay.oauth.client_documents import MAX_BYTES, TIMEOUT_SECONDS, publi
 from codap_relay.oauth.consent import CONSENT_TOOL
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.oauth_flow import CALLBACK, HttpClientApp, pkce
 from codap_relay_tooling.testing.relay_settings import make_settings
@@ -93,7 +94,7 @@ def documents() -> Iterator[Documents]:
 async def relay() -> AsyncIterator[httpx.AsyncClient]:
     settings = make_settings(oauth_client_documents_allow_loopback=True)
     with serve_app(build_app(Relay(settings, MemoryStore()))) as base:
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        async with web.AsyncClient(base_url=base, timeout=30) as http:
             yield http
 
 
@@ -178,13 +179,13 @@ async def test_a_redirect_uri_not_in_the_document_is_refused(relay: httpx.AsyncC
 )
 async def test_without_the_test_setting_no_private_address_and_only_https(client_id: str, said: str) -> None:
     with serve_app(build_app(Relay(make_settings(), MemoryStore()))) as base:
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        async with web.AsyncClient(base_url=base, timeout=30) as http:
             assert said in refusal(await authorize(http, client_id))
 
 
 async def test_loopback_over_http_is_refused_without_the_test_setting(documents: Documents) -> None:
     with serve_app(build_app(Relay(make_settings(), MemoryStore()))) as base:
-        async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+        async with web.AsyncClient(base_url=base, timeout=30) as http:
             assert "must be https" in refusal(await authorize(http, f"{documents.base}/clients/never.json"))
     assert "/clients/never.json" not in documents.hits
 

@@ -12,6 +12,7 @@ from codap_relay.http.app import build_app
 from codap_relay.http.plugin_files import IMMUTABLE, PLUGIN_DIST
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.plugin_bundle import MISSING, build_plugin, page_files, plugin_build_modules
 from codap_relay_tooling.testing.relay_settings import make_settings
 
@@ -43,7 +44,7 @@ def test_the_page_loads_three_built_files_with_every_tool_definition_inside() ->
 
 async def test_built_files_are_kept_for_good_and_the_page_is_checked_each_time() -> None:
     transport = httpx.ASGITransport(app=build_app(Relay(make_settings(), MemoryStore())))
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
+    async with web.AsyncClient(transport=transport, base_url="http://relay.test") as c:
         page = await c.get("/plugin/")
         assert page.status_code == 200 and page.headers["cache-control"] == "no-cache" and page.headers["etag"]
         for name in page_files(page.text):

@@ -13,6 +13,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.relay.publisher import PUSH_INLINE_BYTES
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_publisher import FakePublisher
 from codap_relay_tooling.testing.relay_settings import make_settings
 from codap_relay_tooling.testing.servers import bearer
@@ -31,7 +32,7 @@ async def pushing(pub: FakePublisher) -> AsyncIterator[tuple[Relay, httpx.AsyncC
     settings = make_settings(push_url=PUSH_URL, push_endpoint=PUSH_URL.replace("wss://", "https://"))
     relay = Relay(settings, MemoryStore(), publisher=pub)
     transport = httpx.ASGITransport(app=build_app(relay), client=("203.0.113.7", 5555))
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as c:
+    async with web.AsyncClient(transport=transport, base_url="http://relay.test") as c:
         yield relay, c
 
 
@@ -45,7 +46,7 @@ async def test_the_session_offers_push_and_the_page_may_connect_there(
     connect = next(d for d in csp.split("; ") if d.startswith("connect-src ")).split()[1:]
     assert connect[0] == "'self'" and "wss://ws123.execute-api.us-east-1.amazonaws.com" in connect
     plain = Relay(make_settings(), MemoryStore())
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=build_app(plain)), base_url="http://t") as other:
+    async with web.AsyncClient(transport=httpx.ASGITransport(app=build_app(plain)), base_url="http://t") as other:
         assert "push" not in (await other.post("/api/sessions", json={})).json()  # SSE only: the answer as before
         assert "wss:" not in (await other.get("/plugin/")).headers["content-security-policy"]
 

@@ -25,6 +25,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings, SettingsError
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_publisher import FakePublisher
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
 from codap_relay_tooling.testing.relay_settings import make_settings
@@ -75,7 +76,7 @@ def served(relay: Relay) -> Iterator[str]:
 
 
 async def test_over_mcp_a_bad_resource_uri_is_invalid_params(served: str) -> None:
-    code = httpx.post(f"{served}/api/sessions", json={}).json()["code"]
+    code = web.post(f"{served}/api/sessions", json={}).json()["code"]
     async with Client(f"{served}/mcp/{code}", read_timeout_seconds=MCP_ANSWER_SECONDS) as client:
         for uri in BAD_URIS:
             with pytest.raises(MCPError) as refused:
@@ -108,7 +109,7 @@ async def test_the_access_log_carries_the_keyed_hint(caplog: pytest.LogCaptureFi
     relay = Relay(make_settings(log_hint_key="k" * 32), _store())
     transport = httpx.ASGITransport(app=build_app(relay))
     caplog.set_level(logging.INFO, logger="codap_relay.access")
-    async with httpx.AsyncClient(transport=transport, base_url="http://relay.test") as client:
+    async with web.AsyncClient(transport=transport, base_url="http://relay.test") as client:
         code = (await client.post("/api/sessions", json={})).json()["code"]
         await client.get(f"/api/sessions/{code}")
     hints = [json.loads(r.getMessage()).get("code") for r in caplog.records]

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import command_process
 
 MAX = 20
@@ -58,7 +59,7 @@ def test_a_connection_that_sends_no_request_is_closed_after_the_header_timeout(s
     finally:
         silent.close()
         half.close()
-    assert httpx.get(f"{base}/healthz").status_code == 200
+    assert web.get(f"{base}/healthz").status_code == 200
 
 
 def test_connections_beyond_the_limit_get_503_with_retry_after_and_one_log_line(served: tuple[str, object]) -> None:
@@ -82,7 +83,7 @@ def test_connections_beyond_the_limit_get_503_with_retry_after_and_one_log_line(
         assert b"retry-after: 5" in head.lower()
         assert json.loads(body)["error"] == "too_many_connections"
     time.sleep(0.3)
-    assert httpx.get(f"{base}/healthz").status_code == 200  # served again once connections closed
+    assert web.get(f"{base}/healthz").status_code == 200  # served again once connections closed
     output = process.output()  # type: ignore[attr-defined]
     assert output.count("refusing new ones with 503") == 1, output[-2000:]
 
@@ -178,7 +179,7 @@ def _trickle(sockets: list[socket.socket], stop: threading.Event) -> list[socket
 
 def _healthz(base: str) -> int:
     try:
-        return httpx.get(f"{base}/healthz", timeout=2).status_code
+        return web.get(f"{base}/healthz", timeout=2).status_code
     except httpx.HTTPError:
         return 0
 

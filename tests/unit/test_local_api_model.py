@@ -14,6 +14,7 @@ from codap_relay_tooling.localapi.gateway import Gateway
 from codap_relay_tooling.localapi.routing import Router
 from codap_relay_tooling.localapi.template import Resolver, Route, Stack, parameter_values, read_stack
 from codap_relay_tooling.localapi.throttle import TokenBucket
+from codap_relay_tooling.testing import web
 
 ROUTES = (
     Route("/items", "GET", "List"),
@@ -100,7 +101,7 @@ def test_the_relays_template_as_local_api_reads_it() -> None:
 async def test_health_answers_503_until_every_function_is_up() -> None:
     stack = Stack("v1", (), {}, (Route("/healthz", "GET", "Plugin"),), {}, None, {})
     gateway = Gateway(stack, {}, io.StringIO())
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gateway), base_url="http://local") as client:
+    async with web.AsyncClient(transport=httpx.ASGITransport(app=gateway), base_url="http://local") as client:
         starting = await client.get("/v1/healthz")
         assert starting.status_code == 503 and "starting" in starting.json()["message"]
         outside = await client.get("/healthz")  # outside the stage
@@ -128,7 +129,7 @@ def test_the_runtime_answers_an_invocation_without_waiting_for_a_delayed_ack() -
     thread.start()
     try:
         port = server.server_address[1]
-        r = httpx.post(f"http://127.0.0.1:{port}{INVOKE_PATH}", json={"n": "7"}, timeout=10)
+        r = web.post(f"http://127.0.0.1:{port}{INVOKE_PATH}", json={"n": "7"}, timeout=10)
         assert r.json() == {"statusCode": 200, "body": "7"}
         thread.join(10)
         assert nodelay and nodelay[0] != 0

@@ -28,6 +28,7 @@ import httpx
 
 import codap_relay
 import codap_relay_tooling
+from codap_relay_tooling.testing import web
 
 from ..testing.servers import free_port
 from .runtime import INVOKE_PATH, READY_PREFIX
@@ -202,7 +203,7 @@ class RuntimeInstance(Instance):
             await self.stop()
             raise InstanceFailed(f"{self.label}: {ready['error']}")
         self.init_ms = float(ready["initMs"])
-        self.client = httpx.AsyncClient(
+        self.client = web.AsyncClient(
             base_url=f"http://127.0.0.1:{ready['port']}",
             timeout=None,  # local-api enforces the function's timeout itself
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
@@ -250,7 +251,7 @@ class AdapterInstance(Instance):
         started = time.perf_counter()
         # PORT (and AWS_LWA_PORT) name where the app listens: each instance needs its own port on one machine.
         await self._spawn(["/bin/sh", str(script)], {"PORT": str(self.port), "AWS_LWA_PORT": str(self.port)})
-        self.client = httpx.AsyncClient(
+        self.client = web.AsyncClient(
             base_url=f"http://127.0.0.1:{self.port}", timeout=httpx.Timeout(10, read=None), trust_env=False
         )
         check_path = self.environment.get("AWS_LWA_READINESS_CHECK_PATH", "/")

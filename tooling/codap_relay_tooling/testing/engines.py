@@ -32,6 +32,8 @@ from urllib.parse import quote
 
 import httpx
 
+from codap_relay_tooling.testing import web
+
 from .plugin_page import wait_until
 from .real_codap import _DI_CALL, _STORAGE_PROBE, CODAP_FLAGS
 from .servers import free_port
@@ -277,7 +279,7 @@ class WebDriverWebKit(Engine):
         self._process = subprocess.Popen(
             [WEBKIT_DRIVER, f"--port={port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
         )
-        self._http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
+        self._http = web.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
         end = time.monotonic() + 20
         while True:
             with contextlib.suppress(httpx.TransportError):

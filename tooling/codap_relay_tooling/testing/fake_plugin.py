@@ -23,6 +23,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 
 from codap_relay import errors
 from codap_relay.http.errors import STATUS
+from codap_relay_tooling.testing import web
 
 from .sse_client import Event, iter_events
 
@@ -90,7 +91,7 @@ class FakePlugin:
 
     def _open_client(self) -> None:
         if self.client is None:
-            self.client = httpx.AsyncClient(base_url=self.base_url, timeout=self.client_timeout)
+            self.client = web.AsyncClient(base_url=self.base_url, timeout=self.client_timeout)
             self._own_client = True
 
     def start(self) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, quote, urlsplit
 
-import httpx
+from codap_relay_tooling.testing import web
 
 DEADLINE = 20.0
 #: How long a test's MCP client waits for any answer (the relay's own tool timeout is 15 s at most), so that an
@@ -199,7 +199,7 @@ def submit(relay: str, code: str, tool: str, args: dict[str, Any], request_id: s
     body: dict[str, Any] = {"code": code, "tool": tool, "args": args}
     if request_id:
         body["id"] = request_id
-    r = httpx.post(f"{relay}/request", json=body, timeout=30)
+    r = web.post(f"{relay}/request", json=body, timeout=30)
     assert r.status_code == 202, r.text
     rid: str = r.json()["id"]
     return rid
@@ -208,7 +208,7 @@ def submit(relay: str, code: str, tool: str, args: dict[str, Any], request_id: s
 def answer(relay: str, code: str, request_id: str, timeout: float = DEADLINE) -> dict[str, Any]:
     end = time.monotonic() + timeout
     while True:
-        r = httpx.get(f"{relay}/response", params={"code": code, "id": request_id, "wait": 5}, timeout=30)
+        r = web.get(f"{relay}/response", params={"code": code, "id": request_id, "wait": 5}, timeout=30)
         assert r.status_code in (200, 202), r.text
         if r.status_code == 200:
             body: dict[str, Any] = r.json()
@@ -219,7 +219,7 @@ def answer(relay: str, code: str, request_id: str, timeout: float = DEADLINE) ->
 
 def call_tool(relay: str, code: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """POST /request?wait= like an HTTP-tool LLM, then poll until the answer is there."""
-    r = httpx.post(f"{relay}/request", params={"wait": 10}, json={"code": code, "tool": tool, "args": args}, timeout=30)
+    r = web.post(f"{relay}/request", params={"wait": 10}, json={"code": code, "tool": tool, "args": args}, timeout=30)
     if r.status_code == 200:
         body: dict[str, Any] = r.json()
         return body

@@ -16,6 +16,8 @@ from typing import Any
 import httpx
 import uvicorn
 
+from codap_relay_tooling.testing import web
+
 
 def descendants(pid: int) -> set[int]:
     """Every live descendant process of ``pid`` (from /proc, Linux: local-api's function processes)."""
@@ -123,7 +125,7 @@ def wait_healthy(base: str, proc: subprocess.Popen[bytes] | None = None, timeout
         # answers /healthz behind them, and a 1 s cap kept missing it on a loaded machine.
         left = deadline - time.monotonic()
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{base}/healthz", timeout=max(0.5, min(5.0, left))).status_code == 200:
+            if web.get(f"{base}/healthz", timeout=max(0.5, min(5.0, left))).status_code == 200:
                 return
         time.sleep(0.05)
     seen = proc.output()[-2000:] if isinstance(proc, ServerProcess) else ""
