@@ -20,6 +20,7 @@ import httpx
 
 from codap_relay.sam_template import load_template
 from codap_relay.store.dynamodb.table import create_table, table_definition
+from codap_relay_tooling.testing import web
 
 from . import CHECKOUT
 from .servers import free_port
@@ -81,7 +82,7 @@ def start(timeout: float = 60) -> DynamoLocal:
             err = process.stderr.read().decode() if process.stderr else ""
             raise RuntimeError(f"DynamoDB Local exited with {process.returncode}: {err[-2000:]}")
         try:
-            httpx.get(endpoint, timeout=1)  # any HTTP answer (400 for a bare GET) means it is listening
+            web.get(endpoint, timeout=1)  # any HTTP answer (400 for a bare GET) means it is listening
             return DynamoLocal(endpoint, process)
         except httpx.TransportError:
             time.sleep(0.1)
