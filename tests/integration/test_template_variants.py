@@ -3,8 +3,9 @@ parameters (codap_relay_tooling.testing.template_variants), each linted as `sam 
 it, all in one process.
 
 Which combinations: the 9 options have 576 distinct outcomes, and one lint takes about 3 s of CPU, so all of them
-would take half an hour. The variants form a covering array of strength 2 instead: every pair of two options' values
-is in at least one variant (10 variants). A lint finding that needs options together comes from one option's
+take half an hour: ``python -m codap_relay_tooling.testing.template_variants`` lints them all, a check to run when the
+template's options change. The variants here form a covering array of strength 2 instead: every pair of two options'
+values is in at least one variant (10 variants). A lint finding that needs options together comes from one option's
 resources referring to another's (a Ref, a DependsOn, an alarm's metric of a conditional function), which is a pair;
 the template's composite conditions (AlarmsByEmail, BudgetOn, ThrottleAlarmOn, PushAlarmOn) join two options each.
 The unrendered template, every condition at once, is linted by test_sam.py and test_dynamodb_store.py.
@@ -23,8 +24,11 @@ import pytest
 from codap_relay.sam_template import load_template
 from codap_relay_tooling.testing.sam import SAM_VENV, TEMPLATE_PATH, need_sam
 from codap_relay_tooling.testing.template_variants import (
+    OPTIONS,
+    RENDERING_ONLY,
     condition_parameters,
     distinct_variants,
+    lint_findings,
     pairs_of,
     pairwise,
     render,
@@ -35,20 +39,6 @@ from codap_relay_tooling.testing.template_variants import (
 pytestmark = pytest.mark.slow
 
 TEMPLATE = load_template(TEMPLATE_PATH)
-# Each condition-driving parameter's values: one per outcome of the conditions it decides.
-OPTIONS = {
-    "Tracing": ["Disabled", "Active"],
-    "WebAdapterLayerArn": ["", "arn:aws:lambda:us-east-1:111122223333:layer:MyAdapter:3"],
-    "StreamConcurrency": ["0", "100"],
-    "TableWarmReadUnitsPerSecond": ["0", "30000"],
-    "PushChannel": ["sse", "websocket"],
-    "ApiAccessLogging": ["Disabled", "UseAccountRole", "CreateAccountRole"],
-    "Alarms": ["Enabled", "Disabled"],
-    "AlertEmail": ["", "ops@example.org"],
-    "MonthlyBudgetUsd": ["0", "100"],
-}
-# Parameters the rendered variants no longer read (only a dropped branch did): an artefact of rendering.
-RENDERING_ONLY = ("W2001",)
 
 
 def test_the_options_cover_every_condition_driving_parameter() -> None:
@@ -101,12 +91,7 @@ def test_every_option_combination_lints_clean(tmp_path: Path) -> None:
     need_sam()
     variants: dict[str, dict[str, Any]] = distinct_variants(TEMPLATE, pairwise(OPTIONS))
     files = write_variants(variants, tmp_path)
-    found = sam_validate_lint(list(files))
-    failures = {
-        files[Path(path)]: [m for m in matches if not any(f"[{rule}:" in m for rule in RENDERING_ONLY)]
-        for path, matches in found.items()
-    }
-    failures = {name: matches for name, matches in failures.items() if matches}
+    failures = lint_findings(sam_validate_lint(list(files)), files)
     assert not failures, "\n".join(f"{name}:\n  " + "\n  ".join(m) for name, m in failures.items())
     # `cfn-lint` is the same library `sam validate --lint` calls: run it apart only if the versions differ.
     if importlib.metadata.version("cfn-lint") != _sam_cfn_lint_version():

@@ -21,6 +21,20 @@ from codap_relay_tooling.localapi.template import Resolver
 from codap_relay_tooling.testing.sam import SAM_VENV, need_sam
 
 NO_VALUE = {"Ref": "AWS::NoValue"}
+# Each condition-driving parameter of template.yaml, with one value per outcome of the conditions it decides.
+OPTIONS = {
+    "Tracing": ["Disabled", "Active"],
+    "WebAdapterLayerArn": ["", "arn:aws:lambda:us-east-1:111122223333:layer:MyAdapter:3"],
+    "StreamConcurrency": ["0", "100"],
+    "TableWarmReadUnitsPerSecond": ["0", "30000"],
+    "PushChannel": ["sse", "websocket"],
+    "ApiAccessLogging": ["Disabled", "UseAccountRole", "CreateAccountRole"],
+    "Alarms": ["Enabled", "Disabled"],
+    "AlertEmail": ["", "ops@example.org"],
+    "MonthlyBudgetUsd": ["0", "100"],
+}
+# Parameters the rendered variants no longer read (only a dropped branch did): an artefact of rendering.
+RENDERING_ONLY = ("W2001",)
 
 
 def condition_parameters(template: Mapping[str, Any]) -> set[str]:
@@ -158,3 +172,52 @@ def write_variants(variants: Mapping[str, dict[str, Any]], folder: Path) -> dict
         path.write_text(json.dumps(template, indent=1))
         files[path] = name
     return files
+
+
+def lint_findings(found: Mapping[str, list[str]], files: Mapping[Path, str]) -> dict[str, list[str]]:
+    """The variants (by name) with findings, rendering's own artefacts left out."""
+    failures = {
+        files[Path(path)]: [m for m in matches if not any(f"[{rule}:" in m for rule in RENDERING_ONLY)]
+        for path, matches in found.items()
+    }
+    return {name: matches for name, matches in failures.items() if matches}
+
+
+def lint_every_combination(folder: Path, processes: int) -> tuple[int, dict[str, list[str]]]:
+    """Every distinct outcome of every combination of OPTIONS, linted as ``sam validate --lint`` lints it, in
+    ``processes`` lint processes side by side: (how many variants, the failing ones). About 3 s of CPU each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from codap_relay.sam_template import load_template
+
+    from .sam import TEMPLATE_PATH
+
+    variants = distinct_variants(load_template(TEMPLATE_PATH), combinations(OPTIONS))
+    files = write_variants(variants, folder)
+    paths = sorted(files)
+    chunks = [paths[n::processes] for n in range(processes)]
+    with ThreadPoolExecutor(processes) as pool:
+        found: dict[str, list[str]] = {}
+        for part in pool.map(sam_validate_lint, chunks):
+            found.update(part)
+    return len(files), lint_findings(found, files)
+
+
+def main() -> None:
+    """``python -m codap_relay_tooling.testing.template_variants [processes]``: the full lint, beyond CI's pairs."""
+    import sys
+    import tempfile
+    import time
+
+    processes = int(sys.argv[1]) if len(sys.argv) > 1 else (os.cpu_count() or 1)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory() as folder:
+        count, failures = lint_every_combination(Path(folder), processes)
+    for name, matches in failures.items():
+        print(f"{name}:\n  " + "\n  ".join(matches))
+    print(f"{count} variants linted in {time.monotonic() - started:.0f} s: {len(failures)} with findings")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
