@@ -24,6 +24,14 @@ def plugin_tools() -> tuple[dict[str, Any], ...]:
 
 
 @cache
+def plugin_manifest_id() -> str:
+    """The content address of the manifest the plugin registers (its definitions, as shipped with the relay)."""
+    from .records import manifest_id
+
+    return manifest_id(list(plugin_tools()))
+
+
+@cache
 def plugin_tool(name: str) -> dict[str, Any] | None:
     """The plugin's definition of ``name``, or None for a tool it does not have."""
     return next((t for t in plugin_tools() if t["name"] == name), None)

@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from codap_relay import errors as e
+from codap_relay.catalog import plugin_tools
 from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.delivery import StreamEvent
 from codap_relay.errors import RequestExpired
 from codap_relay.http.schemas import entry_size, full_entry, log_entry, trace_entry
+from codap_relay.manifest import check_manifest
 from codap_relay.notify import Notifier
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
@@ -84,6 +86,45 @@ async def test_plugin_manifest_is_validated(relay: Relay) -> None:
         await relay.create_session([{"name": "x", "inputSchema": {"type": "object", "properties": 3}}])
     session, _ = await relay.create_session([{"name": "only_tool", "inputSchema": {"type": "object"}}])
     assert [t["name"] for t in (await relay.metadata(session.code)).tools] == ["only_tool"]
+
+
+async def test_an_invalid_schema_is_refused_each_time_and_a_valid_one_is_checked_once(
+    relay: Relay, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every tab of a class registers the same manifest: its schemas are checked against the metaschema once per
+    process (0.6 s of CPU for the plugin's), and a schema found invalid stays refused."""
+    from jsonschema import Draft202012Validator
+
+    checked: list[object] = []
+    check = Draft202012Validator.check_schema
+
+    def counted(schema: object) -> None:
+        checked.append(schema)
+        check(schema)
+
+    monkeypatch.setattr(Draft202012Validator, "check_schema", counted)
+    valid = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 7919}}}  # a schema no test has
+    invalid = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "7919"}}}
+    for _ in range(3):
+        await relay.create_session([{"name": "counted", "inputSchema": valid, "outputSchema": valid}])
+        with pytest.raises(e.InvalidManifest, match="not a valid JSON Schema"):
+            await relay.create_session([{"name": "counted", "inputSchema": invalid}])
+        # The plugin's own manifest, exactly as the relay ships it, is known valid: never checked again
+        await relay.create_session([dict(tool) for tool in plugin_tools()])
+    assert checked == [valid, invalid]
+
+
+def test_the_manifest_the_relay_ships_for_the_plugin_is_valid() -> None:
+    """What lets the relay take the plugin's manifest unchecked: a change to a tool's definitions that broke its
+    schema fails here, whatever a cache remembers."""
+    from jsonschema import Draft202012Validator
+
+    tools = [dict(tool) for tool in plugin_tools()]
+    assert check_manifest(tools) == tools
+    for tool in tools:
+        for key in ("inputSchema", "outputSchema"):
+            if key in tool:
+                Draft202012Validator.check_schema(tool[key])
 
 
 async def test_submit_validates_tool_and_args(relay: Relay) -> None:
