@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -357,39 +359,63 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results["settings"]["sections"] = list(args.sections)
     samples: dict[str, list[float]] = {}
     started = time.perf_counter()
+    seconds: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def timed(name: str) -> Iterator[None]:
+        """The wall time of one part of the run, so a slow run shows where its time went."""
+        begun = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds[name] = round(time.perf_counter() - begun, 1)
+
     if "roundtrip" in args.sections or "throughput" in args.sections:
-        run_main_store(args, results, samples)
+        with timed("roundtrip+throughput"):
+            run_main_store(args, results, samples)
     need_dynamo = ("stores" in args.sections and "dynamodb" in args.stores) or "cpushare" in args.sections
     need_dynamo = need_dynamo or ("deployed" in args.sections and not args.url)
     need_dynamo = need_dynamo and not args.no_dynamodb
     if need_dynamo:
         print("starting DynamoDB Local …", file=sys.stderr, flush=True)
-    with dynamodb_local() if need_dynamo else _skipped("--no-dynamodb was given") as dynamo:
+    with contextlib.ExitStack() as stack:
+        with timed("dynamodb_local_start"):
+            dynamo = stack.enter_context(dynamodb_local() if need_dynamo else _skipped("--no-dynamodb was given"))
         if "stores" in args.sections:
-            run_stores(args, results, samples, dynamo)
+            with timed("stores"):
+                run_stores(args, results, samples, dynamo)
         if "deployed" in args.sections:
-            run_deployed(args, results, dynamo)
+            with timed("deployed"):
+                run_deployed(args, results, dynamo)
         if "cpushare" in args.sections:
-            run_cpushare(args, results, dynamo)
+            with timed("cpushare"):
+                run_cpushare(args, results, dynamo)
     if "ops" in args.sections:
-        run_ops(args, results)
+        with timed("ops"):
+            run_ops(args, results)
     if "pressure" in args.sections:
         print("status reads against a full session (pressure) …", file=sys.stderr, flush=True)
-        with tempfile.TemporaryDirectory() as tmp, run_target(sqlite_url(tmp)) as target:
+        with timed("pressure"), tempfile.TemporaryDirectory() as tmp, run_target(sqlite_url(tmp)) as target:
             results["pressure"] = pressure.run(
                 target.base, readers=args.pressure_readers, seconds=args.pressure_seconds
             )
     if "idle" in args.sections:
-        run_idle(args, results)
+        with timed("idle"):
+            run_idle(args, results)
     if "coldstart" in args.sections:
         print("cold start …", file=sys.stderr, flush=True)
         only = [f.strip() for f in args.functions.split(",")] if args.functions else None
-        results["coldstart"] = coldstart.run(repeat=args.coldstart_repeat, only=only)
+        with timed("coldstart"):
+            results["coldstart"] = coldstart.run(repeat=args.coldstart_repeat, only=only)
     if "codap" in args.sections:
         print("tool time in the real CODAP …", file=sys.stderr, flush=True)
-        results["codap"] = codap_bench.run(
-            quick=args.quick, webgl=not args.no_codap_webgl, log=lambda m: print(f"  {m}", file=sys.stderr, flush=True)
-        )
+        with timed("codap"):
+            results["codap"] = codap_bench.run(
+                quick=args.quick,
+                webgl=not args.no_codap_webgl,
+                log=lambda m: print(f"  {m}", file=sys.stderr, flush=True),
+            )
+    results["section_seconds"] = seconds
     results["wall_seconds"] = round(time.perf_counter() - started, 1)
     results["samples_ms"] = {k: [round(s * 1000, 3) for s in v] for k, v in samples.items()}
     return results

@@ -66,7 +66,9 @@ def render(results: dict[str, Any]) -> str:
         f"# codap-relay benchmark, {m['date']}",
         "",
         f"{m['cpus']} CPUs, {m['memory_gib']} GiB, Python {m['python']}, {m['platform']}; "
-        f"load average at start {m['load_average_at_start']}; run took {results.get('wall_seconds')} s.",
+        f"load average at start {m['load_average_at_start']}; run took {results.get('wall_seconds')} s"
+        + "".join(f", {k} {v} s" for k, v in (results.get("section_seconds") or {}).items())
+        + ".",
         "Baseline: a trivial JSON endpoint on the same uvicorn process and app, same client, same concurrency. "
         "Ratios are relay ÷ baseline at the same percentile. Floor: two bare POSTs one after the other.",
     ]

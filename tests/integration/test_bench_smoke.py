@@ -83,7 +83,9 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
         assert popen.returncode == 0, err.read_text()[-3000:]
         stdout += log.read_text()
         part: dict[str, Any] = json.loads(out.read_text())
-        assert not set(part) & set(figures) - {"machine", "settings", "wall_seconds", "samples_ms"}, part.keys()
+        shared = {"machine", "settings", "wall_seconds", "section_seconds", "samples_ms"}
+        assert not set(part) & set(figures) - shared, part.keys()
+        assert part["section_seconds"], "each part says how long each of its sections took"
         figures |= part
     return Run(stdout, figures, plot, dynamodb, codap)
 
