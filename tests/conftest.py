@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,33 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     rounded = {path: round(sec, 1) for path, sec in sorted(_file_seconds.items())}
     target.write_text(json.dumps(rounded, indent=1) + "\n")
+
+
+# A fixture that takes longer than this to stop is named in the warnings summary: time spent stopping servers at
+# the end of a worker's run is time the whole run waits for.
+SLOW_TEARDOWN_SECONDS = 5.0
+_last_finalized: float | None = None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    global _last_finalized
+    _last_finalized = time.perf_counter()
+    try:
+        return (yield)
+    finally:
+        _last_finalized = None
+
+
+def pytest_fixture_post_finalizer(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
+    """How long each fixture took to stop: the time since the previous one stopped (or the teardown began)."""
+    global _last_finalized
+    if _last_finalized is None:
+        return
+    now = time.perf_counter()
+    took, _last_finalized = now - _last_finalized, now
+    if took > SLOW_TEARDOWN_SECONDS:
+        warnings.warn(f"stopping the {fixturedef.scope} fixture {fixturedef.argname!r} took {took:.1f} s", stacklevel=1)
 
 
 @pytest.fixture
