@@ -147,7 +147,9 @@ print(json.dumps(out))
 """
 
 
-def sam_validate_lint(paths: list[Path], region: str = "us-east-1") -> dict[str, list[str]]:
+def sam_validate_lint(
+    paths: list[Path], region: str = "us-east-1", timeout: float | None = 900
+) -> dict[str, list[str]]:
     """Every file's lint matches as ``sam validate --lint`` reports them (one process for all of them)."""
     need_sam()
     env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true"}
@@ -156,7 +158,7 @@ def sam_validate_lint(paths: list[Path], region: str = "us-east-1") -> dict[str,
         capture_output=True,
         text=True,
         env=env,
-        timeout=900,
+        timeout=timeout,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     found: dict[str, list[str]] = json.loads(result.stdout)
@@ -195,11 +197,12 @@ def lint_every_combination(folder: Path, processes: int) -> tuple[int, dict[str,
     variants = distinct_variants(load_template(TEMPLATE_PATH), combinations(OPTIONS))
     files = write_variants(variants, folder)
     paths = sorted(files)
-    chunks = [paths[n::processes] for n in range(processes)]
+    chunks = [paths[n : n + 24] for n in range(0, len(paths), 24)]  # a process each: progress shows as they end
+    found: dict[str, list[str]] = {}
     with ThreadPoolExecutor(processes) as pool:
-        found: dict[str, list[str]] = {}
-        for part in pool.map(sam_validate_lint, chunks):
+        for part in pool.map(lambda chunk: sam_validate_lint(chunk, timeout=None), chunks):
             found.update(part)
+            print(f"{len(found)} of {len(paths)} linted", flush=True)
     return len(files), lint_findings(found, files)
 
 
