@@ -28,8 +28,8 @@ import httpx
 
 import codap_relay
 import codap_relay_tooling
-from codap_relay_tooling.testing import web
 
+from ..testing import web
 from ..testing.servers import free_port
 from .runtime import INVOKE_PATH, READY_PREFIX
 from .template import Function

@@ -20,9 +20,8 @@ import httpx
 
 from codap_relay.sam_template import load_template
 from codap_relay.store.dynamodb.table import create_table, table_definition
-from codap_relay_tooling.testing import web
 
-from . import CHECKOUT
+from . import CHECKOUT, web
 from .servers import free_port
 
 # scripts/install-test-deps installs the npm package under the checkout's .tools/.

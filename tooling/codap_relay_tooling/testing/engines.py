@@ -32,8 +32,7 @@ from urllib.parse import quote
 
 import httpx
 
-from codap_relay_tooling.testing import web
-
+from . import web
 from .plugin_page import wait_until
 from .real_codap import _DI_CALL, _STORAGE_PROBE, CODAP_FLAGS
 from .servers import free_port

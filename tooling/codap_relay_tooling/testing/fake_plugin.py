@@ -23,8 +23,8 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 
 from codap_relay import errors
 from codap_relay.http.errors import STATUS
-from codap_relay_tooling.testing import web
 
+from . import web
 from .sse_client import Event, iter_events
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]

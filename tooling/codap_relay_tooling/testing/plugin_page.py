@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, quote, urlsplit
 
-from codap_relay_tooling.testing import web
+from . import web
 
 DEADLINE = 20.0
 #: How long a test's MCP client waits for any answer (the relay's own tool timeout is 15 s at most), so that an

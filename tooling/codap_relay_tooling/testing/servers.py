@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import uvicorn
 
-from codap_relay_tooling.testing import web
+from . import web
 
 
 def descendants(pid: int) -> set[int]:

@@ -34,10 +34,6 @@ def post(url: str, **kwargs: Any) -> httpx.Response:
     return httpx.post(url, **_shared(kwargs))
 
 
-def put(url: str, **kwargs: Any) -> httpx.Response:
-    return httpx.put(url, **_shared(kwargs))
-
-
 def delete(url: str, **kwargs: Any) -> httpx.Response:
     return httpx.delete(url, **_shared(kwargs))
 
