@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +60,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # On the controller, workers' reports included: the whole file's time is the sum of its phases.
     path = report.nodeid.split("::", 1)[0]
     _file_seconds[path] = _file_seconds.get(path, 0.0) + report.duration
+    _note_slow_teardowns(report)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -71,31 +71,63 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     target.write_text(json.dumps(rounded, indent=1) + "\n")
 
 
-# A fixture that takes longer than this to stop is named in the warnings summary: time spent stopping servers at
-# the end of a worker's run is time the whole run waits for.
+# A fixture that takes longer than this to stop is named at the end of the run: time spent stopping servers at
+# the end of a worker's run is time the whole run waits for. Workers attach what they saw to the teardown's report
+# (user_properties travel to the controller under pytest-xdist).
 SLOW_TEARDOWN_SECONDS = 5.0
-_last_finalized: float | None = None
+SLOW_TEARDOWN = "slow teardown"
+_slow_reported: list[str] = []
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    global _last_finalized
-    _last_finalized = time.perf_counter()
-    try:
-        return (yield)
-    finally:
-        _last_finalized = None
+class SlowTeardowns:
+    """Times each fixture's stop. A plugin, not hooks of this conftest: pytest calls the finalizer hook through the
+    fixture's own node, and a session fixture's node (the session) is outside this folder's conftest."""
+
+    def __init__(self) -> None:
+        self.last: float | None = None
+        self.slow: list[str] = []
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+        self.last = time.perf_counter()
+        try:
+            return (yield)
+        finally:
+            self.last = None
+
+    def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any]) -> None:
+        """How long each fixture took to stop: the time since the previous one stopped (or the teardown began)."""
+        if self.last is None:
+            return
+        now = time.perf_counter()
+        took, self.last = now - self.last, now
+        if took > SLOW_TEARDOWN_SECONDS:
+            self.slow.append(f"stopping the {fixturedef.scope} fixture {fixturedef.argname!r} took {took:.1f} s")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if call.when == "teardown" and self.slow:
+            report.user_properties.extend((SLOW_TEARDOWN, line) for line in self.slow)
+            self.slow.clear()
+        return report
 
 
-def pytest_fixture_post_finalizer(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
-    """How long each fixture took to stop: the time since the previous one stopped (or the teardown began)."""
-    global _last_finalized
-    if _last_finalized is None:
-        return
-    now = time.perf_counter()
-    took, _last_finalized = now - _last_finalized, now
-    if took > SLOW_TEARDOWN_SECONDS:
-        warnings.warn(f"stopping the {fixturedef.scope} fixture {fixturedef.argname!r} took {took:.1f} s", stacklevel=1)
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(SlowTeardowns(), "codap-relay-slow-teardowns")
+
+
+def _note_slow_teardowns(report: pytest.TestReport) -> None:
+    _slow_reported.extend(f"{report.nodeid}: {line}" for key, line in report.user_properties if key == SLOW_TEARDOWN)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _slow_reported:
+        terminalreporter.section("slow teardowns")
+        for line in _slow_reported:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ the first (see ``also_through_local_api``).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,21 @@ def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
     """Real CODAP pages for one test module (a browser context each), all closed after it."""
     with codap_pages(browser, codap_url) as factory:
         yield factory
+
+
+@pytest.fixture(autouse=True)
+def close_what_the_test_opened(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test on a module's shared CODAP page (a ``codap`` fixture), close the components the test
+    opened, so the next test works in a document as light as the first (see CodapPage.close_components); what
+    the module's fixture made stays. Best effort: a test that broke the page has failed already."""
+    codap = request.getfixturevalue("codap") if "codap" in request.fixturenames else None
+    if not isinstance(codap, CodapPage):
+        yield
+        return
+    before = codap.component_ids()
+    yield
+    with contextlib.suppress(Exception):
+        codap.close_components(keep=before)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import shutil
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -306,6 +306,21 @@ class CodapPage(PluginFrameReader):
         assert isinstance(values, list)
         return values
 
+    def component_ids(self) -> set[int]:
+        return {int(c["id"]) for c in self.components()}
+
+    def close_components(self, keep: Collection[int] = ()) -> int:
+        """Close every component but the plugin's own frame and those in ``keep`` (the datasets stay); how many
+        were closed. CODAP's work for each change grows with the components open: a dataset and a graph cost 1.7 s
+        of the browser's CPU in an empty document and 6.5 s beside 16 tables and graphs. A page that a module's
+        tests share is tidied this way after each test (tests/e2e/conftest.py)."""
+        plugin = int(self.ok({"action": "get", "resource": "interactiveFrame"})["id"])
+        others = sorted(self.component_ids() - set(keep) - {plugin})
+        if others:
+            replies = self.di([{"action": "delete", "resource": f"component[{cid}]"} for cid in others])
+            assert all(r.get("success") for r in replies), replies
+        return len(others)
+
     def reload_plugin(self) -> None:
         """Reload the plugin's frame alone (CODAP and its document stay), as a person's reload of the frame does."""
         reload_frame(lambda: self.frame)
@@ -327,7 +342,9 @@ def blocked_then_allowed(open_codap: Any, plugin_url: str, public_codap: str) ->
     state = codap.page.evaluate("async () => (await navigator.permissions.query({name: 'loopback-network'})).state")
     assert state == "denied", state
     codap.page.context.grant_permissions(["local-network-access"], origin=public_codap)  # "Apps on device: Allow"
-    codap.page.reload()
+    # The reload is over once the plugin pairs (wait_paired's own deadline): waiting for the page's load event
+    # first (Playwright's default, 30 s) only added a second, shorter deadline that a loaded machine overran.
+    codap.page.reload(wait_until="commit")
     codap.wait_paired()
     return codap
 
