@@ -42,6 +42,22 @@ DYNAMO_REQUESTS, DYNAMO_DROPS = 300, 30
 WORKERS = 8
 
 
+class Phases:
+    """Seconds from the start of a storm to the end of each phase, printed with the outcome: a storm that takes
+    far longer than usual says which wait it spent the time in."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.ends: dict[str, float] = {}
+
+    def done(self, phase: str) -> None:
+        self.ends[phase] = time.monotonic() - self.started
+        print(f"chaos phase {phase} ended at {self.ends[phase]:.1f} s", flush=True)
+
+    def __str__(self) -> str:
+        return "phases ended at " + ", ".join(f"{name} {at:.1f} s" for name, at in self.ends.items())
+
+
 async def top_up_drops(plugin: RecordingPlugin, proxy: CuttingProxy, drops: int) -> None:
     """A cut can land on a connection the plugin has already left, and then breaks nothing. Once no cut is
     pending and the count has settled, arm another, until the plugin has really lost ``drops`` connections."""
@@ -64,6 +80,7 @@ async def run_chaos(
     ``plugin_options`` set the recording plugin's attributes."""
     rng = random.Random(seed)
     drop_after = set(rng.sample(range(requests), drops))
+    phases = Phases()
     url = urlsplit(base)
     assert url.port is not None
     async with CuttingProxy(url.port, rng) as proxy, web.AsyncClient(base_url=base, timeout=30) as llm:
@@ -104,14 +121,19 @@ async def run_chaos(
 
         async with plugin:
             await asyncio.gather(*(llm_worker() for _ in range(WORKERS)))
+            phases.done("posted")
             # A drop armed for "before the answer" after the last delivery would wait forever for a request
             # that never comes: turn those into proxy cuts, which heartbeats trigger.
             pending_self_drops, plugin.drop_before_post = plugin.drop_before_post, 0
             for _ in range(pending_self_drops):
                 proxy.cut()
             await top_up_drops(plugin, proxy, drops)
+            phases.done("dropped")
             await until(lambda: set(plugin.acked) >= set(acked), 120, "the plugin to drain the queue")
+            phases.done("drained")
             await until(lambda: len(plugin.connections) > drops, 30, "the plugin to reconnect after its last drop")
+            phases.done("reconnected")
+        phases.done("left")
 
         # The LLM's view: every acknowledged request has exactly the answer the plugin gave.
         sem = asyncio.Semaphore(WORKERS)
@@ -122,6 +144,7 @@ async def run_chaos(
                 return rid, r.status_code, r.json().get("result")
 
         answers = await asyncio.gather(*(read(rid) for rid in acked))
+        phases.done("read")
         log = (
             await llm.get(f"/api/sessions/{code}/log", headers={"Authorization": f"Bearer {s['browserToken']}"})
         ).json()
@@ -143,7 +166,7 @@ async def run_chaos(
         if conn.cursor is not None and "cursor-reset" not in conn.events:
             assert all(seq > conn.cursor for seq in conn.seqs), f"resent at or before the cursor {where}"
     redelivered = sum(plugin.deliveries.values()) - requests
-    print(f"reconnect chaos {where}: {len(plugin.connections)} connections, {redelivered} redeliveries")
+    print(f"reconnect chaos {where}: {len(plugin.connections)} connections, {redelivered} redeliveries, {phases}")
     return plugin
 
 
