@@ -98,11 +98,16 @@ class FakePlugin:
         self._task = asyncio.create_task(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
-            self._task = None
+        task, self._task = self._task, None
+        if task is None:
+            return
+        # Cancel until it ends: a cancel that lands in a library call which swallows it must not leave stop()
+        # waiting on a plugin that goes on running.
+        while not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=1)
+        if not task.cancelled():
+            task.exception()  # retrieved: a failure while stopping is not this call's to report
 
     async def detach(self) -> None:
         """What the real plugin does on pagehide: its stream ends at the relay's next poll. Without it a host that
@@ -209,7 +214,11 @@ class FakePlugin:
             while True:
                 # the watchdog: silence for 2.5 pings (or no answer to attach) means a dead socket
                 wait = push.ping * 2.5 if push.attached else self.attach_timeout
-                message = _message(await asyncio.wait_for(ws.recv(), wait))
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancel that lands as the
+                # message arrives, and stop() then waited forever on a plugin that went on serving.
+                async with asyncio.timeout(wait):
+                    raw = await ws.recv()
+                message = _message(raw)
                 if message is None:
                     continue
                 kind = str(message.get("event"))
