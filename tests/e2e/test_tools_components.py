@@ -155,3 +155,17 @@ def test_the_plugin_itself_is_never_changed_or_closed(codap: CodapPage) -> None:
     after = component(codap, pid)
     assert (after["position"], after["dimensions"]) == (before["position"], before["dimensions"])
     assert listed(codap, pid)["hidden"] is False  # type: ignore[index]
+
+
+def test_a_shared_page_closes_what_a_test_opened_and_keeps_the_rest(codap: CodapPage) -> None:
+    """The tidy after each test on a module's shared page (CodapPage.close_components): everything opened since
+    goes but what it is told to keep; the plugin and the datasets stay."""
+    before = codap.component_ids()
+    make_dataset(codap, "Tidy", [{"x": 1}, {"x": 2}])
+    kept = int(codap.done("create_codap_table", {"datasetName": "Tidy"})["structuredContent"]["componentId"])
+    codap.done("create_codap_graph", {"datasetName": "Tidy", "graphType": "dot_plot", "xAttribute": "x"})
+    opened = codap.component_ids() - before
+    assert kept in opened and len(opened) >= 2
+    assert codap.close_components(keep=before | {kept}) == len(opened) - 1
+    assert codap.component_ids() == before | {kept}  # read back from CODAP
+    assert plugin_id(codap) in before and "Tidy" in codap.dataset_names()

@@ -401,3 +401,27 @@ async def test_a_refused_attach_reads_as_a_refused_stream(relay: tuple[MiniRelay
     plugin.token = "wrong"
     async with plugin:
         assert plugin.stopped_by == "http_403"
+
+
+async def test_stop_ends_a_plugin_whose_loop_swallowed_the_first_cancel() -> None:
+    """On Python 3.11 ``asyncio.wait_for`` can swallow a cancel that lands as its message arrives: the loop then
+    goes on as if nothing happened. stop() cancels again until the task has ended, instead of waiting forever."""
+    cancels = 0
+
+    async def swallows_one_cancel() -> None:
+        nonlocal cancels
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancels += 1
+                if cancels > 1:
+                    raise
+
+    plugin = FakePlugin("http://127.0.0.1:9", "CODE", "token")
+    plugin._task = asyncio.create_task(swallows_one_cancel())
+    await asyncio.sleep(0)
+    stopping = asyncio.create_task(plugin.stop())
+    await asyncio.wait({stopping}, timeout=10)  # a deadline, not a timing claim: it takes a few milliseconds
+    assert stopping.done(), "stop() still waits on the plugin it cancelled once"
+    assert cancels == 2 and plugin._task is None
