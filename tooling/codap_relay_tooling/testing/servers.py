@@ -56,8 +56,10 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-# How long a server's shutdown may take before it is forced (timeout_graceful_shutdown gives open connections 1 s).
-SHUTDOWN_SECONDS = 2.0
+# How long a server's shutdown may take before it is forced (timeout_graceful_shutdown gives open connections 1 s;
+# a shutdown that ends takes 0.1-1.2 s), and how long a forced one is waited for.
+SHUTDOWN_SECONDS = 1.5
+FORCED_SECONDS = 0.5
 
 
 @contextlib.contextmanager
@@ -93,10 +95,10 @@ def serve_app(app: Any, *, port: int | None = None, tls: tuple[Path, Path] | Non
         thread.join(SHUTDOWN_SECONDS)
         if thread.is_alive():
             # Seen at the end of long test runs: each of a worker's four session servers still running 10 s
-            # later, 40 s the whole run waited for. uvicorn's own way out (what a second Ctrl+C does); the thread
-            # is a daemon, so one that still lingers ends with the process.
+            # later (40 s the whole run waited for), and still after uvicorn's own way out (what a second Ctrl+C
+            # does). The thread is a daemon: one that lingers ends with the process, so it gets a moment, no more.
             server.force_exit = True
-            thread.join(SHUTDOWN_SECONDS)
+            thread.join(FORCED_SECONDS)
 
 
 class ServerProcess(subprocess.Popen[bytes]):
