@@ -60,7 +60,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # On the controller, workers' reports included: the whole file's time is the sum of its phases.
     path = report.nodeid.split("::", 1)[0]
     _file_seconds[path] = _file_seconds.get(path, 0.0) + report.duration
-    _note_slow_teardowns(report)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -76,7 +75,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 # (user_properties travel to the controller under pytest-xdist).
 SLOW_TEARDOWN_SECONDS = 5.0
 SLOW_TEARDOWN = "slow teardown"
-_slow_reported: list[str] = []
 
 
 class SlowTeardowns:
@@ -85,7 +83,8 @@ class SlowTeardowns:
 
     def __init__(self) -> None:
         self.last: float | None = None
-        self.slow: list[str] = []
+        self.slow: list[str] = []  # seen in this process, not yet on a report
+        self.reported: list[str] = []  # every report's, workers' included (on the controller)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
@@ -114,20 +113,18 @@ class SlowTeardowns:
             self.slow.clear()
         return report
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.reported.extend(f"{report.nodeid}: {line}" for key, line in report.user_properties if key == SLOW_TEARDOWN)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.reported:
+            terminalreporter.section("slow teardowns")
+            for line in self.reported:
+                terminalreporter.write_line(line)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SlowTeardowns(), "codap-relay-slow-teardowns")
-
-
-def _note_slow_teardowns(report: pytest.TestReport) -> None:
-    _slow_reported.extend(f"{report.nodeid}: {line}" for key, line in report.user_properties if key == SLOW_TEARDOWN)
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _slow_reported:
-        terminalreporter.section("slow teardowns")
-        for line in _slow_reported:
-            terminalreporter.write_line(line)
 
 
 @pytest.fixture

@@ -200,8 +200,9 @@ def test_new_code_ends_the_old_session(open_plugin: Any, relay_url: str) -> None
     assert all(plugin.copy_buttons().values())
     # The plugin ends the old session beside opening the new one: through local-api its DELETE can land after the
     # new session connects (seen once on a loaded run), so the end is awaited, then checked.
-    wait_until(lambda: web.get(f"{relay_url}/api/sessions/{old}").status_code == 404, "the old session to end")
-    gone = web.get(f"{relay_url}/api/sessions/{old}")
+    gone = wait_until(
+        lambda: (r := web.get(f"{relay_url}/api/sessions/{old}")).status_code == 404 and r, "the old session to end"
+    )
     assert gone.status_code == 404 and "ended" in gone.json()["message"]
     ok_result(call_tool(relay_url, new, "get_codap_status", {"includeDatasets": False}))
 
