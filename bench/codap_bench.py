@@ -156,7 +156,7 @@ class Session:
 def codap_session(browser: Any, codap_url: str, relay: str, *, webgl: bool = False) -> Iterator[Session]:
     from codap_relay_tooling.testing.real_codap import codap_pages
 
-    with codap_pages(browser, codap_url, webgl=webgl) as open_page:
+    with codap_pages(browser, codap_url, webgl=webgl, full_frame_rate=True) as open_page:
         yield Session(open_page(f"{relay}/plugin/"))
 
 

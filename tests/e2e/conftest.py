@@ -70,14 +70,14 @@ def relay_url(request: pytest.FixtureRequest) -> Iterator[str]:
         yield request.getfixturevalue("local_api").base
         return
     relay = Relay(e2e_settings(), MemoryStore())
-    with serve_app(build_app(relay)) as url:
+    with serve_app(build_app(relay), wait_for_stop=False) as url:
         yield url
 
 
 @pytest.fixture(scope="session")
 def host_url() -> Iterator[str]:
     app = Starlette(routes=[Mount("/", app=StaticFiles(directory=HOST_DIR, html=True))])
-    with serve_app(app) as url:
+    with serve_app(app, wait_for_stop=False) as url:
         yield url
 
 
@@ -116,7 +116,7 @@ def codap_build() -> Path:
 def codap_url(codap_build: Path) -> Iterator[str]:
     """The real CODAP build, served statically on loopback (as any web server would serve it)."""
     app = Starlette(routes=[Mount("/", app=StaticFiles(directory=codap_build, html=True))])
-    with serve_app(app) as url:
+    with serve_app(app, wait_for_stop=False) as url:
         yield url
 
 
@@ -126,7 +126,7 @@ def codap_https_url(codap_build: Path, tmp_path_factory: pytest.TempPathFactory)
     started with ``public_origin(codap_https_url)`` treats it as a public site (and trusts the certificate)."""
     tls = self_signed_certificate(tmp_path_factory.mktemp("tls"))
     app = Starlette(routes=[Mount("/", app=StaticFiles(directory=codap_build, html=True))])
-    with serve_app(app, tls=tls) as url:
+    with serve_app(app, tls=tls, wait_for_stop=False) as url:
         yield url
 
 

@@ -28,7 +28,7 @@ from codap_relay_tooling.testing.plugin_page import (
     submit,
     wait_until,
 )
-from codap_relay_tooling.testing.real_codap import CodapPage, codap_pages
+from codap_relay_tooling.testing.real_codap import CodapPage, animation_frames, codap_pages
 
 pytestmark = pytest.mark.browser
 POINT_COLOUR = (0xE6, 0x80, 0x5B)  # CODAP's default point colour (get component: pointColor "#e6805b")
@@ -202,8 +202,9 @@ def test_graph_pictures_over_http_and_mcp_show_what_codap_drew(pages: Callable[.
 
 @pytest.mark.in_process
 def test_a_picture_in_codaps_default_webgl_graphs(browser: Any, codap_url: str, relay_url: str) -> None:
-    """CODAP's default: points drawn with WebGL (in software here, which stalls CODAP for seconds per graph)."""
-    with codap_pages(browser, codap_url, webgl=True) as webgl_pages:
+    """CODAP's defaults: points drawn with WebGL (in software here, which stalls CODAP for seconds per graph), and
+    animation frames at the display's rate."""
+    with codap_pages(browser, codap_url, webgl=True, full_frame_rate=True) as webgl_pages:
         codap = webgl_pages(f"{relay_url}/plugin/")
         done(codap, "create_codap_dataset", {"datasetName": "gl", "dataType": "random_numbers", "recordCount": 40})
         args = {
@@ -218,6 +219,7 @@ def test_a_picture_in_codaps_default_webgl_graphs(browser: Any, codap_url: str, 
         image = picture(made["content"][1]["data"])
         assert [image.size] == plot_areas(codap)
         assert point_pixels(image) > 40 * 25
+        assert animation_frames(codap.page, 2.0) > 21  # more than a test page's cap allows (display rate: 60 a second)
 
 
 # --- traces: download and replay with the plugin's buttons ----------------------------------------------------

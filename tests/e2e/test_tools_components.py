@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from codap_relay_tooling.testing.real_codap import CodapPage
+from codap_relay_tooling.testing.real_codap import CodapPage, animation_frames
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 
@@ -169,3 +169,10 @@ def test_a_shared_page_closes_what_a_test_opened_and_keeps_the_rest(codap: Codap
     assert codap.close_components(keep=before | {kept}) == len(opened) - 1
     assert codap.component_ids() == before | {kept}  # read back from CODAP
     assert plugin_id(codap) in before and "Tidy" in codap.dataset_names()
+
+
+def test_a_test_page_runs_codaps_animation_frames_ten_a_second(codap: CodapPage) -> None:
+    """Test pages cap CODAP's animation frames (its idle frame loop cost CPU all run long; see real_codap.py): the
+    frames still come, at most ten a second. The webgl picture test counts a page at the display's rate."""
+    frames = animation_frames(codap.page, 2.0)
+    assert 1 <= frames <= 21, frames

@@ -22,6 +22,7 @@ from starlette.applications import Starlette
 
 from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
+from codap_relay.mcp import tools as mcp_tools
 from codap_relay.mcp.tools import SESSION_NOT_FOUND
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
@@ -383,15 +384,17 @@ def test_allowed_hosts_come_from_settings(host_settings: Settings, clock: FakeCl
 
 @pytest.mark.parametrize("transport", IN_PROCESS)
 async def test_progress_arrives_while_a_call_waits_on_a_slow_plugin(
-    live: Live, relay: Relay, transport: str, mode: str
+    live: Live, relay: Relay, transport: str, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A tools/call with a progressToken, from a client that accepts text/event-stream, is answered with a stream:
     notifications/progress (the request's state: queued, then delivered to the plugin) come before the result."""
     relay.reconfigure(settings=relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 10}))
+    # Progress every 0.4 s instead of 2 (the call outlasts at least two of them either way): the test waits less.
+    monkeypatch.setattr(mcp_tools, "PROGRESS_EVERY", 0.4)
     session = await live.new_session()
 
     async def slow(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        await asyncio.sleep(2.6)
+        await asyncio.sleep(3 * mcp_tools.PROGRESS_EVERY)
         return {"result": DATASETS}
 
     seen: list[tuple[float, str | None]] = []

@@ -63,9 +63,13 @@ FORCED_SECONDS = 0.5
 
 
 @contextlib.contextmanager
-def serve_app(app: Any, *, port: int | None = None, tls: tuple[Path, Path] | None = None) -> Iterator[str]:
+def serve_app(
+    app: Any, *, port: int | None = None, tls: tuple[Path, Path] | None = None, wait_for_stop: bool = True
+) -> Iterator[str]:
     """Run an ASGI app on a real uvicorn server on 127.0.0.1 in a thread; yield its base URL.
-    ``tls`` = (certificate, key) PEM files serves it over https."""
+    ``tls`` = (certificate, key) PEM files serves it over https. ``wait_for_stop=False`` asks the server to stop on
+    exit and returns at once: for a test session's own servers, which stop when nothing comes after them (pytest
+    stops a session's fixtures one after another, and a worker's run ended on 8 s of waiting for four of them)."""
     port = port or free_port()
     certificate, key = tls or (None, None)
     config = uvicorn.Config(
@@ -92,8 +96,9 @@ def serve_app(app: Any, *, port: int | None = None, tls: tuple[Path, Path] | Non
         yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(SHUTDOWN_SECONDS)
-        if thread.is_alive():
+        if wait_for_stop:
+            thread.join(SHUTDOWN_SECONDS)
+        if wait_for_stop and thread.is_alive():
             # Seen at the end of long test runs: each of a worker's four session servers still running 10 s
             # later (40 s the whole run waited for), and still after uvicorn's own way out (what a second Ctrl+C
             # does). The thread is a daemon: one that lingers ends with the process, so it gets a moment, no more.
