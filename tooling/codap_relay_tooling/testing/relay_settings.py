@@ -35,10 +35,12 @@ def e2e_settings(**overrides: Any) -> Settings:
     return Settings(**base)
 
 
-def clear_of_rate_window(needed: float = 15.0) -> None:
+def clear_of_rate_window(needed: float = 8.0) -> None:
     """The relay counts per fixed wall-clock minute. A test that expects the n-th call in a row to be refused waits,
     when fewer than ``needed`` seconds are left of this minute, for the next one: calls that straddle a minute's
-    end are counted in two windows and none is refused."""
+    end are counted in two windows and none is refused. The callers send at most 25 quick calls in a row (under a
+    second, in seconds through local-api on a loaded machine); 8 s leaves room and makes a test wait in 13 % of
+    runs, not 25 %."""
     left = 60 - time.time() % 60
     if left < needed:
         time.sleep(left + 0.05)

@@ -190,7 +190,8 @@ export class CodapPhone {
         if (!this.pending.has(uuid) || !this.connected) return;
         waiter.slow = true;
         this.slowPending += 1;
-        this.onSlow({ request: described, waitedMs: this.now() - waiter.started });
+        // At least slowMs: a timer can fire a millisecond before the clock it is read against has moved on that far.
+        this.onSlow({ request: described, waitedMs: Math.max(this.slowMs, this.now() - waiter.started) });
       }, this.slowMs);
       this.pending.set(uuid, waiter);
       const message = { type: NAMESPACE, content: { messageType: "call", uuid, value: request } };
