@@ -39,6 +39,8 @@ async function bundle(entry) {
     legalComments: "none",
     nodePaths: [modules],
     plugins: [englishOnly],
+    // Not the checkout's tsconfig.json (the plugin's type check): its "strict" would add "use strict" here.
+    tsconfigRaw: {},
     write: false,
     logLevel: "warning",
   });

@@ -50,7 +50,17 @@ const bundledDefinitions = {
   },
 };
 
-const COMMON = { bundle: true, minify: true, target: "es2022", legalComments: "none", write: false, logLevel: "warning" };
+// tsconfigRaw: the build reads no tsconfig.json; the checkout's is the type check's, and its "strict" would change
+// the bundles ("use strict" added).
+const COMMON = {
+  bundle: true,
+  minify: true,
+  target: "es2022",
+  legalComments: "none",
+  write: false,
+  logLevel: "warning",
+  tsconfigRaw: {},
+};
 
 async function build(entry, options) {
   const built = await esbuild.build({ ...COMMON, entryPoints: [path.join(SOURCES, entry)], ...options });
