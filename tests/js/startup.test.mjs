@@ -7,6 +7,7 @@ import {
   RelayClient,
   RelayHttpError,
   createSessionWhenAllowed,
+  limitMsFrom,
   parseRetryAfter,
   retryAfterMs,
 } from "../../core/codap_relay/plugin/js/relay.js";
@@ -104,5 +105,14 @@ test("?relay= is used only for this page's own origin or a relay on this compute
   assert.equal(at("https://relay.example.org/plugin/?relay=http://localhost:9000/"), "http://localhost:9000");
   for (const stranger of ["https://evil.example", "https://relay.example.org.evil.example", "javascript:alert(1)", "not a url"]) {
     assert.throws(() => at(`https://relay.example.org/plugin/?relay=${encodeURIComponent(stranger)}`), /will not use it/);
+  }
+});
+
+test("limitMsFrom reads a time limit in seconds from the URL, and keeps the default for anything else", () => {
+  const params = new URLSearchParams("watchdog=3&calls=0.5&handshake=abc&zero=0&negative=-2&empty=");
+  assert.equal(limitMsFrom(params, "watchdog", 45), 3000);
+  assert.equal(limitMsFrom(params, "calls", 20), 500);
+  for (const name of ["handshake", "zero", "negative", "empty", "absent"]) {
+    assert.equal(limitMsFrom(params, name, 15), 15_000, name);
   }
 });

@@ -106,6 +106,19 @@ export function readEventData(text) {
   }
 }
 
+/**
+ * A time limit from the page's URL (`?watchdog=`, `?handshake=`, `?calls=`), in milliseconds: the named parameter
+ * in seconds, or `fallbackSeconds` where it is absent or not a positive number (a NaN limit would make every timer
+ * fire at once).
+ * @param {URLSearchParams} params
+ * @param {string} name
+ * @param {number} fallbackSeconds
+ */
+export function limitMsFrom(params, name, fallbackSeconds) {
+  const seconds = Number(params.get(name));
+  return (Number.isFinite(seconds) && seconds > 0 ? seconds : fallbackSeconds) * 1000;
+}
+
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
 /**
