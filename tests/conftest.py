@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
@@ -18,56 +17,55 @@ from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.commands import LocalApi, local_api_process
+from codap_relay_tooling.testing.lanes import FileTimesRecorder, is_busy, load_file_times, make_lane_scheduler
 from codap_relay_tooling.testing.relay_settings import make_settings
 
-# Seconds each test file took in a full run (setup, calls and teardown summed), written by
-# `scripts/test --record-file-seconds tests/file_seconds.json`. pytest-xdist hands out whole files in the order they
-# are collected (scripts/test turns its own reordering, by number of tests, off), so the longest go first: a long
-# file handed out last keeps one worker busy while the others wait.
-FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+# Each test file's wall seconds and the cores it kept busy when it ran alone (codap_relay_tooling.testing.lanes),
+# written by `PYTEST_WORKERS=1 scripts/test --record-file-times tests/file_times.json`. pytest-xdist hands out whole
+# files in the order they are collected (scripts/test turns its own reordering, by number of tests, off), so the
+# longest go first: a long file handed out last keeps one worker busy while the others wait. With --busy-lanes,
+# scripts/test runs a worker more than the machine has cores, and a file that kept a core busy waits for one.
+FILE_TIMES = Path(__file__).with_name("file_times.json")
+ROOT = Path(__file__).parent.parent
 # A file the record does not know yet: a slow one is placed among the long files, any other among the short.
 UNKNOWN_SLOW_SECONDS, UNKNOWN_SECONDS = 60.0, 5.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--record-file-seconds",
+        "--record-file-times",
         type=Path,
         default=None,
-        help="write the seconds each test file took (JSON) to this path, for ordering later runs",
+        help="write each test file's seconds (and, in a run without workers, the cores it kept busy) to this JSON",
+    )
+    parser.addoption(
+        "--busy-lanes",
+        type=int,
+        default=None,
+        help="under pytest-xdist, run at most this many files that keep a core busy at once (by tests/file_times.json)",
     )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Files longest first (a stable sort keeps each file's own order)."""
-    known: dict[str, float] = json.loads(FILE_SECONDS.read_text()) if FILE_SECONDS.exists() else {}
-    root = Path(__file__).parent.parent
+    known = load_file_times(FILE_TIMES)
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
 
     def seconds(item: pytest.Item) -> float:
-        recorded = known.get(item.path.relative_to(root).as_posix())
+        recorded = known.get(item.path.relative_to(ROOT).as_posix())
         if recorded is not None:
-            return recorded
+            return recorded.seconds
         return UNKNOWN_SLOW_SECONDS if item.path in slow_files else UNKNOWN_SECONDS
 
     items.sort(key=lambda item: -seconds(item))
 
 
-_file_seconds: dict[str, float] = {}
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    # On the controller, workers' reports included: the whole file's time is the sum of its phases.
-    path = report.nodeid.split("::", 1)[0]
-    _file_seconds[path] = _file_seconds.get(path, 0.0) + report.duration
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    target: Path | None = session.config.getoption("--record-file-seconds")
-    if target is None or hasattr(session.config, "workerinput"):  # a worker: the controller writes the record
-        return
-    rounded = {path: round(sec, 1) for path, sec in sorted(_file_seconds.items())}
-    target.write_text(json.dumps(rounded, indent=1) + "\n")
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    lanes: int | None = config.getoption("--busy-lanes")
+    if lanes is None:
+        return None  # the scheduling --dist names
+    known = load_file_times(FILE_TIMES)
+    return make_lane_scheduler(config, log, lambda path: is_busy(known.get(path)), lanes)
 
 
 # A fixture that takes longer than this to stop is named at the end of the run: time spent stopping servers at
@@ -125,6 +123,10 @@ class SlowTeardowns:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SlowTeardowns(), "codap-relay-slow-teardowns")
+    target: Path | None = config.getoption("--record-file-times")
+    if target is not None and not hasattr(config, "workerinput"):  # the controller records, workers' reports included
+        alone = not getattr(config.option, "numprocesses", None)  # without workers the machine is each file's
+        config.pluginmanager.register(FileTimesRecorder(target, measure_cores=alone), "codap-relay-file-times")
 
 
 @pytest.fixture
