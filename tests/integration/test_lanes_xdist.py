@@ -1,6 +1,6 @@
-"""The lane scheduler under the real pytest-xdist: a small suite in a folder of its own, run by pytest on three
-workers with one busy lane. Each test writes when it ran, and where; the busy files must never overlap, and the
-waiting ones must run beside them."""
+"""The lanes (codap_relay_tooling.testing.lanes) under the real pytest: small suites in folders of their own. On three
+pytest-xdist workers with one busy lane, each test writes when it ran, and where: the busy files must never overlap,
+and the waiting ones must run beside them. Run alone, the recorder writes what a file took."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from codap_relay_tooling.testing.lanes import is_busy, load_file_times
 
 CONFTEST = """
 from pathlib import Path
@@ -89,3 +91,48 @@ def test_three_workers_one_busy_lane(tmp_path: Path) -> None:
 
     assert any(overlaps(spans[w], spans[b]) for w in WAITING for b in BUSY), f"nothing ran beside a busy file: {spans}"
     assert len({r["worker"] for r in lines}) == 3
+
+
+RECORDING_CONFTEST = """
+from pathlib import Path
+
+from codap_relay_tooling.testing.lanes import FileTimesRecorder
+
+def pytest_configure(config):
+    config.pluginmanager.register(FileTimesRecorder(Path("times.json"), measure_cores=True), "file-times")
+"""
+
+BUSY_TEST = """
+import time
+
+def test_spins():
+    end = time.monotonic() + 0.6
+    while time.monotonic() < end:
+        pass
+"""
+
+IDLE_TEST = """
+import time
+
+def test_sleeps():
+    time.sleep(0.6)
+"""
+
+
+def test_the_recorder_writes_each_files_seconds_and_cores(tmp_path: Path) -> None:
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "conftest.py").write_text(RECORDING_CONFTEST)
+    (tmp_path / "test_spins.py").write_text(BUSY_TEST)
+    (tmp_path / "test_sleeps.py").write_text(IDLE_TEST)
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = load_file_times(tmp_path / "times.json")
+    assert set(record) == {"test_spins.py", "test_sleeps.py"}
+    for name, took in record.items():
+        assert took.seconds >= 0.6 and took.cores is not None, (name, took)
+    # The machine's busy CPU is counted, other processes' included: a spinning test keeps at least its own core
+    # busy, and what the sleeping one measures depends on what else runs here.
+    assert record["test_spins.py"].cores is not None and record["test_spins.py"].cores >= 0.5
+    assert is_busy(record["test_spins.py"])
