@@ -72,7 +72,8 @@ class FileTimesRecorder:
             self._busy_at_start[nodeid] = busy
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
-        began, now = self._busy_at_start.pop(nodeid, None), machine_busy_seconds()
+        began = self._busy_at_start.pop(nodeid, None)
+        now = machine_busy_seconds() if began is not None else None  # read only where the start was
         if began is not None and now is not None:
             path = nodeid.split("::", 1)[0]
             self.busy[path] = self.busy.get(path, 0.0) + now - began
