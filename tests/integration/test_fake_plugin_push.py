@@ -364,8 +364,13 @@ async def test_pings_carry_the_cursor_and_silence_reconnects(relay: tuple[MiniRe
         first.silent = True  # no heartbeat from here on: dead, although the socket is open
         answered = len(first.received)
         await until(lambda: len(s.sockets) == 2, 5, "a new connection")
-        unanswered = [m for m in first.received[answered:] if m.get("action") == "ping"]
-        assert len(unanswered) >= 2, "it waits out 2.5 pings of silence, not one"
+
+        # The plugin stops pinging a socket when it leaves it, so any ping the first one carried came before the new
+        # connection; the relay's side may record them after it accepted that connection (one loop, both sockets).
+        def unanswered() -> list[dict[str, Any]]:
+            return [m for m in first.received[answered:] if m.get("action") == "ping"]
+
+        await until(lambda: len(unanswered()) >= 2, 5, "two pings into the silence before it gave the socket up")
         assert s.sockets[1].sent("attach")[0]["after"] == 2
 
 
