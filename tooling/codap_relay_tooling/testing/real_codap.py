@@ -125,8 +125,9 @@ if (location.origin === %(origin)s && window.top === window) {
 # 0.08 s of CPU a second, idle, in headless Chromium here, more with each tile, for every page a test holds open.
 # Test pages run CODAP's animation frames at 10 a second instead: each callback still runs, in order, with the
 # frame's time, at most 100 ms late (measured idle: 0.03 s of CPU a second; three real-CODAP test files: 13 % less
-# browser CPU). Only CODAP's own page: the plugin's frame runs as shipped. The benchmark's pages, and the test of
-# CODAP's defaults, keep the display's rate (codap_pages' full_frame_rate).
+# browser CPU). Only CODAP's own page: the plugin's frame runs as shipped. The benchmark's pages, the test of
+# CODAP's defaults and the pictures' tests (the plugin's settle check counts on a display's rate) keep the display's
+# rate (codap_pages' full_frame_rate).
 _TEN_FRAMES_A_SECOND = """
 if (location.origin === %(origin)s && window.top === window) {
   const nativeFrame = window.requestAnimationFrame.bind(window);
