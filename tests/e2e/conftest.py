@@ -139,9 +139,16 @@ def open_codap(browser: Any, codap_url: str) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
+def full_frame_rate() -> bool:
+    """Whether this module's CODAP pages run their animation frames at the display's rate, as people's browsers do,
+    instead of the test pages' 10 a second (real_codap.py says why). A module that needs it overrides this fixture."""
+    return False
+
+
+@pytest.fixture(scope="module")
+def pages(browser: Any, codap_url: str, full_frame_rate: bool) -> Iterator[Callable[..., CodapPage]]:
     """Real CODAP pages for one test module (a browser context each), all closed after it."""
-    with codap_pages(browser, codap_url) as factory:
+    with codap_pages(browser, codap_url, full_frame_rate=full_frame_rate) as factory:
         yield factory
 
 

@@ -12,7 +12,7 @@ import base64
 import io
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +35,12 @@ POINT_COLOUR = (0xE6, 0x80, 0x5B)  # CODAP's default point colour (get component
 
 
 @pytest.fixture(scope="module")
-def pages(browser: Any, codap_url: str) -> Iterator[Callable[..., CodapPage]]:
+def full_frame_rate() -> bool:
     """CODAP pages at the display's frame rate, as people's browsers run them. The plugin calls a picture settled
     when two taken 100 ms apart match, a few animation frames at a display's rate; at the other tests' 10 frames a
     second no frame may come between them, and a picture taken before CODAP drew the points came back without them
     (a loaded run saw 0 point pixels)."""
-    with codap_pages(browser, codap_url, full_frame_rate=True) as factory:
-        yield factory
+    return True
 
 
 # --- helpers -------------------------------------------------------------------------------------------------
