@@ -36,9 +36,14 @@ class Socket:
     ws: WebSocket
     received: list[dict[str, Any]] = field(default_factory=list)  # the plugin's messages
     heard_at: list[float] = field(default_factory=list)  # time.monotonic() of each, as the relay read it
-    spoke_at: float = 0.0  # when the relay last sent on it
+    spoke_at: float = 0.0  # time.monotonic() when the relay last sent on it
     silent: bool = False  # answers nothing (a connection dead in one direction)
     close_code: int | None = None  # how the plugin's side ended it
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """The relay's every message on this connection goes through here, so ``spoke_at`` is exact."""
+        await self.ws.send_text(json.dumps(message))
+        self.spoke_at = time.monotonic()
 
     def sent(self, action: str) -> list[dict[str, Any]]:
         return [m for m in self.received if m.get("action") == action]
@@ -112,7 +117,7 @@ class MiniRelay:
     async def end(self, s: Session, kind: str) -> None:
         async def go() -> None:
             assert s.consumer is not None
-            await s.consumer.ws.send_text(json.dumps({"event": kind}))
+            await s.consumer.send({"event": kind})
             await s.consumer.ws.close()
 
         await self.run(go)
@@ -126,12 +131,11 @@ class MiniRelay:
             message["pointer"] = f"/api/sessions/{s.code}/requests/{request['id']}"
         else:
             message["args"] = request["args"]
-        await sock.ws.send_text(json.dumps(message))
-        sock.spoke_at = time.monotonic()
+        await sock.send(message)
 
     async def _resume(self, s: Session, sock: Socket, after: int | None, *, attach: bool = False) -> None:
         if (after or 0) > s.last_seq:  # a cursor from before a reset of the relay's store
-            await sock.ws.send_text(json.dumps({"event": "cursor-reset", "lastEventId": after, "lastSeq": s.last_seq}))
+            await sock.send({"event": "cursor-reset", "lastEventId": after, "lastSeq": s.last_seq})
             after = 0
         for seq in sorted(s.requests):
             if seq > (after or 0):
@@ -139,7 +143,7 @@ class MiniRelay:
         resumed: dict[str, Any] = {"event": "resumed", "after": after, "upTo": s.last_seq}
         if attach:
             resumed["pingSeconds"] = s.ping_seconds
-        await sock.ws.send_text(json.dumps(resumed))
+        await sock.send(resumed)
 
     async def _push(self, ws: WebSocket) -> None:
         self.loop = asyncio.get_running_loop()
@@ -157,30 +161,29 @@ class MiniRelay:
                 if action == "attach":
                     s = self.sessions.get(message["code"])
                     if s is None or message["token"] != s.token:
-                        await ws.send_text(json.dumps({"event": "error", "code": "token_invalid", "message": "no"}))
+                        await sock.send({"event": "error", "code": "token_invalid", "message": "no"})
                         await ws.close()
                         return
                     s.sockets.append(sock)
                     old, s.consumer = s.consumer, sock
                     if old is not None and old is not sock:
                         with contextlib.suppress(Exception):  # gone already, as a dropped one is
-                            await old.ws.send_text(json.dumps({"event": "superseded"}))
+                            await old.send({"event": "superseded"})
                             await old.ws.close()
                     for seq in s.crossing:  # publishes that raced the attach
                         await self._send_request(s, sock, seq)
                     s.crossing = []
                     await self._resume(s, sock, message["after"], attach=True)
                 elif s is None or (message.get("code"), message.get("token")) != (s.code, s.token):
-                    await ws.send_text(json.dumps({"event": "error", "code": "bad_input", "message": "name it"}))
+                    await sock.send({"event": "error", "code": "bad_input", "message": "name it"})
                 elif s.consumer is not sock:
-                    await ws.send_text(json.dumps({"event": "error", "code": "not_attached", "message": "attach"}))
+                    await sock.send({"event": "error", "code": "not_attached", "message": "attach"})
                 elif action == "resume":
                     await self._resume(s, sock, message["after"])
                 elif action == "ping":
-                    await ws.send_text(json.dumps({"event": "heartbeat"}))
+                    await sock.send({"event": "heartbeat"})
                     if s.last_seq > (message["after"] or 0):
                         await self._resume(s, sock, message["after"])
-                sock.spoke_at = time.monotonic()  # every branch above answered or sent nothing
         except WebSocketDisconnect as exc:
             sock.close_code = exc.code
             if s is not None and s.consumer is sock:
