@@ -8,8 +8,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .jsonvalues import dumps
-
 TOOLS_DIR = Path(__file__).resolve().parent / "plugin" / "js" / "tools"
 
 
@@ -89,54 +87,3 @@ def tools_text() -> str:
         lines.append(f"{heading}:")
         lines.extend(f"- {t['name']}: {t['title']}" for t in tools)
     return "\n".join(lines)
-
-
-def _kind(hints: dict[str, Any]) -> str:
-    if hints.get("readOnlyHint"):
-        return "reads only"
-    return "may delete or overwrite" if hints.get("destructiveHint") else "adds or changes"
-
-
-def _type(schema: dict[str, Any]) -> str:
-    kind = schema.get("type", "any")
-    text = " or ".join(kind) if isinstance(kind, list) else str(kind)
-    if "enum" in schema:
-        text += ": " + ", ".join(f"`{v}`" for v in schema["enum"])
-    return text
-
-
-def tools_markdown() -> str:
-    """docs/tools.md: every tool and its arguments, from the definitions (``python -m codap_relay.catalog``)."""
-    out = [
-        "# The tools",
-        "",
-        "Written from the plugin's tool definitions (`core/codap_relay/plugin/js/tools/*.json`) by",
-        "`python -m codap_relay.catalog > docs/tools.md`; a test keeps it equal to them. What each tool answers and",
-        "how it talks to CODAP: [plugin.md](plugin.md#the-tools).",
-        "",
-    ]
-    for heading, tools in by_family():
-        out += [f"## {heading}", ""]
-        for tool in tools:
-            out += [f"### `{tool['name']}`: {tool['title']} ({_kind(tool.get('annotations', {}))})", ""]
-            out += [tool["description"], ""]
-            schema = tool["inputSchema"]
-            props: dict[str, Any] = schema.get("properties", {})
-            if not props:
-                out += ["No arguments.", ""]
-                continue
-            required = set(schema.get("required", []))
-            out += ["| argument | type | required | what it does |", "|---|---|---|---|"]
-            for name, prop in props.items():
-                what = str(prop.get("description", "")).replace("|", "\\|").replace("\n", " ")
-                if "default" in prop:
-                    what += f" (default `{dumps(prop['default'])}`)"
-                need = "yes" if name in required else ""
-                kind = _type(prop).replace("|", "\\|")
-                out.append(f"| `{name}` | {kind} | {need} | {what} |")
-            out.append("")
-    return "\n".join(out)
-
-
-if __name__ == "__main__":
-    print(tools_markdown(), end="")

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from codap_relay.catalog import plugin_tools, tools_markdown, tools_text
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+from codap_relay.catalog import plugin_tools, tools_text
+from codap_relay_tooling.tools_doc import COMMAND, TOOLS_MD, main, tools_markdown
 
 
-def test_docs_tools_md_is_written_from_the_definitions() -> None:
-    assert (DOCS / "tools.md").read_text("utf-8") == tools_markdown(), (
-        "docs/tools.md is out of date: run `python -m codap_relay.catalog > docs/tools.md`"
-    )
+def test_docs_tools_md_is_written_from_the_definitions_and_the_coverage_rows() -> None:
+    assert TOOLS_MD.read_text("utf-8") == tools_markdown(), f"docs/tools.md is out of date: run `{COMMAND}`"
+    assert main(["--check"]) == 0
 
 
 def test_every_tool_is_listed_once_for_http_models_and_in_the_docs() -> None:
