@@ -45,7 +45,8 @@ class StreamEvent:
 
 
 class StreamHost(Protocol):
-    """What delivery needs of the relay (``Relay`` is one): its store and wake-ups, and its rules for sessions."""
+    """What delivery needs of the relay (the plugin stream unit, relay/stream.py, is one): its store and wake-ups,
+    and its rules for sessions."""
 
     settings: Settings
     store: Store

@@ -136,7 +136,7 @@ class DocumentReader:
         """One read-only tool call; its result ``{content, structuredContent}``, or a ResourceError."""
         session = self.session
         try:
-            find_tool(await self.relay.manifest(session), name)
+            find_tool(await self.relay.sessions.manifest(session), name)
         except e.UnknownTool:
             raise ResourceError(
                 "codap_error",
@@ -144,14 +144,14 @@ class DocumentReader:
                 "the codap-relay plugin in CODAP (a newer plugin offers it).",
                 tool=name,
             ) from None
-        if not self.relay.is_connected(session):
+        if not self.relay.presence.is_connected(session):
             raise ResourceError(
                 "not_connected",
                 "The CODAP plugin for this session is not connected, so the document cannot be read. Ask the user to "
                 "open CODAP with the codap-relay plugin and keep that browser tab open, then read it again.",
             )
         timeout = self.relay.settings.mcp_tool_timeout_seconds
-        record, answer = await self.relay.call(
+        record, answer = await self.relay.responses.call(
             session.code, name, args, wait=timeout, client=self.client, session=session
         )
         if answer.response is None:
@@ -227,7 +227,7 @@ class DocumentReader:
                 "application/json",
             ),
         ]
-        if not self.relay.is_connected(self.session):
+        if not self.relay.presence.is_connected(self.session):
             return fixed  # reading them says the plugin is not connected
         status = await self.status()
         out = list(fixed)
@@ -305,8 +305,8 @@ class DocumentReader:
         """The session's calls of tools that change the document (not the reads, resources' own included), the last
         ACTIVITY_CALLS of them, each with what it did: the first line of CODAP's answer. Read from the relay, so
         it answers while the plugin is away too."""
-        specs = {t["name"]: t for t in await self.relay.manifest(self.session)}
-        items, total = await self.relay.recent_activity(
+        specs = {t["name"]: t for t in await self.relay.sessions.manifest(self.session)}
+        items, total = await self.relay.log.recent(
             self.session.code,
             keep=lambda r: changes_document(r.tool, specs.get(r.tool, {}).get("annotations")),
             limit=ACTIVITY_CALLS,
@@ -380,7 +380,7 @@ class DocumentReader:
         """Each attribute as CODAP describes it (formula, description, precision), read with ``codap_api``
         (``get dataContext[…]``: collections and attributes, no cases). Empty where the session's plugin has no
         codap_api or CODAP refuses the name: the export's types and units still stand."""
-        if not any(t.get("name") == "codap_api" for t in await self.relay.manifest(self.session)):
+        if not any(t.get("name") == "codap_api" for t in await self.relay.sessions.manifest(self.session)):
             return {}
         try:
             got = await self.structured("codap_api", {"action": "get", "resource": f"dataContext[{dataset}]"})

@@ -37,7 +37,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if kind == "CONNECT":
         return OK
     if kind == "DISCONNECT":
-        detached = loop.run_until_complete(relay.push_disconnected(connection))
+        detached = loop.run_until_complete(relay.push.disconnected(connection))
         logger.info(
             "push connection closed",
             extra={"connection": connection, "status": request.get("disconnectStatusCode"), "detached": detached},
@@ -48,7 +48,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if isinstance(body, str) and event.get("isBase64Encoded"):  # a binary frame: the relay speaks JSON text
             body = base64.b64decode(body).decode("utf-8", "replace")
         source = (request.get("identity") or {}).get("sourceIp")
-        loop.run_until_complete(relay.push_message(connection, body if isinstance(body, str) else None, client=source))
+        loop.run_until_complete(relay.push.message(connection, body if isinstance(body, str) else None, client=source))
         return OK
     logger.warning("push event of an unknown type", extra={"eventType": kind})
     return {"statusCode": 400}

@@ -246,7 +246,7 @@ async def test_answers_for_another_sessions_request_or_after_expiry_are_404(
     await post(llm, a["code"], "late")
     for _ in range(13):  # a step under the session's TTL: a sign of life never revives an expired code
         clock.advance(relay.settings.request_ttl_seconds / 12)
-        await relay.touch(relay.store.get_session(a["code"]))  # type: ignore[arg-type]
+        await relay.presence.touch(relay.store.get_session(a["code"]))  # type: ignore[arg-type]
     r = await llm.post(
         "/response", json={"code": a["code"], "id": "late", "result": 1}, headers=bearer(a["browserToken"])
     )
@@ -335,7 +335,7 @@ async def test_expired_requests_are_never_delivered_or_answered_and_the_llm_lear
         while seconds > 0:
             clock.advance(min(step, seconds))
             seconds -= step
-            await relay.touch(relay.store.get_session(code))  # type: ignore[arg-type]
+            await relay.presence.touch(relay.store.get_session(code))  # type: ignore[arg-type]
 
     await post(llm, code, "old")
     await post(llm, code, "delivered-old")

@@ -22,7 +22,7 @@ from codap_relay.delivery import StreamEvent
 from codap_relay.errors import BadInput, InvalidArguments, InvalidCode, InvalidManifest, UnknownTool
 from codap_relay.http.sse import encode
 from codap_relay.manifest import DEFAULT_TOOLS, check_manifest, find_tool, validate_args
-from codap_relay.relay import REQUEST_ID_RE
+from codap_relay.relay.queue import REQUEST_ID_RE
 from codap_relay_tooling.testing.sse_client import SSEDecoder, iter_events
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -110,13 +110,13 @@ async def test_the_core_refuses_non_finite_numbers_from_any_entry_point(relay: R
     """What a path that parsed on its own (the MCP SDK, a Lambda event) hands the relay is checked again."""
     code, token = session["code"], session["browserToken"]
     with pytest.raises(NonFiniteNumber) as refused:
-        await relay.submit(code, "get_codap_datasets", {"a": [float("nan")]})
+        await relay.queue.submit(code, "get_codap_datasets", {"a": [float("nan")]})
     assert refused.value.data["field"] == "args.a[0]"
-    record, _ = await relay.submit(code, "get_codap_datasets", {}, "core-1")
+    record, _ = await relay.queue.submit(code, "get_codap_datasets", {}, "core-1")
     with pytest.raises(NonFiniteNumber) as refused:
-        await relay.respond(code, token, record.id, result={"x": float("-inf")})
+        await relay.responses.respond(code, token, record.id, result={"x": float("-inf")})
     assert refused.value.data["field"] == "result.x"
-    answer = await relay.answer(code, record.id)
+    answer = await relay.responses.answer(code, record.id)
     assert answer.response is None
 
 
@@ -174,4 +174,4 @@ async def test_the_stdio_bridge_refuses_1e999_instead_of_sending_it_on_as_null(r
             await bridge.wait()
     error = answers[2]["error"]
     assert error["code"] == -32602 and error["data"] == {"error": "non_finite_number", "field": "arguments.cases[0].x"}
-    assert await relay.pending_ids(code, "") == []  # nothing reached the relay's queue
+    assert await relay.queue.pending_ids(code, "") == []  # nothing reached the relay's queue

@@ -600,7 +600,7 @@ async def test_stream_ends_when_its_client_disconnects(spec_version: str) -> Non
     makes only at its next heartbeat), the stream's loop ends with the client, and with it the refreshing of the
     session's last sign of life."""
     relay = Relay(make_settings(heartbeat_seconds=30), MemoryStore())
-    session, token = await relay.create_session()
+    session, token = await relay.sessions.create()
     gone = asyncio.Event()
     first_request = True
     sent: list[Message] = []

@@ -200,7 +200,7 @@ async def test_timeout_names_the_request_and_how_to_check_it(
 ) -> None:
     session = await live.new_session()
     code = session["code"]
-    await relay.touch(await relay.session_for_llm(code))  # the plugin was seen just now, but never answers
+    await relay.presence.touch(await relay.sessions.for_llm(code))  # the plugin was seen just now, but never answers
     async with live.mcp(transport, mode, f"/mcp/{code}") as client:
         result = await client.call_tool(
             "create_codap_dataset", {"datasetName": "Heights", "dataType": "custom", "recordCount": 3}
@@ -230,7 +230,7 @@ async def test_plugin_not_connected_fails_at_once_and_queues_nothing(
 ) -> None:
     never = await live.new_session()
     gone = await live.new_session()
-    await relay.touch(await relay.session_for_llm(gone["code"]))
+    await relay.presence.touch(await relay.sessions.for_llm(gone["code"]))
     clock.advance(relay.settings.connected_grace_seconds + 1)  # last seen 31 s ago
     for session, phrase in ((never, "has not connected yet"), (gone, "was last seen 31 s ago")):
         async with live.mcp(transport, mode, f"/mcp/{session['code']}") as client:
@@ -428,7 +428,7 @@ async def test_a_cancelled_queued_request_never_runs(live: Live, relay: Relay, t
     relay.reconfigure(settings=relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 1.5}))
     session = await live.new_session()
     code = session["code"]
-    await relay.touch(await relay.session_for_llm(code))  # seen just now, but its stream is not open
+    await relay.presence.touch(await relay.sessions.for_llm(code))  # seen just now, but its stream is not open
     async with live.mcp(transport, mode, f"/mcp/{code}") as client:
         with pytest.raises(BaseException):  # noqa: B017 - the SDK's timeout, in whatever group wraps it
             await client.call_tool(
@@ -469,7 +469,7 @@ async def test_a_cancellation_posted_while_the_call_waits_withdraws_it_and_ends_
     relay.reconfigure(settings=relay.settings.model_copy(update={"mcp_tool_timeout_seconds": 10}))
     session = await live.new_session()
     code = session["code"]
-    await relay.touch(await relay.session_for_llm(code))
+    await relay.presence.touch(await relay.sessions.for_llm(code))
     headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
     args = {"datasetName": "Withdrawn", "dataType": "random_numbers", "recordCount": 3}
     call = {

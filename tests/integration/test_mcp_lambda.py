@@ -1,8 +1,8 @@
 """The MCP Lambda handler (functions/mcp/app.py) under moto, driven by the API Gateway events in events/:
 initialize, tools/list, tools/call, warm, three rounds in a row on one imported module (one container).
 
-The plugin's side runs in a thread through the relay's own plugin role (``Relay.stream`` + ``Relay.respond``),
-as the stream and response functions would, against the same DynamoDB table.
+The plugin's side runs in a thread through the relay's own plugin role (``relay.streams.open`` and
+``relay.responses.respond``), as the stream and response functions would, against the same DynamoDB table.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from moto import mock_aws
 
 from codap_relay.codes import hash_token
 from codap_relay.records import SessionRecord
+from codap_relay.relay import Relay
 from codap_relay.store.dynamodb import DynamoStore
 from codap_relay_tooling.testing import CHECKOUT, EVENTS
 from codap_relay_tooling.testing.dynamodb_shared import CREDENTIALS, new_table
@@ -45,19 +46,19 @@ def event(name: str, **header_overrides: str) -> dict[str, Any]:
 class PluginThread:
     """Plays the browser through the relay's plugin role on its own loop, answering every tool request."""
 
-    def __init__(self, relay: Any, code: str, token: str) -> None:
+    def __init__(self, relay: Relay, code: str, token: str) -> None:
         self.relay, self.code, self.token = relay, code, token
         self.connected = threading.Event()
         self.answered: list[str] = []
         self.thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
 
     async def _run(self) -> None:
-        events = await self.relay.stream(self.code, self.token, None)
+        events = await self.relay.streams.open(self.code, self.token, None)
         self.connected.set()
         async for ev in events:
             if ev.event == "tool-request":
                 self.answered.append(ev.data["id"])  # before answering: the handler returns as soon as it is
-                await self.relay.respond(self.code, self.token, ev.data["id"], result=DATASETS)
+                await self.relay.responses.respond(self.code, self.token, ev.data["id"], result=DATASETS)
             elif ev.event in ("closed", "expired", "superseded"):
                 return
 
@@ -70,7 +71,7 @@ class PluginThread:
         # Ends the stream with `closed`; run on a private loop so the main thread's (Mangum's) stays current.
         closer = asyncio.new_event_loop()
         try:
-            closer.run_until_complete(self.relay.close_session(self.code, self.token))
+            closer.run_until_complete(self.relay.sessions.close(self.code, self.token))
         finally:
             closer.close()
         self.thread.join(10)
@@ -114,9 +115,9 @@ def invoke(module: ModuleType, ev: dict[str, Any]) -> tuple[int, dict[str, Any]]
     return response["statusCode"], body
 
 
-def create_event_session(relay: Any) -> None:
+def create_event_session(relay: Relay) -> None:
     """The session the events refer to, as the plugin would have created it."""
-    now = relay.now()
+    now = relay.clock.now()
     relay.store.create_session(SessionRecord(EVENT_CODE, hash_token(TOKEN), created_at=now, expires_at=now + 600))
 
 
@@ -144,7 +145,7 @@ def test_three_warm_invocations_in_a_row(function: ModuleType, loop: asyncio.Abs
             assert result["structuredContent"] == DATASETS
             assert json.loads(result["content"][0]["text"]) == DATASETS
             assert len(plugin.answered) == round_no + 1
-        log = loop.run_until_complete(relay.activity_log(EVENT_CODE, token))
+        log = loop.run_until_complete(relay.log.items(EVENT_CODE, token))
     assert [item.request.tool for item in log] == ["get_codap_datasets"] * 3
     assert all(item.status == "completed" for item in log)
 
@@ -166,13 +167,13 @@ class SlowPluginThread(PluginThread):
     """Answers each request 2.5 s after it arrives."""
 
     async def _run(self) -> None:
-        events = await self.relay.stream(self.code, self.token, None)
+        events = await self.relay.streams.open(self.code, self.token, None)
         self.connected.set()
         async for ev in events:
             if ev.event == "tool-request":
                 await asyncio.sleep(2.5)
                 self.answered.append(ev.data["id"])
-                await self.relay.respond(self.code, self.token, ev.data["id"], result=DATASETS)
+                await self.relay.responses.respond(self.code, self.token, ev.data["id"], result=DATASETS)
             elif ev.event in ("closed", "expired", "superseded"):
                 return
 

@@ -58,7 +58,7 @@ async def test_a_pointer_is_fetched_with_the_browser_token_only(
     created = (await c.post("/api/sessions", json={"tools": TOOLS})).json()
     code, token = created["code"], created["browserToken"]
     attach = {"action": "attach", "code": code, "token": token, "tab": "tab-aaaaaaaa", "after": None}
-    await relay.push_message("C1", json.dumps(attach))
+    await relay.push.message("C1", json.dumps(attach))
     args = {"text": "é" * PUSH_INLINE_BYTES}  # two bytes a character in UTF-8: well over the limit
     queued = await c.post("/request", json={"code": code, "tool": "big_tool", "args": args, "id": "big"})
     assert queued.status_code == 202, queued.text

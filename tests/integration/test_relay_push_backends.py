@@ -23,11 +23,11 @@ TAB, TAB2 = "tab-aaaaaaaa", "tab-bbbbbbbb"
 
 async def attach(relay: Relay, conn: str, code: str, token: str, after: int | None = None, tab: str = TAB) -> None:
     message = {"action": "attach", "code": code, "token": token, "tab": tab, "after": after}
-    await relay.push_message(conn, json.dumps(message), client="203.0.113.9")
+    await relay.push.message(conn, json.dumps(message), client="203.0.113.9")
 
 
 async def ask(relay: Relay, code: str, rid: str) -> None:
-    await relay.submit(code, "get_codap_datasets", {}, rid, client="203.0.113.9")
+    await relay.queue.submit(code, "get_codap_datasets", {}, rid, client="203.0.113.9")
 
 
 def requests_in(messages: list[dict[str, Any]]) -> list[tuple[int, str]]:
@@ -43,7 +43,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Store]:
 async def test_attach_publish_gone_and_resume_on_every_backend(backend: Store) -> None:
     pub = FakePublisher()
     relay = Relay(make_settings(), backend, clock=FakeClock(), ids=counting_ids(), publisher=pub)
-    session, token = await relay.create_session()
+    session, token = await relay.sessions.create()
     code = session.code
     await ask(relay, code, "r1")
     await attach(relay, "C1", code, token)

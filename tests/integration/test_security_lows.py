@@ -131,7 +131,7 @@ async def test_a_deeply_nested_push_message_gets_bad_input_not_internal_error(ca
     # Each on a connection of its own: a bad message closes the socket it came on.
     bodies = ('{"action": "ping", "x": ' + "[" * 100_000 + "]" * 100_000 + "}", '{"action": "attach", "v": 1e999}')
     for n, body in enumerate(bodies):
-        await relay.push_message(f"C{n}", body)
+        await relay.push.message(f"C{n}", body)
     errors = [*publisher.take("C0"), *publisher.take("C1")]
     assert [(m["event"], m["code"]) for m in errors] == [("error", "bad_input")] * 2, errors
     assert "nested too deeply" in errors[0]["message"] and errors[1]["field"] == "v"

@@ -28,14 +28,14 @@ DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 
 async def log_of(relay: Relay, code: str, token: str | None) -> list[dict[str, Any]]:
     """The activity log as GET /api/sessions/{code}/log shows it."""
-    return [log_entry(item) for item in await relay.activity_log(code, token)]
+    return [log_entry(item) for item in await relay.log.items(code, token)]
 
 
 async def trace_of(
     relay: Relay, code: str, token: str | None, *, after: int = 0
 ) -> tuple[list[dict[str, Any]], int | None]:
     """A trace page as GET /api/sessions/{code}/log?view=trace shows it."""
-    items, following = await relay.log_page(code, token, size_of=entry_size(trace_entry), after=after)
+    items, following = await relay.log.page(code, token, size_of=entry_size(trace_entry), after=after)
     return [trace_entry(item) for item in items], following
 
 
@@ -56,7 +56,7 @@ async def next_event(
 
 
 async def test_create_session_stores_only_a_hash_of_the_token(relay: Relay) -> None:
-    session, token = await relay.create_session()
+    session, token = await relay.sessions.create()
     assert len(session.code) == 8 and token not in repr(relay.store.get_session(session.code))
     assert session.expires_at - session.created_at == 600
 
@@ -64,28 +64,28 @@ async def test_create_session_stores_only_a_hash_of_the_token(relay: Relay) -> N
 async def test_code_collision_retries_with_a_new_code(clock: FakeClock) -> None:
     codes = iter(["AAAAAAAA", "AAAAAAAA", "BBBBBBBB"])
     relay = Relay(make_settings(), MemoryStore(), clock=clock, codes=lambda: next(codes))
-    first, _ = await relay.create_session()
-    second, _ = await relay.create_session()
+    first, _ = await relay.sessions.create()
+    second, _ = await relay.sessions.create()
     assert (first.code, second.code) == ("AAAAAAAA", "BBBBBBBB")
 
 
 async def test_code_space_exhausted_is_a_503_not_a_loop(clock: FakeClock) -> None:
     relay = Relay(make_settings(), MemoryStore(), clock=clock, codes=itertools.repeat("AAAAAAAA").__next__)
-    await relay.create_session()
+    await relay.sessions.create()
     with pytest.raises(e.StoreUnavailable):
-        await relay.create_session()
+        await relay.sessions.create()
 
 
 async def test_plugin_manifest_is_validated(relay: Relay) -> None:
     with pytest.raises(e.InvalidManifest, match="inputSchema"):
-        await relay.create_session([{"name": "x", "inputSchema": {"type": "string"}}])
+        await relay.sessions.create([{"name": "x", "inputSchema": {"type": "string"}}])
     with pytest.raises(e.InvalidManifest, match="twice"):
         tool = {"name": "x", "inputSchema": {"type": "object"}}
-        await relay.create_session([tool, tool])
+        await relay.sessions.create([tool, tool])
     with pytest.raises(e.InvalidManifest, match="not a valid JSON Schema"):
-        await relay.create_session([{"name": "x", "inputSchema": {"type": "object", "properties": 3}}])
-    session, _ = await relay.create_session([{"name": "only_tool", "inputSchema": {"type": "object"}}])
-    assert [t["name"] for t in (await relay.metadata(session.code)).tools] == ["only_tool"]
+        await relay.sessions.create([{"name": "x", "inputSchema": {"type": "object", "properties": 3}}])
+    session, _ = await relay.sessions.create([{"name": "only_tool", "inputSchema": {"type": "object"}}])
+    assert [t["name"] for t in (await relay.sessions.metadata(session.code)).tools] == ["only_tool"]
 
 
 async def test_an_invalid_schema_is_refused_each_time_and_a_valid_one_is_checked_once(
@@ -106,11 +106,11 @@ async def test_an_invalid_schema_is_refused_each_time_and_a_valid_one_is_checked
     valid = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 7919}}}  # a schema no test has
     invalid = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "7919"}}}
     for _ in range(3):
-        await relay.create_session([{"name": "counted", "inputSchema": valid, "outputSchema": valid}])
+        await relay.sessions.create([{"name": "counted", "inputSchema": valid, "outputSchema": valid}])
         with pytest.raises(e.InvalidManifest, match="not a valid JSON Schema"):
-            await relay.create_session([{"name": "counted", "inputSchema": invalid}])
+            await relay.sessions.create([{"name": "counted", "inputSchema": invalid}])
         # The plugin's own manifest, exactly as the relay ships it, is known valid: never checked again
-        await relay.create_session([dict(tool) for tool in plugin_tools()])
+        await relay.sessions.create([dict(tool) for tool in plugin_tools()])
     assert checked == [valid, invalid]
 
 
@@ -128,87 +128,87 @@ def test_the_manifest_the_relay_ships_for_the_plugin_is_valid() -> None:
 
 
 async def test_submit_validates_tool_and_args(relay: Relay) -> None:
-    s, _ = await relay.create_session()
+    s, _ = await relay.sessions.create()
     with pytest.raises(e.UnknownTool) as unknown:
-        await relay.submit(s.code, "delete_everything", {})
+        await relay.queue.submit(s.code, "delete_everything", {})
     assert "create_codap_dataset" in unknown.value.available
     with pytest.raises(e.InvalidArguments) as bad:
-        await relay.submit(s.code, "create_codap_dataset", {**DATASET, "recordCount": 5000})
+        await relay.queue.submit(s.code, "create_codap_dataset", {**DATASET, "recordCount": 5000})
     assert bad.value.path == "args.recordCount"
     with pytest.raises(e.InvalidArguments) as extra:
-        await relay.submit(s.code, "get_codap_datasets", {"x": 1})
+        await relay.queue.submit(s.code, "get_codap_datasets", {"x": 1})
     assert "additional" in extra.value.message.lower()
     with pytest.raises(e.BadInput):
-        await relay.submit(s.code, "get_codap_datasets", {}, "bad id with spaces")
+        await relay.queue.submit(s.code, "get_codap_datasets", {}, "bad id with spaces")
     assert relay.store.list_requests(s.code) == []
 
 
 async def test_idempotent_retry_and_conflicting_reuse(relay: Relay) -> None:
-    s, _ = await relay.create_session()
-    first, created = await relay.submit(s.code, "create_codap_dataset", DATASET, "r-1")
-    again, created_again = await relay.submit(s.code, "create_codap_dataset", dict(DATASET), "r-1")
+    s, _ = await relay.sessions.create()
+    first, created = await relay.queue.submit(s.code, "create_codap_dataset", DATASET, "r-1")
+    again, created_again = await relay.queue.submit(s.code, "create_codap_dataset", dict(DATASET), "r-1")
     assert (created, created_again, again.seq) == (True, False, first.seq)
     with pytest.raises(e.DuplicateRequestId):
-        await relay.submit(s.code, "create_codap_dataset", {**DATASET, "recordCount": 6}, "r-1")
+        await relay.queue.submit(s.code, "create_codap_dataset", {**DATASET, "recordCount": 6}, "r-1")
     assert len(relay.store.list_requests(s.code)) == 1
 
 
 async def test_generated_ids_and_gapless_seq(relay: Relay) -> None:
-    s, _ = await relay.create_session()
-    records = [(await relay.submit(s.code, "get_codap_datasets", {}))[0] for _ in range(3)]
+    s, _ = await relay.sessions.create()
+    records = [(await relay.queue.submit(s.code, "get_codap_datasets", {}))[0] for _ in range(3)]
     assert [(r.id, r.seq) for r in records] == [("req-1", 1), ("req-2", 2), ("req-3", 3)]
 
 
 async def test_session_expiry_is_exact_and_slides_while_plugin_is_seen(relay: Relay, clock: FakeClock) -> None:
-    s, token = await relay.create_session()
+    s, token = await relay.sessions.create()
     clock.advance(599)
-    await relay.session_for_plugin(s.code, token)
-    await relay.touch(s)  # what an open stream does
+    await relay.sessions.for_plugin(s.code, token)
+    await relay.presence.touch(s)  # what an open stream does
     clock.advance(599)
-    assert (await relay.session_for_llm(s.code)).code == s.code
+    assert (await relay.sessions.for_llm(s.code)).code == s.code
     clock.advance(1)
     with pytest.raises(e.SessionNotFound) as info:
-        await relay.session_for_llm(s.code)
+        await relay.sessions.for_llm(s.code)
     assert info.value.reason == "expired" and "new code" in info.value.message
 
 
 async def test_connected_means_seen_within_grace(relay: Relay, clock: FakeClock) -> None:
-    s, token = await relay.create_session()
-    assert (await relay.status(s.code)).connected is False
-    events = await relay.stream(s.code, token, None)
+    s, token = await relay.sessions.create()
+    assert (await relay.presence.status(s.code)).connected is False
+    events = await relay.streams.open(s.code, token, None)
     await events.aclose()
-    assert (await relay.status(s.code)).connected is True
+    assert (await relay.presence.status(s.code)).connected is True
     clock.advance(31)
-    assert (await relay.status(s.code)).connected is False
+    assert (await relay.presence.status(s.code)).connected is False
 
 
 async def test_tokens_guard_the_plugin_role(relay: Relay) -> None:
-    a, token_a = await relay.create_session()
-    b, token_b = await relay.create_session()
+    a, token_a = await relay.sessions.create()
+    b, token_b = await relay.sessions.create()
     with pytest.raises(e.TokenMissing):
-        await relay.stream(a.code, None, None)
+        await relay.streams.open(a.code, None, None)
     with pytest.raises(e.TokenInvalid):
-        await relay.stream(a.code, token_b, None)
+        await relay.streams.open(a.code, token_b, None)
     with pytest.raises(e.TokenInvalid):
         await log_of(relay, a.code, token_b)
     with pytest.raises(e.TokenInvalid):
-        await relay.close_session(b.code, token_a)
+        await relay.sessions.close(b.code, token_a)
 
 
 async def test_compatibility_mode_accepts_code_only(clock: FakeClock) -> None:
     relay = make_relay(clock, require_browser_token=False)
-    s, _token = await relay.create_session()
-    events = await relay.stream(s.code, None, None)
+    s, _token = await relay.sessions.create()
+    events = await relay.streams.open(s.code, None, None)
     await events.aclose()
     with pytest.raises(e.TokenInvalid):  # a wrong token is still wrong
-        await relay.stream(s.code, "nope", None)
+        await relay.streams.open(s.code, "nope", None)
 
 
 async def test_answer_lifecycle(relay: Relay, clock: FakeClock) -> None:
-    s, token = await relay.create_session()
-    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
-    assert (await relay.answer(s.code, r.id)).request.status == "queued"  # type: ignore[union-attr]
-    events = await relay.stream(s.code, token, None)
+    s, token = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
+    assert (await relay.responses.answer(s.code, r.id)).request.status == "queued"  # type: ignore[union-attr]
+    events = await relay.streams.open(s.code, token, None)
     ev = await next_event(events)
     assert (
         ev.event == "tool-request"
@@ -216,73 +216,73 @@ async def test_answer_lifecycle(relay: Relay, clock: FakeClock) -> None:
         and ev.data == {"id": r.id, "tool": "get_codap_datasets", "args": {}}
     )
     await next_event(events, skip=(None,))  # the generator marks delivery after the yield
-    assert (await relay.answer(s.code, r.id)).request.status == "delivered"  # type: ignore[union-attr]
-    stored = await relay.respond(s.code, token, r.id, result={"datasets": []})
+    assert (await relay.responses.answer(s.code, r.id)).request.status == "delivered"  # type: ignore[union-attr]
+    stored = await relay.responses.respond(s.code, token, r.id, result={"datasets": []})
     assert stored.status == "completed"
-    done = await relay.answer(s.code, r.id)
+    done = await relay.responses.answer(s.code, r.id)
     assert done.done and done.response is not None and done.response.body == {"result": {"datasets": []}}
     await events.aclose()
 
 
 async def test_responses_first_answer_wins_and_identical_repeat_is_fine(relay: Relay) -> None:
-    s, token = await relay.create_session()
-    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
-    await relay.respond(s.code, token, r.id, error={"message": "No dataset", "code": "codap_error"})
-    again = await relay.respond(s.code, token, r.id, error={"message": "No dataset", "code": "codap_error"})
+    s, token = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
+    await relay.responses.respond(s.code, token, r.id, error={"message": "No dataset", "code": "codap_error"})
+    again = await relay.responses.respond(s.code, token, r.id, error={"message": "No dataset", "code": "codap_error"})
     assert again.status == "failed"
     with pytest.raises(e.AlreadyAnswered):
-        await relay.respond(s.code, token, r.id, result={"ok": True})
+        await relay.responses.respond(s.code, token, r.id, result={"ok": True})
 
 
 async def test_answer_for_another_sessions_request_is_404(relay: Relay) -> None:
-    a, _token_a = await relay.create_session()
-    b, token_b = await relay.create_session()
-    r, _ = await relay.submit(a.code, "get_codap_datasets", {})
+    a, _token_a = await relay.sessions.create()
+    b, token_b = await relay.sessions.create()
+    r, _ = await relay.queue.submit(a.code, "get_codap_datasets", {})
     with pytest.raises(e.RequestNotFound):
-        await relay.respond(b.code, token_b, r.id, result=1)
+        await relay.responses.respond(b.code, token_b, r.id, result=1)
     with pytest.raises(e.RequestNotFound):
-        await relay.answer(b.code, r.id)
+        await relay.responses.answer(b.code, r.id)
     assert relay.store.get_request(a.code, r.id).status == "queued"  # type: ignore[union-attr]
 
 
 async def test_expired_requests_are_not_delivered_and_the_llm_learns_why(relay: Relay, clock: FakeClock) -> None:
-    s, token = await relay.create_session()
-    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    s, token = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
     for _ in range(12):  # an hour, the plugin keeping the session itself alive meanwhile
         clock.advance(300)
-        await relay.touch(await relay.session_for_llm(s.code))
+        await relay.presence.touch(await relay.sessions.for_llm(s.code))
     with pytest.raises(RequestExpired) as info:
-        await relay.answer(s.code, r.id)
+        await relay.responses.answer(s.code, r.id)
     assert "expired" in info.value.message
     with pytest.raises(RequestExpired):
-        await relay.respond(s.code, token, r.id, result=1)
-    events = await relay.stream(s.code, token, None)
+        await relay.responses.respond(s.code, token, r.id, result=1)
+    events = await relay.streams.open(s.code, token, None)
     assert (await next_event(events, skip=(None,))).event == "heartbeat"
     await events.aclose()
     assert [x["status"] for x in await log_of(relay, s.code, token)] == ["expired"]
 
 
 async def test_results_outlive_the_pairing_code(relay: Relay, clock: FakeClock) -> None:
-    s, token = await relay.create_session()
-    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
-    await relay.respond(s.code, token, r.id, result={"n": 1})
+    s, token = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
+    await relay.responses.respond(s.code, token, r.id, result={"n": 1})
     clock.advance(1000)  # session (600 s) gone, response (3600 s) kept
-    assert (await relay.answer(s.code, r.id)).done
+    assert (await relay.responses.answer(s.code, r.id)).done
     clock.advance(3000)
     with pytest.raises(e.RequestNotFound):
-        await relay.answer(s.code, r.id)
+        await relay.responses.answer(s.code, r.id)
 
 
 async def test_stream_cursor_resumes_and_unknown_cursor_is_reported(relay: Relay) -> None:
-    s, token = await relay.create_session()
-    ids = [(await relay.submit(s.code, "get_codap_datasets", {}, f"r{i}"))[0].id for i in range(1, 11)]
-    events = await relay.stream(s.code, token, 8)
+    s, token = await relay.sessions.create()
+    ids = [(await relay.queue.submit(s.code, "get_codap_datasets", {}, f"r{i}"))[0].id for i in range(1, 11)]
+    events = await relay.streams.open(s.code, token, 8)
     got = [(await next_event(events)).data["id"] for _ in range(2)]
     assert got == ids[8:]
-    r11, _ = await relay.submit(s.code, "get_codap_datasets", {}, "r11")
+    r11, _ = await relay.queue.submit(s.code, "get_codap_datasets", {}, "r11")
     assert (await next_event(events)).data["id"] == r11.id
     await events.aclose()
-    events = await relay.stream(s.code, token, 99)
+    events = await relay.streams.open(s.code, token, 99)
     reset = await next_event(events)
     assert reset.event == "cursor-reset" and reset.data == {"lastEventId": 99, "lastSeq": 11}
     assert (await next_event(events)).data["id"] == "r1"
@@ -290,73 +290,73 @@ async def test_stream_cursor_resumes_and_unknown_cursor_is_reported(relay: Relay
 
 
 async def test_without_cursor_every_unanswered_request_is_resent(relay: Relay) -> None:
-    s, token = await relay.create_session()
+    s, token = await relay.sessions.create()
     for i in range(3):
-        await relay.submit(s.code, "get_codap_datasets", {}, f"r{i}")
-    await relay.respond(s.code, token, "r1", result=1)
-    events = await relay.stream(s.code, token, None)
+        await relay.queue.submit(s.code, "get_codap_datasets", {}, f"r{i}")
+    await relay.responses.respond(s.code, token, "r1", result=1)
+    events = await relay.streams.open(s.code, token, None)
     assert [(await next_event(events)).data["id"] for _ in range(2)] == ["r0", "r2"]
     await events.aclose()
 
 
 async def test_new_stream_supersedes_old(relay: Relay) -> None:
-    s, token = await relay.create_session()
-    old = await relay.stream(s.code, token, None)
+    s, token = await relay.sessions.create()
+    old = await relay.streams.open(s.code, token, None)
     assert (await next_event(old, skip=())).event is None  # retry preamble
-    new = await relay.stream(s.code, token, None)
+    new = await relay.streams.open(s.code, token, None)
     assert (await next_event(old)).event == "superseded"
-    await relay.submit(s.code, "get_codap_datasets", {}, "only-new")
+    await relay.queue.submit(s.code, "get_codap_datasets", {}, "only-new")
     assert (await next_event(new)).data["id"] == "only-new"
     await new.aclose()
 
 
 async def test_a_tab_that_detaches_ends_its_stream_silently_and_shows_as_not_connected(relay: Relay) -> None:
-    s, token = await relay.create_session()
-    stream = await relay.stream(s.code, token, None, tab="tab-aaaaaaaa")
+    s, token = await relay.sessions.create()
+    stream = await relay.streams.open(s.code, token, None, tab="tab-aaaaaaaa")
     assert (await next_event(stream, skip=())).event is None  # retry preamble: the stream is attached
-    assert (await relay.status(s.code)).connected
-    assert not await relay.detach(s.code, token, "tab-bbbbbbbb")  # another tab's detach leaves it alone
-    assert await relay.detach(s.code, token, "tab-aaaaaaaa")
+    assert (await relay.presence.status(s.code)).connected
+    assert not await relay.streams.detach(s.code, token, "tab-bbbbbbbb")  # another tab's detach leaves it alone
+    assert await relay.streams.detach(s.code, token, "tab-aaaaaaaa")
     with pytest.raises(AssertionError, match="stream ended"):  # no "superseded": the page is gone (or comes back)
         await next_event(stream)
-    assert not (await relay.status(s.code)).connected  # at once, although it was seen just now
+    assert not (await relay.presence.status(s.code)).connected  # at once, although it was seen just now
     with pytest.raises(e.TokenInvalid):
-        await relay.detach(s.code, "nope", "tab-aaaaaaaa")
-    again = await relay.stream(s.code, token, None, tab="tab-aaaaaaaa")  # back (bfcache): attached again
+        await relay.streams.detach(s.code, "nope", "tab-aaaaaaaa")
+    again = await relay.streams.open(s.code, token, None, tab="tab-aaaaaaaa")  # back (bfcache): attached again
     assert (await next_event(again, skip=())).event is None
-    assert (await relay.status(s.code)).connected
+    assert (await relay.presence.status(s.code)).connected
     await again.aclose()
 
 
 async def test_close_session_fails_pending_and_ends_stream(relay: Relay) -> None:
-    s, token = await relay.create_session()
-    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
-    events = await relay.stream(s.code, token, None)
+    s, token = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
+    events = await relay.streams.open(s.code, token, None)
     assert (await next_event(events)).event == "tool-request"
-    assert await relay.close_session(s.code, token) == 1
+    assert await relay.sessions.close(s.code, token) == 1
     assert (await next_event(events)).event == "closed"
-    answer = await relay.answer(s.code, r.id)
+    answer = await relay.responses.answer(s.code, r.id)
     assert answer.response is not None and answer.response.body["error"]["code"] == "session_closed"
     with pytest.raises(e.SessionNotFound) as info:
-        await relay.submit(s.code, "get_codap_datasets", {})
+        await relay.queue.submit(s.code, "get_codap_datasets", {})
     assert info.value.reason == "closed"
 
 
 async def test_wait_answer_returns_when_answer_lands(relay: Relay) -> None:
-    s, token = await relay.create_session()
-    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
-    waiter = asyncio.create_task(relay.wait_answer(s.code, r.id, 20))
+    s, token = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
+    waiter = asyncio.create_task(relay.responses.wait_answer(s.code, r.id, 20))
     await asyncio.sleep(0)
     assert not waiter.done()
-    await relay.respond(s.code, token, r.id, result={"ok": 1})
+    await relay.responses.respond(s.code, token, r.id, result={"ok": 1})
     answer = await asyncio.wait_for(waiter, 5)
     assert answer.done
 
 
 async def test_wait_answer_gives_up_with_current_state(relay: Relay) -> None:
-    s, _ = await relay.create_session()
-    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
-    answer = await relay.wait_answer(s.code, r.id, 0.05)
+    s, _ = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
+    answer = await relay.responses.wait_answer(s.code, r.id, 0.05)
     assert not answer.done and answer.request is not None and answer.request.status == "queued"
 
 
@@ -364,34 +364,34 @@ async def test_rate_limits_admit_exactly_the_limit_per_window(clock: FakeClock) 
     relay = make_relay(clock, rate_limit_session_per_ip=3, rate_limit_request_per_code=2)
     clock.set(1_800_000_000.0)  # start of a window
     for _ in range(3):
-        await relay.create_session(client="1.2.3.4")
+        await relay.sessions.create(client="1.2.3.4")
     with pytest.raises(e.RateLimited) as info:
-        await relay.create_session(client="1.2.3.4")
+        await relay.sessions.create(client="1.2.3.4")
     assert info.value.retry_after == 60
-    await relay.create_session(client="5.6.7.8")  # other clients are not affected
+    await relay.sessions.create(client="5.6.7.8")  # other clients are not affected
     clock.advance(60)
-    s, _ = await relay.create_session(client="1.2.3.4")
-    await relay.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
-    await relay.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+    s, _ = await relay.sessions.create(client="1.2.3.4")
+    await relay.queue.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+    await relay.queue.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
     with pytest.raises(e.RateLimited):
-        await relay.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+        await relay.queue.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
     assert len(relay.store.list_requests(s.code)) == 2
 
 
 async def test_guessing_guard_blocks_all_lookups_after_too_many_unknown_codes(clock: FakeClock) -> None:
     relay = make_relay(clock, guess_limit_per_ip=3)
     clock.set(1_800_000_000.0)
-    s, _ = await relay.create_session()
+    s, _ = await relay.sessions.create()
     for guess in ["AAAAAAAA", "BBBBBBBB", "CCCCCCCC"]:
         with pytest.raises(e.SessionNotFound):
-            await relay.metadata(guess, client="6.6.6.6")
+            await relay.sessions.metadata(guess, client="6.6.6.6")
     with pytest.raises(e.RateLimited):
-        await relay.metadata("DDDDDDDD", client="6.6.6.6")
+        await relay.sessions.metadata("DDDDDDDD", client="6.6.6.6")
     with pytest.raises(e.RateLimited):  # a real code is refused too: no oracle
-        await relay.metadata(s.code, client="6.6.6.6")
-    assert (await relay.metadata(s.code, client="7.7.7.7")).version == "1.0.0"
+        await relay.sessions.metadata(s.code, client="6.6.6.6")
+    assert (await relay.sessions.metadata(s.code, client="7.7.7.7")).version == "1.0.0"
     clock.advance(60)
-    assert (await relay.metadata(s.code, client="6.6.6.6")).version == "1.0.0"
+    assert (await relay.sessions.metadata(s.code, client="6.6.6.6")).version == "1.0.0"
 
 
 async def test_a_plugin_with_its_own_token_passes_the_guard_a_wrong_token_does_not(clock: FakeClock) -> None:
@@ -399,28 +399,28 @@ async def test_a_plugin_with_its_own_token_passes_the_guard_a_wrong_token_does_n
     plugin's calls carry their session's token and pass; a guesser's wrong token or unknown code does not."""
     relay = make_relay(clock, guess_limit_per_ip=3)
     clock.set(1_800_000_000.0)
-    s, token = await relay.create_session()
+    s, token = await relay.sessions.create()
     for guess in ["AAAAAAAA", "BBBBBBBB", "CCCCCCCC"]:
         with pytest.raises(e.SessionNotFound):
-            await relay.metadata(guess, client="6.6.6.6")
+            await relay.sessions.metadata(guess, client="6.6.6.6")
     with pytest.raises(e.RateLimited):  # the address is cut off now
-        await relay.metadata("DDDDDDDD", client="6.6.6.6")
-    assert (await relay.session_for_plugin(s.code, token, client="6.6.6.6")).code == s.code
+        await relay.sessions.metadata("DDDDDDDD", client="6.6.6.6")
+    assert (await relay.sessions.for_plugin(s.code, token, client="6.6.6.6")).code == s.code
     with pytest.raises(e.RateLimited):
-        await relay.session_for_plugin(s.code, token + "x", client="6.6.6.6")
+        await relay.sessions.for_plugin(s.code, token + "x", client="6.6.6.6")
     with pytest.raises(e.RateLimited):
-        await relay.session_for_plugin("EEEEEEEE", token, client="6.6.6.6")
+        await relay.sessions.for_plugin("EEEEEEEE", token, client="6.6.6.6")
     with pytest.raises(e.RateLimited):  # the LLM's role has no token: the code alone stays guarded
-        await relay.metadata(s.code, client="6.6.6.6")
+        await relay.sessions.metadata(s.code, client="6.6.6.6")
 
 
 async def test_activity_log_hides_arguments_unless_asked(relay: Relay) -> None:
-    s, token = await relay.create_session()
-    r, _ = await relay.submit(s.code, "create_codap_dataset", DATASET)
-    await relay.respond(s.code, token, r.id, result={"made": True})
+    s, token = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "create_codap_dataset", DATASET)
+    await relay.responses.respond(s.code, token, r.id, result={"made": True})
     [entry] = await log_of(relay, s.code, token)
     assert "args" not in entry and entry["status"] == "completed" and entry["latencyMs"] == 0
-    [item], following = await relay.log_page(s.code, token, size_of=entry_size(full_entry))
+    [item], following = await relay.log.page(s.code, token, size_of=entry_size(full_entry))
     full = full_entry(item)
     assert following is None
     assert full["args"] == DATASET and full["result"] == {"made": True}
@@ -428,24 +428,24 @@ async def test_activity_log_hides_arguments_unless_asked(relay: Relay) -> None:
 
 async def test_an_ended_sessions_log_stays_readable_for_the_grace_and_no_longer(clock: FakeClock) -> None:
     relay = make_relay(clock, log_grace_seconds=300)
-    closed, closed_token = await relay.create_session()
-    await relay.submit(closed.code, "get_codap_datasets", {}, "kept")
-    await relay.close_session(closed.code, closed_token)
-    expired, expired_token = await relay.create_session()  # its code expires 600 s from now, unseen
+    closed, closed_token = await relay.sessions.create()
+    await relay.queue.submit(closed.code, "get_codap_datasets", {}, "kept")
+    await relay.sessions.close(closed.code, closed_token)
+    expired, expired_token = await relay.sessions.create()  # its code expires 600 s from now, unseen
     clock.advance(299)
     assert [x["id"] for x in await log_of(relay, closed.code, closed_token)] == ["kept"]
     assert [x["id"] for x in (await trace_of(relay, closed.code, closed_token))[0]] == ["kept"]
     with pytest.raises(e.TokenInvalid):  # the grace is the plugin's: its token is still needed
         await log_of(relay, closed.code, expired_token)
     with pytest.raises(e.SessionNotFound):  # the session itself stays ended
-        await relay.submit(closed.code, "get_codap_datasets", {})
+        await relay.queue.submit(closed.code, "get_codap_datasets", {})
     clock.advance(2)
     with pytest.raises(e.SessionNotFound):
         await log_of(relay, closed.code, closed_token)
     clock.advance(300)  # 601 s: the other code expired 1 s ago
     assert await log_of(relay, expired.code, expired_token) == []
     with pytest.raises(e.SessionNotFound) as info:
-        await relay.metadata(expired.code)
+        await relay.sessions.metadata(expired.code)
     assert info.value.reason == "expired"
     clock.advance(300)
     with pytest.raises(e.SessionNotFound):
@@ -454,8 +454,8 @@ async def test_an_ended_sessions_log_stays_readable_for_the_grace_and_no_longer(
 
 async def test_without_a_grace_an_ended_sessions_log_is_gone(clock: FakeClock) -> None:
     relay = make_relay(clock, log_grace_seconds=0)
-    s, token = await relay.create_session()
-    await relay.close_session(s.code, token)
+    s, token = await relay.sessions.create()
+    await relay.sessions.close(s.code, token)
     with pytest.raises(e.SessionNotFound) as info:
         await log_of(relay, s.code, token)
     assert info.value.reason == "closed"
@@ -464,15 +464,15 @@ async def test_without_a_grace_an_ended_sessions_log_is_gone(clock: FakeClock) -
 async def test_trace_pages_carry_arguments_and_summaries_in_seq_order(
     relay: Relay, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    s, token = await relay.create_session()
+    s, token = await relay.sessions.create()
     for n in range(5):
         args = {"datasetName": "d", "cases": [{"n": n, "pad": "x" * 400}]}
-        r, _ = await relay.submit(s.code, "add_codap_cases", args)
+        r, _ = await relay.queue.submit(s.code, "add_codap_cases", args)
         if n < 3:
             text = f"Added case {n}.\nMore detail."
-            await relay.respond(s.code, token, r.id, result={"content": [{"type": "text", "text": text}]})
-    await relay.respond(s.code, token, "req-4", error={"message": "CODAP refused it", "code": "codap_error"})
-    monkeypatch.setattr("codap_relay.relay.LOG_PAGE_BYTES", 1000)  # about two entries a page
+            await relay.responses.respond(s.code, token, r.id, result={"content": [{"type": "text", "text": text}]})
+    await relay.responses.respond(s.code, token, "req-4", error={"message": "CODAP refused it", "code": "codap_error"})
+    monkeypatch.setattr("codap_relay.relay.log.LOG_PAGE_BYTES", 1000)  # about two entries a page
     pages: list[list[dict[str, Any]]] = []
     after: int | None = 0
     while after is not None:
@@ -488,15 +488,17 @@ async def test_trace_pages_carry_arguments_and_summaries_in_seq_order(
 
 
 async def test_respond_refuses_a_result_with_a_bad_image_and_stores_nothing(relay: Relay) -> None:
-    s, token = await relay.create_session()
-    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    s, token = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
     fake = {"type": "image", "mimeType": "image/png", "data": base64.b64encode(b"<svg onload=x>").decode()}
     with pytest.raises(e.InvalidResult) as info:
-        await relay.respond(s.code, token, r.id, result={"content": [{"type": "text", "text": "x"}, fake]})
+        await relay.responses.respond(s.code, token, r.id, result={"content": [{"type": "text", "text": "x"}, fake]})
     assert info.value.data["field"] == "result.content[1].data"
-    assert not (await relay.answer(s.code, r.id)).done
-    await relay.respond(s.code, token, r.id, error={"message": "the picture failed", "code": "result_invalid"})
-    assert (await relay.answer(s.code, r.id)).done
+    assert not (await relay.responses.answer(s.code, r.id)).done
+    await relay.responses.respond(
+        s.code, token, r.id, error={"message": "the picture failed", "code": "result_invalid"}
+    )
+    assert (await relay.responses.answer(s.code, r.id)).done
 
 
 class BrokenStore(MemoryStore):
@@ -506,9 +508,9 @@ class BrokenStore(MemoryStore):
 
 async def test_unexpected_store_failure_is_store_unavailable(clock: FakeClock) -> None:
     relay = Relay(make_settings(), BrokenStore(), clock=clock)
-    s, _ = await relay.create_session()
+    s, _ = await relay.sessions.create()
     with pytest.raises(e.StoreUnavailable) as info:
-        await relay.submit(s.code, "get_codap_datasets", {})
+        await relay.queue.submit(s.code, "get_codap_datasets", {})
     assert info.value.retry_after >= 1
 
 
@@ -522,9 +524,9 @@ class ClosesDuringSubmit(MemoryStore):
 
 async def test_a_session_ended_during_submit_takes_nothing_and_says_why(clock: FakeClock) -> None:
     relay = Relay(make_settings(), ClosesDuringSubmit(), clock=clock)
-    s, _ = await relay.create_session()
+    s, _ = await relay.sessions.create()
     with pytest.raises(e.SessionNotFound) as info:
-        await relay.submit(s.code, "get_codap_datasets", {}, "late")
+        await relay.queue.submit(s.code, "get_codap_datasets", {}, "late")
     assert info.value.reason == "closed" and "new code" in info.value.message
     assert relay.store.get_request(s.code, "late") is None
 
@@ -570,28 +572,28 @@ async def test_an_answer_stored_while_the_request_is_queued_still_wakes_the_call
 
         def add_request(self, code: str, new: Any, *, last_seq: int | None = None) -> Any:
             added = super().add_request(code, new, last_seq=last_seq)
-            answer = relay.respond(code, token, new.id, result={"fast": True})
+            answer = relay.responses.respond(code, token, new.id, result={"fast": True})
             asyncio.run_coroutine_threadsafe(answer, loop).result(5)  # the plugin answers before add_request returns
             return added
 
     relay = Relay(make_settings(), AnsweredAtOnce(), clock=clock)
-    s, token = await relay.create_session()
-    _, answer = await asyncio.wait_for(relay.call(s.code, "get_codap_datasets", {}, wait=15), 5)
+    s, token = await relay.sessions.create()
+    _, answer = await asyncio.wait_for(relay.responses.call(s.code, "get_codap_datasets", {}, wait=15), 5)
     assert answer.done and answer.response is not None and answer.response.body == {"result": {"fast": True}}
 
 
 async def test_a_wait_reads_everything_first_and_last_and_only_the_response_between(clock: FakeClock) -> None:
     store = Counted(pushes=False)
     relay = Relay(make_settings(poll_interval_seconds=0.01, idle_poll_interval_seconds=0.01), store, clock=clock)
-    s, _ = await relay.create_session()
-    r, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    s, _ = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
     store.calls.clear()
-    answer = await relay.wait_answer(s.code, r.id, 0.2)
+    answer = await relay.responses.wait_answer(s.code, r.id, 0.2)
     assert not answer.done and answer.request is not None
     assert store.calls[0] == store.calls[-1] == "lookup" and store.calls.count("lookup") == 2
     assert set(store.calls[1:-1]) == {"get_response"} and len(store.calls) > 4
     store.calls.clear()
-    await relay.call(s.code, "get_codap_datasets", {}, wait=0.05)
+    await relay.responses.call(s.code, "get_codap_datasets", {}, wait=0.05)
     # a new request: no first read (the pending count is the limits' check)
     assert store.calls[:4] == ["get_session", "count_pending", "add_request", "get_response"]
 
@@ -599,16 +601,16 @@ async def test_a_wait_reads_everything_first_and_last_and_only_the_response_betw
 async def test_the_plugins_answer_is_a_sign_of_life_only_when_one_is_due(clock: FakeClock) -> None:
     store = Counted()
     relay = Relay(make_settings(heartbeat_seconds=15, connected_grace_seconds=30), store, clock=clock)
-    s, token = await relay.create_session()
-    events = await relay.stream(s.code, token, None)  # seen now
+    s, token = await relay.sessions.create()
+    events = await relay.streams.open(s.code, token, None)  # seen now
     await events.aclose()
-    first, _ = await relay.submit(s.code, "get_codap_datasets", {})
+    first, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
     store.calls.clear()
-    await relay.respond(s.code, token, first.id, result=1)
+    await relay.responses.respond(s.code, token, first.id, result=1)
     assert "update_session" not in store.calls  # seen a moment ago: nothing anyone sees would change
     clock.advance(10)  # a third of the 30 s grace
-    second, _ = await relay.submit(s.code, "get_codap_datasets", {})
-    await relay.respond(s.code, token, second.id, result=2)
+    second, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
+    await relay.responses.respond(s.code, token, second.id, result=2)
     assert store.calls.count("update_session") == 1
     got = relay.store.get_session(s.code)
     assert got is not None and got.last_seen == clock.now()
@@ -620,15 +622,15 @@ async def test_a_quiet_stream_polls_slowly_and_a_request_makes_it_quick_again(cl
         heartbeat_seconds=60, poll_interval_seconds=0.02, idle_poll_interval_seconds=0.3, poll_active_seconds=0.4
     )
     relay = Relay(settings, store, clock=clock, notifier=Silent())
-    s, token = await relay.create_session()
-    events = await relay.stream(s.code, token, None)
+    s, token = await relay.sessions.create()
+    events = await relay.streams.open(s.code, token, None)
     reader = asyncio.create_task(next_event(events))
     await asyncio.sleep(0.6)  # the active window (0.4 s) after the stream opened has passed
     store.calls.clear()
     await asyncio.sleep(0.9)
     idle_polls = store.calls.count("deliver")
     assert 1 <= idle_polls <= 6  # every 0.3 s: about 3 (at the busy rate it would be about 45)
-    await relay.submit(s.code, "get_codap_datasets", {})
+    await relay.queue.submit(s.code, "get_codap_datasets", {})
     delivered = await asyncio.wait_for(reader, 5)  # found by the next slow poll
     assert delivered.event == "tool-request"
     store.calls.clear()
@@ -661,9 +663,9 @@ async def test_a_request_reads_its_session_and_counts_its_rate_at_once(clock: Fa
 
     store = Networked()
     relay = Relay(make_settings(), store, clock=clock)
-    s, _ = await relay.create_session()  # no client address: no rate count, so the event is still clear
+    s, _ = await relay.sessions.create()  # no client address: no rate count, so the event is still clear
     counted.clear()
-    record, created = await relay.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+    record, created = await relay.queue.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
     assert created and record.seq == 1
 
 
@@ -681,10 +683,10 @@ class CountOnly(MemoryStore):
 
 async def test_status_counts_pending_requests_without_reading_them(clock: FakeClock) -> None:
     relay = Relay(make_settings(), CountOnly(), clock=clock)
-    s, _ = await relay.create_session()
+    s, _ = await relay.sessions.create()
     for _ in range(3):
-        await relay.submit(s.code, "get_codap_datasets", {})
-    assert (await relay.status(s.code, client="198.51.100.9")).pending == 3
+        await relay.queue.submit(s.code, "get_codap_datasets", {})
+    assert (await relay.presence.status(s.code, client="198.51.100.9")).pending == 3
 
 
 async def test_sqlite_reads_run_off_the_event_loop(tmp_path: Any, clock: FakeClock) -> None:
@@ -702,8 +704,8 @@ async def test_sqlite_reads_run_off_the_event_loop(tmp_path: Any, clock: FakeClo
     store = Watched(tmp_path / "relay.db")
     try:
         relay = Relay(make_settings(), store, clock=clock)
-        s, _ = await relay.create_session()
-        await relay.status(s.code)
+        s, _ = await relay.sessions.create()
+        await relay.presence.status(s.code)
         assert threads and threads[0] is not threading.main_thread()
     finally:
         store.close()
@@ -711,49 +713,49 @@ async def test_sqlite_reads_run_off_the_event_loop(tmp_path: Any, clock: FakeClo
 
 async def test_status_reads_are_rate_limited_per_address(clock: FakeClock) -> None:
     relay = make_relay(clock, rate_limit_status_per_ip=2)
-    s, _ = await relay.create_session()
+    s, _ = await relay.sessions.create()
     for _ in range(2):
-        await relay.status(s.code, client="198.51.100.1")
+        await relay.presence.status(s.code, client="198.51.100.1")
     with pytest.raises(e.RateLimited) as info:
-        await relay.status(s.code, client="198.51.100.1")
+        await relay.presence.status(s.code, client="198.51.100.1")
     assert info.value.scope == "status" and 1 <= info.value.retry_after <= 60
     assert "2 per minute" in info.value.message
-    await relay.status(s.code, client="198.51.100.2")  # another address has its own
+    await relay.presence.status(s.code, client="198.51.100.2")  # another address has its own
     clock.advance(60)
-    await relay.status(s.code, client="198.51.100.1")  # the next window
+    await relay.presence.status(s.code, client="198.51.100.1")  # the next window
 
 
 async def test_a_session_holds_at_most_so_many_pending_requests(clock: FakeClock) -> None:
     relay = make_relay(clock, max_pending_requests_per_session=3)
-    s, token = await relay.create_session()
+    s, token = await relay.sessions.create()
     for i in range(3):
-        await relay.submit(s.code, "get_codap_datasets", {}, f"r{i}", client="198.51.100.1")
+        await relay.queue.submit(s.code, "get_codap_datasets", {}, f"r{i}", client="198.51.100.1")
     with pytest.raises(e.PendingLimit) as info:
-        await relay.submit(s.code, "get_codap_datasets", {}, client="198.51.100.1")
+        await relay.queue.submit(s.code, "get_codap_datasets", {}, client="198.51.100.1")
     exc = info.value
     assert isinstance(exc, e.RateLimited) and exc.error == "too_many_pending" and exc.limit == 3
     assert exc.retry_after == 60 and "MAX_PENDING_REQUESTS_PER_SESSION" in exc.message
     assert "not connected" in exc.message and "open the codap-relay plugin" in exc.message
-    again, created = await relay.submit(s.code, "get_codap_datasets", {}, "r0", client="198.51.100.1")
+    again, created = await relay.queue.submit(s.code, "get_codap_datasets", {}, "r0", client="198.51.100.1")
     assert (again.id, created) == ("r0", False)  # a retry of a stored request still gets it
-    await relay.respond(s.code, token, "r0", result={"ok": True})
-    await relay.submit(s.code, "get_codap_datasets", {}, client="198.51.100.1")  # room again
-    other, _ = await relay.create_session()
-    await relay.submit(other.code, "get_codap_datasets", {})  # each session has its own
+    await relay.responses.respond(s.code, token, "r0", result={"ok": True})
+    await relay.queue.submit(s.code, "get_codap_datasets", {}, client="198.51.100.1")  # room again
+    other, _ = await relay.sessions.create()
+    await relay.queue.submit(other.code, "get_codap_datasets", {})  # each session has its own
 
 
 async def test_a_session_holds_at_most_so_many_pending_bytes(clock: FakeClock) -> None:
     relay = make_relay(clock, max_pending_bytes_per_session=4096)
-    s, _ = await relay.create_session(FREE_TOOLS)
-    await relay.touch(s)  # connected: waiting helps, soon
-    await relay.submit(s.code, "t", {"x": "a" * 3000})
+    s, _ = await relay.sessions.create(FREE_TOOLS)
+    await relay.presence.touch(s)  # connected: waiting helps, soon
+    await relay.queue.submit(s.code, "t", {"x": "a" * 3000})
     with pytest.raises(e.PendingLimit) as info:
-        await relay.submit(s.code, "t", {"x": "a" * 1500})
+        await relay.queue.submit(s.code, "t", {"x": "a" * 1500})
     exc = info.value
     assert exc.limit == 4096 and exc.retry_after == 5 and "MAX_PENDING_BYTES_PER_SESSION" in exc.message
-    await relay.submit(s.code, "t", {"x": "a" * 1000})  # what fits, fits
+    await relay.queue.submit(s.code, "t", {"x": "a" * 1000})  # what fits, fits
     with pytest.raises(e.PayloadTooLarge) as too_big:  # more than a session ever holds: 413, no Retry-After
-        await relay.submit(s.code, "t", {"x": "a" * 5000})
+        await relay.queue.submit(s.code, "t", {"x": "a" * 5000})
     assert too_big.value.limit == 4096 and "never be queued" in too_big.value.message
 
 
@@ -762,22 +764,22 @@ async def test_an_address_has_a_byte_budget_across_its_sessions(clock: FakeClock
     clock.advance(3600 - clock.now() % 3600 + 3000)  # ten minutes before the hour ends
     me = "198.51.100.1"
     for _ in range(3):  # a fresh session brings no fresh budget
-        s, _ = await relay.create_session(FREE_TOOLS)
-        await relay.submit(s.code, "t", {"x": "a" * 3000}, client=me)
-    s, _ = await relay.create_session(FREE_TOOLS)
+        s, _ = await relay.sessions.create(FREE_TOOLS)
+        await relay.queue.submit(s.code, "t", {"x": "a" * 3000}, client=me)
+    s, _ = await relay.sessions.create(FREE_TOOLS)
     with pytest.raises(e.ByteBudgetExceeded) as info:
-        await relay.submit(s.code, "t", {"x": "a" * 3000}, client=me)
+        await relay.queue.submit(s.code, "t", {"x": "a" * 3000}, client=me)
     exc = info.value
     assert isinstance(exc, e.RateLimited) and exc.limit == 10_000 and exc.retry_after == 600
     assert "REQUEST_BYTES_PER_IP_PER_HOUR" in exc.message and exc.error == "request_bytes_exceeded"
-    await relay.submit(s.code, "t", {"x": "a" * 900}, client=me)  # the refused bytes were not counted
-    await relay.submit(s.code, "t", {"x": "a" * 3000}, client="198.51.100.2")  # another address
+    await relay.queue.submit(s.code, "t", {"x": "a" * 900}, client=me)  # the refused bytes were not counted
+    await relay.queue.submit(s.code, "t", {"x": "a" * 3000}, client="198.51.100.2")  # another address
     clock.advance(300)
-    s, _ = await relay.create_session(FREE_TOOLS)
+    s, _ = await relay.sessions.create(FREE_TOOLS)
     clock.advance(300)
-    await relay.submit(s.code, "t", {"x": "a" * 3000}, client=me)  # the next hour
+    await relay.queue.submit(s.code, "t", {"x": "a" * 3000}, client=me)  # the next hour
     with pytest.raises(e.PayloadTooLarge):
-        await relay.submit(s.code, "t", {"x": "a" * 10_001}, client=me)
+        await relay.queue.submit(s.code, "t", {"x": "a" * 10_001}, client=me)
 
 
 def test_the_new_limits_surface_in_mcp_as_rate_limits_and_invalid_params() -> None:
@@ -813,12 +815,12 @@ async def test_the_stream_names_requests_the_model_withdrew_before_the_plugin_ha
     clock: FakeClock, pushes: bool
 ) -> None:
     relay = Relay(make_settings(), MemoryStore() if pushes else PollingMemoryStore(), clock=clock, ids=counting_ids())
-    s, token = await relay.create_session()
+    s, token = await relay.sessions.create()
     args = {"datasetName": "Never", "dataType": "random_numbers", "recordCount": 3}
-    await relay.submit(s.code, "get_codap_datasets", {}, request_id="kept")
-    await relay.submit(s.code, "create_codap_dataset", args, request_id="gone")
-    assert await relay.cancel(s.code, ["gone"]) == ["gone"]
-    events = await relay.stream(s.code, token, None)
+    await relay.queue.submit(s.code, "get_codap_datasets", {}, request_id="kept")
+    await relay.queue.submit(s.code, "create_codap_dataset", args, request_id="gone")
+    assert await relay.queue.cancel(s.code, ["gone"]) == ["gone"]
+    events = await relay.streams.open(s.code, token, None)
     try:
         seen = [await anext(events) for _ in range(3)]  # the retry preamble, the withdrawn one, the request
         assert [e.event for e in seen] == [None, "withdrawn", "tool-request"]

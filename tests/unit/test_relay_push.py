@@ -63,12 +63,12 @@ def relay(store: CountingStore, pub: FakePublisher, clock: FakeClock) -> Relay:
 
 
 async def opened(relay: Relay) -> tuple[str, str]:
-    session, token = await relay.create_session(TOOLS)
+    session, token = await relay.sessions.create(TOOLS)
     return session.code, token
 
 
 async def send(relay: Relay, conn: str, **message: Any) -> None:
-    await relay.push_message(conn, json.dumps(message), client=IP)
+    await relay.push.message(conn, json.dumps(message), client=IP)
 
 
 async def attach(relay: Relay, conn: str, code: str, token: str, after: int | None = None, tab: str = TAB) -> None:
@@ -76,7 +76,7 @@ async def attach(relay: Relay, conn: str, code: str, token: str, after: int | No
 
 
 async def ask(relay: Relay, code: str, rid: str, args: dict[str, Any] | None = None) -> int:
-    record, created = await relay.submit(code, "get_codap_datasets", args or {}, rid, client=IP)
+    record, created = await relay.queue.submit(code, "get_codap_datasets", args or {}, rid, client=IP)
     assert created
     return record.seq
 
@@ -104,7 +104,7 @@ async def test_attach_takes_delivery_touches_presence_and_sends_what_after_calls
     stored = session_of(relay, code)
     assert stored.consumer == push_consumer(TAB, "C1") == f"{TAB}.push:C1" and stored.last_seen == clock.now()
     assert push_connection(stored.consumer) == "C1" and push_connection(f"{TAB}.uuid") is None
-    assert (await relay.status(code)).connected
+    assert (await relay.presence.status(code)).connected
     messages = pub.take("C1")
     assert requests_in(messages) == [(2, "r2"), (3, "r3")]
     assert messages[-1] == {"event": "resumed", "after": 1, "upTo": 3, "pingSeconds": relay.settings.push_ping_seconds}
@@ -118,7 +118,7 @@ async def test_resume_sends_every_unanswered_request_after_the_cursor(relay: Rel
     await attach(relay, "C1", code, token)
     for rid in ("r1", "r2", "r3"):
         await ask(relay, code, rid)
-    await relay.respond(code, token, "r2", result={"ok": True})
+    await relay.responses.respond(code, token, "r2", result={"ok": True})
     pub.take("C1")
     await send(relay, "C1", action="resume", after=0, code=code, token=token)
     messages = pub.take("C1")
@@ -176,14 +176,14 @@ async def test_a_newer_push_connection_supersedes_the_older_one(relay: Relay, pu
 async def test_an_sse_stream_supersedes_a_push_connection(relay: Relay, pub: FakePublisher) -> None:
     code, token = await opened(relay)
     await attach(relay, "C1", code, token)
-    events = await relay.stream(code, token, None, tab=TAB2)
+    events = await relay.streams.open(code, token, None, tab=TAB2)
     assert pub.events("C1")[-1] == "superseded" and pub.closed == ["C1"]
     await events.aclose()
 
 
 async def test_a_push_connection_supersedes_an_sse_stream(relay: Relay, pub: FakePublisher) -> None:
     code, token = await opened(relay)
-    events = await relay.stream(code, token, None, tab=TAB2)
+    events = await relay.streams.open(code, token, None, tab=TAB2)
     assert (await anext(events)).event is None  # the retry preamble; the stream now waits
     await attach(relay, "C1", code, token)
     event = await asyncio.wait_for(anext(events), 5)
@@ -200,7 +200,7 @@ async def test_submit_publishes_inline_and_reads_nothing_more_without_a_push_con
     code, token = await opened(relay)
     before = store.delivers
     await ask(relay, code, "r0")  # no consumer at all
-    events = await relay.stream(code, token, 0, tab=TAB2)  # an SSE consumer
+    events = await relay.streams.open(code, token, 0, tab=TAB2)  # an SSE consumer
     await ask(relay, code, "r1")
     assert store.delivers == before and pub.posts == []  # the no-push path is untouched
     await events.aclose()
@@ -229,13 +229,13 @@ async def test_a_plugin_that_attached_after_the_submit_read_its_session_still_ge
 
 
 async def test_a_request_over_the_inline_limit_travels_as_a_pointer(relay: Relay, pub: FakePublisher) -> None:
-    session, token = await relay.create_session(TOOLS)
+    session, token = await relay.sessions.create(TOOLS)
     await attach(relay, "C2", session.code, token)
     pub.take("C2")
     fits = {"text": "x" * (PUSH_INLINE_BYTES - 200)}
     big = {"text": "x" * PUSH_INLINE_BYTES}
     for rid, args in (("fits", fits), ("big", big)):
-        await relay.submit(session.code, "big_tool", args, rid, client=IP)
+        await relay.queue.submit(session.code, "big_tool", args, rid, client=IP)
     inline, pointer = pub.take("C2")
     assert inline["args"] == fits and len(encode_message(inline)) <= PUSH_INLINE_BYTES
     assert pointer == {
@@ -245,20 +245,20 @@ async def test_a_request_over_the_inline_limit_travels_as_a_pointer(relay: Relay
         "tool": "big_tool",
         "pointer": f"/api/sessions/{session.code}/requests/big",
     }
-    fetched = await relay.pushed_request(session.code, token, "big")
+    fetched = await relay.push.fetch(session.code, token, "big")
     assert (fetched.id, fetched.tool, fetched.args, fetched.seq) == ("big", "big_tool", big, 2)
-    await relay.respond(session.code, token, "big", result={"ok": True})
-    assert (await relay.pushed_request(session.code, token, "big")).args == big  # a late fetch is harmless
+    await relay.responses.respond(session.code, token, "big", result={"ok": True})
+    assert (await relay.push.fetch(session.code, token, "big")).args == big  # a late fetch is harmless
     with pytest.raises(RequestNotFound):
-        await relay.pushed_request(session.code, token, "nope")
+        await relay.push.fetch(session.code, token, "nope")
     with pytest.raises(TokenInvalid):
-        await relay.pushed_request(session.code, "wrong-token", "big")
+        await relay.push.fetch(session.code, "wrong-token", "big")
 
 
 async def test_cancel_tells_the_push_consumer_withdrawn(relay: Relay, pub: FakePublisher) -> None:
     code, token = await opened(relay)
     await ask(relay, code, "r1", {"a": 1})  # queued while no tab is attached: withdrawable
-    assert await relay.cancel(code, ["r1"]) == ["r1"]
+    assert await relay.queue.cancel(code, ["r1"]) == ["r1"]
     await attach(relay, "C1", code, token, after=0)
     first = pub.take("C1")  # on attach, every withdrawn mark (as an opening SSE stream sends them)
     assert first[0] == {"event": "withdrawn", "id": "r1", "tool": "get_codap_datasets", "args": {"a": 1}}
@@ -273,9 +273,9 @@ async def test_cancel_posts_withdrawn_for_each_request_it_withdrew(relay: Relay,
     await ask(relay, code, "r2")
     pub.gone.discard("C1")
     await attach(relay, "C2", code, token)  # delivers both
-    relay.store.add_request(code, *_new("r3", clock=FakeClock(relay.now())))  # queued, never delivered
+    relay.store.add_request(code, *_new("r3", clock=FakeClock(relay.clock.now())))  # queued, never delivered
     pub.take("C2")
-    assert await relay.cancel(code, ["r3", "r1"]) == ["r3"]  # r1 was delivered: it runs
+    assert await relay.queue.cancel(code, ["r3", "r1"]) == ["r3"]  # r1 was delivered: it runs
     assert pub.take("C2") == [{"event": "withdrawn", "id": "r3", "tool": "get_codap_datasets", "args": {}}]
     # a resume from before r3 announces it again (the plugin shows each once, by id); from after it, not
     await send(relay, "C2", action="resume", after=2, code=code, token=token)
@@ -287,7 +287,7 @@ async def test_cancel_posts_withdrawn_for_each_request_it_withdrew(relay: Relay,
 async def test_closing_the_session_tells_the_connection_and_closes_it(relay: Relay, pub: FakePublisher) -> None:
     code, token = await opened(relay)
     await attach(relay, "C1", code, token)
-    await relay.close_session(code, token)
+    await relay.sessions.close(code, token)
     assert pub.events("C1")[-1] == "closed" and pub.closed == ["C1"]
     pub.gone.discard("C1")
     await attach(relay, "C1", code, token)  # an attach to an ended session hears so and is closed
@@ -301,7 +301,7 @@ async def test_a_gone_connection_is_detached_and_its_request_comes_on_the_next_a
     await attach(relay, "C1", code, token)
     pub.gone.add("C1")  # the tab went away without a word
     seq = await ask(relay, code, "r1")  # the 202 stands
-    assert session_of(relay, code).consumer == DETACHED and not (await relay.status(code)).connected
+    assert session_of(relay, code).consumer == DETACHED and not (await relay.presence.status(code)).connected
     assert relay.store.get_request(code, "r1").pending  # type: ignore[union-attr]
     await attach(relay, "C9", code, token, after=0)
     assert requests_in(pub.take("C9")) == [(seq, "r1")]
@@ -353,7 +353,7 @@ async def test_a_slow_publish_is_cut_short_and_counts_toward_the_calls_wait(cloc
     await attach(relay, "C1", code, token)  # its resumed post is unknown: no later message waits on it
     assert time.monotonic() - started < 2
     started = time.monotonic()
-    record, answer = await relay.call(code, "get_codap_datasets", {}, "r1", wait=0.3, client=IP)
+    record, answer = await relay.responses.call(code, "get_codap_datasets", {}, "r1", wait=0.3, client=IP)
     elapsed = time.monotonic() - started
     assert not answer.done and record.seq == 1
     assert 0.5 < elapsed < 0.85  # the publish's 0.6 s, then no more: the 0.3 s wait had already run out
@@ -367,7 +367,7 @@ async def test_a_takeover_that_races_the_submit_gets_the_request(relay: Relay, p
     await attach(relay, "C2", code, token, tab=TAB2)
     pub.take("C1")
     pub.take("C2")
-    record, _ = await relay.submit(code, "get_codap_datasets", {}, "r1", client=IP, session=stale)
+    record, _ = await relay.queue.submit(code, "get_codap_datasets", {}, "r1", client=IP, session=stale)
     assert requests_in(pub.take("C2")) == [(record.seq, "r1")] and pub.take("C1") == []
 
 
@@ -401,7 +401,7 @@ async def test_a_malformed_message_gets_bad_input_and_closes_the_connection(rela
         json.dumps({"action": "ping", "after": 0}),  # no session named: the relay keeps nothing per connection
     ]
     for n, body in enumerate(bodies):
-        await relay.push_message(f"B{n}", body)
+        await relay.push.message(f"B{n}", body)
     errors = [pub.take(f"B{n}") for n in range(len(bodies))]
     assert [[(m["event"], m["code"]) for m in e] for e in errors] == [[("error", "bad_input")]] * len(bodies)
     assert pub.closed == [f"B{n}" for n in range(len(bodies))]
@@ -468,8 +468,8 @@ def test_push_settings_go_together_and_name_their_schemes() -> None:
 async def test_pagehide_detaches_the_tabs_push_connection_too(relay: Relay, pub: FakePublisher) -> None:
     code, token = await opened(relay)
     await attach(relay, "C1", code, token)
-    assert await relay.detach(code, token, TAB)  # records.owns covers f"{tab}.push:{connection}"
-    assert session_of(relay, code).consumer == DETACHED and not (await relay.status(code)).connected
+    assert await relay.streams.detach(code, token, TAB)  # records.owns covers f"{tab}.push:{connection}"
+    assert session_of(relay, code).consumer == DETACHED and not (await relay.presence.status(code)).connected
     await send(relay, "C1", action="ping", after=0, code=code, token=token)
     assert pub.to("C1")[-1]["code"] == "not_attached" and pub.closed == ["C1"]
 
@@ -480,14 +480,14 @@ async def test_disconnect_detaches_the_connection_at_once_and_never_a_newer_one(
     """$disconnect names only the connection: the attach stored which session and consumer it took."""
     code, token = await opened(relay)
     await attach(relay, "C1", code, token)
-    assert await relay.push_disconnected("C1")
-    assert session_of(relay, code).consumer == DETACHED and not (await relay.status(code)).connected
-    assert not await relay.push_disconnected("C1")  # a second $disconnect finds nothing to do
+    assert await relay.push.disconnected("C1")
+    assert session_of(relay, code).consumer == DETACHED and not (await relay.presence.status(code)).connected
+    assert not await relay.push.disconnected("C1")  # a second $disconnect finds nothing to do
     await attach(relay, "C2", code, token)
     await attach(relay, "C3", code, token, tab=TAB2)  # C3 took over; C2's socket closes after
-    assert not await relay.push_disconnected("C2")
+    assert not await relay.push.disconnected("C2")
     assert session_of(relay, code).consumer == push_consumer(TAB2, "C3")
-    assert not await relay.push_disconnected("never-attached")
+    assert not await relay.push.disconnected("never-attached")
 
 
 async def test_a_push_plugin_counts_as_connected_for_two_and_a_half_pings(relay: Relay, clock: FakeClock) -> None:
@@ -498,9 +498,9 @@ async def test_a_push_plugin_counts_as_connected_for_two_and_a_half_pings(relay:
     ping, grace = relay.settings.push_ping_seconds, relay.settings.push_grace_seconds
     assert grace == 2.5 * ping > relay.settings.connected_grace_seconds
     clock.advance(ping * 2)
-    assert (await relay.status(code)).connected
+    assert (await relay.presence.status(code)).connected
     assert not relay.presence.touch_due(session_of(relay, code).with_(last_seen=clock.now() - ping / 2 + 1))
     clock.advance(ping * 0.5 + 1)
-    assert not (await relay.status(code)).connected
+    assert not (await relay.presence.status(code)).connected
     await send(relay, "C1", action="ping", after=0, code=code, token=token)  # a ping brings it back
-    assert (await relay.status(code)).connected
+    assert (await relay.presence.status(code)).connected

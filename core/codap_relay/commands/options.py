@@ -147,7 +147,7 @@ def pairing_code(text: str) -> str:
 
 
 def request_id(text: str) -> str:
-    from ..relay import REQUEST_ID_RE
+    from ..relay.queue import REQUEST_ID_RE
 
     if not REQUEST_ID_RE.match(text):
         raise Bad(f"{text!r} is not a request id (1 to 64 of letters, digits, '-' and '_')")

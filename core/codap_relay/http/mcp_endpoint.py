@@ -97,8 +97,8 @@ async def caller_of(request: Request) -> McpCall | Response:
             )
             return error_response(request, 401, error or "token_required", message, headers=challenge(base, error))
         # Limits by what the caller holds: this grant's own window and all grants' ceiling, never the address.
-        await relay.admit("grant", grant.id, relay.settings.rate_limit_request_per_grant)
-        await relay.admit("grants", "all", relay.settings.rate_limit_grants_global)
+        await relay.limits.admit("grant", grant.id, relay.settings.rate_limit_request_per_grant)
+        await relay.limits.admit("grants", "all", relay.settings.rate_limit_grants_global)
         code = await relay.grants.code_of(grant.identity)
         return McpCall(relay=relay, raw_code=code, client=f"grant:{grant.id}", base_url=base, grant=grant.id)
     return McpCall(relay=relay, raw_code=raw_code, client=client_ip(request), base_url=base)

@@ -270,7 +270,7 @@ def _render(request: Request, request_id: str, step: consent.Step) -> Response:
 async def _identity(request: Request) -> tuple[Relay, str]:
     relay = relay_of(request)
     code = normalise_code(request.path_params["code"])
-    await relay.session_for_plugin(code, bearer_token(request), client=client_ip(request))
+    await relay.sessions.for_plugin(code, bearer_token(request), client=client_ip(request))
     return relay, await relay.grants.identity_of(code)
 
 

@@ -58,7 +58,7 @@ async def reader(request: Request) -> DocumentReader:
         raise BadInput("Give the pairing code: ?code=CODE (the 8 characters the CODAP plugin shows).", field="code")
     relay = relay_of(request)
     client = client_ip(request)
-    session = await relay.session_for_llm(normalise_code(raw), client=client)
+    session = await relay.sessions.for_llm(normalise_code(raw), client=client)
     return DocumentReader(relay, session, client)
 
 

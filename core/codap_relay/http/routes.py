@@ -13,7 +13,7 @@ from ..clock import iso
 from ..codes import normalise_code
 from ..errors import BadInput, PayloadTooLarge, TokenMissing
 from ..records import TAB_RE
-from ..relay import Answer
+from ..relay.responses import Answer
 from . import schemas as s
 from .bodies import parse, read_json
 from .context import bearer_token, client_ip, public_base, relay_of
@@ -53,7 +53,7 @@ async def create_session(request: Request) -> Response:
     relay = relay_of(request)
     body = parse(s.SessionCreate, await read_json(request, relay.settings.max_request_bytes))
     tools = None if body.tools is None else [t.model_dump(exclude_none=True) for t in body.tools]
-    session, token = await relay.create_session(tools, client=client_ip(request))
+    session, token = await relay.sessions.create(tools, client=client_ip(request))
     await relay.grants.plugin_opened(session.code, body.identity)  # its connected apps now reach this code
     long_lived = getattr(request.app.state, "long_lived", False)
     created = s.SessionCreated(
@@ -71,12 +71,12 @@ async def create_session(request: Request) -> Response:
 async def session_status(request: Request) -> Response:
     relay = relay_of(request)
     code = normalise_code(request.path_params["code"])
-    state = await relay.status(code, client=client_ip(request), token=bearer_token(request))
+    state = await relay.presence.status(code, client=client_ip(request), token=bearer_token(request))
     session = state.session
     return json_model(
         s.SessionStatus(
             code=code,
-            ttl=max(0, int(session.expires_at - relay.now())),
+            ttl=max(0, int(session.expires_at - relay.clock.now())),
             expiresAt=iso(session.expires_at),
             connected=state.connected,
             lastSeen=None if session.last_seen is None else iso(session.last_seen),
@@ -87,7 +87,7 @@ async def session_status(request: Request) -> Response:
 
 async def delete_session(request: Request) -> Response:
     code = normalise_code(request.path_params["code"])
-    failed = await relay_of(request).close_session(code, bearer_token(request), client=client_ip(request))
+    failed = await relay_of(request).sessions.close(code, bearer_token(request), client=client_ip(request))
     return json_model(s.SessionClosed(code=code, status="closed", failedRequests=failed))
 
 
@@ -112,7 +112,7 @@ async def detach_session(request: Request) -> Response:
     code = normalise_code(request.path_params["code"])
     tab = tab_param(request, required=True)
     assert tab is not None
-    detached = await relay_of(request).detach(code, bearer_token(request), tab, client=client_ip(request))
+    detached = await relay_of(request).streams.detach(code, bearer_token(request), tab, client=client_ip(request))
     return json_model(s.SessionDetached(code=code, detached=detached))
 
 
@@ -127,18 +127,18 @@ async def session_log(request: Request) -> Response:
         if after is None:
             raise BadInput("`after` must be the previous page's `next` (0 for the first page).", field="after")
         entry = s.trace_entry if view == "trace" else s.full_entry
-        page, following = await relay_of(request).log_page(
+        page, following = await relay_of(request).log.page(
             code, bearer_token(request), size_of=s.entry_size(entry), after=after, client=client_ip(request)
         )
         return JSONResponse({"code": code, "entries": [entry(item) for item in page], "next": following})
-    items = await relay_of(request).activity_log(code, bearer_token(request), client=client_ip(request))
+    items = await relay_of(request).log.items(code, bearer_token(request), client=client_ip(request))
     return JSONResponse({"code": code, "entries": [s.log_entry(item) for item in items]})
 
 
 async def pushed_request(request: Request) -> Response:
     """A tool request too large to push whole: the plugin fetches it by the pointer the push message carried."""
     code = normalise_code(request.path_params["code"])
-    found = await relay_of(request).pushed_request(
+    found = await relay_of(request).push.fetch(
         code, bearer_token(request), request.path_params["id"], client=client_ip(request)
     )
     return json_model(s.PushedRequest(id=found.id, tool=found.tool, args=found.args, seq=found.seq))
@@ -149,9 +149,9 @@ async def session_changes(request: Request) -> Response:
     relay = relay_of(request)
     code = normalise_code(request.path_params["code"])
     token = bearer_token(request)
-    await relay.session_for_plugin(code, token, client=client_ip(request))  # the token before the body
+    await relay.sessions.for_plugin(code, token, client=client_ip(request))  # the token before the body
     body = parse(s.ChangesNote, await read_json(request, relay.settings.max_request_bytes))
-    noted = await relay.note_changes(
+    noted = await relay.doc_changes.note(
         code, token, datasets=body.datasets, listed=body.listChanged, client=client_ip(request)
     )
     return json_model(s.ChangesNoted(seq=noted.seq), 202)
@@ -187,10 +187,10 @@ async def stream(request: Request) -> Response:
         # Whether a stream could start now: the plugin asks before reopening one after a failure, because
         # EventSource hides the status. On AWS a full stream function never runs this: the gateway answers 503
         # with Retry-After (template.yaml's INTEGRATION_FAILURE response), which fetch can read.
-        await relay.session_for_plugin(code, bearer_token(request), client=client_ip(request))
+        await relay.sessions.for_plugin(code, bearer_token(request), client=client_ip(request))
         return Response(status_code=204, headers={"Cache-Control": "no-store"})
     cursor = cursor_param(request)
-    events = await relay.stream(
+    events = await relay.streams.open(
         code, bearer_token(request), cursor, poll=mode == "poll", client=client_ip(request), tab=tab
     )
 
@@ -215,13 +215,13 @@ async def post_request(request: Request) -> Response:
     code = normalise_code(body.code)
     client = client_ip(request)
     if wait:
-        record, answer = await relay.call(code, body.tool, body.args, body.id, wait=wait, client=client)
+        record, answer = await relay.responses.call(code, body.tool, body.args, body.id, wait=wait, client=client)
         if answer.done:
             return answer_response(answer)
         assert answer.request is not None
         record = answer.request
     else:
-        record, _created = await relay.submit(code, body.tool, body.args, body.id, client=client)
+        record, _created = await relay.queue.submit(code, body.tool, body.args, body.id, client=client)
     return JSONResponse({"id": record.id, "status": record.status, "seq": record.seq}, status_code=202)
 
 
@@ -235,7 +235,7 @@ async def post_response(request: Request) -> Response:
     early = request.query_params.get("code")
     if early is not None:
         checked = normalise_code(early)
-        await relay.session_for_plugin(checked, token, client=client)
+        await relay.sessions.for_plugin(checked, token, client=client)
         limit = relay.settings.max_response_bytes
     else:
         if not token and relay.settings.require_browser_token:
@@ -259,7 +259,7 @@ async def post_response(request: Request) -> Response:
     if early is not None and code != checked:
         raise BadInput("The body's `code` differs from ?code=; send one session's code in both.", field="code")
     error = None if body.error is None else body.error.model_dump(exclude_none=True)
-    stored = await relay.respond(code, token, body.id, result=body.result, error=error, client=client)
+    stored = await relay.responses.respond(code, token, body.id, result=body.result, error=error, client=client)
     return JSONResponse({"id": stored.id, "status": stored.status}, status_code=202)
 
 
@@ -272,15 +272,15 @@ async def get_response(request: Request) -> Response:
     wait = wait_param(request)
     client = client_ip(request)
     if wait:
-        answer = await relay.wait_answer(code, request_id, wait, client=client)
+        answer = await relay.responses.wait_answer(code, request_id, wait, client=client)
     else:
-        answer = await relay.answer(code, request_id, client=client)
+        answer = await relay.responses.answer(code, request_id, client=client)
     return answer_response(answer)
 
 
 async def metadata(request: Request) -> Response:
     code = normalise_code(request.query_params.get("code"))
-    found = await relay_of(request).metadata(code, client=client_ip(request))
+    found = await relay_of(request).sessions.metadata(code, client=client_ip(request))
     return JSONResponse({"version": found.version, "tools": found.tools})
 
 

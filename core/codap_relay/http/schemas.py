@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..clock import iso
 from ..records import canonical_json
-from ..relay import LogItem
+from ..relay.log import LogItem
 from ..tool_content import MAX_IMAGE_BYTES, summary
 
 

@@ -121,5 +121,5 @@ async def _cancel(relay: Relay, raw_code: str, client: str | None, rpc_id: Any) 
         return
     with contextlib.suppress(RelayError):
         code = normalise_code(raw_code)
-        await relay.session_for_llm(code, client=client)
+        await relay.sessions.for_llm(code, client=client)
         await cancel_call(relay, code, client, rpc_id)

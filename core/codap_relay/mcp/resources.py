@@ -142,7 +142,7 @@ def handlers(call_of: Callable[[Ctx], Call]) -> dict[str, Any]:
         typed = params.argument.value.lower()
         given = (params.context.arguments if params.context else None) or {}
         values: list[str] = []
-        if reader.relay.is_connected(reader.session):
+        if reader.relay.presence.is_connected(reader.session):
             if name in ("name", "datasetName") and (
                 name == "datasetName" or "datasets" in getattr(params.ref, "uri", "")
             ):

@@ -64,7 +64,7 @@ async def require_session(ctx: ServerRequestContext[Any, Any], call_next: CallNe
                     "plugin, or send it as Authorization: Bearer CODE. Get a code by opening the codap-relay plugin."
                 )
             code = normalise_code(call.raw_code)
-            call.session = await call.relay.session_for_llm(code, client=call.client)
+            call.session = await call.relay.sessions.for_llm(code, client=call.client)
     except RelayError as exc:
         raise protocol_error(exc) from exc
     return await call_next(ctx)
@@ -87,7 +87,7 @@ async def _granted_session(call: McpCall, method: str) -> SessionRecord | None:
     try:
         if call.raw_code is None:
             raise SessionNotFound(NOT_OPEN, reason="expired")
-        return await call.relay.session_for_llm(call.raw_code, client=call.client)
+        return await call.relay.sessions.for_llm(call.raw_code, client=call.client)
     except SessionNotFound as exc:
         if method in WITHOUT_PLUGIN:
             return None

@@ -4,7 +4,7 @@ A listen request's answer is a stream that stays open: ``notifications/resources
 ``codap://`` URI whose data changed and ``notifications/resources/list_changed`` when datasets or components came,
 went or were renamed. What changed comes from the plugin, which hears CODAP's change notices and posts them,
 coalesced, to ``POST /api/sessions/{code}/changes``; the relay keeps them as the session's change marks in the store
-(``Relay.note_changes``) and wakes watchers in this process. A watcher also re-reads the marks now and then, so a
+(``DocumentChanges.note``) and wakes watchers in this process. A watcher also re-reads the marks now and then, so a
 store written by another process (DynamoDB) is seen too.
 
 Not on AWS: a Lambda function's answer is buffered until it ends, so a stream that never ends would never reach
@@ -136,7 +136,7 @@ def listen_handler(
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
         every = RECHECK_SECONDS if relay.store.pushes else relay.settings.idle_poll_interval_seconds
         with held.hold(code), relay.notifier.listen(changes_key(code)) as listener:  # listen first: no note missed
-            seen = await relay.changes(code)
+            seen = await relay.doc_changes.get(code)
             await ctx.session.send_notification(
                 types.SubscriptionsAcknowledgedNotification(
                     params=types.SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
@@ -149,10 +149,10 @@ def listen_handler(
                 if time.monotonic() - checked >= RECHECK_SECONDS:
                     checked = time.monotonic()
                     try:  # a session that ended or expired ends its subscriptions (gracefully: the result)
-                        await relay.session_for_llm(code, client=call.client)
+                        await relay.sessions.for_llm(code, client=call.client)
                     except RelayError:
                         return types.SubscriptionsListenResult(_meta=meta)
-                now = await relay.changes(code)
+                now = await relay.doc_changes.get(code)
                 if now is None or (seen is not None and now.seq == seen.seq):
                     continue
                 events = events_between(seen, now, uris, bool(asked.resources_list_changed))

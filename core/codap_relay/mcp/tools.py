@@ -1,9 +1,9 @@
 """MCP tool logic over the relay core, independent of the HTTP transport.
 
 ``tools/list`` turns the session's manifest into MCP tools (title + annotations); ``tools/call`` validates,
-queues through ``Relay.submit`` and waits for the browser's answer. Domain errors reach MCP through the one
-table ``MCP_ERRORS``: some become a tool result with ``isError`` (the model can act on them), the rest a
-JSON-RPC error.
+queues through the relay's queue and waits for the browser's answer (``relay.responses.call``). Domain errors
+reach MCP through the one table ``MCP_ERRORS``: some become a tool result with ``isError`` (the model can act on
+them), the rest a JSON-RPC error.
 """
 
 from __future__ import annotations
@@ -150,13 +150,13 @@ def request_prefix(client: str | None, rpc_id: Any) -> str:
 
 async def cancel_call(relay: Relay, code: str, client: str | None, rpc_id: Any) -> list[str]:
     """``notifications/cancelled`` for the call with JSON-RPC id ``rpc_id``: withdraw it if the plugin has not
-    received it yet (Relay.cancel)."""
-    ids = await relay.pending_ids(code, request_prefix(client, rpc_id))
-    return await relay.cancel(code, ids, client=client) if ids else []
+    received it yet (RequestQueue.cancel)."""
+    ids = await relay.queue.pending_ids(code, request_prefix(client, rpc_id))
+    return await relay.queue.cancel(code, ids, client=client) if ids else []
 
 
 async def list_tools(relay: Relay, session: SessionRecord) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=mcp_tools(await relay.manifest(session)))
+    return types.ListToolsResult(tools=mcp_tools(await relay.sessions.manifest(session)))
 
 
 async def call_tool(relay: Relay, caller: Caller, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
@@ -172,14 +172,14 @@ async def call_tool(relay: Relay, caller: Caller, name: str, arguments: dict[str
 
 async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, Any]) -> types.CallToolResult:
     session = caller.session
-    validate_args(find_tool(await relay.manifest(session), name), args)
-    if not relay.is_connected(session):
+    validate_args(find_tool(await relay.sessions.manifest(session), name), args)
+    if not relay.presence.is_connected(session):
         return error_result(_not_connected_text(relay, session), {"error": "plugin_not_connected"})
     timeout = relay.settings.mcp_tool_timeout_seconds
     request_id = request_prefix(caller.client, caller.rpc_id) + uuid.uuid4().hex[:12]
     on_wait = None if caller.progress is None else _reporter(relay, caller.progress)
     try:
-        record, answer = await relay.call(
+        record, answer = await relay.responses.call(
             caller.code,
             name,
             args,
@@ -194,7 +194,7 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
         # The client went away (2026-07-28: it cancels by closing the response stream): withdraw the request if
         # the plugin has not taken it yet.
         with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-            await relay.cancel(caller.code, [request_id])
+            await relay.queue.cancel(caller.code, [request_id])
         raise
     if answer.response is None:
         return error_result(
@@ -204,7 +204,7 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
     body = answer.response.body
     if "error" in body:
         return error_result(_browser_error_text(name, body["error"]), browser_error_data(body["error"]))
-    return typed(find_tool(await relay.manifest(session), name), tool_result(body.get("result")))
+    return typed(find_tool(await relay.sessions.manifest(session), name), tool_result(body.get("result")))
 
 
 def typed(spec: dict[str, Any], result: types.CallToolResult) -> types.CallToolResult:
@@ -246,7 +246,7 @@ def _reporter(relay: Relay, progress: Progress) -> Callable[[RequestRecord], Awa
     async def report(request: RequestRecord) -> None:
         nonlocal sent
         sent += 1
-        waited = max(0, int(relay.now() - request.created_at))
+        waited = max(0, int(relay.clock.now() - request.created_at))
         with contextlib.suppress(Exception):  # a client that stopped listening does not fail the call
             await progress(float(sent), f"{STATE_TEXT.get(request.status, request.status)} ({waited} s).")
 
@@ -312,7 +312,7 @@ def _not_connected_text(relay: Relay, session: SessionRecord) -> str:
     if session.last_seen is None:
         seen = "has not connected yet"
     else:
-        seen = f"was last seen {int(relay.now() - session.last_seen)} s ago"
+        seen = f"was last seen {int(relay.clock.now() - session.last_seen)} s ago"
     return (
         f"The CODAP plugin for this session {seen}, so nothing was sent to CODAP. Ask the user to open CODAP "
         "with the codap-relay plugin and keep that browser tab open, then call the tool again."

@@ -54,10 +54,10 @@ async def ask_plugin(relay: Relay, request: str, item: AuthItem, raw_code: str, 
     pending = item.data
     try:
         code = normalise_code(raw_code)
-        session = await relay.session_for_llm(code, client=client)
+        session = await relay.sessions.for_llm(code, client=client)
         ask = f"consent-{secrets.token_hex(12)}"
         args = {"app": pending["client_name"], "redirect": app_host(str(pending["redirect_uri"]))}
-        await relay.submit(code, CONSENT_TOOL, args, ask, client=client, session=session, own=True)
+        await relay.queue.submit(code, CONSENT_TOOL, args, ask, client=client, session=session, own=True)
     except RelayError as exc:
         if exc.data.get("scope"):  # rate limited: the page says so and when to try again
             raise
@@ -74,7 +74,7 @@ async def next_step(relay: Relay, provider: RelayOAuthProvider, request: str, it
     if "ask" not in pending:
         return Step("code", pending)
     try:
-        answer = await relay.answer(str(pending["code"]), str(pending["ask"]))
+        answer = await relay.responses.answer(str(pending["code"]), str(pending["ask"]))
     except RelayError:  # the session ended or the question expired before an answer
         await relay.grants.take(PENDING, request)
         return Step("gone", pending, error="The plugin closed before it answered. Start again from your app.")

@@ -65,11 +65,13 @@ class ActivityLog:
         size_of: Callable[[LogItem], int],
         after: int = 0,
         client: str | None = None,
-        page_bytes: int = LOG_PAGE_BYTES,
+        page_bytes: int | None = None,
     ) -> tuple[list[LogItem], int | None]:
         """The log from seq ``after`` on, each request with its answer (the trace view, the full log). Returns
-        (items, the ``after`` of the next page or None at the end); a page holds about ``page_bytes`` as
-        ``size_of`` (the entry point's own entry) counts."""
+        (items, the ``after`` of the next page or None at the end); a page holds about ``page_bytes`` (by default
+        LOG_PAGE_BYTES, read at call time: a test sets it on this module for small pages) as ``size_of`` (the
+        entry point's own entry) counts."""
+        page_bytes = LOG_PAGE_BYTES if page_bytes is None else page_bytes
         await self.sessions.for_plugin(code, token, client=client, grace=self.settings.log_grace_seconds)
         items: list[LogItem] = []
         size = 0
