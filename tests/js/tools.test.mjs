@@ -59,14 +59,17 @@ test("each tool sends a fixed handful of messages, whatever the number of datase
   }
 });
 
-test("datasets are addressed by id and never read whole with get dataContext", async () => {
+test("datasets are addressed by id and read whole with get dataContext only for their set-aside cases", async () => {
   const env = setup();
   await document(env, 2);
   await env.tools.get_codap_status({});
   await env.tools.add_codap_cases({ datasetName: "d1", cases: [{ grade: 10 }] });
-  await env.tools.export_codap_data({ datasetName: "d1", includeMetadata: true });
   const log = env.model.state.log;
-  assert.equal(log.filter((r) => r.type === "dataContext" && r.action === "get").length, 0);
+  const wholes = () => log.filter((r) => r.type === "dataContext" && r.action === "get").length;
+  assert.equal(wholes(), 0);
+  // The export must say which cases are set aside, and only the whole dataset's description says so: once.
+  await env.tools.export_codap_data({ datasetName: "d1", includeMetadata: true });
+  assert.equal(wholes(), 1);
   const addressed = log.map((r) => /^dataContext\[([^\]]*)\]/.exec(r.resource ?? "")?.[1]).filter(Boolean);
   assert.ok(addressed.length > 10);
   assert.ok(addressed.every((sel) => /^\d+$/.test(sel)), addressed.join(" "));

@@ -6,6 +6,7 @@
 // The case ids the model sees are CODAP's item ids, the ids export_codap_data gives with includeCaseIds.
 
 import { cellValue } from "../data.js";
+import { createCaseSelection, idList } from "./case_selection.js";
 import {
   ToolError,
   collection,
@@ -21,19 +22,8 @@ import {
 /**
  * @import {CodapId, CodapRequest, DescribedAttribute, DescribedDataset, Json} from "../types.js"
  * @import {ToolContext} from "./context.js"
+ * @import {CaseSelection} from "./case_selection.js"
  */
-
-/**
- * How the case tools pick cases: a CODAP formula, or item ids (exactly one of them).
- * @typedef {{datasetName: string, where?: string, caseIds?: CodapId[]}} CaseSelection
- */
-
-/** How many ids a sentence lists; structuredContent has them all. */
-const SHOWN_IDS = 50;
-
-/** @param {unknown[]} ids */
-const idList = (ids) =>
-  ids.length > SHOWN_IDS ? `${ids.slice(0, SHOWN_IDS).join(", ")} … (${ids.length} in all)` : ids.join(", ");
 
 /** @param {unknown} v */
 const shownValue = (v) => (typeof v === "string" ? JSON.stringify(v) : String(v));
@@ -41,6 +31,7 @@ const shownValue = (v) => (typeof v === "string" ? JSON.stringify(v) : String(v)
 /** @param {ToolContext} ctx */
 export function createCaseTools(ctx) {
   const { send, must, findDataset, describeDatasets } = ctx;
+  const { select, selectionText } = createCaseSelection(ctx);
 
   /**
    * The dataset described: collections (parents first) with attributes (ids, formulas) and case counts.
@@ -77,82 +68,6 @@ export function createCaseTools(ctx) {
     if (!at) throw unknownAttribute(dataset, name, role);
     return at;
   }
-
-  /**
-   * The items the arguments select, as CODAP gives them ({id, values}): by a formula on the child-most
-   * collection (two messages whatever the number of matches) or by ids (one message). No match is an error.
-   * @param {DescribedDataset} dataset
-   * @param {CaseSelection} args
-   * @returns {Promise<Array<{id: CodapId, values: Record<string, unknown>}>>}
-   */
-  async function select(dataset, args) {
-    const hasWhere = typeof args.where === "string";
-    const hasIds = Array.isArray(args.caseIds);
-    if (hasWhere === hasIds) {
-      throw invalid(
-        "Give exactly one of where (a CODAP formula such as `height > 180`) and caseIds (ids from " +
-          "export_codap_data with includeCaseIds).",
-      );
-    }
-    const leaf = dataset.collections[dataset.collections.length - 1];
-    const total = leaf?.caseCount ?? 0;
-    if (hasIds) {
-      const ids = [...new Set(args.caseIds)];
-      const lookups = ids.map((id) => get(`${dataContext(dataset.id)}.itemByID[${id}]`));
-      const replies = await send(lookups);
-      const missing = ids.filter((_, i) => replies[i]?.success !== true);
-      if (missing.length) {
-        throw new ToolError(
-          `Dataset ${JSON.stringify(dataset.name)} (${plural(total, "case")}) has no case with id ` +
-            `${idList(missing)}. Get the current ids with export_codap_data and includeCaseIds, or select the ` +
-            "cases with where instead.",
-          "case_not_found",
-          { datasetName: dataset.name, missing, caseCount: total },
-        );
-      }
-      return replies.map((r) => r.values); // each a success (checked above)
-    }
-    const where = /** @type {string} */ (args.where).trim();
-    if (!where) throw invalid("where is empty: give a CODAP formula such as `height > 180`.");
-    if (where.includes("]")) {
-      throw invalid(
-        `The condition ${JSON.stringify(where)} holds "]", which CODAP's plugin API cannot take in a search ` +
-          "(it ends the resource name). Rewrite it without ], or select the cases by caseIds.",
-      );
-    }
-    const search = get(`${collection(dataset.id, leaf.id)}.caseFormulaSearch[${where}]`);
-    const [searched] = await send([search]);
-    if (searched?.success !== true) {
-      // This handler puts its reason at the top of the reply ({success: false, error}), not under values.
-      const reason = typeof searched?.error === "string" && searched.error
-        ? searched.error
-        : /** @type {Record<string, any>} */ (refused(search, searched).data).codapError;
-      throw new ToolError(
-        `CODAP could not evaluate the condition ${JSON.stringify(where)}: ${reason}. Attributes of ` +
-          `${JSON.stringify(dataset.name)}: ${dataset.attributes.join(", ") || "(none)"}. Write text values in ` +
-          'double quotes (species = "oak") and compare with =, !=, <, >, <=, >=.',
-        "formula_error",
-        { datasetName: dataset.name, formula: where, codapError: reason, available: dataset.attributes },
-      );
-    }
-    /** @type {Array<{id: CodapId}>} */
-    const cases = searched.values ?? [];
-    if (cases.length === 0) {
-      throw new ToolError(
-        `No case of ${JSON.stringify(dataset.name)} matches ${JSON.stringify(where)} (the selection is empty; ` +
-          `the dataset has ${plural(total, "case")}). Check the condition: attribute names as written ` +
-          `(${dataset.attributes.join(", ") || "none"}), text values in double quotes, numbers without quotes.`,
-        "empty_selection",
-        { datasetName: dataset.name, where, caseCount: total, available: dataset.attributes },
-      );
-    }
-    const lookups = cases.map((c) => get(`${dataContext(dataset.id)}.itemByCaseID[${c.id}]`));
-    const replies = await send(lookups);
-    return replies.map((r, i) => must(lookups[i], r, `finding the case matching ${JSON.stringify(where)}`).values);
-  }
-
-  /** @param {CaseSelection} args */
-  const selectionText = (args) => (typeof args.where === "string" ? `matching ${args.where.trim()}` : "with the given ids");
 
   /** @param {CaseSelection & {values: Record<string, Json>}} args */
   async function update_codap_cases(args) {

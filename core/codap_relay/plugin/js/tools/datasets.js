@@ -29,6 +29,7 @@ import {
   toolResult,
   unknownAttribute,
 } from "./context.js";
+import { hiddenCases } from "./tables.js";
 
 /**
  * @import {Cell} from "../data.js"
@@ -199,7 +200,7 @@ export function createDatasetTools(ctx) {
 
   /**
    * @param {{datasetName: string, format?: "json" | "csv" | "tsv", includeMetadata?: boolean,
-   *   includeCaseIds?: boolean}} args
+   *   includeCaseIds?: boolean, includeSetAside?: boolean}} args
    */
   async function export_codap_data(args) {
     const format = args.format ?? "json";
@@ -212,15 +213,25 @@ export function createDatasetTools(ctx) {
     const attrRequests = collections.map((c) =>
       get(args.includeMetadata ? collection(found.id, c.id) : `${collection(found.id, c.id)}.attributeList`));
     const itemsRequest = get(`${dataContext(found.id)}.itemSearch[*]`);
-    const replies = await send([...attrRequests, itemsRequest]);
+    // The set-aside cases (and the table's filter formula) come only with the whole dataset's description.
+    const hiddenRequest = get(dataContext(found.id));
+    const replies = await send([...attrRequests, itemsRequest, hiddenRequest]);
     const described = collections.map((c, i) => {
       const v = must(attrRequests[i], replies[i]).values;
       return { name: c.name, attrs: (args.includeMetadata ? v?.attrs : v) ?? [] };
     });
     /** @type {Array<{id: CodapId, values: Record<string, unknown>}>} */
-    const items = must(itemsRequest, replies[replies.length - 1], `reading the rows of ${JSON.stringify(found.name)}`)
+    const shownItems = must(itemsRequest, replies[replies.length - 2], `reading the rows of ${JSON.stringify(found.name)}`)
       .values ?? [];
+    const hidden = hiddenCases(must(hiddenRequest, replies[replies.length - 1]).values);
+    const items = args.includeSetAside ? [...shownItems, ...hidden.setAside] : shownItems;
     const { columns, rows } = flattenItems(described, items);
+    if (args.includeSetAside) {
+      let flag = "set aside";
+      while (columns.some((c) => c.name === flag)) flag += "_";
+      rows.forEach((row, i) => { row[flag] = i >= shownItems.length; });
+      columns.push({ name: flag, collection: "", type: "boolean" });
+    }
     const names = columns.map((c) => c.name);
     const metadata = {
       name: found.name,
@@ -230,10 +241,18 @@ export function createDatasetTools(ctx) {
       rowCount: rows.length,
     };
     /**
-     * @type {{datasetName: string, format: string, rowCount: number, columns: string[], metadata?: typeof metadata,
+     * @type {{datasetName: string, format: string, rowCount: number, columns: string[], setAside: number,
+     *   filterFormula?: string, metadata?: typeof metadata,
      *   caseIds?: CodapId[], rows?: typeof rows, data?: string}}
      */
-    const structured = { datasetName: found.name, format, rowCount: rows.length, columns: names };
+    const structured = {
+      datasetName: found.name,
+      format,
+      rowCount: rows.length,
+      columns: names,
+      setAside: hidden.setAside.length,
+      ...(hidden.filterFormula ? { filterFormula: hidden.filterFormula } : {}),
+    };
     if (args.includeMetadata) structured.metadata = metadata;
     if (args.includeCaseIds) structured.caseIds = items.map((item) => item.id);
     let shown;
@@ -258,8 +277,19 @@ export function createDatasetTools(ctx) {
       ids = `\nCase ids (item ids), in row order, for caseIds of update_codap_cases, delete_codap_cases, select_codap_cases and evaluate_codap_formula: ${/** @type {CodapId[]} */ (structured.caseIds).join(", ")}`;
       if (ids.length > MAX_TEXT) ids = `${ids.slice(0, MAX_TEXT)} … (truncated here; structuredContent.caseIds has all)`;
     }
+    const n = hidden.setAside.length;
+    let left = "";
+    if (n && args.includeSetAside) {
+      left = ` That includes the ${plural(n, "set-aside case")} (the last rows, column ${JSON.stringify(names[names.length - 1])} true).`;
+    } else if (n) {
+      left = ` ${plural(n, "case")} ${n === 1 ? "is" : "are"} set aside in CODAP and left out, as CODAP's own export leaves them out: ` +
+        "includeSetAside true adds them (set_aside_codap_cases with restore true brings them back).";
+    }
+    if (hidden.filterFormula) {
+      left += ` The table's filter formula ${JSON.stringify(hidden.filterFormula)} hides the cases for which it is false; they are not exported.`;
+    }
     return toolResult(
-      `Exported ${plural(rows.length, "row")} of ${JSON.stringify(found.name)} as ${format.toUpperCase()}.${hierarchy}${meta}\n\n${shown}${ids}`,
+      `Exported ${plural(rows.length, "row")} of ${JSON.stringify(found.name)} as ${format.toUpperCase()}.${left}${hierarchy}${meta}\n\n${shown}${ids}`,
       structured,
     );
   }

@@ -13,6 +13,7 @@ import { createGraphTools } from "./graphs.js";
 import { NOT_JOURNALED, createHistoryTools } from "./history.js";
 import { createJournal } from "./journal.js";
 import { createRawTools } from "./raw.js";
+import { createTableTools } from "./tables.js";
 
 /**
  * @import {CodapRequest, Tool} from "../types.js"
@@ -27,6 +28,7 @@ const FAMILIES = {
   datasets: createDatasetTools,
   cases: createCaseTools,
   attributes: createAttributeTools,
+  tables: createTableTools,
   analysis: createAnalysisTools,
   graphs: createGraphTools,
   components: createComponentTools,

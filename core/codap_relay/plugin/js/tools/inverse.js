@@ -4,7 +4,8 @@
 // change made through the Data Interactive API is not on CODAP's own undo history. Putting the whole document back
 // (`update document`) would itself be a new step in that history and end CODAP's Redo, so each kind of change is
 // reversed by its own request: a component, dataset, attribute or case added is deleted; a component moved,
-// resized or retitled is put back; a case value, an attribute's name or title, a global value is set back. What
+// resized or retitled is put back; a case value, an attribute's name or title, a global value is set back; cases
+// set aside are brought back and cases brought back are set aside again. What
 // has no such request (a component or a dataset deleted, cases deleted, a graph's settings) is named in `cannot`,
 // and nothing is sent for the call.
 
@@ -26,7 +27,10 @@
  * @property {{left?: number, top?: number, width?: number, height?: number, isVisible?: boolean}} [layout]
  * @property {{title?: string, name?: string, userSetTitle?: boolean, [key: string]: unknown}} [componentStorage]
  */
-/** @typedef {{guid: CodapId, name: string, title?: string, collections?: V2Collection[]}} V2Context */
+/**
+ * @typedef {{guid: CodapId, name: string, title?: string, collections?: V2Collection[],
+ *   setAsideItems?: Array<{id: CodapId}>}} V2Context
+ */
 /** @typedef {{guid: CodapId, name?: string, attrs: V2Attribute[], cases?: V2Case[]}} V2Collection */
 /** @typedef {{guid: CodapId, name: string, [key: string]: unknown}} V2Attribute */
 /** @typedef {{guid: CodapId, values?: Record<string, unknown>}} V2Case */
@@ -73,19 +77,39 @@ function components(a, b, requests, cannot) {
  * @param {V2Collection} col1
  * @param {CodapRequest[]} requests
  * @param {string[]} cannot
+ * @param {boolean} setAsideChanged cases come and go with the set-aside ones (taken back by setAsides)
  */
-function cases(ctx, col0, col1, requests, cannot) {
+function cases(ctx, col0, col1, requests, cannot, setAsideChanged) {
   const before = byGuid(col0.cases);
   const after = byGuid(col1.cases);
   const changed = [];
   for (const [guid, c] of after) {
     const old = before.get(guid);
-    if (!old) requests.push({ action: "delete", resource: `dataContext[${ctx.guid}].collection[${col1.guid}].caseByID[${guid}]` });
-    else if (q(old.values) !== q(c.values)) changed.push({ id: guid, values: old.values });
+    if (!old) {
+      if (!setAsideChanged) requests.push({ action: "delete", resource: `dataContext[${ctx.guid}].collection[${col1.guid}].caseByID[${guid}]` });
+    } else if (q(old.values) !== q(c.values)) changed.push({ id: guid, values: old.values });
   }
   if (changed.length) requests.push({ action: "update", resource: `dataContext[${ctx.guid}].case`, values: changed });
   const gone = [...before.keys()].filter((g) => !after.has(g)).length;
-  if (gone) cannot.push(`${gone} case${gone === 1 ? "" : "s"} of ${q(ctx.name)} deleted`);
+  if (gone && !setAsideChanged) cannot.push(`${gone} case${gone === 1 ? "" : "s"} of ${q(ctx.name)} deleted`);
+}
+
+/**
+ * The requests that put a dataset's set-aside cases back as they were (v3's item ids: "ITEM" + the id), or none.
+ * @param {V2Context} old
+ * @param {V2Context} ctx
+ * @returns {CodapRequest[]}
+ */
+function setAsides(old, ctx) {
+  const was = new Set((old.setAsideItems ?? []).map((i) => String(i.id)));
+  const now = new Set((ctx.setAsideItems ?? []).map((i) => String(i.id)));
+  const resource = `dataContext[${ctx.guid}]`;
+  const back = [...now].filter((id) => !was.has(id)).map((id) => `ITEM${id}`);
+  const aside = [...was].filter((id) => !now.has(id)).map((id) => `ITEM${id}`);
+  return [
+    ...(back.length ? [{ action: /** @type {const} */ ("notify"), resource, values: { request: "setAside", operation: "restore", caseIDs: back } }] : []),
+    ...(aside.length ? [{ action: /** @type {const} */ ("notify"), resource, values: { request: "setAside", caseIDs: aside } }] : []),
+  ];
 }
 
 /**
@@ -113,6 +137,7 @@ function datasets(a, b, requests, cannot) {
       cannot.push(`the collections of ${q(ctx.name)} changed`);
       continue;
     }
+    const asides = setAsides(old, ctx);
     /** @type {CodapRequest[]} */
     const setsBack = [];
     /** @type {CodapRequest[]} */
@@ -144,9 +169,9 @@ function datasets(a, b, requests, cannot) {
           values: Object.fromEntries(Object.entries(c.values ?? {}).map(([k, v]) => [renamed.get(k) ?? k, v])),
         })),
       };
-      cases(ctx, col0Now, col1, valuesFirst, cannot);
+      cases(ctx, col0Now, col1, valuesFirst, cannot, asides.length > 0);
     }
-    requests.push(...valuesFirst, ...setsBack);
+    requests.push(...asides, ...valuesFirst, ...setsBack);
   }
   for (const [guid, ctx] of before) if (!after.has(guid)) cannot.push(`dataset ${q(ctx.name)} deleted (id ${guid})`);
 }

@@ -1,0 +1,219 @@
+// @ts-check
+// What CODAP's case table and card offer beside the cases themselves: setting cases aside and bringing them back
+// (the table's eye menu), a dataset's title and description (its Info panel), and how its table or card shows it
+// (table or card, hidden attributes, the index column, column widths). Each tool reads CODAP's state back after
+// its change and says what changed.
+//
+// Set aside, over the plugin API (v3 data-context-handler.ts notify): {request: "setAside", caseIDs, operation?}
+// with caseIDs as CODAP's case ids or its v3 item ids ("ITEM" + the item id): a bare item id is taken for a case id
+// and silently matches nothing. Which items are set aside is read from `get dataContext` (setAsideItems): CODAP
+// copies the dataset for it (about 0.5 s at 10,000 cases), so only these tools and export_codap_data ask.
+
+import { createCaseSelection, idList } from "./case_selection.js";
+import { ToolError, collection, dataContext, get, invalid, plural, toolResult } from "./context.js";
+
+/**
+ * @import {CodapId, CodapRequest, DescribedDataset} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ */
+
+/**
+ * What `get dataContext` says of a dataset's hidden cases: the set-aside items (ids and values), its filter
+ * formula (set in the table's eye menu), its title and description.
+ * @param {Record<string, any> | undefined} values
+ */
+export function hiddenCases(values) {
+  /** @type {Array<{id: number, values: Record<string, unknown>}>} */
+  const setAside = (values?.setAsideItems ?? []).map((/** @type {any} */ item) => {
+    const { __id__: _id, ...rest } = item.values ?? {};
+    return { id: Number(item.id), values: rest };
+  });
+  return {
+    setAside,
+    filterFormula: typeof values?.v3?.filterFormula === "string" ? values.v3.filterFormula : null,
+    title: String(values?.title || values?.name || ""),
+    description: String(values?.metadata?.description ?? ""),
+  };
+}
+
+/** CODAP's v3 id of an item, as its set-aside request takes it. @param {CodapId} id */
+const itemKey = (id) => `ITEM${id}`;
+
+/** @param {ToolContext} ctx */
+export function createTableTools(ctx) {
+  const { send, must, findDataset, describeDatasets } = ctx;
+  const { select, matching } = createCaseSelection(ctx);
+
+  /** @param {string} datasetName */
+  async function describe(datasetName) {
+    const found = await findDataset(datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    return dataset;
+  }
+
+  /**
+   * Sends `requests` then reads the dataset back in the same message: its hidden cases and shown item count.
+   * @param {DescribedDataset} dataset
+   * @param {CodapRequest[]} requests
+   */
+  async function changeAndRead(dataset, requests) {
+    const read = get(dataContext(dataset.id));
+    const count = get(`${dataContext(dataset.id)}.itemCount`);
+    const replies = await send([...requests, read, count]);
+    requests.forEach((r, i) => must(r, replies[i], `setting cases of ${JSON.stringify(dataset.name)} aside`));
+    const n = requests.length;
+    return { ...hiddenCases(must(read, replies[n]).values), shown: Number(must(count, replies[n + 1]).values ?? 0) };
+  }
+
+  /**
+   * The case ids (CODAP's) of the child-most collection's selected and unselected cases.
+   * @param {DescribedDataset} dataset
+   */
+  async function bySelection(dataset) {
+    const leaf = dataset.collections[dataset.collections.length - 1];
+    const selection = get(`${dataContext(dataset.id)}.selectionList`);
+    const all = get(`${collection(dataset.id, leaf.id)}.caseFormulaSearch[true]`);
+    const [sel, every] = await send([selection, all]);
+    /** @type {Set<CodapId>} */
+    const selected = new Set(
+      (must(selection, sel).values ?? [])
+        .filter((/** @type {any} */ c) => String(c.collectionID) === String(leaf.id))
+        .map((/** @type {any} */ c) => c.caseID),
+    );
+    /** @type {CodapId[]} */
+    const ids = (must(all, every).values ?? []).map((/** @type {any} */ c) => c.id);
+    return { selected: ids.filter((id) => selected.has(id)), unselected: ids.filter((id) => !selected.has(id)) };
+  }
+
+  /**
+   * @param {{datasetName: string, where?: string, caseIds?: CodapId[], selection?: "selected" | "unselected",
+   *   restore?: boolean}} args
+   */
+  async function set_aside_codap_cases(args) {
+    const restore = args.restore === true;
+    const given = /** @type {const} */ (["where", "caseIds", "selection"]).filter((k) => args[k] !== undefined);
+    if (given.length > 1) throw invalid(`Give at most one of where, caseIds and selection (got ${given.join(" and ")}).`);
+    if (!restore && given.length === 0) {
+      throw invalid(
+        "Say which cases to set aside: where (a CODAP formula such as `height > 190`), caseIds, or selection " +
+          "(selected or unselected). To bring set-aside cases back, give restore true.",
+      );
+    }
+    if (restore && args.selection) {
+      throw invalid("Set-aside cases cannot be selected: restore them all, or by where or caseIds.");
+    }
+    const dataset = await describe(args.datasetName);
+    const name = JSON.stringify(dataset.name);
+    const [beforeReply] = await send([get(dataContext(dataset.id))]);
+    const before = hiddenCases(must(get(dataContext(dataset.id)), beforeReply).values);
+    const wasAside = new Set(before.setAside.map((i) => i.id));
+    /** @type {CodapRequest[]} */
+    let requests;
+    /** @type {(values: Record<string, unknown>) => CodapRequest} */
+    const notify = (values) => ({ action: "notify", resource: dataContext(dataset.id), values });
+    if (!restore) {
+      let caseIDs;
+      if (args.selection) {
+        const split = await bySelection(dataset);
+        caseIDs = split[args.selection];
+        if (!caseIDs.length) {
+          throw new ToolError(
+            args.selection === "selected"
+              ? `No case of ${name} is selected: select some first (select_codap_cases), or give where or caseIds.`
+              : `Every case of ${name} is selected, so no unselected case is left to set aside.`,
+            "empty_selection",
+            { datasetName: dataset.name },
+          );
+        }
+      } else {
+        caseIDs = (await select(dataset, args)).map((item) => itemKey(item.id));
+      }
+      requests = [notify({ request: "setAside", caseIDs })];
+    } else if (args.caseIds) {
+      const ids = [...new Set(args.caseIds.map(Number))];
+      const missing = ids.filter((id) => !wasAside.has(id));
+      if (missing.length) {
+        throw new ToolError(
+          `${plural(missing.length, "case")} of ${name} ${missing.length === 1 ? "is" : "are"} not set aside: ` +
+            `${idList(missing)}. Set aside now: ${before.setAside.length ? idList([...wasAside]) : "none"}.`,
+          "case_not_found",
+          { datasetName: dataset.name, missing, available: [...wasAside] },
+        );
+      }
+      requests = [notify({ request: "setAside", operation: "restore", caseIDs: ids.map(itemKey) })];
+    } else if (args.where !== undefined) {
+      if (!wasAside.size) throw noneAside(dataset);
+      // CODAP's formulas see only the cases shown: bring every set-aside case back, find the matching ones, and
+      // set the others aside again.
+      const matched = await matching(dataset, args.where, {
+        allowNone: true,
+        extra: [notify({ request: "restoreSetAsides" })],
+      });
+      const lookups = matched.map((c) => get(`${dataContext(dataset.id)}.itemByCaseID[${c.id}]`));
+      const items = await send(lookups);
+      const back = new Set(items.map((r, i) => Number(must(lookups[i], r).values?.id)).filter((id) => wasAside.has(id)));
+      const again = [...wasAside].filter((id) => !back.has(id));
+      requests = again.length ? [notify({ request: "setAside", caseIDs: again.map(itemKey) })] : [];
+      if (!back.size) {
+        await changeAndRead(dataset, requests);
+        throw new ToolError(
+          `No set-aside case of ${name} matches ${JSON.stringify(args.where)}; they stay set aside ` +
+            `(${plural(wasAside.size, "case")}).`,
+          "empty_selection",
+          { datasetName: dataset.name, where: args.where, setAside: [...wasAside] },
+        );
+      }
+    } else {
+      if (!wasAside.size) throw noneAside(dataset);
+      requests = [notify({ request: "restoreSetAsides" })];
+    }
+    const after = await changeAndRead(dataset, requests);
+    const nowAside = new Set(after.setAside.map((i) => i.id));
+    const newlyAside = [...nowAside].filter((id) => !wasAside.has(id));
+    const restored = [...wasAside].filter((id) => !nowAside.has(id));
+    const state = `Now ${plural(nowAside.size, "case")} of ${name} ${nowAside.size === 1 ? "is" : "are"} set aside and ` +
+      `${plural(after.shown, "case")} shown.`;
+    const filter = after.filterFormula
+      ? ` The table's filter formula ${JSON.stringify(after.filterFormula)} also hides the cases for which it is false.`
+      : "";
+    let text;
+    if (!restore) {
+      text = newlyAside.length
+        ? `Set aside ${plural(newlyAside.length, "case")} of ${name} ${what(args)}: ids ${idList(newlyAside)}. ${state} ` +
+          "Tables, graphs, maps, statistics and formulas leave set-aside cases out, and so does export_codap_data " +
+          "unless asked (includeSetAside). They are not deleted: set_aside_codap_cases with restore true brings " +
+          "them back (all, or by caseIds or where)."
+        : `The cases ${what(args)} were set aside already; nothing changed. ${state}`;
+    } else {
+      text = `Brought back ${plural(restored.length, "set-aside case")} of ${name}: ids ${idList(restored)}. ` +
+        `CODAP selects the cases it brings back, as its menu does. ${state}`;
+    }
+    return toolResult(text + filter, {
+      datasetName: dataset.name,
+      restore,
+      ...(restore ? { restored } : { setAside: newlyAside }),
+      setAsideNow: nowAside.size,
+      setAsideIds: [...nowAside],
+      shown: after.shown,
+      ...(after.filterFormula ? { filterFormula: after.filterFormula } : {}),
+    });
+  }
+
+  /** @param {DescribedDataset} dataset */
+  function noneAside(dataset) {
+    return new ToolError(`No case of ${JSON.stringify(dataset.name)} is set aside; nothing to bring back.`, "empty_selection", {
+      datasetName: dataset.name,
+      setAside: [],
+    });
+  }
+
+  /** @param {{where?: string, caseIds?: unknown[], selection?: string}} args */
+  function what(args) {
+    if (args.where !== undefined) return `matching ${args.where.trim()}`;
+    if (args.selection) return `that were ${args.selection}`;
+    return "with the given ids";
+  }
+
+  return { set_aside_codap_cases };
+}
+
