@@ -53,7 +53,8 @@ def test_set_aside_by_condition_ids_and_selection_and_bring_back(codap: CodapPag
     assert set_aside(codap, "Aside") == {ids["Di"]: "Di", ids["Ed"]: "Ed"}
     assert shown(codap, "Aside") == ["Ann", "Bo", "Cy"]
     facts = tall["structuredContent"]
-    assert sorted(facts["setAside"]) == sorted([ids["Di"], ids["Ed"]]) and (facts["setAsideNow"], facts["shown"]) == (2, 3)
+    assert sorted(facts["setAside"]) == sorted([ids["Di"], ids["Ed"]])
+    assert (facts["setAsideNow"], facts["shown"]) == (2, 3)
     assert "Set aside 2 cases" in text(tall) and "restore true" in text(tall)
 
     # The statistics leave them out, as CODAP does.
@@ -103,7 +104,8 @@ def test_export_says_what_is_set_aside_and_can_include_it_and_undo_brings_it_bac
     assert set(set_aside(codap, "Export aside").values()) == {"Di", "Ed"}  # an export changes nothing
 
     # CODAP's Undo takes the set-aside back (the plugin's own inverse), and Redo sets them aside again.
-    codap.done("set_aside_codap_cases", {"datasetName": "Export aside", "caseIds": [ids_by_name(codap, "Export aside")["Ann"]]})
+    ann = ids_by_name(codap, "Export aside")["Ann"]
+    codap.done("set_aside_codap_cases", {"datasetName": "Export aside", "caseIds": [ann]})
     assert len(set_aside(codap, "Export aside")) == 3
     undone = codap.done("undo_codap", {})
     assert "set_aside_codap_cases" in text(undone)
