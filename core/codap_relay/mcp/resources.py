@@ -1,4 +1,5 @@
-"""MCP resources, prompts and completion over resources.py and prompts.py: the handlers mcp/server.py registers.
+"""MCP resources, prompts and completion over the resources/ package and prompts.py: the handlers mcp/server.py
+registers.
 
 Subscriptions are subscriptions.py's, and only a long-lived server's: the deployed functions answer each POST
 and end, so nothing could carry a ``notifications/resources/updated`` to the client later.

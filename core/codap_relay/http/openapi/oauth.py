@@ -1,0 +1,119 @@
+"""The authorization server of ``/mcp`` (OAuth 2.1, http/oauth.py): the SDK's endpoints, the consent page and the
+plugin's connected apps. Their bodies are the RFCs', so they are described, not modelled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .parts import BEARER, CODE_P, FORM, OAUTH_ERROR, errors, object_body, param
+
+
+def oauth_paths() -> dict[str, Any]:
+    """The authorization server of ``/mcp`` (OAuth 2.1, http/oauth.py): the SDK's endpoints, the consent page and
+    the plugin's connected apps. Their bodies are the RFCs', so they are described, not modelled."""
+    page = {"description": "The consent page", "content": {"text/html": {"schema": {"type": "string"}}}}
+    metadata = {"200": object_body("Metadata (JSON)")}
+    return {
+        "/.well-known/oauth-protected-resource/mcp": {
+            "get": {
+                "operationId": "getProtectedResourceMetadata",
+                "summary": "RFC 9728 metadata of /mcp: its authorization server (named in /mcp's 401)",
+                "responses": metadata,
+            }
+        },
+        "/.well-known/oauth-authorization-server": {
+            "get": {
+                "operationId": "getAuthorizationServerMetadata",
+                "summary": "RFC 8414 metadata: endpoints, PKCE S256, registration and Client ID Metadata Documents",
+                "responses": metadata,
+            }
+        },
+        "/.well-known/openid-configuration": {
+            "get": {
+                "operationId": "getAuthorizationServerMetadataAppended",
+                "summary": "The same metadata at the address appended to an issuer with a path (a deployment's "
+                "stage), where MCP clients look when the RFC 8414 address is not served",
+                "responses": metadata,
+            }
+        },
+        "/register": {
+            "post": {
+                "operationId": "registerClient",
+                "summary": "RFC 7591 dynamic client registration (redirect URIs matched exactly later)",
+                "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}},
+                "responses": {"201": object_body("The client's registration, with its client_id"), "400": OAUTH_ERROR},
+            }
+        },
+        "/authorize": {
+            "get": {
+                "operationId": "authorize",
+                "summary": "Authorization code request (PKCE S256, resource = this relay's /mcp); client_id is a "
+                "registration or a Client ID Metadata Document's https URL. Redirects to the consent page",
+                "responses": {
+                    "302": {"description": "To the consent page, or to the client with an error"},
+                    "400": OAUTH_ERROR,
+                },
+            }
+        },
+        "/oauth/consent": {
+            "get": {
+                "operationId": "consentPage",
+                "summary": "The consent page: type the plugin's pairing code, then Allow in the plugin",
+                "parameters": [param("request", "query", "The authorization request", required=True)],
+                "responses": {
+                    "200": page,
+                    "302": {"description": "Approved: to the client"},
+                    "404": page,
+                    "410": page,
+                },
+            },
+            "post": {
+                "operationId": "consentCode",
+                "summary": "The pairing code typed (with the form's anti-forgery token and its cookie)",
+                "requestBody": {"content": {FORM: {"schema": {"type": "object"}}}},
+                "responses": {
+                    "200": page,
+                    "302": {"description": "Approved: to the client"},
+                    "303": {"description": "To the waiting page"},
+                    "403": page,
+                    "404": page,
+                    "410": page,
+                    "429": page,
+                },
+            },
+        },
+        "/token": {
+            "post": {
+                "operationId": "token",
+                "summary": "Authorization code (with the PKCE verifier) or refresh token for tokens",
+                "requestBody": {"content": {FORM: {"schema": {"type": "object"}}}},
+                "responses": {"200": object_body("Access and refresh token"), "400": OAUTH_ERROR, "401": OAUTH_ERROR},
+            }
+        },
+        "/revoke": {
+            "post": {
+                "operationId": "revoke",
+                "summary": "RFC 7009 revocation: ends the token's whole grant",
+                "requestBody": {"content": {FORM: {"schema": {"type": "object"}}}},
+                "responses": {"200": {"description": "Revoked (or unknown)"}, "401": OAUTH_ERROR},
+            }
+        },
+        "/api/sessions/{code}/grants": {
+            "get": {
+                "operationId": "listConnectedApps",
+                "summary": "The apps connected to this plugin (plugin only)",
+                "parameters": [CODE_P],
+                "security": BEARER,
+                "responses": {"200": object_body("persistent, and the apps"), **errors(400, 401, 403, 404, 429, 503)},
+            }
+        },
+        "/api/sessions/{code}/grants/{grant}": {
+            "delete": {
+                "operationId": "disconnectApp",
+                "summary": "Disconnect an app: its tokens are refused from the next call on (plugin only)",
+                "parameters": [CODE_P, param("grant", "path", "The connected app's id", required=True)],
+                "security": BEARER,
+                "responses": {"200": object_body("Disconnected"), **errors(400, 401, 403, 404, 429, 503)},
+            }
+        },
+    }
