@@ -1,7 +1,7 @@
 """``GET /resources`` and ``GET /resources/read``: the MCP resources for models that have only HTTP.
 
-The same reads as MCP ``resources/list`` and ``resources/read`` (the resources/ package), with the pairing code as the LLM
-role's credential (``?code=`` or ``Authorization: Bearer``). Deployed in the MCP function (template.yaml).
+The same reads as MCP ``resources/list`` and ``resources/read`` (the resources/ package), with the pairing code as
+the LLM role's credential (``?code=`` or ``Authorization: Bearer``). Deployed in the MCP function (template.yaml).
 """
 
 from __future__ import annotations
