@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
-from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing import web
+from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 from codap_relay_tooling.testing.commands import LocalApi, local_api_process
 from codap_relay_tooling.testing.lanes import FileTimesRecorder, is_busy, load_file_times, make_lane_scheduler
 from codap_relay_tooling.testing.relay_settings import make_settings

@@ -17,12 +17,12 @@ import httpx
 import pytest
 from starlette.types import Message
 
-from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from codap_relay.tool_content import MAX_IMAGE_BYTES
 from codap_relay_tooling.testing import web
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.commands import also_through_local_api
 from codap_relay_tooling.testing.plugin_bundle import page_files
 from codap_relay_tooling.testing.relay_settings import make_settings

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.errors import RequestNotFound, TokenInvalid
 from codap_relay.records import DETACHED, SessionRecord, push_connection, push_consumer
 from codap_relay.relay import Relay
@@ -20,6 +19,7 @@ from codap_relay.relay.publisher import PUSH_INLINE_BYTES, encode_message
 from codap_relay.settings import Settings, SettingsError
 from codap_relay.store.base import Store
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 from codap_relay_tooling.testing.fake_publisher import FakePublisher
 from codap_relay_tooling.testing.relay_settings import make_settings
 

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.delivery import StreamEvent
 from codap_relay.errors import SessionNotFound, TokenInvalid
 from codap_relay.notify import Notifier, stream_key
@@ -17,6 +16,7 @@ from codap_relay.relay.sessions import Sessions
 from codap_relay.relay.stream import PluginStream
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 from codap_relay_tooling.testing.relays import unit_relay
 
 
