@@ -112,3 +112,60 @@ def test_export_says_what_is_set_aside_and_can_include_it_and_undo_brings_it_bac
     assert set(set_aside(codap, "Export aside").values()) == {"Di", "Ed"}
     codap.done("redo_codap", {})
     assert set(set_aside(codap, "Export aside").values()) == {"Ann", "Di", "Ed"}
+
+
+def listed(codap: CodapPage, name: str) -> dict[str, Any]:
+    (found,) = [d for d in codap.ok({"action": "get", "resource": "dataContextList"}) if d["name"] == name]
+    return dict(found)
+
+
+def test_a_new_title_is_the_word_every_later_call_can_use(codap: CodapPage) -> None:
+    make(codap, "h1")
+    renamed = codap.done("update_codap_dataset", {"datasetName": "h1", "title": "Heights", "description": "class 7"})
+    assert (listed(codap, "h1")["title"], listed(codap, "h1")["name"]) == ("Heights", "h1")
+    whole = codap.ok({"action": "get", "resource": "dataContext[h1]"})
+    assert whole["metadata"]["description"] == "class 7"
+    facts = renamed["structuredContent"]
+    assert facts["changes"]["title"] == {"before": "h1", "after": "Heights"} and facts["datasetName"] == "h1"
+    assert "cannot change a dataset's name" in text(renamed) and '"Heights" or "h1"' in text(renamed)
+
+    # Every later call may use the new word.
+    codap.done("add_codap_cases", {"datasetName": "Heights", "cases": [{"name": "Flo", "height": 140, "weight": 35}]})
+    assert len(codap.items("h1")) == 6
+    codap.done("set_aside_codap_cases", {"datasetName": "Heights", "where": "height < 145"})
+    assert list(set_aside(codap, "h1").values()) == ["Flo"]
+    stats = codap.done("compute_codap_statistics", {"datasetName": "Heights", "attributes": ["height"]})
+    assert stats["structuredContent"]["caseCount"] == 5
+    graph = codap.done("create_codap_graph", {"datasetName": "Heights", "graphType": "scatterplot",
+                                              "xAttribute": "height", "yAttribute": "weight"})  # fmt: skip
+    shown_graph = codap.ok({"action": "get", "resource": f"component[{graph['structuredContent']['graphId']}]"})
+    assert shown_graph["dataContext"] == "h1"
+    status = codap.done("get_codap_status", {"includeComponents": False})
+    assert 'h1 (titled "Heights"' in text(status)
+    missing = codap.failed("export_codap_data", {"datasetName": "Weights"})
+    assert missing["code"] == "dataset_not_found" and 'h1 (titled "Heights")' in missing["message"]
+
+    make(codap, "h2")
+    clash = codap.failed("update_codap_dataset", {"datasetName": "h2", "title": "Heights"})
+    assert clash["code"] == "dataset_exists" and listed(codap, "h2")["title"] == "h2"
+
+
+def test_rerandomize_draws_again_and_says_so(codap: CodapPage) -> None:
+    make(codap, "dice")
+    codap.done(
+        "add_codap_attribute", {"datasetName": "dice", "name": "roll", "formula": "randomPick(1,2,3,4,5,6,7,8,9)"}
+    )
+    before = [i["values"]["roll"] for i in codap.items("dice")]
+    for _ in range(3):  # nine faces, five cases: the same rolls three times over is a chance of 1 in 9^15
+        done = codap.done("update_codap_dataset", {"datasetName": "dice", "rerandomize": True})
+        after = [i["values"]["roll"] for i in codap.items("dice")]
+        if after != before:
+            break
+    assert after != before
+    (rolled,) = done["structuredContent"]["rerandomized"]
+    assert rolled["attribute"] == "roll" and rolled["after"] == after[:3]
+    nothing = codap.failed("update_codap_dataset", {"datasetName": "dice", "rerandomize": False})
+    assert nothing["code"] == "invalid_arguments"
+    make(codap, "no dice")
+    fixed = codap.failed("update_codap_dataset", {"datasetName": "no dice", "rerandomize": True})
+    assert fixed["code"] == "invalid_arguments" and "random()" in fixed["message"]
