@@ -2,6 +2,7 @@
 // The document as a whole: what CODAP holds and shows.
 
 import { datasetLine, get, plotName, plural, publicDataset, toolResult } from "./context.js";
+import { describeGraphState, readGraphStates } from "./graph_state.js";
 
 /**
  * @import {CodapId, CodapReply, CodapSuccess} from "../types.js"
@@ -21,6 +22,7 @@ import { datasetLine, get, plotName, plural, publicDataset, toolResult } from ".
  * @property {string} [yAttribute]
  * @property {boolean} [hidden]
  * @property {boolean} [thisPlugin]
+ * @property {import("./graph_state.js").GraphState} [graph] a graph's whole state (graph_state.js)
  */
 
 /** @param {ToolContext} ctx */
@@ -53,6 +55,7 @@ export function createDocumentTools(ctx) {
   function componentLine(c) {
     const named = c.title ? ` "${c.title}"` : "";
     if (c.thisPlugin) return `• plugin${named} (this relay plugin)`;
+    if (c.type === "graph" && c.graph) return `• graph${named} of ${c.graph.dataset ?? "no dataset"} (id ${c.id}): ${describeGraphState(c.graph)}`;
     if (c.type === "graph") {
       const axes = [c.xAttribute && `x = ${c.xAttribute}`, c.yAttribute && `y = ${c.yAttribute}`].filter(Boolean);
       return `• graph${named}${c.dataset ? ` of ${c.dataset}` : ""}: ${plotName(c.plotType)}` +
@@ -96,6 +99,12 @@ export function createDocumentTools(ctx) {
     }
     if (includeComponents) {
       structured.components = components.map((c, i) => componentInfo(c, detailReplies[i], frameInfo.id));
+      const graphs = structured.components.filter((c) => c.type === "graph");
+      const states = await readGraphStates(ctx, graphs.map((g) => g.id), { document: ctx.listen ? "read" : null });
+      for (const g of graphs) {
+        const state = states.get(String(g.id));
+        if (state) g.graph = state;
+      }
       lines.push(
         structured.components.length
           ? `${plural(structured.components.length, "component")}:\n${structured.components.map(componentLine).join("\n")}`
