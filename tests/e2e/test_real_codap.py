@@ -488,7 +488,7 @@ GRAPHS = [
     ("line_graph", "age", "height_cm", "scatterPlot", True),
     ("bar_chart", "favorite_subject", None, "barChart", False),
     ("bar_chart", "grade", None, "barChart", False),
-    ("histogram", "math_score", None, "dotPlot", False),
+    ("histogram", "math_score", None, "histogram", False),
     ("histogram", "favorite_subject", None, "barChart", False),
 ]
 
@@ -505,7 +505,7 @@ def test_every_graph_type_reports_what_codap_draws(codap: CodapPage) -> None:
         assert shown["showConnectingLines"] is lines
         assert shown["dataContext"] == "pupils"
         assert made["made"].startswith(
-            {"scatterPlot": "scatter plot", "dotPlot": "dot plot", "barChart": "bar chart"}[plot]
+            {"scatterPlot": "scatter plot", "dotPlot": "dot plot", "barChart": "bar chart", "histogram": "histogram"}[plot]
         )
     before = len(codap.components())
     wrong = refused(

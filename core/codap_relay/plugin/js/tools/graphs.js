@@ -122,10 +122,17 @@ export function createGraphTools(ctx) {
         plotType: "binnedDotPlot",
         ...(args.binWidth !== undefined ? { binWidth: args.binWidth } : {}),
         ...(args.binAlignment !== undefined ? { binAlignment: args.binAlignment } : {}),
+      }).catch((/** @type {unknown} */ err) => {
+        if (!(err instanceof ToolError)) throw err;
+        notes.push(
+          `The dots could not be grouped into bins (${err.message}): choose "Group into Bins"` +
+            `${graphType === "histogram" ? ' and "Fuse Dots into Bars"' : ""} in the graph's Configuration menu.`,
+        );
+        return null;
       });
-      notes.push(...rebuilt.notes);
+      notes.push(...(rebuilt?.notes ?? []));
       /** @type {CodapRequest[]} */
-      const fuse = graphType === "histogram" ? [{ action: "update", resource: component, values: { pointsAreFusedIntoBars: true } }] : [];
+      const fuse = graphType === "histogram" && rebuilt ? [{ action: "update", resource: component, values: { pointsAreFusedIntoBars: true } }] : [];
       const answers = await send([...fuse, read]);
       if (fuse.length && answers[0]?.success !== true) {
         notes.push(`CODAP grouped the dots into bins but did not fuse them into bars: ${answers[0]?.values?.error ?? "no reason"}.`);
