@@ -204,3 +204,23 @@ def local_api() -> Iterator[LocalApi]:
         args = ("--store", store_url(dynamo, table), "--push-channel", "websocket")
         with local_api_process(*args, env=env) as (base, process):
             yield LocalApi(base, process)
+
+
+#: How far behind DynamoDB's replica runs for ``lagging_local_api``: far more than AWS's usual fraction of a second
+#: and more than the second a call may take to reach the plugin, so a read that waits for the replica shows.
+REPLICA_LAG_SECONDS = 2.0
+
+
+@pytest.fixture(scope="session")
+def lagging_local_api() -> Iterator[LocalApi]:
+    """``local_api`` as DynamoDB really behaves: every function reaches DynamoDB Local through one lagging replica's
+    proxy (lagging_dynamodb.py), which answers each read that does not ask for consistency from a copy of the table
+    ``REPLICA_LAG_SECONDS`` behind."""
+    from codap_relay_tooling.testing.dynamodb_shared import env_for, fresh_table
+    from codap_relay_tooling.testing.lagging_dynamodb import lagging_proxy_process
+
+    with fresh_table() as (dynamo, table), lagging_proxy_process(dynamo.endpoint, REPLICA_LAG_SECONDS) as replica:
+        env = {**env_for(dynamo), **LOCAL_API_ENV}
+        store = f"dynamodb://{table}?endpoint_url={replica}&region=us-east-1"
+        with local_api_process("--store", store, "--push-channel", "websocket", env=env) as (base, process):
+            yield LocalApi(base, process, replica)
