@@ -321,7 +321,7 @@ def test_status_and_dataset_list_report_what_codap_holds(codap: CodapPage) -> No
     (census,) = [d for d in datasets if d["name"] == "census"]
     assert census["caseCount"] == 12 and census["attributes"] == ["index", "x", "y", "group"]
     slim = done(codap, "get_codap_status", {"includeDatasets": False, "includeComponents": False})
-    assert set(slim) == {"codapVersion", "plugin"}
+    assert set(slim) == {"codapVersion", "plugin", "document"}
 
 
 @pytest.mark.tools
