@@ -207,7 +207,7 @@ def test_status_gives_each_components_place_and_size_and_the_documents_name(coda
         assert c["position"] == {"left": left, "top": top} and c["size"] == {"width": width, "height": height}
     (mine,) = [c for c in facts["components"] if c["id"] == tid]
     assert (
-        f"(id {tid}) at (400, 20), {mine['size']['width']} × {mine['size']['height']} px"
+        f"(id {tid}) at (400, 20), {mine['size']['width']} \u00d7 {mine['size']['height']} px"
         in status["content"][0]["text"]
     )
 
