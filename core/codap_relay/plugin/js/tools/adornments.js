@@ -19,7 +19,7 @@ import { num } from "./graph_settings.js";
 /**
  * add_codap_adornment's arguments.
  * @typedef {{adornment: string, graph?: string | number, formula?: string, percentType?: string,
- *   showRSquared?: boolean, showConfidenceBands?: boolean, showOutliers?: boolean, numberOfStandardErrors?: number,
+ *   showRSquared?: boolean, showConfidenceBands?: boolean, showR?: boolean, showOutliers?: boolean, numberOfStandardErrors?: number,
  *   slope?: number, intercept?: number}} AddArgs
  */
 
@@ -29,6 +29,7 @@ const OPTIONS_FOR = {
   percentType: ["percent"],
   showRSquared: ["least_squares_line"],
   showConfidenceBands: ["least_squares_line"],
+  showR: ["least_squares_line"],
   showOutliers: ["box_plot"],
   numberOfStandardErrors: ["standard_error"],
   slope: ["movable_line"],
@@ -230,6 +231,7 @@ export function createAdornmentTools(ctx) {
     if (args.percentType !== undefined) values.percentType = args.percentType;
     if (args.showRSquared !== undefined) values.showRSquared = args.showRSquared;
     if (args.showConfidenceBands !== undefined) values.showConfidenceBands = args.showConfidenceBands;
+    if (args.showR !== undefined) values.showR = args.showR;
     /** @type {CodapRequest} */
     const create = { action: "create", resource: `${component}.adornment`, values };
     const read = get(`${component}.adornment[${which.type}]`);
@@ -287,7 +289,7 @@ export function createAdornmentTools(ctx) {
         extra.formula = detail.formula;
       }
     }
-    for (const key of ["percentType", "showRSquared", "showConfidenceBands", "showOutliers"]) {
+    for (const key of ["percentType", "showRSquared", "showR", "showConfidenceBands", "showOutliers"]) {
       if (detail[key] !== undefined && (key !== "percentType" || name === "percent")) extra[key] = detail[key];
     }
     if (typeof detail._numStErrs === "number") extra.numberOfStandardErrors = detail._numStErrs;

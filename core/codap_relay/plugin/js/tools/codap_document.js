@@ -165,12 +165,12 @@ const canonical = (value) =>
 const comparable = (c) => canonical({ ...c, layout: { ...c.layout, zIndex: undefined } });
 
 /**
- * Changes one component of the document by rebuilding the document: `change(storage)` edits the component's
- * componentStorage in place. Returns the component's storage as CODAP rebuilt it, and `others`: the other
+ * Changes one component of the document by rebuilding the document: `change(storage, doc)` edits the component's
+ * componentStorage (or the rest of the document) in place. Returns the component's storage as CODAP rebuilt it, and `others`: the other
  * components and datasets CODAP rebuilt differently (nothing, as a rule).
  * @param {DocumentIO} io
  * @param {CodapId} componentId
- * @param {(storage: Record<string, any>) => void} change
+ * @param {(storage: Record<string, any>, doc: V2Document) => void} change
  * @param {CodapId | null} [frameId] this plugin's own component (CODAP keeps it as it is)
  */
 export async function rebuildComponent(io, componentId, change, frameId = null) {
@@ -179,7 +179,7 @@ export async function rebuildComponent(io, componentId, change, frameId = null) 
   if (!target?.componentStorage) {
     throw new ToolError(`CODAP's document has no component ${componentId}.`, "component_not_found", { componentId });
   }
-  change(target.componentStorage);
+  change(target.componentStorage, doc);
   const sent = JSON.parse(JSON.stringify(doc));
   await keepItemIds(io, doc);
   const finished = await replaceDocument(io, doc);

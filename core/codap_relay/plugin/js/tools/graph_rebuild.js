@@ -36,6 +36,12 @@ export const PLOT_CLASSES = { dotPlot: "DG.DotPlotModel", binnedDotPlot: "DG.Bin
  * @property {Record<string, Record<string, unknown>>} [adornments] v2 storage to set, by key (plottedBoxPlot…)
  * @property {Record<string, Record<string, unknown>>} [topAdornments] v2 storage of a scatter plot's movable line
  *   or point, by key (movableLineStorage…)
+ * @property {"numeric" | "categorical"} [legendType] how the graph treats its legend attribute (the legend menu's
+ *   Treat as Numeric / Categorical; the component update reads no legend type)
+ * @property {string | null} [backgroundImage] a picture's URL behind the plot; null takes it away
+ * @property {boolean} [imageLocked] the picture moves and scales with the axes
+ * @property {{attribute: string, low?: string, high?: string}} [colorRange] a numeric legend attribute's colours (the
+ *   dataset's: its attribute's category map, "low-attribute-color" and "high-attribute-color")
  */
 
 /**
@@ -61,6 +67,21 @@ export function applyRebuild(storage, r) {
   if (r.binWidth !== undefined) plot.width = r.binWidth;
   if (r.binAlignment !== undefined) plot.alignment = r.binAlignment;
   if (r.binWidth !== undefined || r.binAlignment !== undefined) delete plot.totalNumberOfBins;
+  if (r.legendType) storage.legendAttributeType = r.legendType === "categorical" ? 2 : 1;
+  if (r.backgroundImage === null) {
+    delete storage.plotBackgroundImage;
+    delete storage.plotBackgroundImageLockInfo;
+  } else if (r.backgroundImage !== undefined) {
+    storage.plotBackgroundImage = r.backgroundImage;
+  }
+  if (r.imageLocked === false) delete storage.plotBackgroundImageLockInfo;
+  if (r.imageLocked === true) {
+    // CODAP keeps the axes' bounds the picture was fitted to (graph-content-model.ts setBackgroundImageLock)
+    storage.plotBackgroundImageLockInfo = {
+      locked: true, xAxisLowerBound: storage.xLowerBound ?? 0, xAxisUpperBound: storage.xUpperBound ?? 1,
+      yAxisLowerBound: storage.yLowerBound ?? 0, yAxisUpperBound: storage.yUpperBound ?? 1,
+    };
+  }
   if (r.measureLabels !== undefined) plot.showMeasureLabels = r.measureLabels;
   if (r.squaresOfResiduals !== undefined) plot.areSquaresVisible = r.squaresOfResiduals;
   if (r.interceptLocked !== undefined) {
@@ -69,6 +90,24 @@ export function applyRebuild(storage, r) {
   plot.adornments ??= {};
   for (const [key, value] of Object.entries(r.adornments ?? {})) plot.adornments[key] = { ...plot.adornments[key], ...value };
   for (const [key, value] of Object.entries(r.topAdornments ?? {})) plot[key] = { ...plot[key], ...value };
+}
+
+/**
+ * Sets a numeric attribute's colour range in the dataset the graph shows (its v2 category map).
+ * @param {import("./codap_document.js").V2Document} doc
+ * @param {Record<string, any>} storage the graph's
+ * @param {{attribute: string, low?: string, high?: string}} range
+ */
+function setColorRange(doc, storage, range) {
+  const id = storage._links_?.context?.id;
+  const context = (doc.contexts ?? []).find((c) => String(c.guid) === String(id));
+  const attr = context?.collections?.flatMap((c) => c.attrs ?? []).find((a) => a.name === range.attribute);
+  if (!attr) throw new ToolError(`CODAP's document has no attribute ${JSON.stringify(range.attribute)} in the graph's dataset.`, "codap_error");
+  attr._categoryMap = {
+    ...attr._categoryMap,
+    ...(range.low ? { "low-attribute-color": range.low } : {}),
+    ...(range.high ? { "high-attribute-color": range.high } : {}),
+  };
 }
 
 /**
@@ -81,7 +120,10 @@ export function applyRebuild(storage, r) {
 export async function rebuildGraph(io, graphId, r) {
   const [frame] = await io.send([get("interactiveFrame")]);
   const frameId = frame?.success === true ? frame.values?.id ?? null : null;
-  const { storage, others, finished } = await rebuildComponent(io, graphId, (s) => applyRebuild(s, r), frameId);
+  const { storage, others, finished } = await rebuildComponent(io, graphId, (s, doc) => {
+    applyRebuild(s, r);
+    if (r.colorRange) setColorRange(doc, s, r.colorRange);
+  }, frameId);
   /** @type {string[]} */
   const notes = [];
   if (!finished) notes.push("CODAP did not say it had finished rebuilding the document within 20 s; what follows is read back from it now.");
@@ -168,6 +210,9 @@ export function plotPlan(args, detail, label) {
   }
   /** @type {GraphRebuild} */
   const switches = {
+    ...(args.legendAttributeType !== undefined ? { legendType: /** @type {"numeric" | "categorical"} */ (args.legendAttributeType) } : {}),
+    ...(args.backgroundImage !== undefined ? { backgroundImage: args.backgroundImage || null } : {}),
+    ...(args.backgroundImageLockedToAxes !== undefined ? { imageLocked: args.backgroundImageLockedToAxes } : {}),
     ...(args.showMeasureLabels !== undefined ? { measureLabels: args.showMeasureLabels } : {}),
     ...(args.showSquaresOfResiduals !== undefined ? { squaresOfResiduals: args.showSquaresOfResiduals } : {}),
     ...(args.lockIntercept !== undefined ? { interceptLocked: args.lockIntercept } : {}),

@@ -44,6 +44,10 @@
  * @property {string} [backgroundColor]
  * @property {boolean} [transparentBackground]
  * @property {Record<string, string>} [legendColors]
+ * @property {{low?: string, high?: string}} [legendColorRange]
+ * @property {string} [legendAttributeType]
+ * @property {string} [backgroundImage]
+ * @property {boolean} [backgroundImageLockedToAxes]
  * @property {number} [xAxisMin]
  * @property {number} [xAxisMax]
  * @property {number} [yAxisMin]
@@ -92,7 +96,9 @@ export const SETTINGS = [
   ["topSplitAttribute", "topSplit", "split across by"],
   ["rightSplitAttribute", "rightSplit", "split down by"],
   ["legendAttribute", "legend.attribute", "legend"],
+  ["legendAttributeType", "legend.type", "legend treated as"],
   ["legendColors", "legend.colors", "legend colours"],
+  ["legendColorRange", "legend.range", "legend colour range"],
   ["binWidth", "bins.width", "bin width"],
   ["binAlignment", "bins.alignment", "bins aligned to"],
   ["pointsAreFusedIntoBars", "fusedIntoBars", "points fused into bars"],
@@ -106,6 +112,8 @@ export const SETTINGS = [
   ["strokeSameAsFill", "points.strokeSameAsFill", "stroke same as fill"],
   ["backgroundColor", "background.color", "background colour"],
   ["transparentBackground", "background.transparent", "transparent background"],
+  ["backgroundImage", "background.image", "background image"],
+  ["backgroundImageLockedToAxes", "background.imageLocked", "background image locked to the axes"],
   ["displayOnlySelectedCases", "shows.onlySelected", "only selected cases shown"],
   ["hideCases", "shows.hiddenCases", "cases hidden in the graph"],
   ["filterFormula", "shows.filterFormula", "filter formula"],
@@ -163,7 +171,7 @@ export function changesBetween(before, after, asked = new Set()) {
     const axis = path.split(".")[0];
     // a type that turns unknown (null) with the attribute kept: CODAP now goes by the attribute's own type
     if (!asked.has(setting) && path.endsWith(".type") && (moved(`${axis}.attribute`) || now === null)) continue;
-    if (!asked.has(setting) && path === "legend.colors" && moved("legend.attribute")) continue;
+    if (!asked.has(setting) && path.startsWith("legend.") && path !== "legend.attribute" && moved("legend.attribute")) continue;
     if (path === "y.attributes" && (Array.isArray(was) ? was.length : 0) <= 1 && (Array.isArray(now) ? now.length : 0) <= 1) continue;
     out.push({ setting, before: was, after: now, text: `${name} ${shown(was)} → ${shown(now)}` });
   }

@@ -36,12 +36,14 @@ import { get, plotName } from "./context.js";
  * @property {AxisState} y2 the right numeric axis
  * @property {string | null} topSplit
  * @property {string | null} rightSplit
- * @property {{attribute: string, type: string | null, colors?: Record<string, string>} | null} legend
+ * @property {{attribute: string, type: string | null, colors?: Record<string, string>,
+ *   range?: {low: string | null, high: string | null}} | null} legend a categorical legend's colours, a numeric one's range
  * @property {{width: number | null, alignment: number | null, count: number | null} | null} bins
  * @property {boolean} fusedIntoBars
  * @property {{scale: string | null, formula: string | null} | null} barChart
  * @property {{color: string | null, opacity: number, size: number | null, strokeColor: string | null, strokeSameAsFill: boolean}} points
- * @property {{color: string | null, transparent: boolean}} background
+ * @property {{color: string | null, transparent: boolean, image: string | null, imageLocked: boolean | null}} background
+ *   image: its URL (a data URI shortened), null where the document could not be read
  * @property {boolean} connectingLines
  * @property {GraphShows} shows
  * @property {{labels: boolean | null, squaresOfResiduals: boolean | null, interceptLocked: boolean | null}} measures
@@ -62,7 +64,7 @@ import { get, plotName } from "./context.js";
  */
 
 // An adornment's settings worth naming (its values are add_codap_adornment's answer).
-const ADORNMENT_OPTIONS = ["percentType", "showCount", "showPercent", "showOutliers", "showICI", "showRSquared",
+const ADORNMENT_OPTIONS = ["percentType", "showCount", "showPercent", "showOutliers", "showICI", "showRSquared", "showR",
   "showConfidenceBands", "formula", "numberOfStdErrs"];
 const BINNED = new Set(["binnedDotPlot", "histogram"]);
 
@@ -85,7 +87,7 @@ const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
  * A graph's state from what CODAP gave: its component, its adornments, its legend attribute and the document.
  * @param {Record<string, any>} c `get component[id]`'s values
  * @param {Array<Record<string, any>>} adornments the shown adornments, each as `get ….adornment[type]` gives it
- * @param {Record<string, any> | null} legendAttribute `get …attribute[legend]`'s values, if categorical
+ * @param {Record<string, any> | null} legendAttribute `get …attribute[legend]`'s values
  * @param {Record<string, any> | null} storage the graph's componentStorage in CODAP's document, if read
  * @param {number | null} setAside the dataset's set-aside cases, if known
  * @returns {GraphState}
@@ -99,6 +101,7 @@ export function graphStateFrom(c, adornments, legendAttribute, storage, setAside
     : undefined;
   // CODAP lists the right axis's attribute last among the y attributes
   const yAll = Array.isArray(c.yAttributeNames) ? c.yAttributeNames.filter((n) => typeof n === "string") : [];
+  const numericLegend = (V2_TYPES[storage?.legendAttributeType] ?? legendAttribute?.type) === "numeric" && Boolean(legendAttribute);
   const yNames = c.y2AttributeName && yAll[yAll.length - 1] === c.y2AttributeName ? yAll.slice(0, -1) : yAll;
   return {
     id: c.id,
@@ -115,7 +118,12 @@ export function graphStateFrom(c, adornments, legendAttribute, storage, setAside
     topSplit: c.topSplitAttributeName ?? null,
     rightSplit: c.rightSplitAttributeName ?? null,
     legend: c.legendAttributeName
-      ? { attribute: c.legendAttributeName, type: legendAttribute?.type ?? null, ...(colors && Object.keys(colors).length ? { colors } : {}) }
+      ? {
+        attribute: c.legendAttributeName,
+        type: V2_TYPES[storage?.legendAttributeType] ?? legendAttribute?.type ?? null,
+        ...(!numericLegend && colors && Object.keys(colors).length ? { colors } : {}),
+        ...(numericLegend ? { range: legendRange(/** @type {Record<string, any>} */ (legendAttribute)) } : {}),
+      }
       : null,
     bins: BINNED.has(c.plotType)
       ? { width: num(plotModel.width), alignment: num(plotModel.alignment), count: num(plotModel.totalNumberOfBins) }
@@ -126,7 +134,12 @@ export function graphStateFrom(c, adornments, legendAttribute, storage, setAside
       color: point.color, opacity: point.opacity, size: num(c.pointSize),
       strokeColor: typeof c.strokeColor === "string" ? c.strokeColor : null, strokeSameAsFill: c.strokeSameAsFill === true,
     },
-    background: { color: background.color, transparent: c.transparent === true },
+    background: {
+      color: background.color,
+      transparent: c.transparent === true,
+      image: shortImage(storage?.plotBackgroundImage),
+      imageLocked: storage ? storage.plotBackgroundImageLockInfo?.locked === true : null,
+    },
     connectingLines: c.showConnectingLines === true,
     shows: {
       onlySelected: c.displayOnlySelectedCases === true,
@@ -147,6 +160,20 @@ export function graphStateFrom(c, adornments, legendAttribute, storage, setAside
       ...Object.fromEntries(ADORNMENT_OPTIONS.filter((k) => a[k] !== undefined && a[k] !== null).map((k) => [k, a[k]])),
     })),
   };
+}
+
+// The attribute types of CODAP's saved form (v2-graph-exporter.ts v2TypesMap), as the graph treats the attribute.
+/** @type {Record<string, string>} */
+const V2_TYPES = { 1: "numeric", 2: "categorical", 3: "date", 4: "boundary", 5: "color" };
+
+/** @param {unknown} image a background image as CODAP saves it: a URL or a data URI */
+const shortImage = (image) =>
+  typeof image !== "string" || !image ? null : image.startsWith("data:") && image.length > 80 ? `${image.slice(0, 40)}… (${Math.round(image.length / 1024)} KB)` : image;
+
+/** @param {Record<string, any>} attribute a numeric legend attribute, as `get …attribute[name]` gives it */
+function legendRange(attribute) {
+  const map = attribute._categoryMap ?? {};
+  return { low: map["low-attribute-color"] ?? null, high: map["high-attribute-color"] ?? null };
 }
 
 /** @param {Record<string, any>} plotModel the graph's first plot model storage */

@@ -44,7 +44,8 @@ const BOUNDS = /** @type {const} */ ([
   ["xAxisMin", "xLowerBound"], ["xAxisMax", "xUpperBound"], ["yAxisMin", "yLowerBound"], ["yAxisMax", "yUpperBound"],
   ["y2AxisMin", "y2LowerBound"], ["y2AxisMax", "y2UpperBound"],
 ]);
-const REBUILT = ["binWidth", "binAlignment", "showMeasureLabels", "showSquaresOfResiduals", "lockIntercept"];
+const REBUILT = ["binWidth", "binAlignment", "showMeasureLabels", "showSquaresOfResiduals", "lockIntercept",
+  "legendAttributeType", "legendColorRange", "backgroundImage", "backgroundImageLockedToAxes"];
 
 /**
  * A colour argument as CODAP keeps it, or an error naming the argument.
@@ -210,6 +211,20 @@ export function createGraphUpdate(ctx) {
     // 2. plot type, bins and the Measure menu's switches: CODAP's fuse, and a rebuild for the rest
     const plan = plotPlan(args, detail, label);
     notes.push(...plan.notes);
+    if (args.legendColorRange) {
+      if (!detail.legendAttributeName) {
+        throw invalid("legendColorRange colours a numeric legend: give the graph a numeric legendAttribute first (or in the same call).");
+      }
+      const { low, high } = args.legendColorRange;
+      plan.rebuild = {
+        ...plan.rebuild,
+        colorRange: {
+          attribute: detail.legendAttributeName,
+          ...(low ? { low: hexOf("legendColorRange.low", low) } : {}),
+          ...(high ? { high: hexOf("legendColorRange.high", high) } : {}),
+        },
+      };
+    }
     /** @param {boolean} fused */
     const fuse = async (fused) => {
       const [reply] = await send([{ action: "update", resource: component, values: { pointsAreFusedIntoBars: fused } }]);
@@ -314,7 +329,7 @@ function refusals(args, asked, after) {
   const paths = new Map(SETTINGS.map(([arg, path, name]) => [arg, { path, name }]));
   for (const arg of asked) {
     const setting = paths.get(/** @type {keyof UpdateGraphArgs} */ (arg));
-    if (!setting || ["hideCases", "legendColors"].includes(arg)) continue;
+    if (!setting || ["hideCases", "legendColors", "legendColorRange"].includes(arg)) continue;
     const wanted = expected(args, /** @type {keyof UpdateGraphArgs} */ (arg));
     if (wanted === undefined) continue;
     const got = valueAt(after, setting.path) ?? null;
@@ -322,6 +337,10 @@ function refusals(args, asked, after) {
       out.push(`CODAP shows ${setting.name} = ${shown(got)}, not ${shown(wanted)} as asked` +
         (arg.endsWith("Min") || arg.endsWith("Max") ? " (only a numeric axis takes bounds)." : "."));
     }
+  }
+  for (const [end, color] of Object.entries(args.legendColorRange ?? {})) {
+    const got = after.legend?.range?.[/** @type {"low" | "high"} */ (end)];
+    if (got?.toLowerCase() !== toHex(String(color))) out.push(`CODAP shows the legend's ${end} colour as ${got ?? "its own"}, not ${color} (a numeric legend has a colour range; a categorical one, legendColors).`);
   }
   for (const [category, color] of Object.entries(args.legendColors ?? {})) {
     const got = after.legend?.colors?.[category];
@@ -344,6 +363,7 @@ function expected(args, arg) {
   if (arg === "pointColor") return toHex(String(v))?.slice(0, 7) ?? v;
   if (arg === "strokeColor" || arg === "backgroundColor") return toHex(String(v)) ?? v;
   if (arg === "barChartFormula" || arg === "binAlignment") return undefined; // CODAP may shift the alignment by whole bins
+  if (arg === "backgroundImage") return v || null;
   return v;
 }
 
