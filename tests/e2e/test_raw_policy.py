@@ -426,7 +426,7 @@ def test_every_request_and_value_codap_api_help_shows_is_taken_by_codap(codap: C
     attrs = codap.ok({"action": "get", "resource": "dataContext[Pets].collection[Pets].attributeList"})
     assert [a["name"] for a in attrs] == ["name", "species", "weight", "age"]
     names = sorted(i["values"]["name"] for i in codap.items("Pets"))
-    assert names == sorted(p["name"] for p in PETS)  # every example's pet deleted again
+    assert names == sorted(str(p["name"]) for p in PETS)  # every example's pet deleted again
     assert "Note" not in [c.get("name") for c in codap.components()]
     assert codap.ok({"action": "get", "resource": "component[Growth]"})["legendAttributeName"] == "species"
     assert codap.ok({"action": "get", "resource": "global[factor]"})["value"] == 3
