@@ -33,6 +33,11 @@ import { ToolError } from "./context.js";
 
 const READ_WAIT_MS = 10_000;
 const REBUILD_WAIT_MS = 20_000;
+/**
+ * The largest document rebuilt (its JSON): CODAP takes about a second per 150 KB to give, rebuild and give it again
+ * (1,000 rows of three attributes), so a larger one would outlast a tool call's time.
+ */
+export const MAX_REBUILD_CHARS = 1_000_000;
 
 /**
  * The document without empty (null) fields: CODAP 3.1.0 cannot read its own nulls back (a title null fails).
@@ -165,6 +170,37 @@ const canonical = (value) =>
 const comparable = (c) => canonical({ ...c, layout: { ...c.layout, zIndex: undefined } });
 
 /**
+ * Throws where rebuilding would change more than asked: a document too large to rebuild in a tool call's time, or a
+ * web page or plugin at an http:// address, which CODAP's reading of a saved document moves to https://
+ * (web-view-utils.ts processWebViewUrl) and so away from a page served over http.
+ * @param {V2Document} doc
+ * @param {CodapId | null} frameId this plugin's own component, which CODAP keeps as it is
+ */
+function refuseRebuild(doc, frameId) {
+  const size = JSON.stringify(doc).length;
+  if (size > MAX_REBUILD_CHARS) {
+    throw new ToolError(
+      `The document is too large (${Math.round(size / 1000)} KB of JSON, more than ${MAX_REBUILD_CHARS / 1000} KB) for ` +
+        "the tool to rebuild it within a tool call, the only way CODAP's plugin API reaches this setting.",
+      "document_too_large",
+      { chars: size, limit: MAX_REBUILD_CHARS },
+    );
+  }
+  const http = (doc.components ?? []).filter((c) =>
+    String(c.guid) !== String(frameId) && /^(DG\.WebView|DG\.GameView)$/.test(c.type ?? "") &&
+    /^http:\/\//i.test(String(c.componentStorage?.URL ?? c.componentStorage?.currentGameUrl ?? "")));
+  if (http.length) {
+    const names = http.map((c) => `${JSON.stringify(c.componentStorage?.title || c.componentStorage?.name || "web page")} (id ${c.guid})`);
+    throw new ToolError(
+      `Rebuilding the document, the only way CODAP's plugin API reaches this setting, would move ${names.join(", ")} ` +
+        "from its http:// address to https://, where it may not load: nothing was changed.",
+      "rebuild_would_change_other_components",
+      { components: http.map((c) => c.guid) },
+    );
+  }
+}
+
+/**
  * Changes one component of the document by rebuilding the document: `change(storage, doc)` edits the component's
  * componentStorage (or the rest of the document) in place. Returns the component's storage as CODAP rebuilt it, and `others`: the other
  * components and datasets CODAP rebuilt differently (nothing, as a rule).
@@ -179,6 +215,7 @@ export async function rebuildComponent(io, componentId, change, frameId = null) 
   if (!target?.componentStorage) {
     throw new ToolError(`CODAP's document has no component ${componentId}.`, "component_not_found", { componentId });
   }
+  refuseRebuild(doc, frameId);
   change(target.componentStorage, doc);
   const sent = JSON.parse(JSON.stringify(doc));
   await keepItemIds(io, doc);

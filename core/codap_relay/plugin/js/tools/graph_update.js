@@ -281,6 +281,10 @@ export function createGraphUpdate(ctx) {
       notes.push('barChartScale "formula" needs barChartFormula: the formula each bar\'s height is computed with, e.g. "mean(height)".');
     }
     const refused = refusals(args, asked, after);
+    if (args.groupLinesByLegend !== undefined && !(after.connectingLines && after.legend)) {
+      refused.push(`groupLinesByLegend applies to a graph with connecting lines and a categorical legend; graph ${label} ` +
+        `has ${after.connectingLines ? "connecting lines but no legend" : "no connecting lines"} (showConnectingLines, legendAttribute).`);
+    }
     notes.push(...refused);
     const changes = changesBetween(before, after, new Set(asked));
     if (!changes.length && refused.length) {
