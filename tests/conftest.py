@@ -18,6 +18,7 @@ from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 from codap_relay_tooling.testing.commands import LocalApi, local_api_process
 from codap_relay_tooling.testing.lanes import FileTimesRecorder, is_busy, load_file_times, make_lane_scheduler
+from codap_relay_tooling.testing.real_parts import MissingParts
 from codap_relay_tooling.testing.relay_settings import make_settings
 
 # Each test file's wall seconds and the cores it kept busy when it ran alone (codap_relay_tooling.testing.lanes),
@@ -123,6 +124,8 @@ class SlowTeardowns:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SlowTeardowns(), "codap-relay-slow-teardowns")
+    if not hasattr(config, "workerinput"):  # the controller: it sees every worker's reports
+        config.pluginmanager.register(MissingParts(), "codap-relay-missing-parts")
     target: Path | None = config.getoption("--record-file-times")
     if target is not None and not hasattr(config, "workerinput"):  # the controller records, workers' reports included
         alone = not getattr(config.option, "numprocesses", None)  # without workers the machine is each file's
