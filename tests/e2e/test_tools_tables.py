@@ -169,3 +169,62 @@ def test_rerandomize_draws_again_and_says_so(codap: CodapPage) -> None:
     make(codap, "no dice")
     fixed = codap.failed("update_codap_dataset", {"datasetName": "no dice", "rerandomize": True})
     assert fixed["code"] == "invalid_arguments" and "random()" in fixed["message"]
+
+
+def attribute(codap: CodapPage, dataset: str, name: str) -> dict[str, Any]:
+    values: dict[str, Any] = codap.ok({"action": "get", "resource": f"dataContext[{dataset}].attribute[{name}]"})
+    return values
+
+
+def tables_of(codap: CodapPage, dataset: str) -> dict[str, dict[str, Any]]:
+    """The dataset's table and card (type → {id, hidden, isIndexHidden}), as CODAP lists them."""
+    out = {}
+    for c in codap.components():
+        if c["type"] in ("caseTable", "caseCard"):
+            detail = codap.ok({"action": "get", "resource": f"component[{c['id']}]"})
+            if detail["dataContext"] == dataset:
+                out[c["type"]] = {"id": c["id"], "hidden": c["hidden"], "isIndexHidden": detail.get("isIndexHidden")}
+    return out
+
+
+def test_table_view_hides_and_shows_columns_switches_to_the_card_and_back(codap: CodapPage) -> None:
+    make(codap, "View", [{"id": i, **p} for i, p in enumerate(PUPILS)])
+    hid = codap.done(
+        "update_codap_table", {"datasetName": "View", "hideAttributes": ["id", "weight"], "indexColumn": False}
+    )
+    assert (attribute(codap, "View", "id")["hidden"], attribute(codap, "View", "weight")["hidden"]) == (True, True)
+    assert tables_of(codap, "View")["caseTable"]["isIndexHidden"] is True
+    facts = hid["structuredContent"]
+    assert (facts["view"], facts["hiddenAttributes"], facts["indexColumn"]) == ("table", ["id", "weight"], False)
+    assert "formulas still use them" in text(hid)
+
+    card = codap.done("update_codap_table", {"datasetName": "View", "view": "card"})
+    shown = tables_of(codap, "View")
+    assert shown["caseCard"]["hidden"] is False and shown["caseTable"]["hidden"] is True
+    assert card["structuredContent"]["componentId"] == shown["caseCard"]["id"]
+    refused = codap.failed("update_codap_table", {"datasetName": "View", "fitColumns": True})
+    assert refused["code"] == "invalid_arguments" and "view table" in refused["message"]
+
+    back = codap.done("update_codap_table", {"datasetName": "View", "view": "table", "showAllAttributes": True,
+                                             "indexColumn": True, "fitColumns": True})  # fmt: skip
+    shown = tables_of(codap, "View")
+    assert shown["caseTable"]["hidden"] is False and shown["caseCard"]["hidden"] is True
+    assert shown["caseTable"]["isIndexHidden"] is False
+    assert not attribute(codap, "View", "id")["hidden"] and not attribute(codap, "View", "weight")["hidden"]
+    assert back["structuredContent"]["hiddenAttributes"] == [] and back["structuredContent"]["columnWidths"]
+    unknown = codap.failed("update_codap_table", {"datasetName": "View", "hideAttributes": ["ID"]})
+    assert unknown["code"] == "attribute_not_found" and "id" in unknown["data"]["available"]
+
+
+def test_an_attribute_protected_from_editing_and_moved_as_the_table_does(codap: CodapPage) -> None:
+    make(codap, "Props")
+    locked = codap.done("update_codap_attribute", {"datasetName": "Props", "name": "height", "editable": False})
+    assert attribute(codap, "Props", "height")["editable"] is False
+    assert locked["structuredContent"]["changes"]["editable"] == {"before": True, "after": False}
+    codap.done("update_codap_attribute", {"datasetName": "Props", "name": "height", "editable": True, "position": 0})
+    assert attribute(codap, "Props", "height")["editable"] is True
+    order = codap.ok({"action": "get", "resource": "dataContext[Props].collection[Props].attributeList"})
+    assert [a["name"] for a in order] == ["height", "name", "weight"]
+    codap.done("update_codap_attribute", {"datasetName": "Props", "name": "height", "position": 2})
+    order = codap.ok({"action": "get", "resource": "dataContext[Props].collection[Props].attributeList"})
+    assert [a["name"] for a in order] == ["name", "weight", "height"]

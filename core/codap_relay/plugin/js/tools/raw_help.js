@@ -99,8 +99,9 @@ delete component[id] (a dataset's table or card may be hidden instead). notify c
 Never the plugin's own component (policy). Typed tool: update_codap_component.`,
 
   component_types: `Each component type's own fields, for create component {type, ...} and update component[id]:
-caseTable {dataContext}: a dataset has one table; asking again shows it. caseCard {dataContext}: asking for a
-  card while the table is shown switches the table to the card, and a caseTable switches back. update
+caseTable {dataContext}: a dataset has one table; asking again shows it. caseCard {dataContext}: the first card
+  of a dataset takes the shown table's place (the table is hidden); after that, asking for the card or the
+  table shows it and leaves the other shown (hide that one: isVisible false). update
   component[table id] {isIndexHidden: true} hides the table's index column. An untitled table or card has no
   name CODAP finds it by: use its id (componentList; the examples write TABLE_ID).
 text {text: "plain text"} (read back as rich text).

@@ -11,6 +11,7 @@
 
 import { createCaseSelection, idList } from "./case_selection.js";
 import { ToolError, collection, dataContext, get, invalid, plural, toolResult } from "./context.js";
+import { createTableViewTools } from "./table_view.js";
 
 /**
  * @import {CodapId, CodapReply, CodapRequest, DescribedDataset} from "../types.js"
@@ -314,6 +315,6 @@ export function createTableTools(ctx) {
     });
   }
 
-  return { set_aside_codap_cases, update_codap_dataset };
+  return { set_aside_codap_cases, update_codap_dataset, ...createTableViewTools(ctx) };
 }
 
