@@ -209,6 +209,8 @@ def test_the_measure_menu_beyond_what_codaps_api_creates(codap: CodapPage) -> No
     (mad,) = adornment(codap, dots, "Mean Absolute Deviation")["data"]
     deviation = mean(abs(h - mean(HEIGHTS)) for h in HEIGHTS)
     assert (mad["min"], mad["max"]) == pytest.approx((mean(HEIGHTS) - deviation, mean(HEIGHTS) + deviation))
+    codap.done("add_codap_adornment", {"graph": dots, "adornment": "movable_value", "value": 170})
+    assert adornment(codap, dots, "Movable Value")["data"] == [{"movableValues": [170]}]
     update(codap, dots, showMeasureLabels=True)
     saved = plot_storage(codap, dots)
     assert saved["showMeasureLabels"] is True and saved["adornments"]["plottedBoxPlot"]["isVisible"] is True

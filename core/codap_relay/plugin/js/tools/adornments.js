@@ -20,7 +20,7 @@ import { num } from "./graph_settings.js";
  * add_codap_adornment's arguments.
  * @typedef {{adornment: string, graph?: string | number, formula?: string, percentType?: string,
  *   showRSquared?: boolean, showConfidenceBands?: boolean, showR?: boolean, showOutliers?: boolean, numberOfStandardErrors?: number,
- *   slope?: number, intercept?: number}} AddArgs
+ *   slope?: number, intercept?: number, value?: number}} AddArgs
  */
 
 /** The arguments each adornment takes besides graph and adornment. */
@@ -34,6 +34,7 @@ const OPTIONS_FOR = {
   numberOfStandardErrors: ["standard_error"],
   slope: ["movable_line"],
   intercept: ["movable_line"],
+  value: ["movable_value"],
 };
 
 
@@ -236,7 +237,27 @@ export function createAdornmentTools(ctx) {
     const create = { action: "create", resource: `${component}.adornment`, values };
     const read = get(`${component}.adornment[${which.type}]`);
     const list = get(`${component}.adornmentList`);
-    const [created, got, relisted] = await send([create, read, list]);
+    if (name === "movable_value" && args.value !== undefined) {
+      // CODAP's API places a movable value only as the first of a cell (movable-value-adornment-model.ts replaceValue)
+      const [moving] = await send([read]);
+      const placed = moving?.success === true ? movableValues(moving).length : 0;
+      if (placed) {
+        throw new ToolError(
+          `Graph ${graphLabel(graph)} already shows a movable value: CODAP's plugin API places only the first one. ` +
+            "Add another without value (CODAP places it) and drag it, or remove the movable values and add one with value.",
+          "invalid_arguments",
+          { graphId: graph.id, adornment: name },
+        );
+      }
+    }
+    let [created, got, relisted] = await send([create, read, list]);
+    if (name === "movable_value" && args.value !== undefined && created?.success === true) {
+      // one [cell key, value] pair per cell of the plot: the cell's categories by attribute name ("{}" unsplit)
+      /** @type {Array<{categories?: Record<string, unknown>}>} */
+      const cells = created.values?.data ?? [];
+      const pairs = cells.map((c) => [JSON.stringify(c.categories ?? {}), args.value]);
+      [, got, relisted] = await send([{ action: "update", resource: `${component}.adornment`, values: { type: which.type, values: pairs } }, read, list]);
+    }
     if (created?.success !== true) {
       const said = codapError(created);
       if (/percent/i.test(said) && name === "percent") {
