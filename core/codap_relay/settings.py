@@ -117,10 +117,22 @@ class Settings(BaseModel):
     # the connector once a month never consents again and one that went unused for a month ends by itself.
     oauth_access_ttl_seconds: int = Field(3600, ge=60, le=86_400)
     oauth_refresh_ttl_seconds: int = Field(30 * 86_400, ge=600, le=365 * 86_400)
-    # Limits of calls that carry a grant (an OAuth token), per minute: each grant's own, and all grants' together
-    # (the global ceiling). Neither counts by address: hosted apps call from a few shared addresses.
+    # Limits of MCP POSTs that carry a grant (an OAuth token), per minute: each grant's own, and each plugin's (all
+    # the apps one CODAP approved, together: approving more apps buys no more calls). Neither counts by address,
+    # since hosted apps call from a few shared addresses, and no window is shared by two plugins: the service's
+    # ceiling is the gateway's throttle, which no one plugin's budget comes near (docs/threat-model.md).
     rate_limit_request_per_grant: int = Field(120, ge=1)
-    rate_limit_grants_global: int = Field(6000, ge=1)
+    rate_limit_request_per_plugin: int = Field(240, ge=1)
+    # Where no grant exists yet, per address: registrations and authorizations a minute (and authorizations per
+    # registered client, whose id is its installation's own), and consent questions asked an hour (each may make a
+    # grant; a school of 30 classes behind one address connects its apps within the hour).
+    rate_limit_register_per_ip: int = Field(20, ge=1)
+    rate_limit_authorize_per_ip: int = Field(30, ge=1)
+    rate_limit_authorize_per_client: int = Field(30, ge=1)
+    rate_limit_grants_per_ip_per_hour: int = Field(60, ge=1)
+    # Consent questions one pairing code may bring its plugin a minute: typing a stranger's code again and again
+    # does not bury their plugin in questions.
+    rate_limit_consent_per_code: int = Field(3, ge=1)
     # A client whose client_id is a URL (a Client ID Metadata Document) is read from there over https, from public
     # addresses only (oauth/client_documents.py). True lets plain http on loopback through too: for tests only.
     oauth_client_documents_allow_loopback: bool = False

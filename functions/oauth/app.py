@@ -1,4 +1,4 @@
-"""Lambda function: the authorization server of ``/mcp`` (http/oauth.py): discovery (/.well-known/…), /register,
+"""Lambda function: the authorization server of ``/mcp`` (http/oauth/): discovery (/.well-known/…), /register,
 /authorize, the consent page (/oauth/consent), /token, /revoke, and the plugin's connected apps
 (/api/sessions/{code}/grants).
 

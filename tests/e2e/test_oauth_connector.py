@@ -1,8 +1,9 @@
 """One connector per relay, end to end in Chromium: the MCP SDK's own OAuth client holds only ``RELAY/mcp``; it
 finds the relay's authorization server from the 401, registers, and sends the person to the consent page, where
 Chromium types the code the plugin shows in the real CODAP build; the plugin asks "APP asks to use this CODAP",
-Chromium presses Allow there, and the client's ``tools/call`` then reaches the plugin and changes CODAP's document
-(read back from CODAP itself). The plugin's "New code" keeps the connection; its Disconnect ends it at once.
+Chromium types there the number the consent page shows and presses Allow, and the client's ``tools/call`` then
+reaches the plugin and changes CODAP's document (read back from CODAP itself). The plugin's "New code" keeps the
+connection; its Disconnect ends it at once.
 
 The SDK client runs on an event loop of its own thread (Playwright's sync API holds this thread's); the two meet
 through a queue (the authorization URL) and a future (the redirect's code). Screenshots of the consent page and
@@ -77,7 +78,7 @@ class Host:
 
     async def _on_callback(self) -> AuthorizationCodeResult:
         got = query_of(await asyncio.wrap_future(self.redirect))
-        return AuthorizationCodeResult(code=got["code"], state=got.get("state"))
+        return AuthorizationCodeResult(code=got["code"], state=got.get("state"), iss=got.get("iss"))  # RFC 9207
 
     async def _count(self, request: httpx2.Request) -> None:
         self.requests.append(f"{request.method} {request.url.path}")
@@ -127,11 +128,12 @@ def consent_in_chromium(context: Any, host: Host, code: str, plugin: CodapPage) 
     page.fill("#code", f"{code[:4]}-{code[4:]}")
     shoot(page, "consent-page.png")
     page.click("button[type=submit]")
-    page.wait_for_selector("text=Press Allow there")
+    number = page.wait_for_selector("#number").inner_text()
     shoot(page, "consent-waiting.png")
     frame = plugin.frame
     frame.wait_for_selector("#consent:not([hidden])")
-    assert APP in frame.inner_text("#consent")
+    assert APP in frame.text_content("#consent")  # as written (the heading is shown in capitals)
+    frame.fill("#consent-number", number)  # what the person read on the page where they connect
     shoot(plugin.page, "plugin-consent-question.png")
     frame.click("#consent-allow")
     # Playwright's sync API runs the route handler only while this thread is inside one of its calls

@@ -20,7 +20,7 @@ from codap_relay.codes import hash_token
 from codap_relay.http.app import build_app
 from codap_relay.http.plugin_files import IMMUTABLE, PLUGIN_DIST
 from codap_relay.records import AuthItem, SessionRecord
-from codap_relay.relay.grants import GRANT
+from codap_relay.relay.grants import GRANT, plugin_ref
 from codap_relay.store.dynamodb import DynamoStore
 from codap_relay_tooling.localapi.template import read_stack
 from codap_relay_tooling.testing import CHECKOUT, EVENTS, web
@@ -570,11 +570,12 @@ def test_every_function_calls_only_what_its_role_allows(aws: dict[str, Any]) -> 
         # The plugin disconnects an app: the grant and its refresh tokens are deleted (only OAuthFunction may).
         reset_table(aws)
         data = {"client_id": "c", "client_name": "App", "created_at": 1e9}
-        grant = AuthItem(GRANT, "grant-1", f"code:{CODE}", data, 4e9)
+        grant_id = f"{plugin_ref(f'code:{CODE}')}.grant-1"  # a grant's id starts with its plugin's reference
+        grant = AuthItem(GRANT, grant_id, f"code:{CODE}", data, 4e9)
         DynamoStore(aws["client"], aws["table"]).put_auth(grant)
         drop = event("sessions-grant-delete")
-        drop.update(path=f"/api/sessions/{CODE}/grants/grant-1", pathParameters={"code": CODE, "grant": "grant-1"})
-        drop["requestContext"] = {**drop["requestContext"], "path": f"/v1/api/sessions/{CODE}/grants/grant-1"}
+        drop.update(path=f"/api/sessions/{CODE}/grants/{grant_id}", pathParameters={"code": CODE, "grant": grant_id})
+        drop["requestContext"] = {**drop["requestContext"], "path": f"/v1/api/sessions/{CODE}/grants/{grant_id}"}
         dropped = aws["modules"]["oauth"].handler(drop, Context())
         assert dropped["statusCode"] == 200 and body(dropped)["status"] == "disconnected", dropped["body"]
     finally:

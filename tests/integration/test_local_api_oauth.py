@@ -22,7 +22,14 @@ from mcp_types.version import LATEST_MODERN_VERSION
 from codap_relay.oauth.consent import CONSENT_TOOL
 from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
-from codap_relay_tooling.testing.oauth_flow import HttpClientApp, MemoryTokens, query_of, sdk_client
+from codap_relay_tooling.testing.oauth_flow import (
+    HttpClientApp,
+    MemoryTokens,
+    Person,
+    consent_answer,
+    query_of,
+    sdk_client,
+)
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
 
 pytestmark = pytest.mark.dynamodb_local
@@ -34,9 +41,10 @@ APP = "Test MCP host"
 class Host:
     """An MCP host: the SDK's OAuth client, its token store, and the person's part of the consent over HTTP."""
 
-    def __init__(self, base: str, pairing_code: str) -> None:
+    def __init__(self, base: str, pairing_code: str, person: Person) -> None:
         self.base = base
         self.pairing_code = pairing_code
+        self.person = person  # reads the consent page's number, types it in the plugin
         self.tokens = MemoryTokens()
         self.seen: list[tuple[str, str, int]] = []  # (method, path, status) of every request the client made
         self.redirect: asyncio.Future[str] | None = None
@@ -51,16 +59,16 @@ class Host:
             assert r.status_code == 302, r.text
             consent_url = str(r.headers["location"])
             assert consent_url.startswith(f"{self.base}/oauth/consent?")
-            person = HttpClientApp(browser)
-            posted = await person.type_code(consent_url, self.pairing_code)
+            page = HttpClientApp(browser, person=self.person)
+            posted = await page.type_code(consent_url, self.pairing_code)
             assert posted.status_code == 303, posted.text
             self.redirect = asyncio.get_running_loop().create_future()
-            self.redirect.set_result(await person.finish(consent_url))
+            self.redirect.set_result(await page.finish(consent_url))
 
     async def _on_callback(self) -> AuthorizationCodeResult:
         assert self.redirect is not None
         got = query_of(await self.redirect)
-        return AuthorizationCodeResult(code=got["code"], state=got.get("state"))
+        return AuthorizationCodeResult(code=got["code"], state=got.get("state"), iss=got.get("iss"))  # RFC 9207
 
     async def _record(self, response: httpx2.Response) -> None:
         self.seen.append((response.request.method, response.request.url.path, response.status_code))
@@ -84,11 +92,12 @@ async def test_the_sdks_oauth_client_holding_only_the_mcp_url_reaches_the_plugin
     base: str = local_api.base
     asked: list[dict[str, Any]] = []
     ran: list[str] = []
+    person = Person()
 
     async def plugin(tool: str, args: dict[str, Any]) -> dict[str, Any]:
         if tool == CONSENT_TOOL:
             asked.append(args)
-            return {"result": {"allow": True}}
+            return await consent_answer(person)
         ran.append(tool)
         return {"result": DATASETS}
 
@@ -97,10 +106,12 @@ async def test_the_sdks_oauth_client_holding_only_the_mcp_url_reaches_the_plugin
         assert created.status_code == 201, created.text
         session = created.json()
     async with FakePlugin.for_session(base, session, handler=plugin):
-        host = Host(base, session["code"])
+        host = Host(base, session["code"], person)
         result = await host.call("get_codap_datasets")
         assert not result.is_error and result.structured_content == DATASETS
-        assert ran == ["get_codap_datasets"] and asked == [{"app": APP, "redirect": "127.0.0.1"}]
+        assert ran == ["get_codap_datasets"] and [(a["app"], a["redirect"], a["verified"]) for a in asked] == [
+            (APP, "127.0.0.1", None)
+        ]
 
         stage = urlsplit(base).path  # /v1
         statuses = {(method, path): status for method, path, status in host.seen}

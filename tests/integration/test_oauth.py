@@ -3,22 +3,22 @@ consent page as the pairing (a code typed on the page, Allow in the plugin), gra
 its browser, and limits by what the caller holds.
 
 A real uvicorn on loopback serves the relay on SQLite and on the memory store; FakePlugin (an SSE client) plays the
-plugin and answers the consent question; the consent page is driven over HTTP with its cookie and form (the
-browser test, tests/e2e/test_oauth_connector.py, drives it in Chromium with the SDK's own OAuth client).
+plugin and answers the consent question with the number the consent page showed (``Person``); the consent page is
+driven over HTTP with its cookie and form (the browser tests, tests/e2e/test_oauth_connector.py and
+test_oauth_phishing.py, drive it in Chromium with the real plugin in real CODAP).
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
+import json
 import logging
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import httpx2
-import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -34,12 +34,17 @@ from codap_relay.store.memory import MemoryStore
 from codap_relay.store.sqlite import SqliteStore
 from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
-from codap_relay_tooling.testing.oauth_flow import CALLBACK, HttpClientApp, form_fields, pkce, query_of
-from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
+from codap_relay_tooling.testing.oauth_flow import (
+    CALLBACK,
+    DATASETS,
+    World,
+    form_fields,
+    pkce,
+    query_of,
+)
 from codap_relay_tooling.testing.relay_settings import clear_of_rate_window, make_settings
 from codap_relay_tooling.testing.servers import bearer, serve_app
-
-DATASETS = {"datasets": [{"name": "Mammals", "cases": 27}]}
+from codap_relay_tooling.testing.sse_client import iter_events
 
 
 @pytest.fixture(params=["sqlite", "memory"])
@@ -55,70 +60,6 @@ def settings() -> Settings:
     return result
 
 
-class World:
-    """The relay on uvicorn, an HTTP client for apps and plugins, and the plugins opened."""
-
-    def __init__(self, base: str, http: httpx.AsyncClient) -> None:
-        self.base = base
-        self.http = http
-        self.asked: list[dict[str, Any]] = []
-        self.ran: dict[str, list[str]] = {}
-
-    @property
-    def resource(self) -> str:
-        return f"{self.base}/mcp"
-
-    def handler(self, name: str, allow: bool = True) -> Any:
-        async def handle(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-            if tool == CONSENT_TOOL:
-                self.asked.append({**args, "plugin": name})
-                return {"result": {"allow": allow}}
-            self.ran.setdefault(name, []).append(tool)
-            return {"result": DATASETS if tool == "get_codap_datasets" else {"tool": tool}}
-
-        return handle
-
-    async def session(self, identity: str | None) -> dict[str, Any]:
-        r = await self.http.post("/api/sessions", json={} if identity is None else {"identity": identity})
-        assert r.status_code == 201, r.text
-        body: dict[str, Any] = r.json()
-        return body
-
-    @contextlib.asynccontextmanager
-    async def plugin(self, name: str, identity: str | None, allow: bool = True) -> AsyncIterator[dict[str, Any]]:
-        session = await self.session(identity)
-        async with FakePlugin.for_session(self.base, session, handler=self.handler(name, allow)):
-            yield session
-
-    async def app(self, name: str = "Test app") -> HttpClientApp:
-        app = HttpClientApp(web.AsyncClient(base_url=self.base, timeout=10), name)
-        await app.register()
-        return app
-
-    @contextlib.asynccontextmanager
-    async def mcp(self, token: str) -> AsyncIterator[Client]:
-        async with (
-            httpx2.AsyncClient(headers=bearer(token), timeout=10) as http,
-            Client(
-                streamable_http_client(self.resource, http_client=http),
-                mode=LATEST_MODERN_VERSION,
-                read_timeout_seconds=MCP_ANSWER_SECONDS,
-            ) as client,
-        ):
-            yield client
-
-    async def datasets(self, token: str) -> types.CallToolResult:
-        async with self.mcp(token) as client:
-            return await client.call_tool("get_codap_datasets", {})
-
-    async def raw_call(
-        self, token: str, tool: str = "get_codap_datasets", args: dict[str, Any] | None = None
-    ) -> httpx.Response:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args or {}}}
-        headers = {**bearer(token), "Accept": "application/json, text/event-stream"}
-        return await self.http.post("/mcp", json=body, headers=headers)
-
-
 @pytest.fixture
 async def world(store: Store, settings: Settings) -> AsyncIterator[World]:
     with serve_app(build_app(Relay(settings, store))) as base:
@@ -128,6 +69,14 @@ async def world(store: Store, settings: Settings) -> AsyncIterator[World]:
 
 def key() -> str:
     return secrets.token_urlsafe(32)
+
+
+async def eventually(predicate: Any, what: str, timeout: float = 10) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
 
 
 async def test_discovery_from_the_401_and_the_metadata(world: World) -> None:
@@ -160,7 +109,12 @@ async def test_the_whole_flow_over_http_then_tools_reach_the_plugin(
     app = await world.app("Claude")
     async with world.plugin("A", key()) as session:
         tokens = await app.grant(session["code"], world.resource)
-        assert world.asked == [{"app": "Claude", "redirect": "127.0.0.1", "plugin": "A"}]
+        [asked] = world.asked
+        # the name is the app's own say: a registered client is unverified; it returns to this computer
+        assert {k: asked[k] for k in ("app", "verified", "redirect", "loopback", "plugin")} == {
+            "app": "Claude", "verified": None, "redirect": "127.0.0.1", "loopback": True, "plugin": "A"
+        }  # fmt: skip
+        assert "number" not in asked  # the number is on the consent page only
         assert len(tokens["access_token"]) >= 43 and tokens["token_type"] == "Bearer" and tokens["refresh_token"]
         result = await world.datasets(tokens["access_token"])
         assert not result.is_error and result.structured_content == DATASETS
@@ -367,3 +321,110 @@ async def test_limits_follow_what_the_caller_holds_not_its_address(store: Store,
                 # the other grant, from the same address, is not refused
                 r = await world.raw_call(others["access_token"])
                 assert r.status_code == 200 and "error" not in r.json(), r.text
+
+
+# --- the fourth security round: the consent bound to the person's own flow, refresh chains, the compatibility mode
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [{"allow": True}, {"allow": True, "number": "00"}, {"allow": True, "number": "\uff11\uff12"}],
+    ids=["allow-with-no-number", "allow-with-a-number-guessed", "allow-with-non-ascii-digits"],
+)
+async def test_a_stranger_who_types_the_code_gets_no_code_without_the_number_on_their_own_page(
+    world: World, answer: dict[str, Any]
+) -> None:
+    """The phishing of finding 1 over HTTP: a stranger registers "Claude" with Claude's callback, starts the flow in
+    their own browser and types the victim's live code. The victim's plugin asks; the victim, who started nothing,
+    has no page and no number, and presses Allow. The stranger's page redirects with an error, never a code
+    (tests/e2e/test_oauth_phishing.py does the same with the real plugin in real CODAP)."""
+    attacker = await world.app("Claude")
+    victim_key = key()
+
+    async def victim(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        if tool == CONSENT_TOOL:
+            world.asked.append(args)
+            return {"result": answer}
+        return {"result": DATASETS}
+
+    session = await world.session(victim_key)
+    async with FakePlugin.for_session(world.base, session, handler=victim):
+        _, challenge = pkce()
+        consent_url = await attacker.authorize(challenge, world.resource)
+        posted = await attacker.type_code(consent_url, session["code"])
+        assert posted.status_code == 303
+        redirect = query_of(await attacker.finish(consent_url))
+        assert "code" not in redirect and redirect["error"] == "access_denied", redirect
+        assert "number" in redirect["error_description"]
+        [question] = world.asked
+        assert question["app"] == "Claude" and question["verified"] is None  # a registration proves nothing
+        listed = await world.http.get(
+            f"/api/sessions/{session['code']}/grants", headers=bearer(session["browserToken"])
+        )
+        assert listed.json()["apps"] == []
+
+
+async def test_a_replayed_refresh_token_ends_the_whole_chain(world: World) -> None:
+    """A rotated refresh token used again means two parties hold the chain: the grant ends, so the tokens issued
+    after it are refused too (finding: they stayed valid, 30 sliding days for a thief)."""
+    app = await world.app()
+    async with world.plugin("A", key()) as a:
+        first = await app.grant(a["code"], world.resource)
+        refresh = {"grant_type": "refresh_token", "client_id": app.client_id, "resource": world.resource}
+        second = await world.http.post("/token", data={**refresh, "refresh_token": first["refresh_token"]})
+        assert second.status_code == 200, second.text
+        assert (await world.raw_call(second.json()["access_token"])).status_code == 200
+        replayed = await world.http.post("/token", data={**refresh, "refresh_token": first["refresh_token"]})
+        assert replayed.status_code == 400 and replayed.json()["error"] == "invalid_grant"
+        assert (await world.raw_call(second.json()["access_token"])).status_code == 401
+        again = await world.http.post("/token", data={**refresh, "refresh_token": second.json()["refresh_token"]})
+        assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+        listed = await world.http.get(f"/api/sessions/{a['code']}/grants", headers=bearer(a["browserToken"]))
+        assert listed.json()["apps"] == []
+
+
+async def test_with_the_compatibility_mode_a_code_alone_never_answers_a_consent(store: Store) -> None:
+    """REQUIRE_BROWSER_TOKEN=false lets a code alone read the stream: a stranger who typed the code on their own
+    consent page reads the question off /stream and answers it with their own page's number. The answer needs the
+    browser token whatever the mode, so no grant is made (finding: a code alone became a grant)."""
+    settings: Settings = make_settings(require_browser_token=False)
+    with serve_app(build_app(Relay(settings, store))) as base:
+        async with web.AsyncClient(base_url=base, timeout=30) as http:
+            world = World(base, http)
+            stranger = await world.app("Claude")
+            session = await world.session(key())
+            _, challenge = pkce()
+            consent_url = await stranger.authorize(challenge, world.resource)
+            assert (await stranger.type_code(consent_url, session["code"])).status_code == 303
+
+            # The stranger reads the question off the stream with the code alone, as the mode lets them...
+            async with http.stream("GET", "/stream", params={"code": session["code"], "mode": "poll"}) as r:
+                assert r.status_code == 200
+                events = [e async for e in iter_events(r) if e.event == "tool-request"]
+            [question] = [e.json() for e in events if e.json()["tool"] == CONSENT_TOOL]
+            # ...and answers it with the number their own page shows: refused without the browser token
+            answer = {"allow": True, "number": await stranger.person.typed()}
+            r = await http.post("/response", json={"code": session["code"], "id": question["id"], "result": answer})
+            assert r.status_code == 401 and r.json()["error"] == "token_required", r.text
+            page = await stranger.http.get(consent_url)
+            assert page.status_code == 200, page.headers.get("location")  # still waiting: no code, no error
+            listed = await http.get(f"/api/sessions/{session['code']}/grants", headers=bearer(session["browserToken"]))
+            assert listed.json()["apps"] == []
+            # the token is needed for the apps' list and Disconnect too, whatever the mode
+            assert (await http.get(f"/api/sessions/{session['code']}/grants")).status_code == 401
+
+
+async def test_consent_questions_stay_out_of_the_activity_resource(world: World) -> None:
+    """codap://activity lists the calls that change the document to anyone holding the code or a grant; a consent
+    question (which app asked, and when) is the relay's own and not among them (finding: it was listed)."""
+    app = await world.app("Claude")
+    async with world.plugin("A", key()) as a:
+        tokens = await app.grant(a["code"], world.resource)
+        for url, token in ((f"{world.base}/mcp/{a['code']}", None), (world.resource, tokens["access_token"])):
+            async with (
+                httpx2.AsyncClient(headers={} if token is None else bearer(token), timeout=10) as http,
+                Client(streamable_http_client(url, http_client=http), mode=LATEST_MODERN_VERSION) as client,
+            ):
+                read = await client.read_resource("codap://activity")
+            activity = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+            assert activity == {"total": 0, "calls": []}, activity

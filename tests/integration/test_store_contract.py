@@ -255,24 +255,6 @@ def test_deliver_marks_what_it_hands_out_once_and_keeps_the_first_time(store: St
     assert store.deliver("ABCDEFGH", "tab-1", 3, T0 + 3)[1] == []  # nothing after the cursor
 
 
-def test_deliver_sees_every_earlier_write_and_a_stale_poll_only_puts_it_off(store: Store) -> None:
-    """What the push channel does right after an append (and a stream's fresh poll): the request just stored is
-    there, whatever a replica says. A poll that allows a stale read (``fresh=False``) may find nothing new for a
-    moment; a fresh one after it finds it, marked delivered once."""
-    store.create_session(session())
-    store.update_session("ABCDEFGH", consumer="tab-1")
-    store.add_request("ABCDEFGH", new("a"))
-    assert [r.id for r in store.deliver("ABCDEFGH", "tab-1", 0, T0)[1]] == ["a"]
-    for rid, cursor in (("b", 1), ("c", 2)):
-        record, _ = store.add_request("ABCDEFGH", new(rid))
-        current, maybe = store.deliver("ABCDEFGH", "tab-1", cursor, T0 + cursor, fresh=False)
-        assert current is not None and [r.id for r in maybe] in ([], [rid])
-        current, out = store.deliver("ABCDEFGH", "tab-1", cursor, T0 + cursor + 0.5)
-        assert current is not None and current.last_seq == record.seq == cursor + 1
-        assert [(r.id, r.status) for r in out] == [(rid, "delivered")]
-        assert out[0].delivered_at == (T0 + cursor if maybe else T0 + cursor + 0.5)
-
-
 def test_deliver_hands_out_nothing_unless_the_session_is_live_and_this_consumers(store: Store) -> None:
     assert store.deliver("NOSUCHCD", "tab-1", 0, T0) == (None, [])
     store.create_session(session())
@@ -402,6 +384,25 @@ def test_counters_count_and_restart_after_expiry(store: Store) -> None:
     assert store.incr_counter("bytes", T0 + 60, T0, 250) == 1250
     assert store.incr_counter("bytes", T0 + 60, T0, -1000) == 250
     assert store.incr_counter("bytes", T0 + 120, T0 + 60, 70) == 70  # a new window starts from the amount
+
+
+def test_several_counts_of_one_window_move_together_and_restart_after_expiry(store: Store) -> None:
+    """An OAuth call's plugin and grant windows, in one write: each name its own count."""
+    assert store.incr_counters("w", ["all", "g1"], T0 + 60, T0) == [1, 1]
+    assert store.incr_counters("w", ["all", "g2"], T0 + 60, T0) == [2, 1]
+    assert store.incr_counters("w", ["all", "g1"], T0 + 60, T0) == [3, 2]
+    assert store.incr_counters("other", ["all"], T0 + 60, T0) == [1]
+    assert store.incr_counters("w", ["all", "g1"], T0 + 120, T0 + 60) == [1, 1]  # the old window has ended
+    assert store.incr_counter("w", T0 + 60, T0) == 1  # a plain counter of the same key is another count
+
+
+def test_several_counts_at_once_lose_nothing(store: Store) -> None:
+    threads = [threading.Thread(target=store.incr_counters, args=("w", ["all", "g"], T0 + 60, T0)) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.incr_counters("w", ["all", "g"], T0 + 60, T0) == [13, 13]
 
 
 def test_a_connection_record_is_taken_once_and_not_after_it_expired(store: Store) -> None:
@@ -736,6 +737,21 @@ def test_auth_items_listed_by_owner(store: Store) -> None:
     store.delete_auth("grant", "g1")
     assert [i.key for i in store.list_auth("grant", "id-1")] == ["g2"]
     assert store.list_auth("grant", "nobody") == []
+
+
+def test_auth_items_read_several_at_once(store: Store) -> None:
+    """A token, its grant and its plugin in one read, each as get_auth gives it (None where there is none)."""
+    store.put_auth(auth_item(kind="access", key="t1", owner="g1"))
+    store.put_auth(auth_item(kind="grant", key="g1", owner="id-1"))
+    store.put_auth(auth_item(kind="grant", key="g2", owner="id-1"))
+    got = store.get_auths([("access", "t1"), ("grant", "g1"), ("plugin", "id-1"), ("access", "t1")])
+    assert got == [
+        auth_item(kind="access", key="t1", owner="g1"),
+        auth_item(kind="grant", key="g1", owner="id-1"),
+        None,
+        auth_item(kind="access", key="t1", owner="g1"),
+    ]
+    assert store.get_auths([]) == []
 
 
 def test_auth_take_is_once(store: Store) -> None:

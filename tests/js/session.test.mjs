@@ -108,7 +108,7 @@ function fakeApps() {
       };
       apps.ask = async (args) => {
         apps.asked.push(args);
-        return apps.allow;
+        return apps.allow ? { allow: true, number: "47" } : { allow: false };
       };
       made.push(apps);
       return apps;
@@ -439,7 +439,7 @@ test("a request runs and its answer is posted; a consent question goes to the pe
   await flush();
   assert.deepEqual(apps[0].asked, [{ app: "Claude" }]);
   const consent = relay.requests.filter((r) => r.line === "POST /response").map((r) => JSON.parse(r.init.body));
-  assert.deepEqual(consent.at(-1), { code: "OLDC2345", id: "c1", result: { allow: true } });
+  assert.deepEqual(consent.at(-1), { code: "OLDC2345", id: "c1", result: { allow: true, number: "47" } });
   assert.deepEqual(clock.pending(), [1500, 4000, 10_000]);
   await clock.advance(10_000);
   assert.equal(apps[0].refreshes, 4);

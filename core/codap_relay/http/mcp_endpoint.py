@@ -1,5 +1,5 @@
 """The MCP endpoint over HTTP: ``POST /mcp/{code}``, ``POST /mcp`` with ``Authorization: Bearer <code>``, and
-``POST /mcp`` with an OAuth access token (http/oauth.py), which reaches the plugin it was granted by.
+``POST /mcp`` with an OAuth access token (http/oauth/), which reaches the plugin it was granted by.
 
 The transport only: it checks the request's headers, records who is calling, and lets a per-request stateless
 session manager of the SDK serve the protocol's server (codap_relay.mcp.server). The SDK's session manager may be
@@ -24,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 from ..codes import CODE_RE
 from ..mcp.calls import Refused, read_call
 from ..mcp.server import SCOPE_KEY, SERVER, McpCall, build_server
+from ..relay.limits import grant_client
 from ..settings import Settings
 from .context import allowed_origins, client_ip, mcp_code, public_base, relay_of
 from .errors import error_response
@@ -86,8 +87,8 @@ async def caller_of(request: Request) -> McpCall | Response:
     raw_code = mcp_code(request)
     if raw_code is None or (request.path_params.get("code") is None and not looks_like_code(raw_code)):
         token = raw_code
-        grant = None if token is None else await provider_for(request).verify(token)
-        if grant is None:
+        verified = None if token is None else await provider_for(request).verify(token)  # one read of the store
+        if verified is None:
             error = None if token is None else "invalid_token"
             message = (
                 "Connect this app to CODAP: sign in through OAuth (this answer's WWW-Authenticate header says where), "
@@ -96,11 +97,16 @@ async def caller_of(request: Request) -> McpCall | Response:
                 else "This token is not valid here any more (expired, or the app was disconnected in the plugin)."
             )
             return error_response(request, 401, error or "token_required", message, headers=challenge(base, error))
-        # Limits by what the caller holds: this grant's own window and all grants' ceiling, never the address.
-        await relay.limits.admit("grant", grant.id, relay.settings.rate_limit_request_per_grant)
-        await relay.limits.admit("grants", "all", relay.settings.rate_limit_grants_global)
-        code = await relay.grants.code_of(grant.identity)
-        return McpCall(relay=relay, raw_code=code, client=f"grant:{grant.id}", base_url=base, grant=grant.id)
+        # Limits by what the caller holds, in one write: this grant's window and its plugin's (every app it approved
+        # together), never the address; the call's per-code window is these (queue.py).
+        grant = verified.grant
+        s = relay.settings
+        await relay.limits.admit_grant(
+            grant.id, per_grant=s.rate_limit_request_per_grant, per_plugin=s.rate_limit_request_per_plugin
+        )
+        return McpCall(
+            relay=relay, raw_code=verified.code, client=grant_client(grant.id), base_url=base, grant=grant.id
+        )
     return McpCall(relay=relay, raw_code=raw_code, client=client_ip(request), base_url=base)
 
 

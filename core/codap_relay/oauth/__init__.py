@@ -5,7 +5,10 @@
   all as ``AuthItem`` records behind the Store interface.
 - ``provider.py``: the MCP SDK's ``OAuthAuthorizationServerProvider`` over ``Grants``: the SDK's handlers do the
   protocol (metadata, registration, /authorize checks, PKCE S256, the token and revocation endpoints).
-- http/oauth.py: the routes, the consent page (the pairing) and the plugin's list of connected apps.
+- ``consent.py``: the consent, bound to the person's own flow by the number its page shows.
+- ``redirects.py`` (where a browser may be sent back), ``registration.py`` (what a registration may hold),
+  ``client_documents.py`` and ``addresses.py`` (Client ID Metadata Documents, fetched from public addresses only).
+- http/oauth/: the routes, the consent page (the pairing) and the plugin's list of connected apps.
 
 A grant binds a client to a plugin *identity*, not to a pairing code: the key the plugin keeps in its browser
 storage (``key:<sha256 of it>``), or, where storage is blocked, the session itself (``code:<CODE>``), so such a

@@ -2,9 +2,13 @@
 an https URL, and the JSON document there is its registration, which the relay fetches itself.
 
 A fetch the relay makes on a stranger's say-so (server-side request forgery), so it is held in: https only, to a
-host whose every address is public (no private, loopback, link-local or reserved address, checked after DNS
-resolution and again on the connection actually made, so a name re-pointed in between still gets nothing), at
-most ``MAX_BYTES`` read, ``TIMEOUT_SECONDS`` for all of it, redirects never followed. A document fetched is kept
+host whose every address is public unicast (addresses.py: no private, loopback, link-local, multicast or other
+special-purpose address, nor one that embeds an IPv4 address; checked after DNS resolution and again on the
+connection actually made, so a name re-pointed in between still gets nothing), at most ``MAX_BYTES`` read,
+``TIMEOUT_SECONDS`` for all of it, redirects never followed. Why a fetch failed is never said (``FETCH_FAILED``,
+the same words whatever failed: refused, timed out, redirected, not 200, too long), else the answers would map
+ports and hosts for whoever asks; what is wrong with a document read is said. A failed fetch is remembered
+``FAILED_SECONDS`` and an address gets ``CLIENT_DOCUMENT_FETCHES_PER_MINUTE`` fetches; a document fetched is kept
 ``CACHE_SECONDS`` in the store (every function of a deployment reads it there), so a sign-in fetches it once.
 
 Only tests serve a document from plain http on loopback, with ``oauth_client_documents_allow_loopback``.
@@ -13,7 +17,6 @@ Only tests serve a document from plain http on loopback, with ``oauth_client_doc
 from __future__ import annotations
 
 import functools
-import ipaddress
 import json
 import socket
 import ssl
@@ -22,16 +25,27 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+from mcp.shared.auth import OAuthClientMetadata
 from pydantic import ValidationError
 
 from ..errors import ClientDocumentRefused
-from ..relay.grants import CLIENT, Grants
+from ..relay.grants import CLIENT, CLIENT_FAILED, Grants
+from ..relay.limits import RateLimits
+from .addresses import public_address
+from .redirects import RelayClient
+from .registration import MetadataRefused, check_metadata
 
 MAX_BYTES = 5 * 1024
 TIMEOUT_SECONDS = 3.0
 CACHE_SECONDS = 300
+FAILED_SECONDS = 120
+CLIENT_DOCUMENT_FETCHES_PER_MINUTE = 10
 MAX_URL_CHARS = 512
+FETCH_FAILED = (
+    "The client's metadata document could not be fetched from its client_id URL. It must be served over https "
+    f"from a public address, answer 200 with no redirect within {TIMEOUT_SECONDS:g} s, and hold at most "
+    f"{MAX_BYTES} bytes; the relay does not say which of these failed."
+)
 
 
 def is_document_id(client_id: str) -> bool:
@@ -44,7 +58,11 @@ def check_url(client_id: str, *, allow_loopback: bool) -> str:
     Returns its host."""
     if len(client_id) > MAX_URL_CHARS:
         raise ClientDocumentRefused(f"A client_id URL may be at most {MAX_URL_CHARS} characters.")
-    parts = urlsplit(client_id)
+    try:
+        parts = urlsplit(client_id)
+        parts.port  # noqa: B018 (a port that is no number raises here)
+    except ValueError:
+        raise ClientDocumentRefused("A client_id URL must be a URL.") from None
     if parts.scheme != "https" and not (allow_loopback and parts.scheme == "http"):
         raise ClientDocumentRefused("A client_id URL must be https.")
     if not parts.hostname or parts.username is not None or parts.password is not None:
@@ -55,18 +73,11 @@ def check_url(client_id: str, *, allow_loopback: bool) -> str:
     return parts.hostname
 
 
-def public_address(address: str, *, allow_loopback: bool) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global or (allow_loopback and ip.is_loopback)
-
-
 async def resolve(host: str, port: int) -> list[str]:
     try:
         infos = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError:
-        raise ClientDocumentRefused(f"The client_id's host {host} does not resolve.") from None
+        raise ClientDocumentRefused(FETCH_FAILED) from None
     return sorted({str(info[4][0]) for info in infos})
 
 
@@ -79,14 +90,14 @@ def _tls() -> ssl.SSLContext:
 async def fetch(client_id: str, *, allow_loopback: bool) -> dict[str, Any]:
     """The document's JSON object, fetched within the limits above."""
     host = check_url(client_id, allow_loopback=allow_loopback)
-    parts = urlsplit(client_id)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    refused = ClientDocumentRefused(f"The client_id's host {host} is not a public address; the relay fetches none.")
+    failed = ClientDocumentRefused(FETCH_FAILED)
     try:
+        parts = urlsplit(client_id)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
         with anyio.fail_after(TIMEOUT_SECONDS):
             addresses = await resolve(host, port)
             if not addresses or not all(public_address(a, allow_loopback=allow_loopback) for a in addresses):
-                raise refused
+                raise failed
             timeout = httpx.Timeout(TIMEOUT_SECONDS)
             async with (
                 httpx.AsyncClient(timeout=timeout, follow_redirects=False, trust_env=False, verify=_tls()) as http,
@@ -95,20 +106,16 @@ async def fetch(client_id: str, *, allow_loopback: bool) -> dict[str, Any]:
                 stream = response.extensions.get("network_stream")
                 peer = stream.get_extra_info("server_addr") if stream is not None else None
                 if not peer or not public_address(str(peer[0]), allow_loopback=allow_loopback):
-                    raise refused  # the name resolved elsewhere by the time of the connection
-                if response.is_redirect:
-                    raise ClientDocumentRefused("The client_id URL redirects; the relay follows no redirect.")
-                if response.status_code != 200:
-                    raise ClientDocumentRefused(f"The client_id URL answered {response.status_code}, not 200.")
+                    raise failed  # the name resolved elsewhere by the time of the connection
+                if response.status_code != 200:  # redirects included: none is followed
+                    raise failed
                 body = bytearray()
                 async for chunk in response.aiter_bytes():
                     body.extend(chunk)
                     if len(body) > MAX_BYTES:
-                        raise ClientDocumentRefused(f"The client's metadata document is over {MAX_BYTES} bytes.")
-    except TimeoutError:
-        raise ClientDocumentRefused(f"The client_id URL did not answer within {TIMEOUT_SECONDS:g} s.") from None
-    except httpx.HTTPError as exc:
-        raise ClientDocumentRefused(f"The client_id URL could not be read ({type(exc).__name__}).") from None
+                        raise failed
+    except (TimeoutError, httpx.HTTPError, OSError, ValueError):
+        raise failed from None
     try:
         document = json.loads(bytes(body))
     except (ValueError, RecursionError):
@@ -118,7 +125,7 @@ async def fetch(client_id: str, *, allow_loopback: bool) -> dict[str, Any]:
     return document
 
 
-def registration(client_id: str, document: dict[str, Any]) -> OAuthClientInformationFull:
+def registration(client_id: str, document: dict[str, Any]) -> RelayClient:
     """The document as a client of this relay: it must name itself by its own URL, list its redirect URIs (matched
     exactly by the SDK's handlers) and be a public client (PKCE, no secret: none can have been shared)."""
     if document.get("client_id") != client_id:
@@ -126,6 +133,10 @@ def registration(client_id: str, document: dict[str, Any]) -> OAuthClientInforma
     method = document.get("token_endpoint_auth_method", "none")
     if method != "none":
         raise ClientDocumentRefused(f"A metadata document's client authenticates with none (PKCE), not {method}.")
+    try:
+        check_metadata(document)
+    except MetadataRefused as exc:
+        raise ClientDocumentRefused(f"The client's metadata document: {exc.message}") from None
     fields = {k: v for k, v in document.items() if k not in ("client_id", "client_secret", "client_secret_expires_at")}
     try:
         metadata = OAuthClientMetadata.model_validate({**fields, "token_endpoint_auth_method": "none"})
@@ -133,14 +144,32 @@ def registration(client_id: str, document: dict[str, Any]) -> OAuthClientInforma
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "document"
         raise ClientDocumentRefused(f"The client's metadata document is not valid: {where}: {first['msg']}.") from None
-    return OAuthClientInformationFull(client_id=client_id, **metadata.model_dump(exclude_none=True))
+    return RelayClient(client_id=client_id, **metadata.model_dump(exclude_none=True))
 
 
-async def client_of(grants: Grants, client_id: str, *, allow_loopback: bool) -> OAuthClientInformationFull:
-    """The client a document names: the copy kept from a recent fetch, else fetched now and kept."""
+async def client_of(
+    grants: Grants, limits: RateLimits, client_id: str, *, allow_loopback: bool, client: str | None
+) -> RelayClient:
+    """The client a document names: the copy kept from a recent fetch, else fetched now and kept. A refusal is
+    remembered for a while, and ``client`` (the address that asked) gets a few fetches a minute."""
     kept = await grants.get(CLIENT, client_id)
     if kept is not None:
-        return OAuthClientInformationFull.model_validate(kept.data)
-    client = registration(client_id, await fetch(client_id, allow_loopback=allow_loopback))
-    await grants.put(CLIENT, client_id, client.model_dump(mode="json", exclude_none=True), CACHE_SECONDS)
-    return client
+        return RelayClient.model_validate(kept.data)
+    failed = await grants.get(CLIENT_FAILED, client_id)
+    if failed is not None:
+        raise ClientDocumentRefused(str(failed.data["said"]))
+    if client is not None:
+        await limits.admit("client-document", client, CLIENT_DOCUMENT_FETCHES_PER_MINUTE)
+    try:
+        found = registration(client_id, await fetch(client_id, allow_loopback=allow_loopback))
+    except ClientDocumentRefused as exc:
+        await grants.put(CLIENT_FAILED, client_id, {"said": exc.message}, FAILED_SECONDS)
+        raise
+    await grants.put(CLIENT, client_id, found.model_dump(mode="json", exclude_none=True), CACHE_SECONDS)
+    return found
+
+
+def verified_host(client_id: str) -> str | None:
+    """What the relay can prove of a client: the host its metadata document is published at (None for a client
+    registered here, whose name and redirect URIs are its own say)."""
+    return urlsplit(client_id).netloc if is_document_id(client_id) else None

@@ -23,16 +23,41 @@ class RateLimits:
         self.clock = clock
         self.observer = observer
 
-    async def admit(self, scope: str, key: str, limit: int) -> None:
-        """Fixed one-minute windows: exactly ``limit`` calls per window pass, the rest get RateLimited."""
+    async def admit(self, scope: str, key: str, limit: int, *, window: int = RATE_WINDOW_SECONDS) -> None:
+        """Fixed windows (a minute unless said): exactly ``limit`` calls per window pass, the rest get
+        RateLimited."""
         now = self.clock.now()
-        window = int(now // RATE_WINDOW_SECONDS)
-        window_end = (window + 1) * RATE_WINDOW_SECONDS
-        key = f"rl:{scope}:{key}:{window}"
+        index = int(now // window)
+        window_end = (index + 1) * window
+        key = f"rl:{scope}:{key}:{index}" if window == RATE_WINDOW_SECONDS else f"rl:{scope}:{key}:{window}:{index}"
         count = await self.store_io.run(self.store_io.store.incr_counter, key, float(window_end), now)
         if count > limit:
             self.observer.rate_limited(scope)
-            raise _limited(scope, limit, now, window_end)
+            raise _limited(scope, limit, now, window_end, per="hour" if window == 3600 else "minute")
+
+    async def admit_grant(self, grant_id: str, *, per_grant: int, per_plugin: int) -> None:
+        """An OAuth call: the grant's window and its plugin's (all that plugin's grants together), one write.
+        A plugin that approves more apps gets no more calls, and no window is shared with another plugin."""
+        ref, _, own = grant_id.partition(".")
+        now = self.clock.now()
+        index = int(now // RATE_WINDOW_SECONDS)
+        window_end = (index + 1) * RATE_WINDOW_SECONDS
+        counts = await self.store_io.run(
+            self.store_io.store.incr_counters, f"rl:oauth:{ref}:{index}", ["plugin", own], float(window_end), now
+        )
+        for count, limit, scope in zip(counts[::-1], (per_grant, per_plugin), ("grant", "plugin"), strict=True):
+            if count > limit:
+                self.observer.rate_limited(scope)
+                retry = max(1, int(window_end - now + 0.999))
+                whose = (
+                    f"this app may make {limit} calls a minute (RATE_LIMIT_REQUEST_PER_GRANT)"
+                    if scope == "grant"
+                    else f"the apps connected to this CODAP may make {limit} calls a minute together "
+                    "(RATE_LIMIT_REQUEST_PER_PLUGIN)"
+                )
+                raise RateLimited(
+                    f"Too many calls: {whose}. Wait {retry} s and try again.", retry_after=retry, scope=scope
+                )
 
     async def charge_bytes(
         self, client: str, size: int, limit: int, *, is_retry: Callable[[], Awaitable[bool]]
@@ -68,13 +93,32 @@ class RateLimits:
                 await self.store_io.run(self.store_io.store.incr_counter, key, window_end, self.clock.now(), -size)
 
 
-def _limited(scope: str, limit: int, now: float, window_end: float) -> RateLimited:
+def _limited(scope: str, limit: int, now: float, window_end: float, per: str = "minute") -> RateLimited:
     retry = max(1, int(window_end - now + 0.999))
     return RateLimited(
-        f"Too many {scope} requests: the limit is {limit} per minute. Wait {retry} s and try again.",
+        f"Too many {scope} requests: the limit is {limit} per {per}. Wait {retry} s and try again.",
         retry_after=retry,
         scope=scope,
     )
+
+
+GRANT_CLIENT = "grant:"  # an OAuth call's caller (the queue's ``client``): ``grant:<grant id>``
+
+
+def grant_client(grant_id: str) -> str:
+    return f"{GRANT_CLIENT}{grant_id}"
+
+
+def is_grant_client(client: str | None) -> bool:
+    return client is not None and client.startswith(GRANT_CLIENT)
+
+
+def tenant_of(client: str) -> str:
+    """Whose budget a caller spends: an address, or for an OAuth call the plugin its grant belongs to (every app
+    it approved shares that one budget)."""
+    if is_grant_client(client):
+        return f"plugin:{client[len(GRANT_CLIENT) :].partition('.')[0]}"
+    return client
 
 
 class LocalRate:

@@ -18,7 +18,7 @@ from ..observe import Observer
 from ..records import NewRequest, RequestRecord, SessionRecord, fingerprint, push_connection
 from ..settings import Settings
 from ..store.base import args_bytes
-from .limits import Charge, RateLimits
+from .limits import Charge, RateLimits, is_grant_client, tenant_of
 from .outcomes import new_response
 from .presence import Presence
 from .push_out import PushSender
@@ -26,6 +26,9 @@ from .sessions import Sessions
 from .store_io import StoreIO
 
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")  # \Z: "$" would let a trailing newline through
+# The ids of the relay's own requests to the plugin (the OAuth consent question): no caller may use one, and an
+# answer to one needs the browser token whatever REQUIRE_BROWSER_TOKEN says (responses.py).
+OWN_ID_PREFIX = "consent-"
 
 
 def checked_request_id(request_id: Any, message: str) -> str:
@@ -82,8 +85,14 @@ class RequestQueue:
                 request_id,
                 "`id` must be a UUID or 1-64 letters, digits, '-' or '_'; leave it out to have one generated.",
             )
+            if not own and request_id.startswith(OWN_ID_PREFIX):
+                raise BadInput(
+                    f"Request ids starting with {OWN_ID_PREFIX!r} are the relay's own; use another.", field="id"
+                )
         limit = self.settings.rate_limit_request_per_code
-        if session is None and client is not None and self.store.blocking_reads:
+        # An OAuth call's windows (its grant's and its plugin's) were taken for its POST (limits.admit_grant).
+        windowed = client is not None and not is_grant_client(client)
+        if session is None and windowed and self.store.blocking_reads:
             # Independent calls to a store whose reads wait (DynamoDB's round trips, SQLite's worker threads), side by
             # side: one wait fewer per call. The memory store gains nothing (two tasks cost more than they save).
             found, admitted = await asyncio.gather(
@@ -99,7 +108,7 @@ class RequestQueue:
         else:
             if session is None:
                 session = await self.sessions.for_llm(code, client=client)
-            if client is not None:
+            if windowed:
                 await self.limits.admit("request", f"{client}:{code}", limit)
         check_finite(args, "args")  # an infinity stored would reach the plugin as `Infinity`, which it cannot parse
         if not own:
@@ -197,7 +206,7 @@ class RequestQueue:
         if client is None:
             return None
         return await self.limits.charge_bytes(
-            client, size, s.request_bytes_per_ip_per_hour, is_retry=lambda: self._stored(code, request_id)
+            tenant_of(client), size, s.request_bytes_per_ip_per_hour, is_retry=lambda: self._stored(code, request_id)
         )
 
     async def _stored(self, code: str, request_id: str | None) -> bool:

@@ -20,7 +20,7 @@ from ..settings import Settings
 from ..tool_content import check_result
 from .outcomes import new_response
 from .presence import Presence
-from .queue import RequestQueue, checked_request_id
+from .queue import OWN_ID_PREFIX, RequestQueue, checked_request_id
 from .sessions import Sessions
 from .store_io import StoreIO
 
@@ -179,7 +179,10 @@ class Responses:
         error: dict[str, Any] | None = None,
         client: str | None = None,
     ) -> ResponseRecord:
-        session = await self.sessions.for_plugin(code, token, client=client)
+        # The relay's own question (OAuth consent) is answered with the browser token in every mode: with
+        # REQUIRE_BROWSER_TOKEN=false a code alone is the plugin role, and must still never become a grant.
+        own = isinstance(request_id, str) and request_id.startswith(OWN_ID_PREFIX)
+        session = await self.sessions.for_plugin(code, token, client=client, strict=own)
         checked_request_id(request_id, "`id` must be the id of the tool-request event being answered.")
         # Stored, an infinity would make every read of the answer fail (GET /response, MCP, the activity log).
         check_finite(result, "result")

@@ -149,8 +149,10 @@ class Sessions:
         client: str | None = None,
         allow_closed: bool = False,
         grace: float = 0,
+        strict: bool = False,
     ) -> SessionRecord:
-        """The plugin role: code plus browser token (unless REQUIRE_BROWSER_TOKEN=false).
+        """The plugin role: code plus browser token (unless REQUIRE_BROWSER_TOKEN=false and not ``strict``: what
+        only the person at the plugin may do, the OAuth consent and its apps, needs the token in every mode).
 
         Unknown codes count towards the guessing guard here too: otherwise 404 (unknown) against 401/403
         (known, wrong token) would tell a guesser which codes are live, with no limit. A call that carries its
@@ -165,7 +167,7 @@ class Sessions:
                 if token_matches(token, mine.token_hash):
                     return mine
         session = await self._load_guarded(code, client, allow_closed=allow_closed, grace=grace)
-        if not self.settings.require_browser_token and not token:
+        if not self.settings.require_browser_token and not token and not strict:
             return session
         if not token:
             raise TokenMissing(

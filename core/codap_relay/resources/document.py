@@ -160,7 +160,8 @@ class DocumentReader(DatasetReads):
         specs = {t["name"]: t for t in await self.relay.sessions.manifest(self.session)}
         items, total = await self.relay.log.recent(
             self.session.code,
-            keep=lambda r: changes_document(r.tool, specs.get(r.tool, {}).get("annotations")),
+            # the session's own tools only: the relay's own questions (an app asking to connect) are no calls
+            keep=lambda r: r.tool in specs and changes_document(r.tool, specs[r.tool].get("annotations")),
             limit=ACTIVITY_CALLS,
         )
         return {

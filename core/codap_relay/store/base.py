@@ -53,10 +53,6 @@ class PendingTotals:
     bytes: int
 
 
-#: The longest a stream polls on reads that may be stale (``deliver(fresh=False)``) before it reads fresh again: how
-#: long a request can wait behind a replica that lags, whatever the lag.
-STALE_POLL_SECONDS = 0.5
-
 #: A session keeps the newest this many change marks (dataset names); older ones are forgotten, which only means a
 #: watcher that missed that many notes in between is told less precisely (it still sees ``seq`` move).
 MAX_CHANGE_MARKS = 100
@@ -148,7 +144,7 @@ class Store(Protocol):
         ...
 
     def deliver(
-        self, code: str, consumer: str, after_seq: int, now: float, *, fresh: bool = True
+        self, code: str, consumer: str, after_seq: int, now: float
     ) -> tuple[SessionRecord | None, list[RequestRecord]]:
         """What the session's stream does next: the session, and the requests to send.
 
@@ -157,11 +153,8 @@ class Store(Protocol):
         returned as marked. They are read and marked only while the session is live at ``now`` (not closed, not
         expired) and ``consumer`` owns its delivery; otherwise the list is empty. When the session shows that no
         request came after ``after_seq`` (``last_seq <= after_seq``) nothing else is read: one read, which is
-        what an idle stream's poll costs. Every write made before the call is seen, unless ``fresh`` is False:
-        then that first read may lag the latest writes (DynamoDB's eventually consistent read, half the price,
-        from a replica that may be behind by a moment or more) and find nothing new when there is something.
-        Only a poll that reads fresh again soon may pass False (the stream does, at most STALE_POLL_SECONDS
-        apart); whatever is done is decided on a current read.
+        what an idle stream's poll costs. That read may lag the latest write by a moment (DynamoDB's eventually
+        consistent read, half the price) when it finds nothing to do; whatever is done is decided on a current one.
         """
         ...
 
@@ -193,6 +186,12 @@ class Store(Protocol):
         new value; an expired counter starts again from ``amount``."""
         ...
 
+    def incr_counters(self, key: str, names: list[str], expires_at: float, now: float) -> list[int]:
+        """Atomically add one to each of the named counts of one window (``key``) and return their new values, in
+        ``names``' order: several limits of one caller checked in one write (an OAuth call's plugin and grant). An
+        expired window starts again, all its counts from one."""
+        ...
+
     def note_changes(self, code: str, marks: list[str], expires_at: float) -> ChangeMarks:
         """Record one change note naming ``marks``: the session's change ``seq`` goes up by one and each mark is set
         to it (``merged_marks``), atomically, so two notes at once get two seqs. The record is kept until
@@ -204,11 +203,18 @@ class Store(Protocol):
         it when woken or on its poll."""
         ...
 
-    def put_auth(self, item: AuthItem) -> None:
-        """Store an OAuth item (oauth/), replacing the one of the same kind and key."""
+    def put_auth(self, item: AuthItem, *, now: float | None = None) -> None:
+        """Store an OAuth item (oauth/), replacing the one of the same kind and key. Given ``now``, a store that
+        deletes by itself (SQLite, memory) may drop the OAuth items that ended before it, now and then: an item
+        nobody finished (a pending authorization) is read by nobody after it ends, and must not pile up."""
 
     def get_auth(self, kind: str, key: str) -> AuthItem | None:
         """The item as last put, expired or not (the service checks ``expires_at``)."""
+        ...
+
+    def get_auths(self, keys: list[tuple[str, str]]) -> list[AuthItem | None]:
+        """Several items by (kind, key) in one read, as ``get_auth`` gives each, in ``keys``' order (a token, its
+        grant and its plugin, checked on every OAuth call). At most 25 keys."""
         ...
 
     def take_auth(self, kind: str, key: str) -> AuthItem | None:

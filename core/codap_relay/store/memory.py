@@ -23,6 +23,8 @@ from ..records import (
 )
 from .base import PendingRef, PendingTotals, args_bytes, merged_marks
 
+PURGE_EVERY_N_AUTH_PUTS = 200  # then the OAuth items that ended go (SQLite's rule too)
+
 
 @dataclass
 class _SessionData:
@@ -45,6 +47,7 @@ class MemoryStore:
         self._counters: dict[str, tuple[int, float]] = {}
         self._changes: dict[str, ChangeMarks] = {}
         self._auth: dict[tuple[str, str], AuthItem] = {}
+        self._auth_puts = 0
         self._connections: dict[str, ConnectionRecord] = {}
         # Manifests by content address, kept while the process lives (as the sessions that refer to them are).
         self._manifests: dict[str, list[dict[str, Any]]] = {}
@@ -160,9 +163,9 @@ class MemoryStore:
         return PendingTotals(len(live), sum(live))
 
     def deliver(
-        self, code: str, consumer: str, after_seq: int, now: float, *, fresh: bool = True
+        self, code: str, consumer: str, after_seq: int, now: float
     ) -> tuple[SessionRecord | None, list[RequestRecord]]:
-        with self._lock:  # every read here is fresh
+        with self._lock:
             data = self._sessions.get(code)
             if data is None:
                 return None, []
@@ -229,6 +232,17 @@ class MemoryStore:
                 self._counters = {k: v for k, v in self._counters.items() if v[1] > now}
             return count
 
+    def incr_counters(self, key: str, names: list[str], expires_at: float, now: float) -> list[int]:
+        with self._lock:
+            counts = []
+            for name in names:
+                count, exp = self._counters.get(f"{key}#{name}", (0, expires_at))
+                if exp <= now:
+                    count, exp = 0, expires_at
+                self._counters[f"{key}#{name}"] = (count + 1, exp)
+                counts.append(count + 1)
+            return counts
+
     def note_changes(self, code: str, marks: list[str], expires_at: float) -> ChangeMarks:
         with self._lock:
             old = self._changes.get(code)
@@ -240,12 +254,19 @@ class MemoryStore:
     def get_changes(self, code: str) -> ChangeMarks | None:
         return self._changes.get(code)
 
-    def put_auth(self, item: AuthItem) -> None:
+    def put_auth(self, item: AuthItem, *, now: float | None = None) -> None:
         with self._lock:
             self._auth[(item.kind, item.key)] = item
+            self._auth_puts += 1
+            if now is not None and self._auth_puts % PURGE_EVERY_N_AUTH_PUTS == 0:
+                self._auth = {k: v for k, v in self._auth.items() if v.expires_at > now}
 
     def get_auth(self, kind: str, key: str) -> AuthItem | None:
         return self._auth.get((kind, key))
+
+    def get_auths(self, keys: list[tuple[str, str]]) -> list[AuthItem | None]:
+        with self._lock:
+            return [self._auth.get(k) for k in keys]
 
     def take_auth(self, kind: str, key: str) -> AuthItem | None:
         with self._lock:

@@ -29,6 +29,7 @@ def e2e_settings(**overrides: Any) -> Settings:
         "rate_limit_request_per_code": 10_000,
         "rate_limit_status_per_ip": 10_000,
         "request_bytes_per_ip_per_hour": 10**10,
+        "rate_limit_consent_per_code": 100,  # a module's tests ask one shared plugin in turn
         "frame_ancestors": TEST_FRAME_ANCESTORS,
     }
     base.update(overrides)

@@ -1,4 +1,4 @@
-"""The authorization server of ``/mcp`` (OAuth 2.1, http/oauth.py): the SDK's endpoints, the consent page and the
+"""The authorization server of ``/mcp`` (OAuth 2.1, http/oauth/): the SDK's endpoints, the consent page and the
 plugin's connected apps. Their bodies are the RFCs', so they are described, not modelled."""
 
 from __future__ import annotations
@@ -7,40 +7,12 @@ from typing import Any
 
 from .parts import BEARER, CODE_P, FORM, OAUTH_ERROR, errors, object_body, param
 
-# The authorization request (RFC 6749 4.1.1 with PKCE, RFC 7636, and the resource indicator, RFC 8707), as the MCP
-# SDK's handler reads it from the query (GET) or the form (POST).
-AUTHORIZE: list[tuple[str, str, dict[str, Any]]] = [
-    ("response_type", "Must be code", {"type": "string", "enum": ["code"]}),
-    ("client_id", "A registered client's id, or the https URL of a Client ID Metadata Document", {"type": "string"}),
-    ("code_challenge", "PKCE: the S256 hash of the verifier the token request will carry", {"type": "string"}),
-    ("code_challenge_method", "PKCE: S256 (the default)", {"type": "string", "enum": ["S256"]}),
-    (
-        "redirect_uri",
-        "One of the client's redirect URIs, matched exactly (may be left out where it has one)",
-        {"type": "string", "format": "uri"},
-    ),
-    ("state", "Returned to the client as it was sent", {"type": "string"}),
-    ("scope", "Space-separated scopes, among the client's", {"type": "string"}),
-    ("resource", "This relay's /mcp URL (the token is for it alone)", {"type": "string", "format": "uri"}),
-]
-NEEDED = {"response_type", "client_id", "code_challenge"}
-AUTHORIZE_SUMMARY = (
-    "Authorization code request (PKCE S256, resource = this relay's /mcp); client_id is a registration or a Client "
-    "ID Metadata Document's https URL. Redirects to the consent page"
-)
-AUTHORIZED = {
-    "302": {
-        "description": "To the consent page; or, once the client and its redirect URI are known, to the client with "
-        "error, error_description and state in the query"
-    },
-    "400": OAUTH_ERROR,
-}
-
 
 def oauth_paths() -> dict[str, Any]:
-    """The authorization server of ``/mcp`` (OAuth 2.1, http/oauth.py): the SDK's endpoints, the consent page and
+    """The authorization server of ``/mcp`` (OAuth 2.1, http/oauth/): the SDK's endpoints, the consent page and
     the plugin's connected apps. Their bodies are the RFCs', so they are described, not modelled."""
-    page = {"description": "The consent page", "content": {"text/html": {"schema": {"type": "string"}}}}
+    html: dict[str, Any] = {"text/html": {"schema": {"type": "string"}}}
+    page = {"description": "The consent page", "content": html}
     metadata = {"200": object_body("Metadata (JSON)")}
     return {
         "/.well-known/oauth-protected-resource/mcp": {
@@ -68,49 +40,45 @@ def oauth_paths() -> dict[str, Any]:
         "/register": {
             "post": {
                 "operationId": "registerClient",
-                "summary": "RFC 7591 dynamic client registration (redirect URIs matched exactly later)",
+                "summary": "RFC 7591 dynamic client registration (deprecated by the MCP spec of 2026-07-28, kept for "
+                "the hosts that have nothing else): redirect URIs https, loopback http (any port later) or an app's "
+                "own scheme, no fragment; at most 16 KB, a name of 100 characters; a few a minute per address",
                 "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}},
-                "responses": {"201": object_body("The client's registration, with its client_id"), "400": OAUTH_ERROR},
+                "responses": {
+                    "201": object_body("The client's registration, with its client_id"),
+                    "400": OAUTH_ERROR,
+                    **errors(413, 429),
+                },
             }
         },
         "/authorize": {
             "get": {
                 "operationId": "authorize",
-                "summary": AUTHORIZE_SUMMARY,
-                "parameters": [
-                    param(name, "query", text, required=name in NEEDED, schema=schema)
-                    for name, text, schema in AUTHORIZE
-                ],
-                "responses": AUTHORIZED,
-            },
-            "post": {
-                "operationId": "authorizeByForm",
-                "summary": AUTHORIZE_SUMMARY + " (the same parameters as a form)",
-                "requestBody": {
-                    "required": True,
-                    "content": {
-                        FORM: {
-                            "schema": {
-                                "type": "object",
-                                "required": sorted(NEEDED),
-                                "properties": {
-                                    name: {**schema, "description": text} for name, text, schema in AUTHORIZE
-                                },
-                            }
-                        }
-                    },
+                "summary": "Authorization code request (PKCE S256, resource = this relay's /mcp); client_id is a "
+                "registration or a Client ID Metadata Document's https URL. Redirects to the consent page; an error "
+                "goes back to the client with iss (RFC 9207), or is answered here when the client or its redirect URI "
+                "is not known good. A few a minute per address and per registered client",
+                "responses": {
+                    "302": {"description": "To the consent page, or to the client with an error and iss"},
+                    "400": OAUTH_ERROR,
+                    **errors(429),
                 },
-                "responses": AUTHORIZED,
-            },
+            }
         },
         "/oauth/consent": {
             "get": {
                 "operationId": "consentPage",
-                "summary": "The consent page: type the plugin's pairing code, then Allow in the plugin",
+                "summary": "The consent page: type the plugin's pairing code; the page then shows a number to type "
+                "in the plugin with Allow. With Accept: application/json, only where the flow is (the waiting "
+                "page's own script: state code, waiting, answered or gone)",
                 "parameters": [param("request", "query", "The authorization request", required=True)],
                 "responses": {
-                    "200": page,
-                    "302": {"description": "Approved: to the client"},
+                    "200": {
+                        "description": "The consent page, or where the flow is (JSON)",
+                        "content": {**html, "application/json": {"schema": {"type": "object"}}},
+                    },
+                    "302": {"description": "Decided in the plugin: to the client (a code, or an error), with iss"},
+                    "403": page,
                     "404": page,
                     "410": page,
                 },
@@ -127,15 +95,22 @@ def oauth_paths() -> dict[str, Any]:
                     "404": page,
                     "410": page,
                     "429": page,
+                    **errors(413),
                 },
             },
         },
         "/token": {
             "post": {
                 "operationId": "token",
-                "summary": "Authorization code (with the PKCE verifier) or refresh token for tokens",
+                "summary": "Authorization code (with the PKCE verifier) or refresh token for tokens; resource, when "
+                "sent, must be this relay's /mcp (invalid_target). A refresh token used twice ends its grant",
                 "requestBody": {"content": {FORM: {"schema": {"type": "object"}}}},
-                "responses": {"200": object_body("Access and refresh token"), "400": OAUTH_ERROR, "401": OAUTH_ERROR},
+                "responses": {
+                    "200": object_body("Access and refresh token"),
+                    "400": OAUTH_ERROR,
+                    "401": OAUTH_ERROR,
+                    **errors(413),
+                },
             }
         },
         "/revoke": {
@@ -143,7 +118,7 @@ def oauth_paths() -> dict[str, Any]:
                 "operationId": "revoke",
                 "summary": "RFC 7009 revocation: ends the token's whole grant",
                 "requestBody": {"content": {FORM: {"schema": {"type": "object"}}}},
-                "responses": {"200": {"description": "Revoked (or unknown)"}, "401": OAUTH_ERROR},
+                "responses": {"200": {"description": "Revoked (or unknown)"}, "401": OAUTH_ERROR, **errors(413)},
             }
         },
         "/api/sessions/{code}/grants": {

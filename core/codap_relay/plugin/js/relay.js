@@ -353,7 +353,7 @@ export class RelayClient {
    * @param {string} code
    * @param {string} token
    * @param {string} id
-   * @param {OutcomeBody | {result: {allow: boolean}}} body
+   * @param {OutcomeBody | {result: {allow: boolean, number?: string, reason?: string}}} body
    */
   postResponse(code, token, id, body) {
     const text = JSON.stringify({ code, id, ...body });

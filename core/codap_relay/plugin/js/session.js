@@ -412,9 +412,9 @@ export class SessionController {
    * @param {string} token
    */
   async answerConsent(request, code, token) {
-    const allow = await /** @type {Apps} */ (this.apps).ask(request.args ?? {});
+    const answer = await /** @type {Apps} */ (this.apps).ask(request.args ?? {});
     try {
-      await this.client.postResponse(code, token, request.id, { result: { allow } });
+      await this.client.postResponse(code, token, request.id, { result: answer });
     } catch (err) {
       this.ui.notice(`The answer could not reach the relay: ${/** @type {Error} */ (err).message}. Start again from the app.`);
     }

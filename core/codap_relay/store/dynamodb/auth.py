@@ -5,6 +5,7 @@ to read it by kind and key, one in its owner's partition to list an owner's item
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from ...errors import StoreUnavailable
@@ -12,7 +13,7 @@ from ...jsonvalues import dumps
 from ...records import AuthItem
 from .client import UNAVAILABLE, Connection
 from .codec import n, s
-from .table import key, purge_at
+from .table import key
 
 NO_OWNER = "-"
 
@@ -33,7 +34,8 @@ class AuthOps(Connection):
             "owner": s(item.owner or NO_OWNER),
             "data": s(dumps(item.data)),
             "expires_at": n(item.expires_at),
-            "purge_at": n(purge_at(item.expires_at)),
+            # gone by the TTL once ended: nobody reads an OAuth item after it ends (pending ones must not pile up)
+            "purge_at": n(math.ceil(item.expires_at)),
         }
 
     @staticmethod
@@ -47,7 +49,7 @@ class AuthOps(Connection):
             expires_at=float(raw["expires_at"]["N"]),
         )
 
-    def put_auth(self, item: AuthItem) -> None:
+    def put_auth(self, item: AuthItem, *, now: float | None = None) -> None:  # ended items go by the TTL
         attrs = self._auth_attrs(item)
         puts = [{"Put": {"TableName": self.table, "Item": {**key(*_main(item.kind, item.key)), **attrs}}}]
         if item.owner is not None:
@@ -60,6 +62,26 @@ class AuthOps(Connection):
     def get_auth(self, kind: str, key_: str) -> AuthItem | None:
         raw = self._get(*_main(kind, key_))
         return None if raw is None else self._auth_of(raw)
+
+    def get_auths(self, keys: list[tuple[str, str]]) -> list[AuthItem | None]:
+        """One strongly consistent BatchGetItem (unprocessed keys asked again)."""
+        wanted = list(dict.fromkeys(keys))  # BatchGetItem refuses a key asked twice
+        pending: list[dict[str, Any]] = [key(*_main(kind, k)) for kind, k in wanted]
+        found: dict[tuple[str, str], AuthItem] = {}
+        for attempt in range(8):
+            if not pending:
+                break
+            result = self._call("batch_get_item", RequestItems={self.table: {"Keys": pending, "ConsistentRead": True}})
+            for raw in result.get("Responses", {}).get(self.table, []):
+                item = self._auth_of(raw)
+                found[(item.kind, item.key)] = item
+            pending = result.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+            if pending:
+                self._backoff(attempt + 3)
+        else:
+            if pending:
+                raise StoreUnavailable(UNAVAILABLE, retry_after=1)
+        return [found.get(k) for k in keys]
 
     def take_auth(self, kind: str, key_: str) -> AuthItem | None:
         found = self.get_auth(kind, key_)

@@ -3,6 +3,8 @@ connections' records, which $disconnect takes."""
 
 from __future__ import annotations
 
+import sqlite3
+
 from ...records import ConnectionRecord
 from .database import Database
 
@@ -26,12 +28,20 @@ class CounterOps(Database):
 
     def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
         with self._tx(durable=False) as db:
-            db.execute(
-                "INSERT INTO counters (key, count, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
-                "count = CASE WHEN counters.expires_at <= ? THEN excluded.count ELSE counters.count + excluded.count "
-                "END, expires_at = CASE WHEN counters.expires_at <= ? THEN excluded.expires_at "
-                "ELSE counters.expires_at END",
-                (key, amount, expires_at, now, now),
-            )
-            row = db.execute("SELECT count FROM counters WHERE key = ?", (key,)).fetchone()
+            return self._add(db, key, expires_at, now, amount)
+
+    def incr_counters(self, key: str, names: list[str], expires_at: float, now: float) -> list[int]:
+        with self._tx(durable=False) as db:  # one transaction: the counts move together
+            return [self._add(db, f"{key}#{name}", expires_at, now, 1) for name in names]
+
+    @staticmethod
+    def _add(db: sqlite3.Connection, key: str, expires_at: float, now: float, amount: int) -> int:
+        db.execute(
+            "INSERT INTO counters (key, count, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+            "count = CASE WHEN counters.expires_at <= ? THEN excluded.count ELSE counters.count + excluded.count "
+            "END, expires_at = CASE WHEN counters.expires_at <= ? THEN excluded.expires_at "
+            "ELSE counters.expires_at END",
+            (key, amount, expires_at, now, now),
+        )
+        row = db.execute("SELECT count FROM counters WHERE key = ?", (key,)).fetchone()
         return int(row["count"])

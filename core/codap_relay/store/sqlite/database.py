@@ -52,8 +52,10 @@ PENDING_INDEX = "CREATE INDEX IF NOT EXISTS requests_pending ON requests (code, 
 # A session row's columns (a database from before manifests moved out keeps an empty ``tools`` column).
 SESSION_COLUMNS = "code, token_hash, created_at, expires_at, manifest, last_seq, last_seen, consumer, closed_at"
 
-# Rows are kept PURGE_GRACE_SECONDS past their expiry (for the activity log and late readers), then purged.
+# Rows are kept PURGE_GRACE_SECONDS past their expiry (for the activity log and late readers), then purged; the
+# OAuth server's items when they end (nobody reads one after it, and a pending authorization must not pile up).
 PURGE_EVERY_N_SESSIONS = 200
+PURGE_EVERY_N_AUTH_PUTS = 200
 
 
 class Database:
@@ -76,6 +78,7 @@ class Database:
         self._db.executescript(SCHEMA)
         self._migrate()
         self._created = 0
+        self._auth_puts = 0
 
     def _migrate(self) -> None:
         """Bring a database of an earlier version up to this one: requests gained ``arg_bytes``; sessions' own
@@ -177,7 +180,7 @@ class Database:
             db.execute("DELETE FROM counters WHERE expires_at < ?", (now,))
             db.execute("DELETE FROM connections WHERE expires_at < ?", (now,))
             db.execute("DELETE FROM changes WHERE expires_at < ?", (cutoff,))
-            db.execute("DELETE FROM auth WHERE expires_at < ?", (cutoff,))
+            db.execute("DELETE FROM auth WHERE expires_at < ?", (now,))
             db.execute("DELETE FROM responses WHERE expires_at < ?", (cutoff,))
             db.execute("DELETE FROM requests WHERE expires_at < ? AND status NOT IN ('queued','delivered')", (cutoff,))
             db.execute("DELETE FROM requests WHERE expires_at < ?", (cutoff,))
