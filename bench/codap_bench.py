@@ -174,7 +174,11 @@ def environment() -> Iterator[tuple[Any, str] | str]:
     dist = codap_dist()
     executable = chromium_path()
     if dist is None or executable is None:
-        yield HOW_TO_GET if dist is None else "Debian chromium is not installed (scripts/install-test-deps)"
+        yield (
+            f"the real CODAP build is not here: {HOW_TO_GET}"
+            if dist is None
+            else "Debian chromium is not installed (scripts/install-test-deps)"
+        )
         return
     from playwright.sync_api import sync_playwright
 

@@ -31,6 +31,8 @@ from collections import Counter, defaultdict
 from typing import Any
 from urllib.parse import urlparse
 
+from codap_relay_tooling.testing.dynamodb_wire import operation, read_message, render
+
 READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"})
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 CLOCK_VALUES = (":now",)  # expression values that carry the caller's clock, not what is read
@@ -174,30 +176,6 @@ class Counts:
 # --- the proxy -----------------------------------------------------------------------------------------------
 
 
-async def read_message(reader: asyncio.StreamReader) -> tuple[bytes, dict[str, str], bytes] | None:
-    """One HTTP/1.1 message with a Content-Length body (what botocore sends and DynamoDB Local answers)."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-    except (asyncio.IncompleteReadError, ConnectionError):
-        return None
-    lines = head.decode("latin-1").split("\r\n")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if ":" in line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        raise ValueError("chunked bodies are not expected here")
-    body = await reader.readexactly(int(headers.get("content-length", "0")))
-    return lines[0].encode("latin-1"), headers, body
-
-
-def render(first: bytes, headers: dict[str, str], body: bytes) -> bytes:
-    headers = {**headers, "content-length": str(len(body))}
-    head = first + b"\r\n" + b"".join(f"{k}: {v}\r\n".encode("latin-1") for k, v in headers.items()) + b"\r\n"
-    return head + body
-
-
 class Proxy:
     def __init__(self, upstream: str) -> None:
         parsed = urlparse(upstream)
@@ -218,7 +196,7 @@ class Proxy:
                     writer.write(self._local(first))
                     await writer.drain()
                     continue
-                op = headers.get("x-amz-target", "").rpartition(".")[2]
+                op = operation(headers)
                 request = json.loads(body) if body else {}
                 request["ReturnConsumedCapacity"] = "TOTAL"
                 body = json.dumps(request).encode()

@@ -10,14 +10,15 @@ from typing import Any
 import httpx
 import pytest
 
-from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing import web
+from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 from codap_relay_tooling.testing.commands import LocalApi, local_api_process
 from codap_relay_tooling.testing.lanes import FileTimesRecorder, is_busy, load_file_times, make_lane_scheduler
+from codap_relay_tooling.testing.real_parts import MissingParts
 from codap_relay_tooling.testing.relay_settings import make_settings
 
 # Each test file's wall seconds and the cores it kept busy when it ran alone (codap_relay_tooling.testing.lanes),
@@ -123,6 +124,8 @@ class SlowTeardowns:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SlowTeardowns(), "codap-relay-slow-teardowns")
+    if not hasattr(config, "workerinput"):  # the controller: it sees every worker's reports
+        config.pluginmanager.register(MissingParts(), "codap-relay-missing-parts")
     target: Path | None = config.getoption("--record-file-times")
     if target is not None and not hasattr(config, "workerinput"):  # the controller records, workers' reports included
         alone = not getattr(config.option, "numprocesses", None)  # without workers the machine is each file's
@@ -204,3 +207,23 @@ def local_api() -> Iterator[LocalApi]:
         args = ("--store", store_url(dynamo, table), "--push-channel", "websocket")
         with local_api_process(*args, env=env) as (base, process):
             yield LocalApi(base, process)
+
+
+#: How far behind DynamoDB's replica runs for ``lagging_local_api``: far more than AWS's usual fraction of a second
+#: and more than the second a call may take to reach the plugin, so a read that waits for the replica shows.
+REPLICA_LAG_SECONDS = 2.0
+
+
+@pytest.fixture(scope="session")
+def lagging_local_api() -> Iterator[LocalApi]:
+    """``local_api`` as DynamoDB really behaves: every function reaches DynamoDB Local through one lagging replica's
+    proxy (lagging_dynamodb.py), which answers each read that does not ask for consistency from a copy of the table
+    ``REPLICA_LAG_SECONDS`` behind."""
+    from codap_relay_tooling.testing.dynamodb_shared import env_for, fresh_table
+    from codap_relay_tooling.testing.lagging_dynamodb import lagging_proxy_process
+
+    with fresh_table() as (dynamo, table), lagging_proxy_process(dynamo.endpoint, REPLICA_LAG_SECONDS) as replica:
+        env = {**env_for(dynamo), **LOCAL_API_ENV}
+        store = f"dynamodb://{table}?endpoint_url={replica}&region=us-east-1"
+        with local_api_process("--store", store, "--push-channel", "websocket", env=env) as (base, process):
+            yield LocalApi(base, process, replica)

@@ -1,8 +1,8 @@
-"""Injected time and id sources, so TTL and ordering tests are exact and need no sleeps."""
+"""Injected time and id sources, so TTL and ordering tests are exact and need no sleeps (the tests' own, a clock
+that moves when told to and ids that count, are in codap_relay_tooling.testing.clock)."""
 
 from __future__ import annotations
 
-import itertools
 import time
 import uuid
 from collections.abc import Callable
@@ -21,33 +21,11 @@ class SystemClock:
         return time.time()
 
 
-class FakeClock:
-    """A clock that moves only when told to."""
-
-    def __init__(self, start: float = 1_800_000_000.0) -> None:
-        self._t = start
-
-    def now(self) -> float:
-        return self._t
-
-    def advance(self, seconds: float) -> None:
-        self._t += seconds
-
-    def set(self, t: float) -> None:
-        self._t = t
-
-
 IdFactory = Callable[[], str]
 
 
 def uuid_ids() -> str:
     return str(uuid.uuid4())
-
-
-def counting_ids(prefix: str = "req-") -> IdFactory:
-    """Deterministic ids for tests: req-1, req-2, ..."""
-    counter = itertools.count(1)
-    return lambda: f"{prefix}{next(counter)}"
 
 
 def iso(ts: float) -> str:

@@ -15,7 +15,7 @@ from .errors import SessionNotFound, StoreUnavailable
 from .notify import Notifier, stream_key
 from .records import DETACHED, SessionRecord
 from .settings import Settings
-from .store.base import Store
+from .store.base import STALE_POLL_SECONDS, Store
 
 T = TypeVar("T")
 WITHDRAWN = "withdrawn:"
@@ -105,9 +105,15 @@ class Delivery:
                 after = cursor
         announced: set[str] = set()
         check_withdrawn = True  # at the start; then after each wake-up where this process sees every write
+        read_fresh = started - STALE_POLL_SECONDS  # the first poll reads fresh
         with relay.notifier.listen(stream_key(code)) as listener:
             while True:
-                current, pending = await relay.io(relay.store.deliver, code, consumer, after, relay.now())
+                # Polls may read a replica that lags (half the price), as long as one reads fresh at least every
+                # STALE_POLL_SECONDS: a request never waits longer than that behind a replica, however far behind.
+                fresh = time.monotonic() - read_fresh >= STALE_POLL_SECONDS
+                if fresh:
+                    read_fresh = time.monotonic()
+                current, pending = await relay.io(relay.store.deliver, code, consumer, after, relay.now(), fresh=fresh)
                 try:
                     current = relay.live(current)
                 except SessionNotFound as exc:

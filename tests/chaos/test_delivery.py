@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.sqlite import SqliteStore
 from codap_relay_tooling.testing import web
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.relays import ALL_STORES, any_store, make_relay, open_session
 from codap_relay_tooling.testing.servers import bearer, serve_app

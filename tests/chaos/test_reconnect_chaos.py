@@ -24,6 +24,7 @@ from codap_relay.http.app import build_app
 from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.chaos_net import CuttingProxy, RecordingPlugin, until
 from codap_relay_tooling.testing.commands import LocalApi, local_api_process
+from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.relays import ALL_STORES, any_store, make_relay, open_session
 from codap_relay_tooling.testing.servers import serve_app
 
@@ -180,8 +181,50 @@ async def test_reconnect_chaos_loses_nothing(kind: str, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.dynamodb_local
-async def test_reconnect_chaos_through_local_api_loses_nothing(local_api: LocalApi) -> None:
-    await run_chaos(local_api.base, random.randrange(2**32), DYNAMO_REQUESTS, DYNAMO_DROPS)
+async def test_reconnect_chaos_through_local_api_on_a_lagging_replica_loses_nothing(
+    lagging_local_api: LocalApi,
+) -> None:
+    """The deployed shape as DynamoDB really behaves: every read that does not ask for consistency comes from a
+    replica seconds behind (tests/conftest.py's ``lagging_local_api``)."""
+    await run_chaos(lagging_local_api.base, random.randrange(2**32), DYNAMO_REQUESTS, DYNAMO_DROPS)
+
+
+@pytest.mark.dynamodb_local
+@pytest.mark.parametrize("channel", ["push", "sse"])
+async def test_each_call_reaches_the_plugin_within_a_second_of_its_write_on_a_lagging_replica(
+    lagging_local_api: LocalApi, channel: str
+) -> None:
+    """One call at a time through local-api whose DynamoDB replica runs two seconds behind: each reaches the plugin
+    within a second of being sent (its write and 202 included), over the push channel and over the stream, so no
+    delivery waits for the replica."""
+    base = lagging_local_api.base
+    stale_before = web.get(f"{lagging_local_api.replica}/__lagging", timeout=10).json()["stale_reads"]
+    received: list[float] = []  # when each call reached the plugin (it runs each once, one at a time here)
+
+    async def handler(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        received.append(time.monotonic())
+        return {"result": {"ok": True}}
+
+    async with web.AsyncClient(base_url=base, timeout=30) as llm:
+        s = await open_session(llm)
+        plugin = FakePlugin.for_session(base, s, handler=handler)
+        if channel == "sse":
+            plugin.push_url = None
+        assert (plugin.push_url is not None) == (channel == "push")
+        took = []
+        async with plugin:
+            await asyncio.sleep(2.5)  # the session and the plugin's attach are on the replica now
+            for i in range(23):  # the first three start the functions' processes (cold starts): not counted
+                sent = time.monotonic()
+                body = {"code": s["code"], "tool": "get_codap_status", "args": {"includeComponents": i % 2 == 0}}
+                r = await llm.post("/request", params={"wait": 10}, json=body)
+                assert r.status_code == 200 and len(received) == i + 1, r.text
+                took.append(received[i] - sent)
+    took = took[3:]
+    assert max(took) < 1.0, f"{channel}: slowest delivery {max(took):.2f} s ({sorted(took)[-3:]})"
+    stale = web.get(f"{lagging_local_api.replica}/__lagging", timeout=10).json()["stale_reads"] - stale_before
+    if channel == "sse":  # its polls read the replica, at half the price, with a fresh read every half second
+        assert stale > 0, "the stream never read the replica: the lag was not in play"
 
 
 @pytest.mark.slow

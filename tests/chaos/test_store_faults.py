@@ -22,12 +22,12 @@ from typing import Any, Protocol
 import httpx
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.base import Store
 from codap_relay.store.sqlite import SqliteStore
 from codap_relay_tooling.testing import web
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.faulty_store import (
     FaultyClient,
     FaultyStore,

@@ -28,9 +28,9 @@ from codap_relay_tooling.testing.real_codap import (
     CodapPage,
     codap_dist,
     codap_pages,
-    codap_required,
     self_signed_certificate,
 )
+from codap_relay_tooling.testing.real_parts import missing
 from codap_relay_tooling.testing.relay_settings import e2e_settings
 from codap_relay_tooling.testing.servers import serve_app
 
@@ -51,7 +51,7 @@ def browser(browser_args: list[str]) -> Iterator[Any]:
     thread while it is open, and pytest-asyncio cannot start its own loop for the async tests collected after."""
     executable = chromium_path()
     if executable is None:
-        pytest.skip("Debian chromium is not installed (run scripts/install-test-deps)")
+        missing("Chromium")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -103,12 +103,10 @@ def open_plugin(browser: Any, host_url: str) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def codap_build() -> Path:
-    """The folder of the real CODAP build (skips, or fails under CODAP_REQUIRED, where there is none)."""
+    """The folder of the real CODAP build (skips, or fails under REAL_PARTS_REQUIRED, where there is none)."""
     dist: Path | None = codap_dist()
     if dist is None:
-        if codap_required():
-            pytest.fail(f"CODAP_REQUIRED is set but {HOW_TO_GET}")
-        pytest.skip(HOW_TO_GET)
+        missing("the CODAP build", HOW_TO_GET)
     return dist
 
 

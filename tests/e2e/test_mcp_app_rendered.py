@@ -20,9 +20,10 @@ from starlette.staticfiles import StaticFiles
 from codap_relay.catalog import tool_title
 from codap_relay.mcp.app import APP_URI
 from codap_relay_tooling.testing import ARTIFACTS
-from codap_relay_tooling.testing.mcp_app import MISSING, build_test_host, mcp_app_modules
+from codap_relay_tooling.testing.mcp_app import build_test_host, mcp_app_modules
 from codap_relay_tooling.testing.plugin_page import McpClient
 from codap_relay_tooling.testing.real_codap import CodapPage
+from codap_relay_tooling.testing.real_parts import need
 from codap_relay_tooling.testing.servers import serve_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
@@ -32,8 +33,7 @@ ROWS = [{"plant": f"p{i}", "height": h, "bed": "AB"[i % 2]} for i, h in enumerat
 
 @pytest.fixture(scope="module")
 def app_host_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if mcp_app_modules() is None:
-        pytest.skip(MISSING)
+    need(mcp_app_modules(), "the build tools")
     folder = build_test_host(tmp_path_factory.mktemp("mcp-app-host"))
     with serve_app(Starlette(routes=[Mount("/", app=StaticFiles(directory=folder, html=True))])) as url:
         yield url

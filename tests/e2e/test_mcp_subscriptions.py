@@ -20,6 +20,7 @@ import pytest
 
 from codap_relay_tooling.testing.plugin_page import McpClient
 from codap_relay_tooling.testing.real_codap import CodapPage
+from codap_relay_tooling.testing.real_parts import need
 
 pytestmark = [pytest.mark.browser]
 
@@ -142,8 +143,8 @@ class TsListener:
 
 
 @pytest.mark.in_process
-@pytest.mark.skipif(not TS_CLIENT.exists(), reason="run scripts/install-test-deps (the MCP npm tools in .tools/mcp)")
 def test_the_typescript_sdk_client_hears_a_case_added(codap: CodapPage) -> None:
+    need(NODE.exists() and TS_CLIENT.exists(), "the MCP test tools")
     listener = TsListener(f"{codap.relay}/mcp/{codap.code()}", [CASES])
     try:
         assert listener.next_matching({"ready": True})["subscribe"] is True

@@ -323,7 +323,7 @@ def read_back(codap: CodapPage, request: dict[str, Any], values: Any) -> None:
     if kind == "dataContext":
         assert made["name"] in codap.dataset_names()
         people = f"dataContext[{made['name']}].collection[People].attributeList"
-        assert [a["name"] for a in codap.ok({"action": "get", "resource": people})] == ["name", "height"]
+        assert [a["name"] for a in codap.ok({"action": "get", "resource": people})] == ["name", "height", "twice"]
     elif kind == "collection":
         listed = codap.ok({"action": "get", "resource": f"{resource}List"})
         assert listed[-1]["name"] == made["name"]  # without parent: the new last (child-most) collection
@@ -336,6 +336,11 @@ def read_back(codap: CodapPage, request: dict[str, Any], values: Any) -> None:
         dataset = resource.removesuffix(".item")
         held = [i["values"] for i in codap.ok({"action": "get", "resource": f"{dataset}.itemSearch[*]"})]
         assert all(any(all(h.get(k) == v for k, v in item.items()) for h in held) for item in made)
+    elif kind == "case":
+        (made_case,) = made
+        held = [i["values"] for i in codap.items("Pets")]
+        assert any(all(h.get(k) == v for k, v in made_case["values"].items()) for h in held)
+        assert [c["id"] for c in values] != []
     elif kind == "selectionList":
         selected = {s["caseID"] for s in codap.ok({"action": "get", "resource": resource})}
         if made == []:
@@ -347,6 +352,9 @@ def read_back(codap: CodapPage, request: dict[str, Any], values: Any) -> None:
     elif kind == "component":
         held = codap.ok({"action": "get", "resource": f"component[{values['id']}]"})
         assert held["type"] == made["type"] and held.get("name", made.get("name")) == made.get("name", held.get("name"))
+        if made["type"] in ("caseTable", "caseCard"):  # shown, the other one of the dataset hidden
+            listing = {c["id"]: c for c in codap.components()}
+            assert listing[values["id"]]["hidden"] is False and held["dataContext"] == made["dataContext"]
         if made["type"] == "graph":
             assert (held["xAttributeName"], held["yAttributeName"]) == (made["xAttributeName"], made["yAttributeName"])
     elif kind == "adornment":
@@ -357,30 +365,105 @@ def read_back(codap: CodapPage, request: dict[str, Any], values: Any) -> None:
         raise AssertionError(f"no read-back for a create of {resource}: add one here")
 
 
-def test_every_example_codap_api_help_shows_is_taken_by_codap(codap: CodapPage) -> None:
+def placeholders(codap: CodapPage) -> dict[str, int]:
+    """The ids the help's examples write as ITEM_ID, CASE_ID and TABLE_ID, as CODAP holds them now: the last item and
+    the last case of Pets, and Pets's case table."""
+    items = codap.items("Pets")
+    count = codap.ok({"action": "get", "resource": "dataContext[Pets].collection[Pets].caseCount"})
+    last = codap.ok({"action": "get", "resource": f"dataContext[Pets].collection[Pets].caseByIndex[{count - 1}]"})
+    tables = [c["id"] for c in codap.components() if c["type"] == "caseTable"]
+    (table,) = [
+        t for t in tables if codap.ok({"action": "get", "resource": f"component[{t}]"})["dataContext"] == "Pets"
+    ]
+    return {"ITEM_ID": int(items[-1]["id"]), "CASE_ID": int(last["case"]["id"]), "TABLE_ID": int(table)}
+
+
+def filled(value: Any, ids: dict[str, int]) -> Any:
+    """An example with its id placeholders replaced by CODAP's ids (in a resource, or a value standing alone)."""
+    if isinstance(value, str):
+        if value in ids:
+            return ids[value]
+        for name, real in ids.items():
+            value = value.replace(f"[{name}]", f"[{real}]")
+        return value
+    if isinstance(value, list):
+        return [filled(v, ids) for v in value]
+    if isinstance(value, dict):
+        return {k: filled(v, ids) for k, v in value.items()}
+    return value
+
+
+# What CODAP takes but gives no way to read back (codap_api says so): the rest of every example is read back.
+UNREAD = {"sort", "rerandomize", "center", "zoom", "legendAttributeName", "dataContext"}
+
+
+def test_every_request_and_value_codap_api_help_shows_is_taken_by_codap(codap: CodapPage) -> None:
     """Each topic's examples in topic order (later ones use what earlier ones made, as the help says), sent through
-    codap_api to the real CODAP 3.1.0: each is accepted (success true), and what each create made is read back."""
+    codap_api to the real CODAP 3.1.0: each is accepted (success true), codap_api's own read-back finds every
+    value taken, and what each create made is read back here too. A unit test (tests/js/raw_help.test.mjs) checks
+    that the examples hold every request form and value key the help's text shows."""
     codap.done("create_codap_dataset", {"datasetName": "Pets", "dataType": "custom", "customData": PETS})
     topics = codap.done("codap_api_help", {})["structuredContent"]["topics"]
     sent = 0
     for topic in topics:
         answer = codap.done("codap_api_help", {"topic": topic})["structuredContent"]
         assert answer["examples"] or topic == "policy", f"{topic} shows no example"
-        for request in answer["examples"]:
+        for shown in answer["examples"]:
+            request = filled(shown, placeholders(codap)) if "_ID" in json.dumps(shown) else shown
             body = codap.tool("codap_api", request)
             assert body["status"] == "completed", f"{topic}: {json.dumps(request)} -> {body.get('error')}"
             reply = body["result"]["structuredContent"]
             assert reply["success"] is True, f"{topic}: {json.dumps(request)} -> {reply}"
+            assert reply.get("notTaken", []) == [], f"{topic}: {json.dumps(request)} -> {reply['notTaken']}"
+            assert set(reply.get("unverified", [])) <= UNREAD, f"{topic}: {json.dumps(request)} -> {reply}"
             if request["action"] == "create":
                 read_back(codap, request, reply.get("values"))
             sent += 1
-    assert sent >= 30
+    assert sent >= 80
     # the deletes and updates among them, read back too
     assert "Survey" not in codap.dataset_names()
     assert [c["name"] for c in codap.ok({"action": "get", "resource": "dataContext[Pets].collectionList"})] == ["Pets"]
     attrs = codap.ok({"action": "get", "resource": "dataContext[Pets].collection[Pets].attributeList"})
     assert [a["name"] for a in attrs] == ["name", "species", "weight", "age"]
-    assert [i["values"]["name"] for i in codap.items("Pets")] == [p["name"] for p in PETS]  # Rex deleted again
+    names = sorted(i["values"]["name"] for i in codap.items("Pets"))
+    assert names == sorted(str(p["name"]) for p in PETS)  # every example's pet deleted again
     assert "Note" not in [c.get("name") for c in codap.components()]
     assert codap.ok({"action": "get", "resource": "component[Growth]"})["legendAttributeName"] == "species"
     assert codap.ok({"action": "get", "resource": "global[factor]"})["value"] == 3
+
+
+def test_what_codap_ignores_codap_api_names_and_the_help_says_so(codap: CodapPage) -> None:
+    """Each value the help names as one CODAP does not take ("Not: …"), sent through codap_api: CODAP answers
+    success, and codap_api's answer names it as not taken, with what to do instead."""
+    codap.done("create_codap_dataset", {"datasetName": "Ignored", "dataType": "custom", "customData": PETS})
+    graph = codap.done(
+        "create_codap_graph", {"datasetName": "Ignored", "graphType": "dot_plot", "xAttribute": "weight"}
+    )
+    gid = graph["structuredContent"]["graphId"]
+    help_text = " ".join(codap.done("codap_api_help", {"topic": t})["content"][0]["text"] for t in ("datasets",
+                         "collections", "components", "graphs", "globals", "attributes"))  # fmt: skip
+    codap.ok({"action": "create", "resource": "global", "values": {"name": "kept", "value": 1}})
+    cases = [
+        ("update", "dataContext[Ignored]", {"name": "Renamed"}, "name", "Not: name"),
+        ("update", "dataContext[Ignored]", {"metadata": {"source": "https://x.org"}}, "metadata", "metadata.source"),
+        ("update", "dataContext[Ignored].collection[Ignored]", {"name": "Other"}, "name", "pluralCase}}. Not: name"),
+        ("update", f"component[{gid}]", {"plotType": "histogram"}, "plotType", "Not: plotType"),
+        ("update", f"component[{gid}]", {"isMinimized": True}, "isMinimized", "Not: isMinimized"),
+        ("update", "global[kept]", {"value": 2, "name": "gone"}, "name", "Not: name"),
+        ("update", "dataContext[Ignored].collection[Ignored].attribute[age]", {"editable": False}, "editable",
+         "Not: editable"),
+    ]  # fmt: skip
+    for action, resource, values, key, said in cases:
+        body = codap.tool("codap_api", {"action": action, "resource": resource, "values": values})
+        assert body["status"] == "completed", body
+        answer = body["result"]
+        assert answer["structuredContent"]["success"] is True
+        (missed,) = answer["structuredContent"]["notTaken"]
+        assert missed["key"] == key and missed["why"], (resource, missed)
+        assert "did not take" in answer["content"][0]["text"] and said in help_text, said
+    # and CODAP held on to what it had
+    assert "Ignored" in codap.dataset_names() and "Renamed" not in codap.dataset_names()
+    assert codap.ok({"action": "get", "resource": f"component[{gid}]"})["plotType"] == "dotPlot"
+    assert codap.ok({"action": "get", "resource": "global[kept]"})["name"] == "kept"
+    zero = codap.di({"action": "update", "resource": "global[kept]", "values": {"value": 0}})
+    assert zero["success"] is False and "not 0" in help_text

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.codes import new_code
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing import ARTIFACTS, web
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.plugin_page import call_tool, ok_result, wait_until
 from codap_relay_tooling.testing.real_codap import CodapPage, blocked_then_allowed, other_site, public_origin
 from codap_relay_tooling.testing.relay_settings import e2e_settings

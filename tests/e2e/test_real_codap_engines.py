@@ -26,7 +26,8 @@ from codap_relay_tooling.testing import ARTIFACTS, engines, web
 from codap_relay_tooling.testing.commands import LocalApi
 from codap_relay_tooling.testing.engines import CodapTab, Engine
 from codap_relay_tooling.testing.plugin_page import call_tool, ok_result, wait_until
-from codap_relay_tooling.testing.real_codap import codap_required, other_site
+from codap_relay_tooling.testing.real_codap import other_site
+from codap_relay_tooling.testing.real_parts import missing
 from codap_relay_tooling.testing.relay_settings import e2e_settings
 from codap_relay_tooling.testing.servers import serve_app
 
@@ -57,19 +58,15 @@ def relay(codap_build: Path) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def browsers() -> Iterator[Callable[[str, str], Engine]]:
     """One browser per engine and storage variant for the module, started on first use; WebKit's on an X display
-    (Xvfb) of its own. An engine that is not installed skips its tests, or fails them under CODAP_REQUIRED."""
+    (Xvfb) of its own. An engine that is not installed skips its tests, or fails them under REAL_PARTS_REQUIRED."""
     with contextlib.ExitStack() as stack:
         started: dict[tuple[str, str], Engine] = {}
         display: list[str] = []
 
         def get(engine: str, storage: str) -> Engine:
             if (engine, storage) not in started:
-                absent = engines.missing(engine)
-                if absent:
-                    message = f"{engine} is not installed here ({', '.join(absent)}): run scripts/install-test-deps"
-                    if codap_required():
-                        pytest.fail(f"CODAP_REQUIRED is set but {message}")
-                    pytest.skip(message)
+                for program in engines.missing(engine):
+                    missing(engines.PART[program])
                 if engine == "webkit" and not display:
                     display.append(stack.enter_context(engines.xvfb()))
                 launched = time.monotonic()

@@ -81,6 +81,8 @@ def test_each_remaining_typed_tool_answers_its_output_schema(codap: CodapPage) -
     call("codap_api_help", {"topic": "graphs"})
     call("set_aside_codap_cases", {"datasetName": "shapes", "where": "side > 4"})
     call("set_aside_codap_cases", {"datasetName": "shapes", "restore": True})
+    call("update_codap_dataset", {"datasetName": "shapes", "title": "Shapes", "description": "polygons"})
+    call("update_codap_table", {"datasetName": "shapes", "hideAttributes": ["lat"], "indexColumn": False})
     # The digest of a changing tool: CODAP's document as it stands.
     final = call("delete_codap_dataset", {"datasetName": "more shapes"})
     assert {d["name"] for d in final["document"]["datasets"]} == {"shapes"}

@@ -176,3 +176,84 @@ def test_a_test_page_runs_codaps_animation_frames_ten_a_second(codap: CodapPage)
     frames still come, at most ten a second. The webgl picture test counts a page at the display's rate."""
     frames = animation_frames(codap.page, 2.0)
     assert 1 <= frames <= 21, frames
+
+
+def box(codap: CodapPage, cid: int) -> tuple[int, int, int, int]:
+    shown = component(codap, cid)
+    return (
+        shown["position"]["left"],
+        shown["position"]["top"],
+        shown["dimensions"]["width"],
+        shown["dimensions"]["height"],
+    )
+
+
+def overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def test_status_gives_each_components_place_and_size_and_the_documents_name(codap: CodapPage) -> None:
+    make_dataset(codap, "CompWhere", [{"x": 1}, {"x": 2}])
+    table = codap.done("create_codap_table", {"datasetName": "CompWhere", "title": "Where table"})
+    tid = table["structuredContent"]["componentId"]
+    codap.done("update_codap_component", {"component": tid, "position": {"left": 400, "top": 20}})
+    status = codap.done("get_codap_status", {"includeDatasets": False})
+    facts = status["structuredContent"]
+    assert facts["document"]["name"] == "Untitled Document"  # CODAP's name for a new document
+    listed_ids = [c["id"] for c in codap.components()]
+    assert [c["id"] for c in facts["components"]] == listed_ids
+    for c in facts["components"]:
+        left, top, width, height = box(codap, c["id"])
+        assert c["position"] == {"left": left, "top": top} and c["size"] == {"width": width, "height": height}
+    (mine,) = [c for c in facts["components"] if c["id"] == tid]
+    assert (
+        f"(id {tid}) at (400, 20), {mine['size']['width']} \u00d7 {mine['size']['height']} px"
+        in status["content"][0]["text"]
+    )
+
+
+def test_place_beside_below_and_instead_without_covering_a_third(codap: CodapPage) -> None:
+    make_dataset(codap, "CompPlace", [{"x": 1, "y": 2}, {"x": 2, "y": 3}])
+    tid = codap.done("create_codap_table", {"datasetName": "CompPlace", "title": "Place table"})["structuredContent"][
+        "componentId"
+    ]
+    codap.done("update_codap_component", {"component": tid, "position": {"left": 400, "top": 20}})
+    table = box(codap, tid)
+    # A note sits where "right of the table" would be; the graph goes beside the table without covering it.
+    note = codap.done("create_codap_text", {"text": "in the way", "title": "Blocker"})["structuredContent"][
+        "componentId"
+    ]
+    codap.done("update_codap_component", {"component": note, "position": {"left": table[0] + table[2] + 10, "top": 20}})
+    graph = codap.done(
+        "create_codap_graph",
+        {"datasetName": "CompPlace", "graphType": "scatterplot", "xAttribute": "x", "yAttribute": "y"},
+    )["structuredContent"]["graphId"]
+    placed = codap.done(
+        "update_codap_component", {"component": graph, "place": "right_of", "relativeTo": "Place table"}
+    )
+    facts = placed["structuredContent"]
+    g = box(codap, graph)
+    others = [box(codap, c) for c in codap.component_ids() - {graph} if not listed(codap, c)["hidden"]]  # type: ignore[index]
+    assert not any(overlap(g, o) for o in others), (g, others)
+    assert facts["placement"]["blockedBy"] == [note] and facts["covers"] == []
+    assert facts["position"] == {"left": g[0], "top": g[1]}
+    assert "Blocker" in placed["content"][0]["text"] and "nearest free place" in placed["content"][0]["text"]
+
+    # Below the table the graph's new place is in the way too: the note goes to the nearest free place under it.
+    below = codap.done("update_codap_component", {"component": note, "place": "below", "relativeTo": tid})
+    n = box(codap, note)
+    assert below["structuredContent"]["placement"]["wanted"] == {"left": table[0], "top": table[1] + table[3] + 10}
+    assert below["structuredContent"]["placement"]["blockedBy"] == [graph] and n[0] == table[0]
+    assert not any(overlap(n, box(codap, c)) for c in codap.component_ids() - {note})
+
+    instead = codap.done("update_codap_component", {"component": note, "place": "instead_of", "relativeTo": graph})
+    assert box(codap, note) == g and listed(codap, graph)["hidden"] is True  # type: ignore[index]
+    assert instead["structuredContent"]["hiddenInstead"] == graph and "hidden false" in instead["content"][0]["text"]
+
+    plugin = plugin_id(codap)
+    beside = codap.done("update_codap_component", {"component": tid, "place": "right_of", "relativeTo": plugin})
+    assert beside["structuredContent"]["covers"] == [] and not overlap(box(codap, tid), box(codap, plugin))
+    refused = codap.failed("update_codap_component", {"component": tid, "place": "instead_of", "relativeTo": plugin})
+    assert refused["code"] == "plugin_protected" and listed(codap, plugin)["hidden"] is False  # type: ignore[index]
+    lonely = codap.failed("update_codap_component", {"component": tid, "place": "below"})
+    assert lonely["code"] == "invalid_arguments" and "relativeTo" in lonely["message"]

@@ -155,8 +155,12 @@ def test_update_graph_changes_what_codap_shows_and_says_what_changed(codap: Coda
     assert changed == {"legendAttribute": None, "yAttribute": None, "plotType": "dotPlot"} | {
         k: v for k, v in changed.items() if k.startswith(("xAxis", "yAxis"))
     }
-    unbinned = codap.failed("update_codap_graph", {"graph": gid, "pointsAreFusedIntoBars": True})
-    assert "bins" in unbinned["message"] and component(codap, gid)["pointsAreFusedIntoBars"] is False
+    # a numeric dot plot's dots fused are a histogram: CODAP fuses only binned dots, so they are binned first
+    fused = codap.done("update_codap_graph", {"graph": gid, "pointsAreFusedIntoBars": True})
+    assert (component(codap, gid)["plotType"], component(codap, gid)["pointsAreFusedIntoBars"]) == ("histogram", True)
+    assert "binned dot plot" not in fused["content"][0]["text"] and "histogram" in fused["content"][0]["text"]
+    codap.done("update_codap_graph", {"graph": gid, "pointsAreFusedIntoBars": False})
+    assert component(codap, gid)["plotType"] == "binnedDotPlot"
     codap.done("update_codap_graph", {"graph": gid, "xAttribute": "g"})
     codap.done("update_codap_graph", {"graph": gid, "pointsAreFusedIntoBars": True})
     assert (component(codap, gid)["plotType"], component(codap, gid)["pointsAreFusedIntoBars"]) == ("barChart", True)
@@ -215,16 +219,19 @@ def test_adornments_on_a_dot_plot_report_what_codap_computed(codap: CodapPage) -
     lsrl = codap.failed("add_codap_adornment", {"graph": gid, "adornment": "least_squares_line"})
     assert lsrl["code"] == "adornment_not_supported_by_plot"
     assert "scatter plot" in lsrl["message"] and "dot plot" in lsrl["message"]
-    box = codap.failed("add_codap_adornment", {"graph": gid, "adornment": "box_plot"})
-    assert box["code"] == "adornment_not_creatable" and "Box Plot" in box["message"]
-    assert "Box Plot" not in shown(codap, gid)
+    # CODAP's API cannot create a box plot: the tool rebuilds the graph's saved form with one
+    box = codap.done("add_codap_adornment", {"graph": gid, "adornment": "box_plot"})["structuredContent"]
+    held_box = {c["categories"]["g"]: c for c in adornment(codap, gid, "Box Plot")["data"]}
+    assert "Box Plot" in shown(codap, gid) and {c["categories"]["g"]: c for c in box["values"]} == held_box
+    quartiles = (held_box["A"]["lowerQuartile"], held_box["A"]["median"], held_box["A"]["upperQuartile"])
+    assert quartiles == (155, 160, 167.5)
 
     removed = codap.done("remove_codap_adornment", {"graph": gid, "adornment": "mean"})["structuredContent"]
     assert "Mean" not in shown(codap, gid) and "Median" in shown(codap, gid)
     assert "mean" not in removed["shown"] and "median" in removed["shown"]
     missing = codap.failed("remove_codap_adornment", {"graph": gid, "adornment": "mean"})
     assert missing["code"] == "adornment_not_found"
-    assert set(missing["data"]["available"]) == {"median", "standard_deviation", "count", "plotted_value"}
+    assert set(missing["data"]["available"]) == {"median", "standard_deviation", "count", "plotted_value", "box_plot"}
     assert "median" in missing["message"]
     lost = codap.failed("add_codap_adornment", {"graph": "Weights", "adornment": "mean"})
     assert lost["code"] == "graph_not_found" and any("Heights" in g for g in lost["data"]["available"])

@@ -112,3 +112,119 @@ def test_export_says_what_is_set_aside_and_can_include_it_and_undo_brings_it_bac
     assert set(set_aside(codap, "Export aside").values()) == {"Di", "Ed"}
     codap.done("redo_codap", {})
     assert set(set_aside(codap, "Export aside").values()) == {"Ann", "Di", "Ed"}
+
+
+def listed(codap: CodapPage, name: str) -> dict[str, Any]:
+    (found,) = [d for d in codap.ok({"action": "get", "resource": "dataContextList"}) if d["name"] == name]
+    return dict(found)
+
+
+def test_a_new_title_is_the_word_every_later_call_can_use(codap: CodapPage) -> None:
+    make(codap, "h1")
+    renamed = codap.done("update_codap_dataset", {"datasetName": "h1", "title": "Heights", "description": "class 7"})
+    assert (listed(codap, "h1")["title"], listed(codap, "h1")["name"]) == ("Heights", "h1")
+    whole = codap.ok({"action": "get", "resource": "dataContext[h1]"})
+    assert whole["metadata"]["description"] == "class 7"
+    facts = renamed["structuredContent"]
+    assert facts["changes"]["title"] == {"before": "h1", "after": "Heights"} and facts["datasetName"] == "h1"
+    assert "cannot change a dataset's name" in text(renamed) and '"Heights" or "h1"' in text(renamed)
+
+    # Every later call may use the new word.
+    codap.done("add_codap_cases", {"datasetName": "Heights", "cases": [{"name": "Flo", "height": 140, "weight": 35}]})
+    assert len(codap.items("h1")) == 6
+    codap.done("set_aside_codap_cases", {"datasetName": "Heights", "where": "height < 145"})
+    assert list(set_aside(codap, "h1").values()) == ["Flo"]
+    stats = codap.done("compute_codap_statistics", {"datasetName": "Heights", "attributes": ["height"]})
+    assert stats["structuredContent"]["caseCount"] == 5
+    graph = codap.done("create_codap_graph", {"datasetName": "Heights", "graphType": "scatterplot",
+                                              "xAttribute": "height", "yAttribute": "weight"})  # fmt: skip
+    shown_graph = codap.ok({"action": "get", "resource": f"component[{graph['structuredContent']['graphId']}]"})
+    assert shown_graph["dataContext"] == "h1"
+    status = codap.done("get_codap_status", {"includeComponents": False})
+    assert 'h1 (titled "Heights"' in text(status)
+    missing = codap.failed("export_codap_data", {"datasetName": "Weights"})
+    assert missing["code"] == "dataset_not_found" and 'h1 (titled "Heights")' in missing["message"]
+
+    make(codap, "h2")
+    clash = codap.failed("update_codap_dataset", {"datasetName": "h2", "title": "Heights"})
+    assert clash["code"] == "dataset_exists" and listed(codap, "h2")["title"] == "h2"
+
+
+def test_rerandomize_draws_again_and_says_so(codap: CodapPage) -> None:
+    make(codap, "dice")
+    codap.done(
+        "add_codap_attribute", {"datasetName": "dice", "name": "roll", "formula": "randomPick(1,2,3,4,5,6,7,8,9)"}
+    )
+    before = [i["values"]["roll"] for i in codap.items("dice")]
+    for _ in range(3):  # nine faces, five cases: the same rolls three times over is a chance of 1 in 9^15
+        done = codap.done("update_codap_dataset", {"datasetName": "dice", "rerandomize": True})
+        after = [i["values"]["roll"] for i in codap.items("dice")]
+        if after != before:
+            break
+    assert after != before
+    (rolled,) = done["structuredContent"]["rerandomized"]
+    assert rolled["attribute"] == "roll" and rolled["after"] == after[:3]
+    nothing = codap.failed("update_codap_dataset", {"datasetName": "dice", "rerandomize": False})
+    assert nothing["code"] == "invalid_arguments"
+    make(codap, "no dice")
+    fixed = codap.failed("update_codap_dataset", {"datasetName": "no dice", "rerandomize": True})
+    assert fixed["code"] == "invalid_arguments" and "random()" in fixed["message"]
+
+
+def attribute(codap: CodapPage, dataset: str, name: str) -> dict[str, Any]:
+    values: dict[str, Any] = codap.ok({"action": "get", "resource": f"dataContext[{dataset}].attribute[{name}]"})
+    return values
+
+
+def tables_of(codap: CodapPage, dataset: str) -> dict[str, dict[str, Any]]:
+    """The dataset's table and card (type → {id, hidden, isIndexHidden}), as CODAP lists them."""
+    out = {}
+    for c in codap.components():
+        if c["type"] in ("caseTable", "caseCard"):
+            detail = codap.ok({"action": "get", "resource": f"component[{c['id']}]"})
+            if detail["dataContext"] == dataset:
+                out[c["type"]] = {"id": c["id"], "hidden": c["hidden"], "isIndexHidden": detail.get("isIndexHidden")}
+    return out
+
+
+def test_table_view_hides_and_shows_columns_switches_to_the_card_and_back(codap: CodapPage) -> None:
+    make(codap, "View", [{"id": i, **p} for i, p in enumerate(PUPILS)])
+    hid = codap.done(
+        "update_codap_table", {"datasetName": "View", "hideAttributes": ["id", "weight"], "indexColumn": False}
+    )
+    assert (attribute(codap, "View", "id")["hidden"], attribute(codap, "View", "weight")["hidden"]) == (True, True)
+    assert tables_of(codap, "View")["caseTable"]["isIndexHidden"] is True
+    facts = hid["structuredContent"]
+    assert (facts["view"], facts["hiddenAttributes"], facts["indexColumn"]) == ("table", ["id", "weight"], False)
+    assert "formulas still use them" in text(hid)
+
+    card = codap.done("update_codap_table", {"datasetName": "View", "view": "card"})
+    shown = tables_of(codap, "View")
+    assert shown["caseCard"]["hidden"] is False and shown["caseTable"]["hidden"] is True
+    assert card["structuredContent"]["componentId"] == shown["caseCard"]["id"]
+    refused = codap.failed("update_codap_table", {"datasetName": "View", "fitColumns": True})
+    assert refused["code"] == "invalid_arguments" and "view table" in refused["message"]
+
+    back = codap.done("update_codap_table", {"datasetName": "View", "view": "table", "showAllAttributes": True,
+                                             "indexColumn": True, "fitColumns": True})  # fmt: skip
+    shown = tables_of(codap, "View")
+    assert shown["caseTable"]["hidden"] is False and shown["caseCard"]["hidden"] is True
+    assert shown["caseTable"]["isIndexHidden"] is False
+    assert not attribute(codap, "View", "id")["hidden"] and not attribute(codap, "View", "weight")["hidden"]
+    assert back["structuredContent"]["hiddenAttributes"] == [] and back["structuredContent"]["columnWidths"]
+    unknown = codap.failed("update_codap_table", {"datasetName": "View", "hideAttributes": ["ID"]})
+    assert unknown["code"] == "attribute_not_found" and "id" in unknown["data"]["available"]
+
+
+def test_an_attribute_protected_from_editing_and_moved_as_the_table_does(codap: CodapPage) -> None:
+    make(codap, "Props")
+    locked = codap.done("update_codap_attribute", {"datasetName": "Props", "name": "height", "editable": False})
+    assert attribute(codap, "Props", "height")["editable"] is False
+    assert locked["structuredContent"]["changes"]["editable"] == {"before": True, "after": False}
+    codap.done("update_codap_attribute", {"datasetName": "Props", "name": "height", "editable": True, "position": 0})
+    assert attribute(codap, "Props", "height")["editable"] is True
+    order = codap.ok({"action": "get", "resource": "dataContext[Props].collection[Props].attributeList"})
+    assert [a["name"] for a in order] == ["height", "name", "weight"]
+    codap.done("update_codap_attribute", {"datasetName": "Props", "name": "height", "position": 2})
+    order = codap.ok({"action": "get", "resource": "dataContext[Props].collection[Props].attributeList"})
+    assert [a["name"] for a in order] == ["name", "weight", "height"]

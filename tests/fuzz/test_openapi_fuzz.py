@@ -1,18 +1,25 @@
 """schemathesis against /openapi.json on a live local server: for every documented operation, generated valid
 and invalid inputs never produce a 5xx, and every response matches the documented status codes and schemas.
 
+Each case's setting is its own: a live-session case gets a session opened for it alone (so one that ends its
+session, DELETE /api/sessions/{code}, leaves every other case a live one), and an anonymous case never names a
+live session's code (the codes are random, as deployed, and a case that names one anyway is rejected).
+
 (The schemathesis pytest plugin's lazy ``from_fixture`` does not run under this pytest version, so each
 operation is driven through hypothesis directly: ``operation.as_strategy()`` and ``case.call_and_validate``.)
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import unquote
 
+import httpx
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -23,6 +30,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from codap_relay.codes import new_code
 from codap_relay.http.app import build_app
 from codap_relay.http.openapi import document
 from codap_relay.store.memory import MemoryStore
@@ -41,11 +49,23 @@ CHECKS = [
     response_schema_conformance,
 ]
 OPERATIONS = [(method.upper(), path) for path, item in document()["paths"].items() for method in item]
+# The relay waits at most this long for CODAP (?wait, a resource read), well inside the client's timeout: a case
+# that waits is answered, never cut off.
+WAIT_SECONDS = 1.0
+CLIENT_TIMEOUT = 10.0
+PLACEHOLDER = "PLACE2ER"  # stands for the case's own session until the case is sent
 
 
 @pytest.fixture(scope="module")
 def live_url() -> Iterator[str]:
-    relay = make_relay(MemoryStore(), None, heartbeat_seconds=0.2)
+    relay = make_relay(
+        MemoryStore(),
+        None,
+        codes=new_code,
+        heartbeat_seconds=0.05,  # a stream that opens (poll mode) ends at its first heartbeat
+        max_wait_seconds=WAIT_SECONDS,
+        mcp_tool_timeout_seconds=WAIT_SECONDS,
+    )
     with serve_app(build_app(relay)) as base:
         yield base
 
@@ -55,10 +75,42 @@ def api(live_url: str) -> Any:
     return schemathesis.openapi.from_url(f"{live_url}/openapi.json")
 
 
+class Sessions:
+    """The sessions the cases open, one each: a live-session case's own, and every code an anonymous case must
+    not name."""
+
+    def __init__(self, http: httpx.Client) -> None:
+        self.http = http  # one connection for them all: a session costs a round trip, not a handshake
+        self.codes: set[str] = set()
+
+    def open(self) -> dict[str, Any]:
+        r = self.http.post("/api/sessions", json={})
+        assert r.status_code == 201, r.text
+        body: dict[str, Any] = r.json()
+        self.codes.add(body["code"])
+        return body
+
+    def names_one(self, case: Any) -> bool:
+        given = [*(case.path_parameters or {}).values(), *(case.query or {}).values()]
+        auth = (case.headers or {}).get("Authorization") or (case.headers or {}).get("authorization")
+        if isinstance(auth, str):
+            given.append(auth.removeprefix("Bearer ").removeprefix("bearer "))
+        if isinstance(case.body, dict):
+            given.append(case.body.get("code"))
+        # As the relay reads a code: URL-decoded, spaces and dashes dropped, upper-cased.
+        return any(isinstance(v, str) and re.sub(r"[\s-]", "", unquote(v)).upper() in self.codes for v in given)
+
+
 @pytest.fixture(scope="module")
-def live_session(live_url: str) -> dict[str, Any]:
-    body: dict[str, Any] = web.post(f"{live_url}/api/sessions", json={}).json()
-    return body
+def sessions(live_url: str) -> Iterator[Sessions]:
+    with web.Client(base_url=live_url, timeout=CLIENT_TIMEOUT) as http:
+        yield Sessions(http)
+
+
+def uses_code(path: str, method: str) -> tuple[bool, bool]:
+    """(the code is in the path, the code is a query parameter) of this operation."""
+    params = {p["name"]: p["in"] for p in document()["paths"][path][method.lower()].get("parameters", [])}
+    return params.get("code") == "path", params.get("code") == "query"
 
 
 @pytest.mark.parametrize("credentials", ["anonymous", "live-session"])
@@ -67,30 +119,40 @@ def live_session(live_url: str) -> dict[str, Any]:
 def test_every_operation_conforms_and_never_fails_server_side(
     api: Any,
     live_url: str,
-    live_session: dict[str, Any],
+    sessions: Sessions,
     method: str,
     path: str,
     mode: GenerationMode,
     credentials: str,
 ) -> None:
     operation = api[path][method]
+    in_path, in_query = uses_code(path, method)
+    live = credentials == "live-session"
     overrides: dict[str, Any] = {}
-    if credentials == "live-session":
-        # Reach past the code check: a real code (and its token) lets the fuzzer exercise tools, args, answers.
-        code = live_session["code"]
-        params = {p["name"] for p in document()["paths"][path][method.lower()].get("parameters", [])}
-        if "code" in params and "{code}" in path:
-            overrides["path_parameters"] = {"code": code}
-        elif "code" in params:
-            overrides["query"] = {"code": code, **({"mode": "poll"} if path == "/stream" else {})}
-        overrides["headers"] = {"Authorization": f"Bearer {live_session['browserToken']}"}
-    elif path == "/stream":
-        overrides["query"] = {"mode": "poll"}  # so a stream that does open ends after its first heartbeat
+    # Reach past the code check: a real code (and its token) lets the fuzzer exercise tools, args, answers.
+    if live and in_path:
+        overrides["path_parameters"] = {"code": PLACEHOLDER}
+    query: dict[str, Any] = {"code": PLACEHOLDER} if live and in_query else {}
+    if path == "/stream":
+        query["mode"] = "poll"  # so a stream that does open ends after its first heartbeat
+    if query:
+        overrides["query"] = query
+    if live:
+        overrides["headers"] = {"Authorization": f"Bearer {PLACEHOLDER}"}
 
     @given(case=operation.as_strategy(mode, **overrides))
     @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     def run(case: Any) -> None:
-        case.call_and_validate(base_url=live_url, timeout=10, checks=CHECKS)
+        if live:
+            own = sessions.open()
+            if in_path:
+                case.path_parameters = {**case.path_parameters, "code": own["code"]}
+            if in_query:
+                case.query = {**case.query, "code": own["code"]}
+            case.headers = {**(case.headers or {}), "Authorization": f"Bearer {own['browserToken']}"}
+        else:
+            assume(not sessions.names_one(case))
+        case.call_and_validate(base_url=live_url, timeout=CLIENT_TIMEOUT, checks=CHECKS)
 
     try:
         run()

@@ -18,10 +18,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from codap_relay_tooling.testing.real_parts import need
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "tests" / "js" / "support" / "policy_worker.mjs"
 NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None, reason="Node is not installed (scripts/install-test-deps)")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def node_installed() -> None:
+    need(NODE, "Node")
+
 
 URLS = [
     "http://127.0.0.1:9/x.png",

@@ -7,6 +7,7 @@ by side, serves the tests of the sections; a second, in seconds, checks the swit
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from bench.relay_bench import SECTIONS
 
 from codap_relay.catalog import plugin_tools
 from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing.real_parts import missing, need
 
 pytestmark = pytest.mark.slow
 
@@ -60,7 +62,8 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
 
     tmp_path = tmp_path_factory.mktemp("bench")
     plot = tmp_path / "latency.png"
-    dynamodb, codap = find_jar() is not None, codap_dist() is not None
+    dynamodb = find_jar() is not None and shutil.which("java") is not None
+    codap = codap_dist() is not None
     # The cold-start section times one function (request): the others are imported the same way.
     common = ["--stores", "memory,sqlite,dynamodb", "--functions", "request"]
     if not dynamodb:
@@ -148,12 +151,10 @@ def test_switches_leave_out_mcp_and_dynamodb(tmp_path: Path) -> None:
 def test_quick_run_times_every_tool_inside_real_codap(quick_run: Run) -> None:
     """The codap section at a tiny size (3 datasets of 50 cases, each tool called once, no WebGL timing): every
     tool is timed in the plugin, and the message counts are the tools' fixed handful."""
-    from codap_relay_tooling.testing.real_codap import HOW_TO_GET, codap_required
+    from codap_relay_tooling.testing.real_codap import HOW_TO_GET
 
     if not quick_run.codap:
-        if codap_required():
-            pytest.fail(f"CODAP_REQUIRED is set but {HOW_TO_GET}")
-        pytest.skip(HOW_TO_GET)
+        missing("the CODAP build", HOW_TO_GET)
     stdout, figures = quick_run.stdout, quick_run.figures
     assert "## Tool time in the real CODAP" in stdout
     codap = figures["codap"]
@@ -186,7 +187,10 @@ def test_unknown_section_is_refused(tmp_path: Path) -> None:
 @pytest.mark.dynamodb_local
 def test_quick_run_on_dynamodb_local(quick_run: Run) -> None:
     if not quick_run.dynamodb:
-        pytest.skip("DynamoDB Local is not installed: run scripts/install-test-deps")
+        from codap_relay_tooling.testing.dynamodb_shared import find_jar
+
+        need(find_jar(), "DynamoDB Local")
+        missing("Java 17")
     stdout, figures = quick_run.stdout, quick_run.figures
     assert {row["store"] for row in figures["stores"]["rows"]} == {"memory", "sqlite", "dynamodb-local"}
     deployed = figures["deployed"]

@@ -11,22 +11,24 @@ import logging
 import os
 import re
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 from starlette.types import Message
 
-from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from codap_relay.tool_content import MAX_IMAGE_BYTES
 from codap_relay_tooling.testing import web
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.commands import also_through_local_api
 from codap_relay_tooling.testing.plugin_bundle import page_files
 from codap_relay_tooling.testing.relay_settings import make_settings
 from codap_relay_tooling.testing.servers import serve_app
+from codap_relay_tooling.testing.sse_client import iter_events
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}
 
@@ -570,6 +572,57 @@ async def test_openapi_document_is_valid_and_complete(client: httpx.AsyncClient)
     # the plugin's change notes: only where a long-lived server takes them (the session answer names the path)
     offered = "changes" in (await client.post("/api/sessions", json={})).json()
     assert ("/api/sessions/{code}/changes" in doc["paths"]) is offered
+
+
+async def stream_events(client: httpx.AsyncClient, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+    """Each event of GET /stream as an EventSource parses it (the fields schemathesis checks against the document):
+    event, data, the last id seen, retry. The bare ``retry:`` frame that opens a stream carries no event."""
+    async with client.stream("GET", "/stream", params=params) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        async for ev in iter_events(r):
+            if ev.data or ev.event != "message":
+                yield {
+                    "event": ev.event,
+                    "data": ev.data,
+                    **({"id": ev.id} if ev.id is not None else {}),
+                    **({"retry": ev.retry} if ev.retry is not None else {}),
+                }
+
+
+async def test_the_stream_sends_what_the_openapi_document_describes(
+    client: httpx.AsyncClient, session: dict[str, Any]
+) -> None:
+    """Every event is one of GET /stream's documented kinds and its data as that kind's contentSchema says: a
+    cursor reset, tool requests (numbered), a heartbeat, and the session's end."""
+    from jsonschema import Draft202012Validator
+
+    doc = (await client.get("/openapi.json")).json()
+    documented = doc["paths"]["/stream"]["get"]["responses"]["200"]["content"]["text/event-stream"]["schema"]
+    data_of = {k["properties"]["event"]["const"]: k["properties"]["data"]["contentSchema"] for k in documented["oneOf"]}
+    code, token = session["code"], session["browserToken"]
+    queued = await client.post(
+        "/request", json={"code": code, "tool": "get_codap_status", "args": {"includeDatasets": False}}
+    )
+    assert queued.status_code == 202, queued.text
+    plugin = {"code": code, "token": token, "mode": "poll"}
+    seen = [ev async for ev in stream_events(client, {**plugin, "lastEventId": "99"})]  # beyond the last seq
+    seen += [ev async for ev in stream_events(client, {**plugin, "lastEventId": "1"})]  # nothing new: a heartbeat
+
+    async def until_closed() -> list[dict[str, Any]]:
+        return [ev async for ev in stream_events(client, {"code": code, "token": token})]
+
+    reading = asyncio.create_task(until_closed())
+    await asyncio.sleep(0.5)  # the stream is open
+    assert (await client.delete(f"/api/sessions/{code}", headers=auth(session))).status_code == 200
+    seen += await asyncio.wait_for(reading, 30)
+
+    kinds = [ev["event"] for ev in seen]
+    assert kinds[:4] == ["cursor-reset", "tool-request", "heartbeat", "tool-request"], kinds
+    assert kinds[-1] == "closed" and set(kinds[4:-1]) <= {"heartbeat"}, kinds
+    for ev in seen:
+        Draft202012Validator(documented).validate(ev)
+        Draft202012Validator(data_of[ev["event"]]).validate(json.loads(ev["data"]))
+    assert seen[1]["id"] == "1" and json.loads(seen[1]["data"])["args"] == {"includeDatasets": False}
 
 
 @pytest.mark.in_process

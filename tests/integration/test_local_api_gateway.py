@@ -21,6 +21,7 @@ import pytest
 
 from codap_relay_tooling.testing import CHECKOUT, web
 from codap_relay_tooling.testing.commands import local_api_process
+from codap_relay_tooling.testing.sam import need_sam
 from codap_relay_tooling.testing.servers import ServerProcess, descendants
 
 STACK = Path(__file__).resolve().parent / "local_api_stack"
@@ -54,8 +55,7 @@ def echo(base: str, path: str = "/echo", **kwargs: Any) -> dict[str, Any]:
 
 
 def sam_event() -> dict[str, Any]:
-    if not SAM.exists():
-        pytest.skip("the SAM CLI is not installed (scripts/install-test-deps)")
+    need_sam()
     env = {**os.environ, "SAM_CLI_TELEMETRY": "0"}
     out = subprocess.run(
         [str(SAM), "local", "generate-event", "apigateway", "aws-proxy"],

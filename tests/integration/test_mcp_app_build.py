@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from codap_relay.mcp.app import APP_FILE
-from codap_relay_tooling.testing.mcp_app import MISSING, build, mcp_app_modules
+from codap_relay_tooling.testing.mcp_app import build, mcp_app_modules
+from codap_relay_tooling.testing.real_parts import need
 
 
 def test_the_committed_app_is_the_build_of_its_sources() -> None:
-    if mcp_app_modules() is None:
-        pytest.skip(MISSING)
+    need(mcp_app_modules(), "the build tools")
     built, committed = build("--stdout"), APP_FILE.read_bytes()
     if built != committed:
         # Not pytest's own diff of the two: on 400 KB of minified script it ran for minutes.

@@ -18,14 +18,17 @@ import pytest
 
 from codap_relay_tooling.testing import CHECKOUT, web
 from codap_relay_tooling.testing.commands import serve_process
+from codap_relay_tooling.testing.real_parts import need
 
 MODULES = CHECKOUT / ".tools" / "mcp" / "node_modules"
 NODE = MODULES / "node" / "bin" / "node"
 CONFORMANCE = MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 INSPECTOR = MODULES / ".bin" / "mcp-inspector"
-MISSING = "not installed: run scripts/install-test-deps (puts Node 22 and the MCP npm tools in .tools/mcp)"
 
-pytestmark = pytest.mark.skipif(not NODE.exists(), reason=f"Node 22 {MISSING}")
+
+@pytest.fixture(autouse=True, scope="module")
+def mcp_tools_installed() -> None:
+    need(NODE.exists() and CONFORMANCE.exists() and INSPECTOR.exists(), "the MCP test tools")
 
 
 def node_env() -> dict[str, str]:
@@ -48,7 +51,6 @@ def mcp_url(request: pytest.FixtureRequest) -> Iterator[str]:
         yield f"{base}/mcp/{code}"
 
 
-@pytest.mark.skipif(not CONFORMANCE.exists(), reason=f"@modelcontextprotocol/conformance {MISSING}")
 @pytest.mark.parametrize("scenario", ["server-initialize", "ping", "tools-list", "dns-rebinding-protection"])
 def test_conformance_scenario(mcp_url: str, scenario: str, tmp_path: Path) -> None:
     run = subprocess.run(
@@ -76,7 +78,6 @@ def inspector(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.skipif(not INSPECTOR.exists(), reason=f"@modelcontextprotocol/inspector {MISSING}")
 def test_inspector_cli_lists_the_tools(mcp_url: str) -> None:
     run = inspector(mcp_url, "--method", "tools/list")
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
@@ -85,14 +86,12 @@ def test_inspector_cli_lists_the_tools(mcp_url: str) -> None:
     assert tools["get_codap_datasets"]["annotations"]["readOnlyHint"] is True
 
 
-@pytest.mark.skipif(not INSPECTOR.exists(), reason=f"@modelcontextprotocol/inspector {MISSING}")
 def test_inspector_cli_shows_the_unknown_code_message(mcp_url: str) -> None:
     run = inspector(mcp_url.rsplit("/", 1)[0] + "/ABCDEFGH", "--method", "tools/list")
     assert run.returncode != 0
     assert "open the codap-relay plugin" in run.stdout + run.stderr
 
 
-@pytest.mark.skipif(not INSPECTOR.exists(), reason=f"@modelcontextprotocol/inspector {MISSING}")
 def test_inspector_cli_lists_resources_templates_and_prompts(mcp_url: str) -> None:
     """The TypeScript SDK's view: with no plugin connected, the list holds the three fixed resources (reading the
     document's says the plugin is not connected); the templates and the six class prompts are always there."""

@@ -20,13 +20,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
-from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.mcp import tools as mcp_tools
 from codap_relay.mcp.tools import SESSION_NOT_FOUND
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay_tooling.testing import web
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.fake_plugin import FakePlugin
 from codap_relay_tooling.testing.plugin_page import MCP_ANSWER_SECONDS
 from codap_relay_tooling.testing.relay_settings import make_settings

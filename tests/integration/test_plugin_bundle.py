@@ -6,22 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
-import pytest
 
 from codap_relay.http.app import build_app
 from codap_relay.http.plugin_files import IMMUTABLE, PLUGIN_DIST
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing import web
-from codap_relay_tooling.testing.plugin_bundle import MISSING, build_plugin, page_files, plugin_build_modules
+from codap_relay_tooling.testing.plugin_bundle import build_plugin, page_files, plugin_build_modules
+from codap_relay_tooling.testing.real_parts import need
 from codap_relay_tooling.testing.relay_settings import make_settings
 
 
 def test_the_committed_page_is_the_build_of_its_sources(tmp_path: Path) -> None:
     """So that no edit of the plugin's modules, definitions, page or styles goes out unbuilt (the relay serves
     only the build), and no edit of the build goes out without its source."""
-    if plugin_build_modules() is None:
-        pytest.skip(MISSING)
+    need(plugin_build_modules(), "the build tools")
     fresh = build_plugin(tmp_path / "dist")
     committed = {p.name: p.read_bytes() for p in PLUGIN_DIST.iterdir()}
     built = {p.name: p.read_bytes() for p in fresh.iterdir()}

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.records import DETACHED
 from codap_relay.relay import Relay
 from codap_relay.store.base import Store
+from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 from codap_relay_tooling.testing.fake_publisher import FakePublisher
 from codap_relay_tooling.testing.relay_settings import make_settings
 from codap_relay_tooling.testing.store_backends import BACKENDS

@@ -23,6 +23,7 @@ import pytest
 
 from codap_relay.sam_template import load_template
 from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing.real_parts import missing
 from codap_relay_tooling.testing.sam import SAM, TEMPLATE_PATH, need_sam, sam_env
 
 pytestmark = pytest.mark.slow
@@ -134,9 +135,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     version = runtime_version()
     python = find_runtime_python(version)
     if python is None:
-        pytest.skip(
-            f"sam build needs Python {version} (the functions' runtime) on PATH; none found under "
-            f"{PYENV_ROOT}/versions/{version}.* or as python{version}"
+        missing(
+            f"Python {version}",
+            f"`sam build` needs the functions' runtime on PATH; none found under {PYENV_ROOT}/versions/{version}.* "
+            f"or as python{version}: `pyenv install {version}`, or the system's python{version} package",
         )
     work = tmp_path_factory.mktemp("sam")
     env = sam_env(work / "sam-config", python, REGION)

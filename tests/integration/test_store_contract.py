@@ -255,6 +255,24 @@ def test_deliver_marks_what_it_hands_out_once_and_keeps_the_first_time(store: St
     assert store.deliver("ABCDEFGH", "tab-1", 3, T0 + 3)[1] == []  # nothing after the cursor
 
 
+def test_deliver_sees_every_earlier_write_and_a_stale_poll_only_puts_it_off(store: Store) -> None:
+    """What the push channel does right after an append (and a stream's fresh poll): the request just stored is
+    there, whatever a replica says. A poll that allows a stale read (``fresh=False``) may find nothing new for a
+    moment; a fresh one after it finds it, marked delivered once."""
+    store.create_session(session())
+    store.update_session("ABCDEFGH", consumer="tab-1")
+    store.add_request("ABCDEFGH", new("a"))
+    assert [r.id for r in store.deliver("ABCDEFGH", "tab-1", 0, T0)[1]] == ["a"]
+    for rid, cursor in (("b", 1), ("c", 2)):
+        record, _ = store.add_request("ABCDEFGH", new(rid))
+        current, maybe = store.deliver("ABCDEFGH", "tab-1", cursor, T0 + cursor, fresh=False)
+        assert current is not None and [r.id for r in maybe] in ([], [rid])
+        current, out = store.deliver("ABCDEFGH", "tab-1", cursor, T0 + cursor + 0.5)
+        assert current is not None and current.last_seq == record.seq == cursor + 1
+        assert [(r.id, r.status) for r in out] == [(rid, "delivered")]
+        assert out[0].delivered_at == (T0 + cursor if maybe else T0 + cursor + 0.5)
+
+
 def test_deliver_hands_out_nothing_unless_the_session_is_live_and_this_consumers(store: Store) -> None:
     assert store.deliver("NOSUCHCD", "tab-1", 0, T0) == (None, [])
     store.create_session(session())

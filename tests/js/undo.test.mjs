@@ -49,6 +49,21 @@ test("a moved and retitled component goes back; a deletion is named as what no r
   assert.deepEqual(gone.cannot, ['component "Note" deleted (id 9)', 'dataset "Trees" deleted (id 1)']);
 });
 
+test("cases set aside are brought back and cases brought back set aside again, none deleted", () => {
+  const aside = { ...trees(5), collections: [{ ...trees(5).collections[0], cases: [trees(5).collections[0].cases[0]] }],
+    setAsideItems: [{ id: "77", values: { height: 5 } }] };
+  const setAside = inverseOf({ contexts: [trees(5)] }, { contexts: [aside] });
+  assert.deepEqual(setAside, {
+    requests: [{ action: "notify", resource: "dataContext[1]", values: { request: "setAside", operation: "restore", caseIDs: ["ITEM77"] } }],
+    cannot: [],
+  });
+  const restored = inverseOf({ contexts: [aside] }, { contexts: [trees(5)] });
+  assert.deepEqual(restored, {
+    requests: [{ action: "notify", resource: "dataContext[1]", values: { request: "setAside", caseIDs: ["ITEM77"] } }],
+    cannot: [],
+  });
+});
+
 test("the ids a call made are found in document order, for its redo to renumber", () => {
   const a = JSON.stringify({ components: [text(9, "A")] });
   const b = JSON.stringify({ components: [text(9, "A"), text(12, "B")], contexts: [trees(5)] });

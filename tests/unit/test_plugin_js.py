@@ -14,13 +14,18 @@ from codap_relay import __version__
 from codap_relay.catalog import plugin_tools
 from codap_relay.manifest import DEFAULT_TOOLS, check_manifest
 from codap_relay_tooling.testing.plugin_manifest import plugin_manifest
+from codap_relay_tooling.testing.real_parts import need
 
 ROOT = Path(__file__).resolve().parents[2]
 JS_TESTS = ROOT / "tests" / "js"
 PLUGIN_JS = ROOT / "core" / "codap_relay" / "plugin" / "js"
 
 NODE = shutil.which("node")
-pytestmark = pytest.mark.skipif(NODE is None, reason="Node is not installed (scripts/install-test-deps)")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def node_installed() -> None:
+    need(NODE, "Node")
 
 
 def test_node_unit_tests_pass() -> None:

@@ -13,7 +13,6 @@ import pytest
 
 from codap_relay import errors as e
 from codap_relay.catalog import plugin_tools
-from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.delivery import StreamEvent
 from codap_relay.errors import RequestExpired
 from codap_relay.http.schemas import entry_size, full_entry, log_entry, trace_entry
@@ -21,6 +20,7 @@ from codap_relay.manifest import check_manifest
 from codap_relay.notify import Notifier
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 from codap_relay_tooling.testing.relay_settings import make_settings
 
 DATASET = {"datasetName": "s", "dataType": "random_numbers", "recordCount": 5}

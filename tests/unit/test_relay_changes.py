@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.errors import TokenInvalid
 from codap_relay.notify import Notifier, changes_key
 from codap_relay.relay.changes import DocumentChanges
 from codap_relay.relay.sessions import Sessions
 from codap_relay.settings import Settings
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.relays import unit_relay
 
 

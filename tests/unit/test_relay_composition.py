@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.errors import RateLimited
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 
 
 class Counting:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.errors import ByteBudgetExceeded, RateLimited
 from codap_relay.relay.limits import BYTES_WINDOW_SECONDS, RATE_WINDOW_SECONDS, RateLimits
 from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock
 
 
 class Seen:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.errors import SessionNotFound, TokenMissing
 from codap_relay.records import NewRequest
 from codap_relay.relay.log import LOG_PAGE_BYTES, ActivityLog, LogItem
@@ -12,6 +11,7 @@ from codap_relay.relay.outcomes import new_response
 from codap_relay.relay.sessions import Sessions
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.relays import unit_relay
 
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.errors import RateLimited, SessionNotFound
 from codap_relay.records import DETACHED, NewRequest, SessionRecord
 from codap_relay.relay.presence import Presence, SessionState
 from codap_relay.relay.sessions import Sessions
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.relays import unit_relay
 
 

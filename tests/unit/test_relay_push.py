@@ -10,18 +10,25 @@ import json
 import time
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
-from codap_relay.clock import FakeClock, counting_ids
 from codap_relay.errors import RequestNotFound, TokenInvalid
 from codap_relay.records import DETACHED, SessionRecord, push_connection, push_consumer
 from codap_relay.relay import Relay
 from codap_relay.relay.publisher import PUSH_INLINE_BYTES, encode_message
+from codap_relay.relay.push_out import PUBLISH_ATTEMPTS
 from codap_relay.settings import Settings, SettingsError
 from codap_relay.store.base import Store
+from codap_relay.store.dynamodb import DynamoStore
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock, counting_ids
+from codap_relay_tooling.testing.dynamodb_local import CREDENTIALS, new_table
 from codap_relay_tooling.testing.fake_publisher import FakePublisher
+from codap_relay_tooling.testing.lagging_dynamodb import LaggingClient
 from codap_relay_tooling.testing.relay_settings import make_settings
+from codap_relay_tooling.testing.store_backends import SerializedClient
 
 TAB, TAB2 = "tab-aaaaaaaa", "tab-bbbbbbbb"
 IP = "203.0.113.9"
@@ -38,9 +45,9 @@ class CountingStore(MemoryStore):
         super().__init__()
         self.delivers = 0
 
-    def deliver(self, code: str, consumer: str, after_seq: int, now: float) -> Any:
+    def deliver(self, code: str, consumer: str, after_seq: int, now: float, *, fresh: bool = True) -> Any:
         self.delivers += 1
-        return super().deliver(code, consumer, after_seq, now)
+        return super().deliver(code, consumer, after_seq, now, fresh=fresh)
 
 
 def relay_on(store: Store, publisher: FakePublisher, clock: FakeClock | None = None) -> Relay:
@@ -194,6 +201,24 @@ async def test_a_push_connection_supersedes_an_sse_stream(relay: Relay, pub: Fak
 # --- publishing -------------------------------------------------------------------------------------------------
 
 
+async def test_a_request_is_published_the_moment_it_is_stored_whatever_a_lagging_replica_says() -> None:
+    """DynamoDB may answer a read that does not ask for consistency from a replica that has not seen the latest
+    write yet. Right after an append the session's last seq is such a write: a publish decided on a stale read of it
+    finds nothing new, and the request waits for the plugin's next ping (90 s), past the model's call. Here every
+    read that may be stale misses the last three calls' writes (the store on moto, in process)."""
+    with mock_aws():
+        client = SerializedClient(boto3.client("dynamodb", **CREDENTIALS))
+        store = DynamoStore(LaggingClient(client, 3, per_call=True), new_table(client))
+        pub = FakePublisher()
+        relay = relay_on(store, pub)
+        code, token = await opened(relay)
+        await attach(relay, "C1", code, token)
+        pub.take("C1")
+        for seq, rid in enumerate(("r1", "r2", "r3"), start=1):
+            await ask(relay, code, rid)
+            assert requests_in(pub.take("C1")) == [(seq, rid)], f"{rid} was not published when it was stored"
+
+
 async def test_submit_publishes_inline_and_reads_nothing_more_without_a_push_consumer(
     relay: Relay, pub: FakePublisher, store: CountingStore
 ) -> None:
@@ -318,9 +343,21 @@ async def test_a_publish_fault_never_fails_the_submit(relay: Relay, pub: FakePub
     assert requests_in(pub.take("C1")) == [(seq, "r1")]
 
 
-async def test_a_post_that_fails_once_is_never_skipped(relay: Relay, pub: FakePublisher) -> None:
-    """A post whose outcome is unknown (a fault, not 410) is not a post: ``resumed.upTo`` stops short of it, so
-    the plugin's next ping (from the cursor it set) gets the request again instead of only a heartbeat."""
+async def test_the_submits_own_post_is_tried_again_at_once_after_a_fault(relay: Relay, pub: FakePublisher) -> None:
+    """A fault of the management API (a 5xx, a reset) on the post right after the append: tried again at once, so
+    the request reaches the plugin now rather than at its next ping, 90 s later."""
+    code, token = await opened(relay)
+    await attach(relay, "C1", code, token)
+    pub.take("C1")
+    pub.fail_once(lambda conn, message: message.get("id") == "r1")
+    seq = await ask(relay, code, "r1")
+    assert requests_in(pub.take("C1")) == [(seq, "r1")]
+
+
+async def test_a_post_that_keeps_failing_is_never_skipped(relay: Relay, pub: FakePublisher) -> None:
+    """A post whose outcome stays unknown (a fault, not 410, each time it is tried) is not a post: ``resumed.upTo``
+    stops short of it, so the plugin's next ping (from the cursor it set) gets the request again instead of only a
+    heartbeat."""
     code, token = await opened(relay)
     await attach(relay, "C1", code, token)
     pub.take("C1")
@@ -328,7 +365,8 @@ async def test_a_post_that_fails_once_is_never_skipped(relay: Relay, pub: FakePu
     for rid in ("r1", "r2", "r3"):
         await ask(relay, code, rid)
     pub.faulty.clear()
-    pub.fail_once(lambda conn, message: message.get("id") == "r2")
+    for _ in range(PUBLISH_ATTEMPTS):
+        pub.fail_once(lambda conn, message: message.get("id") == "r2")
     await send(relay, "C1", action="resume", after=0, code=code, token=token)
     messages = pub.take("C1")
     sent = requests_in(messages)

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.delivery import withdrawn_mark
 from codap_relay.errors import (
     BadInput,
@@ -24,6 +23,7 @@ from codap_relay.relay.sessions import Sessions
 from codap_relay.settings import Settings
 from codap_relay.store.base import args_bytes
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.relays import unit_relay
 
 CASES = {"datasetName": "s", "cases": [{"x": 1}]}

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.errors import AlreadyAnswered, BadInput, RequestExpired, RequestNotFound, SessionNotFound
 from codap_relay.records import RequestRecord, fingerprint
 from codap_relay.relay.outcomes import new_response
@@ -17,6 +16,7 @@ from codap_relay.relay.responses import Answer, Responses
 from codap_relay.relay.sessions import Sessions
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.relays import unit_relay
 
 

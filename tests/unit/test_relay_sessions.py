@@ -7,7 +7,6 @@ from collections.abc import Callable
 
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.codes import token_matches
 from codap_relay.errors import (
     InvalidManifest,
@@ -23,6 +22,7 @@ from codap_relay.records import NewRequest
 from codap_relay.relay.sessions import Metadata, Sessions
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.relays import unit_relay
 
 

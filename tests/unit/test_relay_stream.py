@@ -4,11 +4,14 @@ through it, and detaching a tab that left."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 
+import boto3
 import pytest
+from moto import mock_aws
 
-from codap_relay.clock import FakeClock, counting_ids
+from codap_relay.clock import SystemClock
 from codap_relay.delivery import StreamEvent
 from codap_relay.errors import SessionNotFound, TokenInvalid
 from codap_relay.notify import Notifier, stream_key
@@ -16,8 +19,13 @@ from codap_relay.records import DETACHED, NewRequest, SessionRecord
 from codap_relay.relay.sessions import Sessions
 from codap_relay.relay.stream import PluginStream
 from codap_relay.settings import Settings
+from codap_relay.store.dynamodb import DynamoStore
 from codap_relay.store.memory import MemoryStore
+from codap_relay_tooling.testing.clock import FakeClock, counting_ids
+from codap_relay_tooling.testing.dynamodb_local import CREDENTIALS, new_table
+from codap_relay_tooling.testing.lagging_dynamodb import LaggingClient
 from codap_relay_tooling.testing.relays import unit_relay
+from codap_relay_tooling.testing.store_backends import SerializedClient
 
 
 def stream_of(settings: Settings, clock: FakeClock) -> tuple[PluginStream, Sessions, MemoryStore, Notifier]:
@@ -26,14 +34,14 @@ def stream_of(settings: Settings, clock: FakeClock) -> tuple[PluginStream, Sessi
     return relay.streams, relay.sessions, store, relay.notifier
 
 
-async def next_event(events: AsyncIterator[StreamEvent]) -> StreamEvent:
+async def next_event(events: AsyncIterator[StreamEvent], within: float = 5) -> StreamEvent:
     async def first() -> StreamEvent:
         async for event in events:
             if event.event not in (None, "heartbeat"):
                 return event
         raise AssertionError("the stream ended")
 
-    return await asyncio.wait_for(first(), 5)
+    return await asyncio.wait_for(first(), within)
 
 
 async def anext_all(events: AsyncIterator[StreamEvent]) -> list[str | None]:
@@ -113,3 +121,30 @@ async def test_a_sign_of_life_never_revives_an_expired_code(settings: Settings, 
     with pytest.raises(SessionNotFound) as raised:
         await stream.touch(session, consumer="tab.9")
     assert raised.value.reason == "expired" and store.get_session(session.code) == session
+
+
+async def test_a_request_never_waits_behind_a_lagging_replica_longer_than_a_stale_poll_may(
+    settings: Settings,
+) -> None:
+    """The stream's polls may read a replica that lags (DynamoDB's eventually consistent read, half the price), but
+    one reads fresh every STALE_POLL_SECONDS: a request appended while the replica is a minute behind reaches the
+    plugin within that, not a minute later. DynamoStore on moto in process, its replica a minute behind."""
+    with mock_aws():
+        raw = SerializedClient(boto3.client("dynamodb", **CREDENTIALS))
+        lagging = LaggingClient(raw, 0.0)
+        store = DynamoStore(lagging, new_table(raw))
+        relay = unit_relay(settings, SystemClock(), store)  # type: ignore[arg-type]
+        session, token = await relay.sessions.create()
+        events = await relay.streams.open(session.code, token, None, tab="tab1")
+        lagging.replica.lag = 60.0  # the session is on the replica; what comes now reaches it a minute late
+        delivered = asyncio.create_task(next_event(events, within=30))
+        await asyncio.sleep(0.3)  # the stream polls on (its first poll read fresh)
+        polled = lagging.replica.stale_reads
+        record, _ = await relay.queue.submit(session.code, "get_codap_datasets", {})
+        stored = time.monotonic()
+        event = await delivered
+        took = time.monotonic() - stored
+        assert (event.event, event.data["id"]) == ("tool-request", record.id)
+        assert took < 5, f"waited {took:.1f} s: for the replica (a minute behind), not for a fresh poll"
+        assert polled > 0  # the polls before it read the replica, at half the price
+        await events.aclose()

@@ -295,8 +295,14 @@ async def openapi(request: Request) -> Response:
     from .openapi import document
 
     long_lived = getattr(request.app.state, "long_lived", False)
+    settings = relay_of(request).settings
     return JSONResponse(
-        document(public_base(request), relay_of(request).settings.max_wait_seconds, long_lived=long_lived)
+        document(
+            public_base(request),
+            settings.max_wait_seconds,
+            tool_timeout_seconds=settings.mcp_tool_timeout_seconds,
+            long_lived=long_lived,
+        )
     )
 
 

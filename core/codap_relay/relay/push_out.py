@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -24,6 +25,9 @@ from .store_io import StoreIO
 
 T = TypeVar("T")
 log = logging.getLogger("codap_relay.push")
+#: How many times a request's post is made when each fails fast, and the pause before the first retry (doubling).
+PUBLISH_ATTEMPTS = 3
+RETRY_PAUSE_SECONDS = 0.02
 
 
 def request_pointer(code: str, request_id: str) -> str:
@@ -71,6 +75,20 @@ class PushSender:
         else:
             fn()
 
+    async def post_retrying(self, connection_id: str, message: dict[str, Any]) -> Outcome:
+        """``post``, tried again after a fault that came quickly (a 5xx, a reset: the management API's own hiccup),
+        up to PUBLISH_ATTEMPTS times: a request would otherwise wait for the plugin's next ping (90 s). A post that
+        ran out of time is not tried again (its time is the call's too). The plugin runs each seq once, so a
+        post that did arrive before its fault was reported costs only a duplicate it drops."""
+        started = time.monotonic()
+        for attempt in range(PUBLISH_ATTEMPTS):
+            outcome = await self.post(connection_id, message)
+            spent = time.monotonic() - started
+            if outcome is not Outcome.UNKNOWN or spent >= self.timeout / 2 or attempt == PUBLISH_ATTEMPTS - 1:
+                return outcome
+            await anyio.sleep(min(RETRY_PAUSE_SECONDS * 2**attempt, self.timeout / 2 - spent))
+        return Outcome.UNKNOWN
+
     async def post(self, connection_id: str, message: dict[str, Any]) -> Outcome:
         """Post one message: sent, gone (410) or unknown. A fault is logged (never the session's code: messages
         carry none in the log) and is unknown, never sent: the plugin's next ping or resume catches up."""
@@ -111,7 +129,7 @@ class PushSender:
         connection = push_connection(consumer)
         assert connection is not None
         for request in requests:
-            outcome = await self.post(connection, tool_request(code, request))
+            outcome = await self.post_retrying(connection, tool_request(code, request))
             if outcome is Outcome.GONE:
                 await self.gone(code, consumer)
             if outcome is not Outcome.SENT:

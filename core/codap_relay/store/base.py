@@ -53,6 +53,10 @@ class PendingTotals:
     bytes: int
 
 
+#: The longest a stream polls on reads that may be stale (``deliver(fresh=False)``) before it reads fresh again: how
+#: long a request can wait behind a replica that lags, whatever the lag.
+STALE_POLL_SECONDS = 0.5
+
 #: A session keeps the newest this many change marks (dataset names); older ones are forgotten, which only means a
 #: watcher that missed that many notes in between is told less precisely (it still sees ``seq`` move).
 MAX_CHANGE_MARKS = 100
@@ -144,7 +148,7 @@ class Store(Protocol):
         ...
 
     def deliver(
-        self, code: str, consumer: str, after_seq: int, now: float
+        self, code: str, consumer: str, after_seq: int, now: float, *, fresh: bool = True
     ) -> tuple[SessionRecord | None, list[RequestRecord]]:
         """What the session's stream does next: the session, and the requests to send.
 
@@ -153,8 +157,11 @@ class Store(Protocol):
         returned as marked. They are read and marked only while the session is live at ``now`` (not closed, not
         expired) and ``consumer`` owns its delivery; otherwise the list is empty. When the session shows that no
         request came after ``after_seq`` (``last_seq <= after_seq``) nothing else is read: one read, which is
-        what an idle stream's poll costs. That read may lag the latest write by a moment (DynamoDB's eventually
-        consistent read, half the price) when it finds nothing to do; whatever is done is decided on a current one.
+        what an idle stream's poll costs. Every write made before the call is seen, unless ``fresh`` is False:
+        then that first read may lag the latest writes (DynamoDB's eventually consistent read, half the price,
+        from a replica that may be behind by a moment or more) and find nothing new when there is something.
+        Only a poll that reads fresh again soon may pass False (the stream does, at most STALE_POLL_SECONDS
+        apart); whatever is done is decided on a current read.
         """
         ...
 

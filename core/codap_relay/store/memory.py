@@ -163,9 +163,9 @@ class MemoryStore:
         return PendingTotals(len(live), sum(live))
 
     def deliver(
-        self, code: str, consumer: str, after_seq: int, now: float
+        self, code: str, consumer: str, after_seq: int, now: float, *, fresh: bool = True
     ) -> tuple[SessionRecord | None, list[RequestRecord]]:
-        with self._lock:
+        with self._lock:  # every read here is fresh
             data = self._sessions.get(code)
             if data is None:
                 return None, []

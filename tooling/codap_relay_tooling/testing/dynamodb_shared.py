@@ -1,5 +1,6 @@
 """The test run's DynamoDB Local: one, started on first use and stopped when the test process exits, with a fresh
-table for each test (so tests never see each other's items). A machine without it skips those tests.
+table for each test (so tests never see each other's items). A machine without it (or without Java) skips those
+tests, or fails them under REAL_PARTS_REQUIRED (real_parts.py).
 The launcher itself is dynamodb_local.py, which the benchmark shares."""
 
 from __future__ import annotations
@@ -8,8 +9,6 @@ import atexit
 import contextlib
 import threading
 from collections.abc import Iterator
-
-import pytest
 
 from codap_relay_tooling.testing.dynamodb_local import (
     CREDENTIALS,
@@ -20,6 +19,7 @@ from codap_relay_tooling.testing.dynamodb_local import (
     new_table,
     start,
 )
+from codap_relay_tooling.testing.real_parts import missing
 
 __all__ = ["CREDENTIALS", "env_for", "find_jar", "fresh_table", "new_table", "shared", "store_url"]
 
@@ -35,7 +35,7 @@ def shared() -> DynamoLocal:
             try:
                 _shared = start()
             except DynamoLocalUnavailable as exc:
-                pytest.skip(str(exc))
+                missing(exc.part)
             atexit.register(_shared.stop)
         return _shared
 

@@ -366,6 +366,10 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait(10)
 
 
+# The real part (codap_relay_tooling.testing.real_parts) each program is.
+PART = {FIREFOX: "Firefox", WEBKIT_DRIVER: "WebKit's driver", MINIBROWSER: "WebKit's driver", XVFB: "Xvfb"}
+
+
 def missing(engine: str) -> list[str]:
     """The programs ``engine`` needs that are not installed here (empty when it can run)."""
     needed = {"firefox": [FIREFOX], "webkit": [WEBKIT_DRIVER, MINIBROWSER, XVFB]}[engine]

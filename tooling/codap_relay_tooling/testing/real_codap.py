@@ -2,8 +2,8 @@
 
 The build comes from ``$CODAP_DIST`` (an unpacked build: a folder with ``index.html``) or from the archive
 ``../shared/codap/codap-v3.1.0.tar.gz`` beside the checkout, unpacked once into ``.tools/``. Where neither
-exists, tests that need it skip with a reason that says how to get one; with ``CODAP_REQUIRED=1`` (set by
-``.ci/run``) they fail instead, so CI can never pass by skipping them.
+exists, tests that need it skip with a reason that says how to get one; with ``REAL_PARTS_REQUIRED=1`` (set by
+``.ci/run``) they fail instead, so CI can never pass by skipping them (real_parts.py).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ CODAP_VERSION = "3.1.0"
 ARCHIVE = ROOT.parent / "shared" / "codap" / f"codap-v{CODAP_VERSION}.tar.gz"
 UNPACKED = ROOT / ".tools" / f"codap-v{CODAP_VERSION}"
 HOW_TO_GET = (
-    f"the real CODAP build is not here: set CODAP_DIST to an unpacked CODAP v3 build (a folder with index.html), "
-    f"or put codap-v{CODAP_VERSION}.tar.gz in {ARCHIVE.parent} (a static build of concord-consortium/codap, "
-    f"tag {CODAP_VERSION}: `npm run build` in its v3/ folder, then tar the dist/ folder)"
+    f"set CODAP_DIST to an unpacked CODAP v3 build (a folder with index.html), or put codap-v{CODAP_VERSION}.tar.gz "
+    f"in {ARCHIVE.parent}; to build one: clone concord-consortium/codap at tag {CODAP_VERSION}, then `npm ci` and "
+    "`npm run build:webpack` in its v3/ folder make v3/dist/ (README, Development)"
 )
 # CODAP's own switches for a page that is ready to use at once.
 CODAP_FLAGS = "noEntryModal&hideSplashScreen&noComponentAnimation"
@@ -183,10 +183,6 @@ def codap_dist() -> Path | None:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return UNPACKED
-
-
-def codap_required() -> bool:
-    return os.environ.get("CODAP_REQUIRED", "").lower() in ("1", "true", "yes")
 
 
 # Sends one Data Interactive request from inside the plugin's frame, the way any plugin does (iframe-phone over

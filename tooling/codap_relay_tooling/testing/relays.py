@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from codap_relay.clock import FakeClock, IdFactory, counting_ids
+from codap_relay.clock import IdFactory
 from codap_relay.codes import new_token
 from codap_relay.observe import Observer
 from codap_relay.relay import Relay
@@ -20,6 +20,7 @@ from codap_relay.settings import Settings
 from codap_relay.store.base import Store
 from codap_relay.store.memory import MemoryStore
 from codap_relay.store.sqlite import SqliteStore
+from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 from codap_relay_tooling.testing.relay_settings import make_settings
 
 EMBEDDED = ["memory", "sqlite"]

@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from codap_relay_tooling.localapi.template import Resolver
 from codap_relay_tooling.testing import CHECKOUT
+from codap_relay_tooling.testing.real_parts import need
 
 TEMPLATE_PATH = CHECKOUT / "template.yaml"
 SAM_VENV = CHECKOUT / ".tools" / "sam-venv"
@@ -27,8 +26,7 @@ SAM = SAM_VENV / "bin" / "sam"
 
 
 def need_sam() -> None:
-    if not SAM.exists():
-        pytest.fail(f"{SAM} is missing: run scripts/install-test-deps (installs the AWS SAM CLI from PyPI)")
+    need(SAM.exists(), "the SAM CLI")
 
 
 def sam_env(config_dir: Path, python: Path | None, region: str) -> dict[str, str]:

@@ -79,11 +79,31 @@ def dynamodb_local_store() -> Iterator[Store]:
         yield DynamoStore(local.client(), table)
 
 
+#: How far the lagging backend's replica runs behind, in calls: a read that may be stale misses what the last three
+#: calls wrote (an append and the read right after it, a slide and the poll after it), while what a test set up before
+#: them is there, as a replica a moment behind shows it. A lag longer than any test would show an empty table, which
+#: makes every read look like a miss and hides what a stale read of an existing item does.
+LAG_CALLS = 3
+
+
+@contextlib.contextmanager
+def dynamodb_lagging_store() -> Iterator[Store]:
+    """DynamoStore on DynamoDB Local whose eventually consistent reads come from a replica ``LAG_CALLS`` calls behind
+    (lagging_dynamodb.py): DynamoDB as it may behave, which neither moto nor DynamoDB Local does."""
+    from codap_relay.store.dynamodb import DynamoStore
+    from codap_relay_tooling.testing.dynamodb_shared import fresh_table
+    from codap_relay_tooling.testing.lagging_dynamodb import LaggingClient
+
+    with fresh_table() as (local, table):
+        yield DynamoStore(LaggingClient(local.client(), LAG_CALLS, per_call=True), table)
+
+
 BACKENDS: dict[str, Callable[[], ContextManager[Store]]] = {
     "memory": memory_store,
     "sqlite": sqlite_store,
     "moto": moto_store,
     "dynamodb_local": dynamodb_local_store,
+    "dynamodb_lagging": dynamodb_lagging_store,
 }
 
 
@@ -98,7 +118,9 @@ def sweep_expired(store: Store, now: float) -> None:
     elif isinstance(store, DynamoStore):
         client, start = store._client, None
         while True:
-            page = client.scan(TableName=store.table, **({"ExclusiveStartKey": start} if start else {}))
+            page = client.scan(
+                TableName=store.table, ConsistentRead=True, **({"ExclusiveStartKey": start} if start else {})
+            )
             for item in page.get("Items", []):
                 if TTL_ATTRIBUTE in item and float(item[TTL_ATTRIBUTE]["N"]) < now:
                     client.delete_item(TableName=store.table, Key={"pk": item["pk"], "sk": item["sk"]})

@@ -45,20 +45,26 @@ MODELS: list[type[BaseModel]] = [
 
 
 DEFAULT_MAX_WAIT: float = Settings.model_fields["max_wait_seconds"].default
+DEFAULT_TOOL_TIMEOUT: float = Settings.model_fields["mcp_tool_timeout_seconds"].default
 
 
 @lru_cache(maxsize=8)
 def document(
-    server_url: str = "", max_wait_seconds: float = DEFAULT_MAX_WAIT, *, long_lived: bool = True
+    server_url: str = "",
+    max_wait_seconds: float = DEFAULT_MAX_WAIT,
+    *,
+    tool_timeout_seconds: float = DEFAULT_TOOL_TIMEOUT,
+    long_lived: bool = True,
 ) -> dict[str, Any]:
-    """``long_lived``: the server is one process that outlives its requests (codap-relay serve), which alone
+    """The document of a relay with these settings (its longest ?wait, how long a resource read waits for CODAP).
+    ``long_lived``: the server is one process that outlives its requests (codap-relay serve), which alone
     takes the plugin's change notes; a deployed stack's document leaves that path out, as its API has no route."""
     wait_q = wait_param(max_wait_seconds)
     _, defs = models_json_schema([(m, "validation") for m in MODELS], ref_template="#/components/schemas/{model}")
     paths: dict[str, Any] = {
         **session_paths(),
         **tool_call_paths(wait_q),
-        **resource_paths(),
+        **resource_paths(tool_timeout_seconds),
         "/healthz": {
             "get": {"operationId": "health", "summary": "Liveness", "responses": {"200": json_body(s.Health, "OK")}}
         },

@@ -7,6 +7,38 @@ from typing import Any
 
 from .parts import BEARER, CODE_P, FORM, OAUTH_ERROR, errors, object_body, param
 
+# The authorization request (RFC 6749 4.1.1 with PKCE, RFC 7636, and the resource indicator, RFC 8707), as the MCP
+# SDK's handler reads it from the query (GET) or the form (POST).
+AUTHORIZE: list[tuple[str, str, dict[str, Any]]] = [
+    ("response_type", "Must be code", {"type": "string", "enum": ["code"]}),
+    ("client_id", "A registered client's id, or the https URL of a Client ID Metadata Document", {"type": "string"}),
+    ("code_challenge", "PKCE: the S256 hash of the verifier the token request will carry", {"type": "string"}),
+    ("code_challenge_method", "PKCE: S256 (the default)", {"type": "string", "enum": ["S256"]}),
+    (
+        "redirect_uri",
+        "One of the client's redirect URIs, matched exactly (may be left out where it has one)",
+        {"type": "string", "format": "uri"},
+    ),
+    ("state", "Returned to the client as it was sent", {"type": "string"}),
+    ("scope", "Space-separated scopes, among the client's", {"type": "string"}),
+    ("resource", "This relay's /mcp URL (the token is for it alone)", {"type": "string", "format": "uri"}),
+]
+NEEDED = {"response_type", "client_id", "code_challenge"}
+AUTHORIZE_SUMMARY = (
+    "Authorization code request (PKCE S256, resource = this relay's /mcp); client_id is a registration or a Client "
+    "ID Metadata Document's https URL. Redirects to the consent page; an error goes back to the client with iss "
+    "(RFC 9207), or is answered here when the client or its redirect URI is not known good. A few a minute per "
+    "address and per registered client; state at most 1,024 characters"
+)
+AUTHORIZED = {
+    "302": {
+        "description": "To the consent page; or, once the client and its redirect URI are known, to the client with "
+        "error, error_description, state and iss in the query"
+    },
+    "400": OAUTH_ERROR,
+    **errors(413, 429),
+}
+
 
 def oauth_paths() -> dict[str, Any]:
     """The authorization server of ``/mcp`` (OAuth 2.1, http/oauth/): the SDK's endpoints, the consent page and
@@ -54,16 +86,32 @@ def oauth_paths() -> dict[str, Any]:
         "/authorize": {
             "get": {
                 "operationId": "authorize",
-                "summary": "Authorization code request (PKCE S256, resource = this relay's /mcp); client_id is a "
-                "registration or a Client ID Metadata Document's https URL. Redirects to the consent page; an error "
-                "goes back to the client with iss (RFC 9207), or is answered here when the client or its redirect URI "
-                "is not known good. A few a minute per address and per registered client",
-                "responses": {
-                    "302": {"description": "To the consent page, or to the client with an error and iss"},
-                    "400": OAUTH_ERROR,
-                    **errors(429),
+                "summary": AUTHORIZE_SUMMARY,
+                "parameters": [
+                    param(name, "query", text, required=name in NEEDED, schema=schema)
+                    for name, text, schema in AUTHORIZE
+                ],
+                "responses": AUTHORIZED,
+            },
+            "post": {
+                "operationId": "authorizeByForm",
+                "summary": AUTHORIZE_SUMMARY + " (the same parameters as a form)",
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        FORM: {
+                            "schema": {
+                                "type": "object",
+                                "required": sorted(NEEDED),
+                                "properties": {
+                                    name: {**schema, "description": text} for name, text, schema in AUTHORIZE
+                                },
+                            }
+                        }
+                    },
                 },
-            }
+                "responses": AUTHORIZED,
+            },
         },
         "/oauth/consent": {
             "get": {

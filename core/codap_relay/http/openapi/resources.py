@@ -9,20 +9,32 @@ from ..resources import ResourceList, ResourceRead
 from .parts import CODE_Q, errors, json_body, param
 
 
-def resource_paths() -> dict[str, Any]:
+def resource_paths(longest: float) -> dict[str, Any]:
+    """``longest``: how long a read waits for CODAP (MCP_TOOL_TIMEOUT_SECONDS), which a client must outwait."""
+    waits = (
+        f"While the plugin is connected the document is read live through it: the answer waits up to {longest:g} s "
+        "for CODAP, then is a 504, so a client should wait longer than that."
+    )
+    from_codap = {
+        "502": json_body(s.ErrorBody, "CODAP could not answer (codap_error)"),
+        "503": json_body(s.ErrorBody, "The plugin is not connected (not_connected), or the store is down"),
+        "504": json_body(s.ErrorBody, f"CODAP did not answer within {longest:g} s (timeout)"),
+    }
     return {
         "/resources": {
             "get": {
                 "operationId": "listResources",
                 "summary": "The open CODAP document's resources (datasets, cases, graphs), templates and prompts",
+                "description": waits + " While it is not, the answer lists the fixed resources only, at once.",
                 "parameters": [CODE_Q],
-                "responses": {"200": json_body(ResourceList, "Resources"), **errors(400, 404, 429, 503)},
+                "responses": {"200": json_body(ResourceList, "Resources"), **from_codap, **errors(400, 404, 429)},
             }
         },
         "/resources/read": {
             "get": {
                 "operationId": "readResource",
                 "summary": "Read one resource live from CODAP: JSON or CSV text, or a base64 PNG",
+                "description": waits,
                 "parameters": [
                     CODE_Q,
                     param(
@@ -33,13 +45,7 @@ def resource_paths() -> dict[str, Any]:
                         required=True,
                     ),
                 ],
-                "responses": {
-                    "200": json_body(ResourceRead, "Contents"),
-                    "502": json_body(s.ErrorBody, "CODAP could not answer"),
-                    "503": json_body(s.ErrorBody, "The plugin is not connected (not_connected), or the store is down"),
-                    "504": json_body(s.ErrorBody, "CODAP did not answer in time"),
-                    **errors(400, 404, 429),
-                },
+                "responses": {"200": json_body(ResourceRead, "Contents"), **from_codap, **errors(400, 404, 429)},
             }
         },
     }

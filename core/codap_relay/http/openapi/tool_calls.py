@@ -8,6 +8,67 @@ from typing import Any
 from .. import schemas as s
 from .parts import BEARER, CODE_Q, errors, json_body, param, ref
 
+MESSAGE = {"type": "object", "required": ["message"], "properties": {"message": {"type": "string"}}}
+REQUEST = {
+    "type": "object",
+    "required": ["id", "tool", "args"],
+    "properties": {"id": {"type": "string"}, "tool": {"type": "string"}, "args": {}},
+}
+
+
+def stream_event(name: str, description: str, data: dict[str, Any], *, numbered: bool = False) -> dict[str, Any]:
+    """One kind of server-sent event, as an EventSource parses it: ``event``, ``data`` (JSON text, described by
+    ``contentSchema``), the last ``id`` seen (EventSource keeps it until another arrives) and ``retry``."""
+    return {
+        "type": "object",
+        "description": description,
+        "required": ["event", "data", *(["id"] if numbered else [])],
+        "properties": {
+            "event": {"const": name},
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data},
+            "id": {"type": "string", "pattern": "^[0-9]+$", "description": "The seq of the last tool-request"},
+            "retry": {"type": "integer", "minimum": 0, "description": "Milliseconds to wait before reconnecting"},
+        },
+        "additionalProperties": False,
+    }
+
+
+# Each event of GET /stream (delivery.py): the first frame is a bare ``retry:``, which carries no event.
+STREAM_EVENT: dict[str, Any] = {
+    "oneOf": [
+        stream_event(
+            "tool-request", "A tool call to run in CODAP; its id is its seq, for Last-Event-ID", REQUEST, numbered=True
+        ),
+        stream_event(
+            "heartbeat",
+            "Nothing happened for HEARTBEAT_SECONDS (poll mode: the answer ends)",
+            {"type": "object", "maxProperties": 0},
+        ),
+        stream_event("withdrawn", "A request the model withdrew before the plugin received it", REQUEST),
+        stream_event(
+            "cursor-reset",
+            "Last-Event-ID was beyond this session's last seq: every unanswered request follows",
+            {
+                "type": "object",
+                "required": ["lastEventId", "lastSeq"],
+                "properties": {"lastEventId": {"type": "integer"}, "lastSeq": {"type": "integer"}},
+            },
+        ),
+        stream_event("superseded", "Another tab took the session over; the stream ends", MESSAGE),
+        stream_event(
+            "reconnect", "The stream ends (host time limit, store briefly down); reconnect with Last-Event-ID", MESSAGE
+        ),
+        *(
+            stream_event(
+                name,
+                f"The session {how}; the stream ends",
+                {"type": "object", "required": ["reason"], "properties": {"reason": {"const": name}}},
+            )
+            for name, how in (("closed", "was ended in the plugin"), ("expired", "expired"))
+        ),
+    ]
+}
+
 
 def tool_call_paths(wait_q: dict[str, Any]) -> dict[str, Any]:
     return {
@@ -18,7 +79,18 @@ def tool_call_paths(wait_q: dict[str, Any]) -> dict[str, Any]:
                 "parameters": [
                     CODE_Q,
                     param("token", "query", "Browser token (when a header cannot be set)"),
-                    param("lastEventId", "query", "Resume after this seq", schema={"type": "integer"}),
+                    param(
+                        "lastEventId",
+                        "query",
+                        "Resume after this seq (as the Last-Event-ID header, which EventSource sends on a reconnect)",
+                        schema={"type": "integer", "minimum": 0, "maximum": 999_999_999},
+                    ),
+                    param(
+                        "Last-Event-ID",
+                        "header",
+                        "Resume after this seq: the id of the last tool-request received",
+                        schema={"type": "string", "pattern": "^[0-9]{1,9}$"},
+                    ),
                     param(
                         "mode",
                         "query",
@@ -30,8 +102,9 @@ def tool_call_paths(wait_q: dict[str, Any]) -> dict[str, Any]:
                 "security": BEARER,
                 "responses": {
                     "200": {
-                        "description": "Event stream",
-                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                        "description": "Server-sent events, each of one of these kinds: tool requests in seq order, a "
+                        "heartbeat when nothing happens, and a last event when the stream ends",
+                        "content": {"text/event-stream": {"schema": STREAM_EVENT}},
                     },
                     "204": {"description": "mode=check: a stream could start now"},
                     **errors(400, 401, 403, 404, 429, 503),

@@ -170,9 +170,10 @@ export function createCodapQuery({ call, sleep, now }) {
     const byTitle = list.filter((d) => d.title === name);
     if (byTitle.length === 1) return byTitle[0];
     const names = list.map((d) => d.name);
+    const shown = list.map((d) => (d.title && d.title !== d.name ? `${d.name} (titled ${JSON.stringify(d.title)})` : d.name));
     throw new ToolError(
-      `CODAP has no dataset named ${JSON.stringify(name)}. ` +
-        (names.length ? `Datasets in CODAP: ${names.join(", ")}.` : "CODAP has no datasets yet; create one first."),
+      `CODAP has no dataset named ${JSON.stringify(name)} (by name or title). ` +
+        (names.length ? `Datasets in CODAP: ${shown.join(", ")}.` : "CODAP has no datasets yet; create one first."),
       "dataset_not_found",
       { datasetName: name, available: names },
     );

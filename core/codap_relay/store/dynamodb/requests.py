@@ -189,16 +189,18 @@ class RequestOps(Connection):
     # --- delivery to the stream ---------------------------------------------------------------------------
 
     def deliver(
-        self, code: str, consumer: str, after_seq: int, now: float
+        self, code: str, consumer: str, after_seq: int, now: float, *, fresh: bool = True
     ) -> tuple[SessionRecord | None, list[RequestRecord]]:
-        # Most polls find nothing new, and an eventually consistent read (half the read units) can say so. Any
-        # other answer (news, or a session that looks ended, expired or taken over) is decided on a consistent
-        # read: a read that lags a write only puts a delivery off to the next poll, never changes what is done.
-        glance = self._call("get_item", TableName=self.table, Key=key(pk(code), "META")).get("Item")
-        if glance is not None:
-            seen = self._session(code, glance)
-            if self._live_for(seen, consumer, now) and seen.last_seq <= after_seq:
-                return seen, []
+        if not fresh:
+            # Most of a stream's polls find nothing new, and an eventually consistent read (half the read units)
+            # can say so. It may come from a replica that has not seen the latest append yet: the stream reads
+            # fresh at least every STALE_POLL_SECONDS, so that costs a request that long at most. Any other
+            # answer (news, or a session that looks ended, expired or taken over) is decided on a consistent read.
+            glance = self._call("get_item", TableName=self.table, Key=key(pk(code), "META")).get("Item")
+            if glance is not None:
+                seen = self._session(code, glance)
+                if self._live_for(seen, consumer, now) and seen.last_seq <= after_seq:
+                    return seen, []
         session = self.get_session(code)
         if session is None:
             return None, []

@@ -89,9 +89,9 @@ class RequestOps(SessionOps):
         return PendingTotals(int(row["n"]), int(row["b"]))
 
     def deliver(
-        self, code: str, consumer: str, after_seq: int, now: float
+        self, code: str, consumer: str, after_seq: int, now: float, *, fresh: bool = True
     ) -> tuple[SessionRecord | None, list[RequestRecord]]:
-        session = self.get_session(code)
+        session = self.get_session(code)  # every read here is fresh
         if session is None:
             return None, []
         live = session.closed_at is None and session.expires_at > now and session.consumer == consumer

@@ -281,17 +281,84 @@ export function createAttributeTools(ctx) {
   }
 
   /**
+   * What the attribute menu's Edit Attribute Properties (editable) and dragging a column (its place, its
+   * collection) change, read back from CODAP: {field: {before, after}} for each that changed.
+   * CODAP 3.1.0 reads `editable` the wrong way round (it stores the value sent as "protected"), so the value that
+   * gives the wanted one is sent, and checked. A move is CODAP's attributeLocation, as the group tool uses.
+   * @param {Awaited<ReturnType<typeof readDataset>>} dataset
+   * @param {ReturnType<typeof findAttribute>} attr
+   * @param {Record<string, any>} now the attribute as CODAP gave it after the other changes
+   * @param {{editable?: boolean, collection?: string, position?: number}} args
+   */
+  async function protectAndMove(dataset, attr, now, args) {
+    /** @type {Record<string, {before: unknown, after: unknown}>} */
+    const changes = {};
+    const base = collection(dataset.id, attr.collection.id);
+    if (args.editable !== undefined && now.editable !== args.editable) {
+      const read = get(`${base}.attribute[${attr.id}]`);
+      let after = now.editable;
+      for (const sent of [!args.editable, args.editable]) {
+        /** @type {CodapRequest} */
+        const set = { action: "update", resource: `${base}.attribute[${attr.id}]`, values: { editable: sent } };
+        const [done, reread] = await send([set, read]);
+        must(set, done, `protecting attribute ${q(attr.name)}`);
+        after = must(read, reread).values?.editable;
+        if (after === args.editable) break;
+      }
+      changes.editable = { before: now.editable, after };
+    }
+    if (args.collection !== undefined || args.position !== undefined) {
+      const colls = dataset.collections;
+      const target = args.collection === undefined
+        ? attr.collection
+        : colls.find((c) => c.name === args.collection) ?? colls.find((c) => c.title === args.collection);
+      if (!target) {
+        throw new ToolError(
+          `${q(dataset.name)} has no collection ${q(args.collection)}. Its collections: ${colls.map((c) => c.name).join(", ")}. ` +
+            "To make a new parent collection, use group_codap_cases.",
+          "collection_not_found",
+          { datasetName: dataset.name, collection: args.collection, available: colls.map((c) => c.name) },
+        );
+      }
+      /** @param {CodapId} cid */
+      const names = async (cid) => {
+        const list = get(`${collection(dataset.id, cid)}.attributeList`);
+        const [reply] = await send([list]);
+        return (must(list, reply).values ?? []).map((/** @type {{name: string}} */ a) => a.name);
+      };
+      const beforeNames = await names(attr.collection.id);
+      const place = args.position ?? (target.id === attr.collection.id ? beforeNames.indexOf(attr.name) : target.attributes.length);
+      /** @type {CodapRequest} */
+      const move = {
+        action: "update",
+        resource: `${base}.attributeLocation[${attr.id}]`,
+        // CODAP counts the place among the collection's attributes before the move: past the attribute's own
+        // place, one more.
+        values: { collection: target.id, position: target.id === attr.collection.id && place > beforeNames.indexOf(attr.name) ? place + 1 : place },
+      };
+      const [moved] = await send([move]);
+      must(move, moved, `moving attribute ${q(attr.name)}`);
+      const afterNames = await names(target.id).catch(() => []);
+      if (target.id !== attr.collection.id) changes.collection = { before: attr.collection.name, after: target.name };
+      const position = { before: beforeNames.indexOf(attr.name), after: afterNames.indexOf(now.name ?? attr.name) };
+      if (position.before !== position.after || changes.collection) changes.position = position;
+    }
+    return changes;
+  }
+
+  /**
    * @param {{datasetName: string, name: string, newName?: string, formula?: string, type?: string, unit?: string,
-   *   description?: string, precision?: number | string, hidden?: boolean}} args
+   *   description?: string, precision?: number | string, hidden?: boolean, editable?: boolean, collection?: string,
+   *   position?: number}} args
    */
   async function update_codap_attribute(args) {
     const { datasetName, name, newName, formula } = args;
-    const changing = /** @type {const} */ (["newName", "formula", "type", "unit", "description", "precision", "hidden"]).filter(
-      (f) => args[f] !== undefined,
-    );
+    const changing = /** @type {const} */ (["newName", "formula", "type", "unit", "description", "precision", "hidden",
+      "editable", "collection", "position"]).filter((f) => args[f] !== undefined);
     if (changing.length === 0) {
       throw invalid(
-        "Say what to change: newName, formula, type, unit, description, precision or hidden (give only what changes).",
+        "Say what to change: newName, formula, type, unit, description, precision, hidden, editable, collection or " +
+          "position (give only what changes).",
       );
     }
     if (newName !== undefined) {
@@ -368,6 +435,7 @@ export function createAttributeTools(ctx) {
       err.message = err.message.replace("Nothing was changed.", put);
       throw err;
     }
+    Object.assign(changes, await protectAndMove(dataset, attr, now, args));
     const lines = Object.entries(changes).map(
       ([f, { before: b, after: a }]) => `${f}: ${b === null || b === "" ? "(none)" : q(b)} → ${a === null || a === "" ? "(none)" : q(a)}`,
     );

@@ -4,11 +4,13 @@
 
 import { nameMatchers } from "../codap_query.js";
 import { ToolError, get, invalid, toolResult } from "./context.js";
+import { boxOf, freePlace, overlaps, placed } from "./layout.js";
 import { paragraphs, plainText } from "./richtext.js";
 
 /**
  * @import {CodapId, CodapRequest} from "../types.js"
  * @import {ToolContext} from "./context.js"
+ * @import {Box} from "./layout.js"
  */
 
 /**
@@ -71,8 +73,9 @@ export function createComponentTools(ctx) {
    * The component `wanted` names (id, name or title), or an error naming the components CODAP has.
    * @param {{components: Listed[], frameId: CodapId | undefined}} listed
    * @param {unknown} wanted
+   * @param {{allowPlugin?: boolean}} [options] the plugin's own window may be named (to place beside it)
    */
-  function pickComponent({ components, frameId }, wanted) {
+  function pickComponent({ components, frameId }, wanted, { allowPlugin = false } = {}) {
     const key = String(wanted).trim();
     const others = components.filter((c) => c.id !== frameId);
     const available = others.map(label);
@@ -80,7 +83,7 @@ export function createComponentTools(ctx) {
     for (const matches of nameMatchers(key)) {
       const found = components.filter(matches);
       if (found.length === 1) {
-        if (found[0].id === frameId) {
+        if (found[0].id === frameId && !allowPlugin) {
           throw new ToolError(
             `${label(found[0])} is this codap-relay plugin itself: the tools do not move, hide or close it, so the ` +
               `person always sees it. ${listing}`,
@@ -261,29 +264,106 @@ export function createComponentTools(ctx) {
 
   /**
    * @param {{component: string | number, title?: string, position?: {left: number, top: number},
-   *   size?: {width: number, height: number}, hidden?: boolean}} args
+   *   size?: {width: number, height: number}, hidden?: boolean, place?: string, relativeTo?: string | number}} args
    */
   async function update_codap_component(args) {
-    const { component, title, position, size, hidden } = args;
-    if (title === undefined && !position && !size && hidden === undefined) {
-      throw invalid("Say what to change: title, position, size or hidden.");
+    const { component, title, position, size, hidden, place, relativeTo } = args;
+    if (title === undefined && !position && !size && hidden === undefined && place === undefined) {
+      throw invalid("Say what to change: title, position, size, hidden, or place with relativeTo.");
     }
-    const target = pickComponent(await listComponents(), component);
+    if ((place === undefined) !== (relativeTo === undefined)) {
+      throw invalid("place and relativeTo go together: e.g. place right_of, relativeTo the table's title or id.");
+    }
+    if (place !== undefined && position) throw invalid("Give position or place, not both.");
+    const listed = await listComponents();
+    const target = pickComponent(listed, component);
+    /** @type {Record<string, unknown>} */
     const values = {
       ...(title !== undefined ? { title } : {}),
       ...(position ? { position } : {}),
       ...(size ? { dimensions: size } : {}),
       ...(hidden !== undefined ? { isVisible: !hidden } : {}),
     };
+    const shownOthers = listed.components.filter((c) => c.id !== target.id && !c.hidden);
+    /** @type {{place: string, relativeTo: CodapId, wanted: {left: number, top: number}, blockedBy: CodapId[]} | null} */
+    let placement = null;
+    /** @type {Listed | null} */
+    let replaced = null;
+    /** @type {CodapRequest[]} */
+    const extra = [];
+    if (place !== undefined) {
+      const other = pickComponent(listed, relativeTo, { allowPlugin: true });
+      if (other.id === target.id) throw invalid("relativeTo names the component being placed: name another one.");
+      const otherBox = boxOf(other.detail);
+      const ownBox = boxOf(target.detail);
+      if (other.hidden || !otherBox || !ownBox) {
+        throw new ToolError(
+          `${label(other)} is ${other.hidden ? "hidden" : "not placed on the canvas"}, so nothing can go ${place.replace("_", " ")} it. ` +
+            "Show it first (update_codap_component with hidden false), or place it relative to another component.",
+          "invalid_arguments",
+          { component: other.id },
+        );
+      }
+      const dims = size ?? (place === "instead_of" ? otherBox : ownBox);
+      const wanted = placed(place, { width: dims.width, height: dims.height }, otherBox);
+      const obstacles = shownOthers.filter((c) => !(place === "instead_of" && c.id === other.id))
+        .map((c) => ({ c, box: boxOf(c.detail) }))
+        .filter((o) => o.box !== null);
+      const box = freePlace(wanted, obstacles.map((o) => /** @type {Box} */ (o.box)));
+      placement = {
+        place,
+        relativeTo: other.id,
+        wanted: { left: wanted.left, top: wanted.top },
+        blockedBy: box.left === wanted.left && box.top === wanted.top
+          ? []
+          : obstacles.filter((o) => overlaps(wanted, /** @type {Box} */ (o.box))).map((o) => o.c.id),
+      };
+      values.position = { left: box.left, top: box.top };
+      if (place === "instead_of" && !size) values.dimensions = { width: otherBox.width, height: otherBox.height };
+      if (place === "instead_of") {
+        if (other.id === listed.frameId) {
+          throw new ToolError(
+            `${label(other)} is this codap-relay plugin itself: it is never hidden, so nothing can take its place. ` +
+              "Place the component beside it instead (right_of, below…).",
+            "plugin_protected",
+            { component: other.id },
+          );
+        }
+        replaced = other;
+        extra.push({ action: "update", resource: `component[${other.id}]`, values: { isVisible: false } });
+      }
+    }
     const resource = `component[${target.id}]`;
     /** @type {CodapRequest} */
     const update = { action: "update", resource, values };
     const read = get(resource);
     const list = get("componentList");
-    const [updated, after, listed] = await send([update, read, list]);
+    const [updated, ...rest] = await send([update, ...extra, read, list]);
     must(update, updated, `changing ${label(target)}`);
+    extra.forEach((r, i) => must(r, rest[i], `hiding ${label(/** @type {Listed} */ (replaced))}`));
+    const [after, listedNow] = rest.slice(extra.length);
     const now = must(read, after).values ?? {};
-    const isHidden = (must(list, listed).values ?? []).find((/** @type {{id: CodapId}} */ c) => c.id === target.id)?.hidden === true;
+    /** @type {Array<{id: CodapId, hidden?: boolean}>} */
+    const nowList = must(list, listedNow).values ?? [];
+    const isHidden = nowList.find((c) => c.id === target.id)?.hidden === true;
+    const finalBox = boxOf(now);
+    const covers = finalBox && !isHidden
+      ? shownOthers
+        .filter((c) => !nowList.find((n) => n.id === c.id)?.hidden)
+        .filter((c) => { const b = boxOf(c.detail); return b !== null && overlaps(finalBox, b); })
+      : [];
+    /** @type {string[]} */
+    const notTaken = [];
+    const askedPosition = /** @type {{left: number, top: number} | undefined} */ (values.position);
+    const askedSize = /** @type {{width: number, height: number} | undefined} */ (values.dimensions);
+    if (askedPosition && (now.position?.left !== askedPosition.left || now.position?.top !== askedPosition.top)) {
+      notTaken.push(`position (asked left ${askedPosition.left}, top ${askedPosition.top})`);
+    }
+    if (askedSize && (now.dimensions?.width !== askedSize.width || now.dimensions?.height !== askedSize.height)) {
+      notTaken.push(`size (asked ${askedSize.width} × ${askedSize.height} px; CODAP keeps some components within their own limits, a slider's height fixed)`);
+    }
+    if (title !== undefined && now.title !== title) notTaken.push(`title (asked ${JSON.stringify(title)})`);
+    if (hidden !== undefined && isHidden !== hidden) notTaken.push(`hidden ${hidden}`);
     const state = {
       componentId: target.id,
       type: now.type ?? target.type,
@@ -291,6 +371,10 @@ export function createComponentTools(ctx) {
       position: now.position ?? null,
       size: now.dimensions ?? null,
       hidden: isHidden,
+      covers: covers.map((c) => c.id),
+      ...(placement ? { placement } : {}),
+      ...(replaced ? { hiddenInstead: replaced.id } : {}),
+      ...(notTaken.length ? { notTaken } : {}),
     };
     const parts = [
       `title ${JSON.stringify(state.title)}`,
@@ -298,7 +382,25 @@ export function createComponentTools(ctx) {
       state.size && `${state.size.width} × ${state.size.height} px`,
       isHidden ? "hidden" : "shown",
     ].filter(Boolean);
-    return toolResult(`Updated ${typeWord(state.type)} ${target.id}: now ${parts.join(", ")}.`, state);
+    let text = `Updated ${typeWord(state.type)} ${target.id}: now ${parts.join(", ")}`;
+    if (placement) {
+      const other = /** @type {Listed} */ (listed.components.find((c) => c.id === placement?.relativeTo));
+      text = `Placed ${label(target)} ${placement.place.replace("_", " ")} ${label(other)}: now ${parts.slice(1).join(", ")}`;
+      const { wanted, blockedBy } = placement;
+      const offCanvas = wanted.left < 0 || wanted.top < 0;
+      if (blockedBy.length || offCanvas) {
+        const blockers = blockedBy.map((id) => label(/** @type {Listed} */ (listed.components.find((c) => c.id === id))));
+        const why = [offCanvas && "is off the canvas", blockers.length && `would cover ${blockers.join(", ")}`].filter(Boolean);
+        text += ` (the place ${placement.place.replace("_", " ")} it, left ${wanted.left}, top ${wanted.top}, ` +
+          `${why.join(" and ")}; this is the nearest free place)`;
+      }
+    }
+    text += covers.length ? `. It covers ${covers.map(label).join(", ")}.` : ". It covers no other component.";
+    if (replaced) {
+      text += ` ${label(replaced)} is hidden now; it stays in the document (update_codap_component with hidden false shows it again).`;
+    }
+    if (notTaken.length) text += ` CODAP did not take: ${notTaken.join("; ")}.`;
+    return toolResult(text, state);
   }
 
   /** @param {{component: string | number}} args */

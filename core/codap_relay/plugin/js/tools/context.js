@@ -99,10 +99,11 @@ export const publicDataset = (d) => ({
 
 /**
  * One line per dataset: its cases, attributes and collections.
- * @param {Pick<DescribedDataset, "name" | "attributes" | "collections"> & {caseCount?: number | null}} d
+ * @param {Pick<DescribedDataset, "name" | "attributes" | "collections"> & {title?: string, caseCount?: number | null}} d
  */
 export const datasetLine = (d) =>
-  `• ${d.name}: ${plural(d.caseCount ?? 0, "case")}; attributes ${d.attributes.join(", ") || "(none)"}` +
+  `• ${d.name}${d.title && d.title !== d.name ? ` (titled ${JSON.stringify(d.title)}; either word names it)` : ""}: ` +
+  `${plural(d.caseCount ?? 0, "case")}; attributes ${d.attributes.join(", ") || "(none)"}` +
   (d.collections.length > 1
     ? ` (collections: ${d.collections.map((c) => `${c.name} ${c.caseCount}`).join(" > ")})`
     : "");
@@ -194,6 +195,7 @@ export function createToolContext({
     const counted = await codap.send(counts);
     const rows = datasets.map((d, i) => ({
       name: d.name,
+      ...(d.title && d.title !== d.name ? { title: d.title } : {}),
       rows: isCodapSuccess(counted[i]) && typeof counted[i].values === "number" ? counted[i].values : null,
     }));
     /** @type {Array<{type: string}>} */
@@ -202,7 +204,7 @@ export function createToolContext({
     const byType = {};
     for (const c of components) byType[c.type] = (byType[c.type] ?? 0) + 1;
     const datasetText = rows.length
-      ? `${plural(rows.length, "dataset")} (${rows.map((d) => `${d.name}: ${d.rows ?? "?"} rows`).join(", ")})`
+      ? `${plural(rows.length, "dataset")} (${rows.map((d) => `${d.name}${d.title ? ` ("${d.title}")` : ""}: ${d.rows ?? "?"} rows`).join(", ")})`
       : "no datasets";
     const compText = components.length
       ? `${plural(components.length, "component")} (${Object.entries(byType).map(([t, n]) => `${n} ${t}`).join(", ")})`

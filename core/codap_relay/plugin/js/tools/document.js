@@ -2,6 +2,9 @@
 // The document as a whole: what CODAP holds and shows.
 
 import { datasetLine, get, plotName, plural, publicDataset, toolResult } from "./context.js";
+import { readDocument } from "./codap_document.js";
+import { describeGraphState, readGraphStates } from "./graph_state.js";
+import { placeOf, placeText, withLayout } from "./layout.js";
 
 /**
  * @import {CodapId, CodapReply, CodapSuccess} from "../types.js"
@@ -21,6 +24,11 @@ import { datasetLine, get, plotName, plural, publicDataset, toolResult } from ".
  * @property {string} [yAttribute]
  * @property {boolean} [hidden]
  * @property {boolean} [thisPlugin]
+ * @property {import("./graph_state.js").GraphState} [graph] a graph's whole state (graph_state.js)
+ * @property {{left: number, top: number}} [position]
+ * @property {{width: number, height: number}} [size]
+ * @property {boolean} [minimized]
+ * @property {CodapId[]} [covers] the shown components it overlaps
  */
 
 /** @param {ToolContext} ctx */
@@ -46,6 +54,7 @@ export function createDocumentTools(ctx) {
       ...(v.yAttributeName ? { yAttribute: v.yAttributeName } : {}),
       ...(c.hidden ? { hidden: true } : {}),
       ...(c.id === frameId ? { thisPlugin: true } : {}),
+      ...placeOf(v),
     };
   }
 
@@ -53,12 +62,13 @@ export function createDocumentTools(ctx) {
   function componentLine(c) {
     const named = c.title ? ` "${c.title}"` : "";
     if (c.thisPlugin) return `• plugin${named} (this relay plugin)`;
+    if (c.type === "graph" && c.graph) return `• graph${named} of ${c.graph.dataset ?? "no dataset"} (id ${c.id}): ${describeGraphState(c.graph)}`;
     if (c.type === "graph") {
       const axes = [c.xAttribute && `x = ${c.xAttribute}`, c.yAttribute && `y = ${c.yAttribute}`].filter(Boolean);
       return `• graph${named}${c.dataset ? ` of ${c.dataset}` : ""}: ${plotName(c.plotType)}` +
         (axes.length ? `, ${axes.join(", ")}` : "");
     }
-    return `• ${c.type}${named}${c.dataset ? ` of ${c.dataset}` : ""}${c.hidden ? " (hidden)" : ""}`;
+    return `• ${c.type}${named}${c.dataset ? ` of ${c.dataset}` : ""}`;
   }
 
   /** @param {{includeDatasets?: boolean, includeComponents?: boolean}} args */
@@ -72,9 +82,21 @@ export function createDocumentTools(ctx) {
     const replies = await send(first);
     const frameInfo = replies[0]?.success === true ? replies[0].values ?? {} : {};
     const codapVersion = frameInfo.codapVersion ?? "unknown";
-    /** @type {{codapVersion: string, plugin: {name: string, version: string}, datasets?: unknown[], components?: ComponentInfo[]}} */
-    const structured = { codapVersion, plugin: { name: "codap-relay", version: pluginVersion } };
-    const lines = [`CODAP is connected (version ${codapVersion}).`];
+    // The document's name and what only the whole document says of the components (minimized ones).
+    const state = ctx.listen ? await readDocument(ctx).catch(() => null) : null;
+    /**
+     * @type {{codapVersion: string, plugin: {name: string, version: string}, document?: {name: string},
+     *   datasets?: unknown[], components?: ComponentInfo[]}}
+     */
+    const structured = {
+      codapVersion,
+      plugin: { name: "codap-relay", version: pluginVersion },
+      ...(typeof state?.name === "string" ? { document: { name: state.name } } : {}),
+    };
+    const lines = [
+      `CODAP is connected (version ${codapVersion})` +
+        (structured.document ? `; the document is ${JSON.stringify(structured.document.name)}.` : "."),
+    ];
     const listed = includeDatasets ? must(list, replies[1]) : null;
     /** @type {Array<{id: CodapId, type: string, title?: string, name?: string, hidden?: boolean}>} */
     const components = includeComponents ? must(comps, replies[replies.length - 1]).values ?? [] : [];
@@ -95,10 +117,17 @@ export function createDocumentTools(ctx) {
       detailReplies = await send(details);
     }
     if (includeComponents) {
-      structured.components = components.map((c, i) => componentInfo(c, detailReplies[i], frameInfo.id));
+      structured.components = withLayout(components.map((c, i) => componentInfo(c, detailReplies[i], frameInfo.id)), state);
+      const graphs = structured.components.filter((c) => c.type === "graph");
+      const states = await readGraphStates(ctx, graphs.map((g) => g.id), { document: state });
+      for (const g of graphs) {
+        const graphState = states.get(String(g.id));
+        if (graphState) g.graph = graphState;
+      }
       lines.push(
         structured.components.length
-          ? `${plural(structured.components.length, "component")}:\n${structured.components.map(componentLine).join("\n")}`
+          ? `${plural(structured.components.length, "component")} (at (left, top) on the canvas, width × height):\n` +
+            structured.components.map((c) => `${componentLine(c)}${placeText(c)}`).join("\n")
           : "No components.",
       );
     }

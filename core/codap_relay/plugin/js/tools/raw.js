@@ -5,6 +5,7 @@
 
 import { MAX_TEXT, ToolError, get, toolResult, withDigest } from "./context.js";
 import { enforcePolicy } from "./policy.js";
+import { checkFor, notTakenText } from "./raw_check.js";
 import { EXAMPLES, HELP, HELP_TOPICS } from "./raw_help.js";
 
 /**
@@ -15,7 +16,7 @@ import { EXAMPLES, HELP, HELP_TOPICS } from "./raw_help.js";
 
 /** @param {ToolContext} ctx */
 export function createRawTools(ctx) {
-  const { ask, send } = ctx;
+  const { ask, send, must } = ctx;
   /** @type {SelfComponent | null} */
   let self = null; // the plugin's own component {id, name, title}, from get interactiveFrame, read once
 
@@ -38,15 +39,37 @@ export function createRawTools(ctx) {
     const { action, resource, values } = args;
     const asked = { action, resource, ...(values !== undefined ? { values } : {}) };
     const { requests: request, dropped } = await enforcePolicy(asked, { resolve });
-    const reply = await ask(/** @type {CodapRequest} */ (request)); // the policy read it as one
+    const sent = /** @type {CodapRequest} */ (request); // the policy read it as one
+    // CODAP answers success to values its handlers ignore: what the request meant to change is read back.
+    const check = checkFor(sent);
+    let reply;
+    /** @type {ReturnType<NonNullable<typeof check>["compare"]> | null} */
+    let checked = null;
+    if (check) {
+      const replies = await send([...check.before, sent]);
+      reply = must(sent, replies[check.before.length]);
+      const after = await send(check.after(reply.values?.id));
+      checked = check.compare(replies.slice(0, check.before.length), after);
+    } else {
+      reply = await ask(sent);
+    }
     const text = JSON.stringify(reply);
     const left = dropped.length
       ? `\nThe text was rebuilt from what a text box shows; left out: ${dropped.join("; ")}.`
       : "";
+    const notTaken = checked?.notTaken ?? [];
+    const headline = notTaken.length ? notTakenText(notTaken) : `CODAP answered "${action} ${resource}" with success.`;
+    let unread = "";
+    if (checked?.unverified.length) unread = ` CODAP gives no way to read back ${checked.unverified.join(", ")}.`;
+    else if (checked && !notTaken.length) unread = " Read back from CODAP: every value took.";
     const result = toolResult(
-      `CODAP answered "${action} ${resource}" with success.${left}\n` +
+      `${headline}${unread}${left}\n` +
         `${text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text}`,
-      dropped.length ? { ...reply, dropped } : reply,
+      {
+        ...reply,
+        ...(dropped.length ? { dropped } : {}),
+        ...(checked ? { notTaken, unverified: checked.unverified } : {}),
+      },
     );
     return action === "get" ? result : withDigest(ctx, result);
   }

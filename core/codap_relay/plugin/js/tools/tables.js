@@ -11,9 +11,10 @@
 
 import { createCaseSelection, idList } from "./case_selection.js";
 import { ToolError, collection, dataContext, get, invalid, plural, toolResult } from "./context.js";
+import { createTableViewTools } from "./table_view.js";
 
 /**
- * @import {CodapId, CodapRequest, DescribedDataset} from "../types.js"
+ * @import {CodapId, CodapReply, CodapRequest, DescribedDataset} from "../types.js"
  * @import {ToolContext} from "./context.js"
  */
 
@@ -214,6 +215,106 @@ export function createTableTools(ctx) {
     return "with the given ids";
   }
 
-  return { set_aside_codap_cases };
+  /**
+   * @param {{datasetName: string, title?: string, description?: string, rerandomize?: boolean}} args
+   */
+  async function update_codap_dataset(args) {
+    const asked = [args.title !== undefined, args.description !== undefined, args.rerandomize === true].some(Boolean);
+    if (!asked) throw invalid("Give at least one change: title, description or rerandomize true.");
+    const found = await findDataset(args.datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types: true });
+    const name = JSON.stringify(dataset.name);
+    const title = args.title?.trim();
+    if (args.title !== undefined) {
+      if (!title) throw invalid("title is empty: give the new title, the word the class should see.");
+      const [listed] = await send([get("dataContextList")]);
+      /** @type {Array<{id: CodapId, name: string, title?: string}>} */
+      const others = (must(get("dataContextList"), listed).values ?? []).filter((/** @type {any} */ d) => String(d.id) !== String(dataset.id));
+      const clash = others.find((d) => d.name === title || d.title === title);
+      if (clash) {
+        throw new ToolError(
+          `Another dataset is already called ${JSON.stringify(title)} (name ${JSON.stringify(clash.name)}): two datasets ` +
+            "with one word could not be told apart. Choose another title.",
+          "dataset_exists",
+          { datasetName: dataset.name, title, available: others.map((d) => d.title || d.name) },
+        );
+      }
+    }
+    const random = dataset.collections.flatMap((c) =>
+      c.attributes.filter((a) => /\brandom(Normal|Binomial|Pick)?\s*\(/i.test(a.formula ?? "")).map((a) => ({ c, a })));
+    if (args.rerandomize && !random.length) {
+      throw new ToolError(
+        `No attribute of ${name} has a formula with random(), randomNormal(), randomBinomial() or randomPick(): ` +
+          "there is nothing to rerandomize.",
+        "invalid_arguments",
+        { datasetName: dataset.name },
+      );
+    }
+    // The first values of the random attributes, before and after (CODAP recomputes them all).
+    const sampled = [...new Set(random.map((r) => r.c))];
+    const samples = sampled.flatMap((c) =>
+      Array.from({ length: Math.min(3, c.caseCount) }, (_, i) => get(`${collection(dataset.id, c.id)}.caseByIndex[${i}]`)));
+    const read = get(dataContext(dataset.id));
+    /** @type {Record<string, unknown>} */
+    const values = {};
+    if (title) values.title = title;
+    if (args.description !== undefined) values.metadata = { description: args.description };
+    if (args.rerandomize) values.rerandomize = true;
+    /** @type {CodapRequest} */
+    const change = { action: "update", resource: dataContext(dataset.id), values };
+    const replies = await send([read, ...(args.rerandomize ? samples : []), change, read, ...(args.rerandomize ? samples : [])]);
+    const k = args.rerandomize ? samples.length : 0;
+    const before = hiddenCases(must(read, replies[0]).values);
+    must(change, replies[1 + k], `changing dataset ${name}`);
+    const after = hiddenCases(must(read, replies[2 + k]).values);
+    /** @param {CodapReply[]} rs */
+    const firsts = (rs) => random.map(({ a }) => ({
+      attribute: a.name,
+      values: rs.map((r) => r?.values?.case?.values?.[a.name]).filter((v) => v !== undefined),
+    }));
+    /** @type {Record<string, {before: unknown, after: unknown}>} */
+    const changes = {};
+    const notTaken = [];
+    if (title) {
+      if (after.title === title) changes.title = { before: before.title, after: after.title };
+      else notTaken.push(`title (CODAP kept ${JSON.stringify(after.title)})`);
+    }
+    if (args.description !== undefined) {
+      if (after.description === args.description) changes.description = { before: before.description, after: after.description };
+      else notTaken.push("description");
+    }
+    const lines = [];
+    if (changes.title) {
+      lines.push(
+        `Dataset ${name} is now titled ${JSON.stringify(after.title)} (was ${JSON.stringify(before.title)}): CODAP shows ` +
+          "the title on its table, card and lists. CODAP's plugin API cannot change a dataset's name, so the name " +
+          `stays ${name}, as when a person renames it in the table's Info panel. Every tool takes either word as ` +
+          `datasetName: ${JSON.stringify(after.title)} or ${name}.`,
+      );
+    }
+    if (changes.description) lines.push(`Its description is now ${JSON.stringify(after.description)}.`);
+    /** @type {Array<{attribute: string, before: unknown[], after: unknown[]}>} */
+    let rerandomized = [];
+    if (args.rerandomize) {
+      const was = firsts(replies.slice(1, 1 + k));
+      const now = firsts(replies.slice(3 + k, 3 + 2 * k));
+      rerandomized = was.map((w, i) => ({ attribute: w.attribute, before: w.values, after: now[i].values }));
+      lines.push(
+        `Rerandomized ${name}: CODAP drew new random values for ${rerandomized.map((r) => r.attribute).join(", ")} ` +
+          `(first values ${rerandomized.map((r) => `${r.attribute}: ${r.before.join(", ")} → ${r.after.join(", ")}`).join("; ")}).`,
+      );
+    }
+    if (notTaken.length) lines.push(`CODAP did not take: ${notTaken.join(", ")}.`);
+    return toolResult(lines.join(" "), {
+      datasetName: dataset.name,
+      title: after.title,
+      description: after.description,
+      changes,
+      ...(args.rerandomize ? { rerandomized } : {}),
+      ...(notTaken.length ? { notTaken } : {}),
+    });
+  }
+
+  return { set_aside_codap_cases, update_codap_dataset, ...createTableViewTools(ctx) };
 }
 

@@ -1,0 +1,248 @@
+// @ts-check
+// CODAP's whole document in the form CODAP saves it (v2 JSON): read through the `document` notification CODAP
+// sends a plugin subscribed to documents (`get document`), and replaced with `update document`, as CODAP's own
+// Story Builder does. Some settings CODAP's plugin API cannot reach (a graph's bins, its box plot) are in that form:
+// a tool changes them by rebuilding the document with them changed (rebuildComponent).
+//
+// CODAP rebuilds every component and dataset from the JSON. It keeps every id the JSON holds (components,
+// datasets, collections, attributes, cases) but gives items (the rows, whose ids the tools call caseIds) new ids
+// unless each child-most case names its item (`itemID`): keepItemIds adds them, one `itemByCaseID` read per row in
+// one message. Whatever else CODAP rebuilds differently is found by reading the document back and comparing.
+
+import { ToolError } from "./context.js";
+
+/**
+ * @import {CodapId, CodapNotification, CodapReply, CodapRequest} from "../types.js"
+ */
+
+/**
+ * The parts of the document these tools read (the rest is kept as it is).
+ * @typedef {{guid: CodapId, type?: string, componentStorage?: Record<string, any>, layout?: Record<string, any>}} V2Component
+ * @typedef {{guid: CodapId, name?: string, attrs?: Array<Record<string, any>>, cases?: Array<Record<string, any>>}} V2Collection
+ * @typedef {{guid: CodapId, name?: string, collections?: V2Collection[], setAsideItems?: unknown[]}} V2Context
+ * @typedef {{components?: V2Component[], contexts?: V2Context[], [key: string]: unknown}} V2Document
+ */
+
+/**
+ * What reading and replacing the document needs: the query layer's `send`, the plugin's notifications, a pause.
+ * @typedef {object} DocumentIO
+ * @property {(requests: CodapRequest[]) => Promise<CodapReply[]>} send
+ * @property {((fn: (value: CodapNotification) => void) => () => void) | null} listen
+ * @property {(ms: number) => Promise<void>} sleep
+ */
+
+const READ_WAIT_MS = 10_000;
+const REBUILD_WAIT_MS = 20_000;
+/**
+ * The largest document rebuilt (its JSON): CODAP takes about a second per 150 KB to give, rebuild and give it again
+ * (1,000 rows of three attributes), so a larger one would outlast a tool call's time.
+ */
+export const MAX_REBUILD_CHARS = 1_000_000;
+
+/**
+ * The document without empty (null) fields: CODAP 3.1.0 cannot read its own nulls back (a title null fails).
+ * @param {any} value
+ * @returns {any}
+ */
+export function withoutNulls(value) {
+  if (Array.isArray(value)) return value.map(withoutNulls);
+  if (value && typeof value === "object") {
+    /** @type {Record<string, unknown>} */
+    const out = {};
+    for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = withoutNulls(v);
+    return out;
+  }
+  return value;
+}
+
+/**
+ * The first notification `match` accepts, or null after `ms`; listening starts at once (before the request that
+ * makes CODAP send it).
+ * @param {DocumentIO} io
+ * @param {(value: CodapNotification) => boolean} match
+ * @param {number} ms
+ * @returns {Promise<CodapNotification | null>}
+ */
+export function heard({ listen, sleep }, match, ms) {
+  if (!listen) return Promise.resolve(null);
+  let stop = () => {};
+  /** @type {Promise<CodapNotification>} */
+  const seen = new Promise((resolve) => {
+    stop = listen((value) => {
+      if (match(value)) resolve(value);
+    });
+  });
+  return Promise.race([seen, sleep(ms).then(() => null)]).finally(() => stop());
+}
+
+/**
+ * CODAP's document now (v2 JSON, without nulls).
+ * @param {DocumentIO} io
+ * @returns {Promise<V2Document>}
+ */
+export async function readDocument(io) {
+  if (!io.listen) throw new ToolError("This plugin cannot hear CODAP's notifications here.", "document_unavailable");
+  const state = heard(io, (v) => v?.resource === "document" && v?.values?.operation === "newDocumentState", READ_WAIT_MS);
+  const [reply] = await io.send([{ action: "get", resource: "document" }]);
+  if (reply?.success !== true) {
+    throw new ToolError(`CODAP did not give its document: ${reply?.values?.error ?? "no reason"}.`, "document_unavailable");
+  }
+  const notice = await state;
+  if (!notice) throw new ToolError("CODAP did not send its document within 10 s.", "document_unavailable");
+  return withoutNulls(notice.values.state);
+}
+
+/**
+ * Names each row's item in the child-most cases of every dataset (`itemID`), so a rebuilt document keeps the ids
+ * the tools hand out as caseIds.
+ * @param {DocumentIO} io
+ * @param {V2Document} doc
+ */
+export async function keepItemIds(io, doc) {
+  /** @type {Array<Record<string, any>>} */
+  const rows = [];
+  /** @type {CodapRequest[]} */
+  const reads = [];
+  for (const ctx of doc.contexts ?? []) {
+    const leaf = ctx.collections?.[ctx.collections.length - 1];
+    for (const c of leaf?.cases ?? []) {
+      rows.push(c);
+      reads.push({ action: "get", resource: `dataContext[${ctx.guid}].itemByCaseID[${c.guid}]` });
+    }
+  }
+  if (!reads.length) return;
+  const replies = await io.send(reads);
+  rows.forEach((c, i) => {
+    const id = replies[i]?.success === true ? replies[i].values?.id : undefined;
+    if (id !== undefined && id !== null) c.itemID = `ITEM${id}`;
+  });
+}
+
+/**
+ * Replaces CODAP's document with `doc` and waits until CODAP says it is rebuilt (it does after half a second).
+ * @param {DocumentIO} io
+ * @param {V2Document} doc
+ * @returns {Promise<boolean>} whether CODAP said it finished
+ */
+export async function replaceDocument(io, doc) {
+  const ended = heard(
+    io,
+    (v) => v?.resource === "documentChangeNotice" && v?.values?.operation === "updateDocumentEnded",
+    REBUILD_WAIT_MS,
+  );
+  /** @type {CodapRequest} */
+  const update = { action: "update", resource: "document", values: doc };
+  const [reply] = await io.send([update]);
+  if (reply?.success !== true) {
+    throw new ToolError(`CODAP refused to rebuild its document: ${reply?.values?.error ?? "no reason"}.`, "codap_error");
+  }
+  return (await ended) !== null;
+}
+
+/**
+ * The first few paths ("componentStorage.xLowerBound") where two JSON values differ.
+ * @param {any} a
+ * @param {any} b
+ * @param {string} [at]
+ * @param {string[]} [out]
+ * @returns {string[]}
+ */
+export function differingPaths(a, b, at = "", out = []) {
+  if (out.length >= 3) return out;
+  if (a && b && typeof a === "object" && typeof b === "object") {
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) differingPaths(a[key], b[key], at ? `${at}.${key}` : key, out);
+  } else if (JSON.stringify(a) !== JSON.stringify(b)) {
+    out.push(at || "(all)");
+  }
+  return out;
+}
+
+/**
+ * JSON text of a value with its objects' keys sorted: CODAP may write the same document's keys in another order.
+ * @param {unknown} value
+ * @returns {string}
+ */
+const canonical = (value) =>
+  JSON.stringify(value, (_key, v) =>
+    v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v);
+
+/** @param {V2Component} c a component as compared: without its stacking order, which a click changes */
+const comparable = (c) => canonical({ ...c, layout: { ...c.layout, zIndex: undefined } });
+
+/**
+ * Throws where rebuilding would change more than asked: a document too large to rebuild in a tool call's time, or a
+ * web page or plugin at an http:// address, which CODAP's reading of a saved document moves to https://
+ * (web-view-utils.ts processWebViewUrl) and so away from a page served over http.
+ * @param {V2Document} doc
+ * @param {CodapId | null} frameId this plugin's own component, which CODAP keeps as it is
+ */
+function refuseRebuild(doc, frameId) {
+  const size = JSON.stringify(doc).length;
+  if (size > MAX_REBUILD_CHARS) {
+    throw new ToolError(
+      `The document is too large (${Math.round(size / 1000)} KB of JSON, more than ${MAX_REBUILD_CHARS / 1000} KB) for ` +
+        "the tool to rebuild it within a tool call, the only way CODAP's plugin API reaches this setting.",
+      "document_too_large",
+      { chars: size, limit: MAX_REBUILD_CHARS },
+    );
+  }
+  const http = (doc.components ?? []).filter((c) =>
+    String(c.guid) !== String(frameId) && /^(DG\.WebView|DG\.GameView)$/.test(c.type ?? "") &&
+    /^http:\/\//i.test(String(c.componentStorage?.URL ?? c.componentStorage?.currentGameUrl ?? "")));
+  if (http.length) {
+    const names = http.map((c) => `${JSON.stringify(c.componentStorage?.title || c.componentStorage?.name || "web page")} (id ${c.guid})`);
+    throw new ToolError(
+      `Rebuilding the document, the only way CODAP's plugin API reaches this setting, would move ${names.join(", ")} ` +
+        "from its http:// address to https://, where it may not load: nothing was changed.",
+      "rebuild_would_change_other_components",
+      { components: http.map((c) => c.guid) },
+    );
+  }
+}
+
+/**
+ * Changes one component of the document by rebuilding the document: `change(storage, doc)` edits the component's
+ * componentStorage (or the rest of the document) in place. Returns the component's storage as CODAP rebuilt it, and `others`: the other
+ * components and datasets CODAP rebuilt differently (nothing, as a rule).
+ * @param {DocumentIO} io
+ * @param {CodapId} componentId
+ * @param {(storage: Record<string, any>, doc: V2Document) => void} change
+ * @param {CodapId | null} [frameId] this plugin's own component (CODAP keeps it as it is)
+ */
+export async function rebuildComponent(io, componentId, change, frameId = null) {
+  const doc = await readDocument(io);
+  const target = (doc.components ?? []).find((c) => String(c.guid) === String(componentId));
+  if (!target?.componentStorage) {
+    throw new ToolError(`CODAP's document has no component ${componentId}.`, "component_not_found", { componentId });
+  }
+  refuseRebuild(doc, frameId);
+  change(target.componentStorage, doc);
+  const sent = JSON.parse(JSON.stringify(doc));
+  await keepItemIds(io, doc);
+  const finished = await replaceDocument(io, doc);
+  const now = await readDocument(io);
+  const rebuilt = (now.components ?? []).find((c) => String(c.guid) === String(componentId));
+  /** @type {string[]} */
+  const others = [];
+  const before = new Map((sent.components ?? []).map((/** @type {V2Component} */ c) => [String(c.guid), c]));
+  for (const c of now.components ?? []) {
+    const id = String(c.guid);
+    if (id === String(componentId) || id === String(frameId)) continue;
+    const was = before.get(id);
+    if (!was) others.push(`a component ${id} appeared`);
+    else if (comparable(was) !== comparable(c)) {
+      const where = differingPaths(JSON.parse(comparable(was)), JSON.parse(comparable(c)));
+      others.push(`component ${JSON.stringify(c.componentStorage?.title || c.componentStorage?.name || c.type)} (id ${id}: ${where.join(", ")})`);
+    }
+    before.delete(id);
+  }
+  for (const [id] of before) if (id !== String(componentId) && id !== String(frameId)) others.push(`component ${id} is gone`);
+  const contexts = new Map((sent.contexts ?? []).map((/** @type {V2Context} */ c) => [String(c.guid), c]));
+  for (const ctx of now.contexts ?? []) {
+    const was = contexts.get(String(ctx.guid));
+    if (!was || canonical(was) !== canonical(ctx)) {
+      others.push(`dataset ${JSON.stringify(ctx.name)}${was ? ` (${differingPaths(JSON.parse(canonical(was)), JSON.parse(canonical(ctx))).join(", ")})` : " appeared"}`);
+    }
+  }
+  return { storage: rebuilt?.componentStorage ?? null, others, finished };
+}

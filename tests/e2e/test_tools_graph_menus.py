@@ -1,0 +1,405 @@
+"""CODAP's graph menus through the tools, in the real CODAP app: the Configuration menu (plot types, bins, fused
+bars, bar scale), the Format menu (points, stroke, background, legend colours), the Hide/Show menu, the axes
+(bounds, rescale, splits, several y attributes, treat as categorical), the Measure menu's statistics and switches
+CODAP's plugin API cannot create, a line graph with a legend, and get_codap_status's state of each graph. Every
+outcome is read back from CODAP itself: ``get component``, its adornments, the legend attribute and CODAP's saved
+document (codap_document.read_document), never the tool's answer alone."""
+
+from __future__ import annotations
+
+from statistics import mean, quantiles, stdev
+from typing import Any
+
+import pytest
+
+from codap_relay.catalog import plugin_tool
+from codap_relay_tooling.testing.codap_document import graph_storage, plot_storage, read_document
+from codap_relay_tooling.testing.real_codap import CodapPage
+
+pytestmark = [pytest.mark.browser, pytest.mark.tools]
+
+ROWS: list[dict[str, Any]] = [
+    {"h": 150 + (i * 7) % 41, "w": 45 + (i * 11) % 31, "g": "AB"[i % 2], "band": "lo" if i < 10 else "hi", "t": i}
+    for i in range(20)
+]
+HEIGHTS = [float(r["h"]) for r in ROWS]
+
+
+def dataset(codap: CodapPage, name: str, rows: list[dict[str, Any]] = ROWS) -> None:
+    codap.done("create_codap_dataset", {"datasetName": name, "dataType": "custom", "customData": rows})
+
+
+def graph(codap: CodapPage, **args: Any) -> int:
+    return int(codap.done("create_codap_graph", args)["structuredContent"]["graphId"])
+
+
+def update(codap: CodapPage, gid: int, **args: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = codap.done("update_codap_graph", {"graph": gid, **args})
+    return answer
+
+
+def component(codap: CodapPage, gid: int) -> dict[str, Any]:
+    values: dict[str, Any] = codap.ok({"action": "get", "resource": f"component[{gid}]"})
+    return values
+
+
+def adornment(codap: CodapPage, gid: int, codap_type: str) -> dict[str, Any]:
+    values: dict[str, Any] = codap.ok({"action": "get", "resource": f"component[{gid}].adornment[{codap_type}]"})
+    return values
+
+
+def shown(codap: CodapPage, gid: int) -> set[str]:
+    listed = codap.ok({"action": "get", "resource": f"component[{gid}].adornmentList"})
+    return {a["type"] for a in listed if a["isVisible"]}
+
+
+def changed(answer: dict[str, Any]) -> dict[str, Any]:
+    return {c["setting"]: c["after"] for c in answer["structuredContent"]["changes"]}
+
+
+def test_histograms_bins_and_plot_types_of_the_configuration_menu(codap: CodapPage) -> None:
+    dataset(codap, "bins")
+    items = [i["id"] for i in codap.items("bins")]
+    made = codap.done(
+        "create_codap_graph",
+        {"datasetName": "bins", "graphType": "histogram", "xAttribute": "h", "binWidth": 5, "binAlignment": 150},
+    )["structuredContent"]
+    gid = int(made["graphId"])
+    assert (component(codap, gid)["plotType"], component(codap, gid)["pointsAreFusedIntoBars"]) == ("histogram", True)
+    saved = plot_storage(codap, gid)
+    assert (saved["plotClass"], saved["width"], saved["alignment"], saved["dotsAreFused"]) == (
+        "DG.BinnedPlotModel", 5, 150, True,
+    )  # fmt: skip
+    assert made["state"]["bins"]["width"] == 5 and "bins of 5 from 150" in made["made"]
+    # CODAP rebuilt the document to bin it: the rows keep their ids (the caseIds the tools hand out)
+    assert [i["id"] for i in codap.items("bins")] == items
+
+    wider = update(codap, gid, binWidth=10)
+    assert plot_storage(codap, gid)["width"] == 10 and changed(wider)["binWidth"] == 10
+    update(codap, gid, plotType="binned_dot_plot")
+    assert (component(codap, gid)["plotType"], plot_storage(codap, gid)["dotsAreFused"]) == ("binnedDotPlot", False)
+    update(codap, gid, plotType="bar_for_each_point")
+    assert component(codap, gid)["plotType"] == "linePlot"
+    assert plot_storage(codap, gid)["plotClass"] == "DG.LinePlotModel"
+    update(codap, gid, plotType="dot_plot")
+    assert component(codap, gid)["plotType"] == "dotPlot"
+    fused = update(codap, gid, pointsAreFusedIntoBars=True)  # a numeric dot plot's dots fused: a histogram
+    assert component(codap, gid)["plotType"] == "histogram" and changed(fused)["plotType"] == "histogram"
+
+    # a category: dot chart and bar chart with its scale; a numeric attribute is treated as categorical for it
+    update(codap, gid, plotType="bar_chart")
+    held = component(codap, gid)
+    assert (held["plotType"], held["xAttributeType"]) == ("barChart", "categorical")
+    update(codap, gid, barChartScale="percent")
+    assert component(codap, gid)["barChartScale"] == "percent"
+    update(codap, gid, barChartScale="formula", barChartFormula="mean(w)")
+    held = component(codap, gid)
+    assert (held["barChartScale"], held["barChartFormula"]) == ("formula", "mean(w)")
+
+    scatter = graph(codap, datasetName="bins", graphType="scatterplot", xAttribute="h", yAttribute="w")
+    wrong = codap.failed("update_codap_graph", {"graph": scatter, "plotType": "histogram"})
+    assert wrong["code"] == "plot_type_not_possible" and "scatter plot" in wrong["message"]
+    assert component(codap, scatter)["plotType"] == "scatterPlot"
+
+    # CODAP's reading of a saved document moves a web page from http:// to https://: no rebuild then
+    page = f"{codap.relay}/llms.txt"
+    web = codap.ok({"action": "create", "resource": "component", "values": {"type": "webView", "URL": page}})
+    refused = codap.failed("update_codap_graph", {"graph": gid, "showMeasureLabels": True})
+    assert refused["code"] == "rebuild_would_change_other_components" and "http://" in refused["message"]
+    assert not plot_storage(codap, gid).get("showMeasureLabels") and component(codap, web["id"])["URL"] == page
+
+
+def test_format_menu_points_stroke_background_and_legend_colours(codap: CodapPage) -> None:
+    dataset(codap, "format")
+    gid = graph(codap, datasetName="format", graphType="scatterplot", xAttribute="h", yAttribute="w")
+    answer = update(
+        codap, gid, pointColor="red", pointOpacity=0.5, pointSize=2, strokeColor="navy", backgroundColor="#ffffe0",
+        transparentBackground=True,
+    )  # fmt: skip
+    held = component(codap, gid)
+    assert (held["pointColor"], held["pointSize"], held["strokeColor"]) == ("#ff000080", 2, "#000080")
+    assert (held["backgroundColor"], held["transparent"]) == ("#ffffe0", True)
+    assert changed(answer) == {
+        "pointColor": "#ff0000", "pointOpacity": 0.5, "pointSize": 2, "strokeColor": "#000080",
+        "backgroundColor": "#ffffe0", "transparentBackground": True,
+    }  # fmt: skip
+    update(codap, gid, strokeSameAsFill=True, legendAttribute="g", legendColors={"A": "green", "B": "#ffa500"})
+    assert component(codap, gid)["strokeSameAsFill"] is True
+    colours = codap.ok({"action": "get", "resource": "dataContext[format].attribute[g]"})["_categoryMap"]
+    assert (colours["A"], colours["B"]) == ("#008000", "#ffa500")
+    update(codap, gid, legendAttribute="t", legendColorRange={"low": "white", "high": "darkblue"})
+    scale = codap.ok({"action": "get", "resource": "dataContext[format].attribute[t]"})["_categoryMap"]
+    assert (scale["low-attribute-color"], scale["high-attribute-color"]) == ("#ffffff", "#00008b")
+    image = "https://codap.concord.org/images/codap-logo.png"
+    update(codap, gid, legendAttributeType="categorical", backgroundImage=image, backgroundImageLockedToAxes=True)
+    saved = graph_storage(codap, gid)
+    assert (saved["legendAttributeType"], saved["plotBackgroundImage"]) == (2, image)  # 2: CODAP's categorical
+    assert saved["plotBackgroundImageLockInfo"]["locked"] is True
+    update(codap, gid, backgroundImage="")
+    assert "plotBackgroundImage" not in {k for k, v in graph_storage(codap, gid).items() if v is not None}
+    bad = codap.failed("update_codap_graph", {"graph": gid, "pointColor": "sparkly"})
+    assert bad["code"] == "invalid_arguments" and "sparkly" in bad["message"]
+    assert component(codap, gid)["pointColor"] == "#ff000080"
+
+
+def test_hide_show_menu(codap: CodapPage) -> None:
+    dataset(codap, "shows")
+    gid = graph(codap, datasetName="shows", graphType="dot_plot", xAttribute="h")
+    nothing = codap.failed("update_codap_graph", {"graph": gid, "hideCases": "selected"})
+    assert nothing["code"] == "nothing_to_hide" and "select" in nothing["message"]
+    codap.done("select_codap_cases", {"datasetName": "shows", "where": "h < 165"})
+    picked = sum(1 for h in HEIGHTS if h < 165)
+    hidden = update(codap, gid, hideCases="selected")
+    assert len(component(codap, gid)["hiddenCases"]) == picked == changed(hidden)["hideCases"]
+    update(codap, gid, showAllCases=True)
+    assert component(codap, gid)["hiddenCases"] == []
+    update(codap, gid, hideCases="unselected")
+    assert len(component(codap, gid)["hiddenCases"]) == len(ROWS) - picked
+    update(codap, gid, displayOnlySelectedCases=True)
+    assert component(codap, gid)["displayOnlySelectedCases"] is True
+    update(codap, gid, showAllCases=True)
+    held = component(codap, gid)
+    assert not held["displayOnlySelectedCases"] and held["hiddenCases"] == []
+    update(codap, gid, filterFormula="h > 170", showMeasuresForSelection=True, showParentToggles=True)
+    held = component(codap, gid)
+    assert held["filterFormula"] == "h > 170"
+    assert held["showMeasuresForSelection"] is True and held["enableNumberToggle"] is True
+    update(codap, gid, filterFormula="", showOnlyLastCase=True)
+    held = component(codap, gid)
+    assert not held["filterFormula"] and held["numberToggleLastMode"] is True
+
+
+def test_axes_bounds_rescale_splits_and_several_y_attributes(codap: CodapPage) -> None:
+    dataset(codap, "axes")
+    gid = graph(codap, datasetName="axes", graphType="scatterplot", xAttribute="h", yAttribute="w")
+    update(codap, gid, xAxisMin=100, xAxisMax=250)
+    assert (component(codap, gid)["xLowerBound"], component(codap, gid)["xUpperBound"]) == (100, 250)
+    rescaled = update(codap, gid, rescale=True)
+    held = component(codap, gid)
+    assert 100 < held["xLowerBound"] <= min(HEIGHTS) and max(HEIGHTS) <= held["xUpperBound"] < 250
+    assert {"xAxisMin", "xAxisMax"} <= set(changed(rescaled))
+    update(codap, gid, yAttributes=["w", "t"])
+    assert component(codap, gid)["yAttributeNames"] == ["w", "t"]
+    update(codap, gid, yAttribute="w", y2Attribute="t", topSplitAttribute="g", rightSplitAttribute="band")
+    held = component(codap, gid)
+    assert (held["y2AttributeName"], held["topSplitAttributeName"], held["rightSplitAttributeName"]) == (
+        "t", "g", "band",
+    )  # fmt: skip
+    update(codap, gid, y2Attribute=None, topSplitAttribute="", rightSplitAttribute=None, xAttributeType="categorical")
+    held = component(codap, gid)
+    assert (held["y2AttributeName"], held["topSplitAttributeName"]) == (None, None)
+    assert held["xAttributeType"] == "categorical"
+
+
+def test_the_measure_menu_beyond_what_codaps_api_creates(codap: CodapPage) -> None:
+    dataset(codap, "measures")
+    dots = graph(codap, datasetName="measures", graphType="dot_plot", xAttribute="h")
+    box = codap.done("add_codap_adornment", {"graph": dots, "adornment": "box_plot", "showOutliers": True})
+    (held,) = adornment(codap, dots, "Box Plot")["data"]
+    q1, q2, q3 = quantiles(HEIGHTS, n=4, method="inclusive")
+    assert (held["lowerQuartile"], held["median"], held["upperQuartile"]) == pytest.approx((q1, q2, q3))
+    assert adornment(codap, dots, "Box Plot")["showOutliers"] is True and box["structuredContent"]["added"] is True
+    codap.done("add_codap_adornment", {"graph": dots, "adornment": "normal_curve"})
+    (curve,) = adornment(codap, dots, "Normal Curve")["data"]
+    assert (curve["mean"], curve["standardDeviation"]) == pytest.approx((mean(HEIGHTS), stdev(HEIGHTS)))
+    codap.done("add_codap_adornment", {"graph": dots, "adornment": "standard_error", "numberOfStandardErrors": 2})
+    error = adornment(codap, dots, "Standard Error")
+    assert error["_numStErrs"] == 2 and error["data"][0]["standardError"] == pytest.approx(stdev(HEIGHTS) / 20**0.5)
+    codap.done("add_codap_adornment", {"graph": dots, "adornment": "mean_absolute_deviation"})
+    (mad,) = adornment(codap, dots, "Mean Absolute Deviation")["data"]
+    deviation = mean(abs(h - mean(HEIGHTS)) for h in HEIGHTS)
+    assert (mad["min"], mad["max"]) == pytest.approx((mean(HEIGHTS) - deviation, mean(HEIGHTS) + deviation))
+    codap.done("add_codap_adornment", {"graph": dots, "adornment": "movable_value", "value": 170})
+    assert adornment(codap, dots, "Movable Value")["data"] == [{"movableValues": [170]}]
+    update(codap, dots, showMeasureLabels=True)
+    saved = plot_storage(codap, dots)
+    assert saved["showMeasureLabels"] is True and saved["adornments"]["plottedBoxPlot"]["isVisible"] is True
+    assert {"Box Plot", "Normal Curve", "Standard Error", "Mean Absolute Deviation"} <= shown(codap, dots)
+
+    scatter = graph(codap, datasetName="measures", graphType="scatterplot", xAttribute="h", yAttribute="w")
+    line = {"graph": scatter, "adornment": "movable_line", "slope": 0.5, "intercept": -20}
+    codap.done("add_codap_adornment", line)
+    assert adornment(codap, scatter, "Movable Line")["data"] == [{"slope": 0.5, "intercept": -20}]
+    point = codap.done("add_codap_adornment", {"graph": scatter, "adornment": "movable_point"})["structuredContent"]
+    assert point["values"] == adornment(codap, scatter, "Movable Point")["data"]
+    assert set(point["values"][0]) == {"h", "w"}
+    codap.done("add_codap_adornment", {"graph": scatter, "adornment": "plotted_function", "formula": "0.3 * x + 10"})
+    assert adornment(codap, scatter, "Plotted Function")["formula"] == '"0.3 * x + 10"'
+    bad = codap.failed("add_codap_adornment", {"graph": scatter, "adornment": "plotted_function", "formula": "nope(x)"})
+    assert bad["code"] == "formula_error" and "nope" in bad["message"]
+    kept = adornment(codap, scatter, "Plotted Function")
+    assert (kept["formula"], kept["isVisible"]) == ('"0.3 * x + 10"', True)  # put back as it was
+    codap.done("add_codap_adornment", {"graph": scatter, "adornment": "least_squares_line", "showR": True})
+    assert adornment(codap, scatter, "LSRL")["showR"] is True
+    update(codap, scatter, showSquaresOfResiduals=True, lockIntercept=True)
+    saved = plot_storage(codap, scatter)
+    assert saved["areSquaresVisible"] is True and saved["movableLineStorage"]["isInterceptLocked"] is True
+    codap.done("remove_codap_adornment", {"graph": scatter, "adornment": "movable_line"})
+    assert "Movable Line" not in shown(codap, scatter) and "Plotted Function" in shown(codap, scatter)
+
+
+def test_a_line_graph_with_a_legend_draws_one_line_per_group(codap: CodapPage) -> None:
+    growth: list[dict[str, Any]] = [
+        {"day": d, "height": 10 + d * (2 if kid == "A" else 3), "kid": kid} for d in range(5) for kid in "AB"
+    ]
+    dataset(codap, "growth", growth)
+    made = codap.done(
+        "create_codap_graph",
+        {"datasetName": "growth", "graphType": "line_graph", "xAttribute": "day", "yAttribute": "height",
+         "legendAttribute": "kid"},
+    )  # fmt: skip
+    collections = codap.ok({"action": "get", "resource": "dataContext[growth].collectionList"})
+    parent = f"dataContext[growth].collection[{collections[0]['id']}]"
+    attrs = codap.ok({"action": "get", "resource": f"{parent}.attributeList"})
+    # CODAP joins a graph's points within the parent collection's groups: grouped by kid, one line per kid
+    assert len(collections) == 2 and [a["name"] for a in attrs] == ["kid"]
+    assert component(codap, made["structuredContent"]["graphId"])["showConnectingLines"] is True
+    assert "one line per kid" in made["content"][0]["text"]
+
+    dataset(codap, "single", [{**row, "day": 4 - row["day"]} for row in growth])
+    one = codap.done(
+        "create_codap_graph",
+        {"datasetName": "single", "graphType": "line_graph", "xAttribute": "day", "yAttribute": "height",
+         "legendAttribute": "kid", "groupLinesByLegend": False},
+    )  # fmt: skip
+    assert len(codap.ok({"action": "get", "resource": "dataContext[single].collectionList"})) == 1
+    text = one["content"][0]["text"]
+    assert "one line, across the kid groups" in text and "not the order of day" in text and "sort_codap_cases" in text
+
+
+# Each update_codap_graph setting and where get_codap_status's state of a graph holds it.
+SETTING_PATHS = {
+    "title": "title", "plotType": "plotType", "xAttribute": "x.attribute", "xAttributeType": "x.type",
+    "xAxisMin": "x.min", "xAxisMax": "x.max", "yAttribute": "y.attribute", "yAttributes": "y.attributes",
+    "yAttributeType": "y.type", "yAxisMin": "y.min", "yAxisMax": "y.max", "y2Attribute": "y2.attribute",
+    "y2AxisMin": "y2.min", "y2AxisMax": "y2.max", "topSplitAttribute": "topSplit", "rightSplitAttribute": "rightSplit",
+    "legendAttribute": "legend.attribute", "legendAttributeType": "legend.type", "legendColors": "legend.colors",
+    "legendColorRange": "legend.range", "backgroundImage": "background.image",
+    "backgroundImageLockedToAxes": "background.imageLocked",
+    "binWidth": "bins.width",
+    "binAlignment": "bins.alignment", "pointsAreFusedIntoBars": "fusedIntoBars", "barChartScale": "barChart.scale",
+    "barChartFormula": "barChart.formula", "showConnectingLines": "connectingLines", "pointColor": "points.color",
+    "pointOpacity": "points.opacity", "pointSize": "points.size", "strokeColor": "points.strokeColor",
+    "strokeSameAsFill": "points.strokeSameAsFill", "backgroundColor": "background.color",
+    "transparentBackground": "background.transparent", "displayOnlySelectedCases": "shows.onlySelected",
+    "hideCases": "shows.hiddenCases", "showAllCases": "shows.hiddenCases", "filterFormula": "shows.filterFormula",
+    "showParentToggles": "shows.parentToggles", "showOnlyLastCase": "shows.onlyLastCase",
+    "showMeasuresForSelection": "shows.measuresForSelection", "showMeasureLabels": "measures.labels",
+    "showSquaresOfResiduals": "measures.squaresOfResiduals", "lockIntercept": "measures.interceptLocked",
+    "groupLinesByLegend": "connectingLines", "rescale": "x.min",
+}  # fmt: skip
+
+
+def at(state: dict[str, Any], path: str) -> Any:
+    for key in path.split("."):
+        state = state.get(key) if isinstance(state, dict) else None  # type: ignore[assignment]
+    return state
+
+
+def state_from_codap(codap: CodapPage, gid: int, document: dict[str, Any]) -> dict[str, Any]:
+    """What CODAP holds for each setting, read by this test from CODAP itself."""
+    c = component(codap, gid)
+    (storage,) = [x["componentStorage"] for x in document["components"] if int(x["guid"]) == gid]
+    plot = storage["plotModels"][0].get("plotModelStorage", {})
+    colour = c["pointColor"]
+    legend = None
+    if c["legendAttributeName"]:
+        name = c["legendAttributeName"]
+        attribute = codap.ok({"action": "get", "resource": f"dataContext[{c['dataContext']}].attribute[{name}]"})
+        colours = attribute["_categoryMap"]
+        treated = {1: "numeric", 2: "categorical"}[storage["legendAttributeType"]]
+        legend = {"attribute": name, "type": treated}
+        if treated == "numeric":
+            legend["range"] = {end: colours[f"{end}-attribute-color"] for end in ("low", "high")}
+        else:
+            legend["colors"] = {k: colours[k] for k in "AB"}
+    set_aside = [len(d.get("setAsideItems", [])) for d in document["contexts"] if d["name"] == c["dataContext"]]
+    line = plot.get("movableLineStorage", plot.get("multipleLSRLsStorage", {}))
+    return {
+        "title": c["title"] or c["name"] or "", "plotType": c["plotType"], "fusedIntoBars": c["pointsAreFusedIntoBars"],
+        "x": {"attribute": c["xAttributeName"], "type": c["xAttributeType"],
+              "min": c["xLowerBound"], "max": c["xUpperBound"]},
+        "y": {"attribute": c["yAttributeName"],
+              "attributes": [n for n in c["yAttributeNames"] if n != c["y2AttributeName"]],
+              "type": c["yAttributeType"], "min": c["yLowerBound"], "max": c["yUpperBound"]},
+        "y2": {"attribute": c["y2AttributeName"], "min": c["y2LowerBound"], "max": c["y2UpperBound"]},
+        "topSplit": c["topSplitAttributeName"], "rightSplit": c["rightSplitAttributeName"], "legend": legend,
+        "bins": {"width": plot["width"], "alignment": plot["alignment"]} if "width" in plot else None,
+        "barChart": {"scale": c.get("barChartScale"), "formula": c.get("barChartFormula")}
+                    if c["plotType"] == "barChart" else None,
+        "connectingLines": c["showConnectingLines"],
+        "points": {"color": colour[:7], "opacity": round(int(colour[7:] or "ff", 16) / 255, 2), "size": c["pointSize"],
+                   "strokeColor": c["strokeColor"], "strokeSameAsFill": c["strokeSameAsFill"]},
+        "background": {"color": c["backgroundColor"], "transparent": c["transparent"],
+                       "image": storage.get("plotBackgroundImage"),
+                       "imageLocked": bool((storage.get("plotBackgroundImageLockInfo") or {}).get("locked"))},
+        "shows": {"onlySelected": c["displayOnlySelectedCases"] is True, "hiddenCases": len(c["hiddenCases"]),
+                  "filterFormula": c["filterFormula"] or None, "parentToggles": c["enableNumberToggle"] is True,
+                  "onlyLastCase": c["numberToggleLastMode"] is True,
+                  "measuresForSelection": c["showMeasuresForSelection"] is True, "setAsideCases": set_aside[0]},
+        "measures": {"labels": plot.get("showMeasureLabels", False),
+                     "squaresOfResiduals": plot.get("areSquaresVisible", False),
+                     "interceptLocked": bool(line.get("isInterceptLocked"))},
+    }  # fmt: skip
+
+
+def test_the_status_gives_each_graphs_whole_state_as_codap_holds_it(codap: CodapPage) -> None:
+    schema = plugin_tool("update_codap_graph")
+    assert schema is not None
+    assert set(SETTING_PATHS) == set(schema["inputSchema"]["properties"]) - {"graph"}
+    dataset(codap, "status")
+    codap.done("set_aside_codap_cases", {"datasetName": "status", "where": "t > 17"})
+    histogram = graph(codap, datasetName="status", graphType="histogram", xAttribute="h", binWidth=4, title="Heights")
+    update(codap, histogram, pointColor="#1f77b4", pointOpacity=0.7, filterFormula="h > 150", showMeasureLabels=True)
+    legend = graph(codap, datasetName="status", graphType="dot_plot", xAttribute="w", legendAttribute="h")
+    update(
+        codap,
+        legend,
+        legendColorRange={"low": "#eeeeee", "high": "purple"},
+        backgroundImage="https://example.org/a.png",
+    )
+    scatter = graph(codap, datasetName="status", graphType="line_graph", xAttribute="h", yAttribute="w")
+    update(
+        codap, scatter, y2Attribute="t", legendAttribute="g", legendColors={"A": "teal"}, pointSize=1.5,
+        strokeSameAsFill=True, backgroundColor="beige", displayOnlySelectedCases=True, showParentToggles=True,
+        xAxisMin=140, xAxisMax=200,
+    )  # fmt: skip
+    codap.done("add_codap_adornment", {"graph": scatter, "adornment": "least_squares_line"})
+    update(codap, scatter, lockIntercept=True, showSquaresOfResiduals=True)
+    status = codap.done("get_codap_status", {})
+    states = {c["id"]: c["graph"] for c in status["structuredContent"]["components"] if c["type"] == "graph"}
+    document = read_document(codap)
+    for gid in (histogram, legend, scatter):
+        state, held = states[gid], state_from_codap(codap, gid, document)
+        for setting, path in SETTING_PATHS.items():
+            want = at(held, path)
+            assert at(state, path) == want, (gid, setting, path)
+    assert states[histogram]["shows"]["setAsideCases"] == 2 and states[histogram]["bins"]["width"] == 4
+    assert {a["name"] for a in states[scatter]["adornments"]} == {"least_squares_line"}
+    text = status["content"][0]["text"]
+    assert "histogram, x = h" in text and "bins of width 4" in text and "2 cases set aside" in text
+    assert "coloured by g" in text and "only the selected cases" in text and "least squares line" in text
+
+
+def test_deletions_come_back_through_undo_codap_tool_calls_not_codaps_undo(codap: CodapPage) -> None:
+    """What undo_codap and the deleting tools say of each other, as real CODAP does it."""
+    dataset(codap, "undo")
+    codap.done("delete_codap_attribute", {"datasetName": "undo", "name": "band"})
+    pressed = codap.done("undo_codap", {"steps": 1})
+    listing = {"action": "get", "resource": "dataContext[undo].collection[undo].attributeList"}
+    assert "band" not in [a["name"] for a in codap.ok(listing)]
+    assert "cannot take back" in pressed["content"][0]["text"]
+    codap.done("undo_codap_tool_calls", {"lastCalls": 1})
+    assert "band" in [a["name"] for a in codap.ok(listing)]
+    codap.done("delete_codap_cases", {"datasetName": "undo", "where": "t < 5"})
+    pressed = codap.done("undo_codap", {"steps": 1})
+    assert len(codap.items("undo")) == len(ROWS) - 5 and "cannot take back" in pressed["content"][0]["text"]
+    codap.done("undo_codap_tool_calls", {"lastCalls": 1})
+    assert len(codap.items("undo")) == len(ROWS)
+    # bins set by rebuilding the document: CODAP's own step, taken back by the press after the call's
+    gid = graph(codap, datasetName="undo", graphType="dot_plot", xAttribute="h")
+    update(codap, gid, plotType="binned_dot_plot")
+    first = codap.done("undo_codap", {"steps": 1})["content"][0]["text"]
+    assert "cannot take back" in first and component(codap, gid)["plotType"] == "binnedDotPlot"
+    codap.done("undo_codap", {"steps": 1})
+    assert component(codap, gid)["plotType"] == "dotPlot"
