@@ -24,7 +24,6 @@ import boto3
 import httpx
 import pytest
 
-from codap_relay.clock import FakeClock
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.relay.grants import PENDING, PENDING_TTL_SECONDS
@@ -34,6 +33,7 @@ from codap_relay.store.dynamodb import DynamoStore
 from codap_relay.store.memory import MemoryStore
 from codap_relay.store.sqlite import SqliteStore
 from codap_relay_tooling.testing import web
+from codap_relay_tooling.testing.clock import FakeClock
 from codap_relay_tooling.testing.oauth_flow import CALLBACK, World, authorize_params, pkce
 from codap_relay_tooling.testing.relay_settings import clear_of_rate_window, make_settings
 from codap_relay_tooling.testing.servers import serve_app
