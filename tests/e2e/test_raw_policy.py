@@ -441,8 +441,11 @@ def test_what_codap_ignores_codap_api_names_and_the_help_says_so(codap: CodapPag
     )
     gid = graph["structuredContent"]["graphId"]
     help_text = " ".join(codap.done("codap_api_help", {"topic": t})["content"][0]["text"] for t in ("datasets",
-                         "collections", "components", "graphs", "globals", "attributes"))  # fmt: skip
+                         "collections", "components", "component_types", "graphs", "globals", "attributes"))  # fmt: skip
     codap.ok({"action": "create", "resource": "global", "values": {"name": "kept", "value": 1}})
+    mid = codap.ok({"action": "create", "resource": "component", "values": {"type": "map", "dataContext": "Ignored"}})[
+        "id"
+    ]
     cases = [
         ("update", "dataContext[Ignored]", {"name": "Renamed"}, "name", "Not: name"),
         ("update", "dataContext[Ignored]", {"metadata": {"source": "https://x.org"}}, "metadata", "metadata.source"),
@@ -450,6 +453,7 @@ def test_what_codap_ignores_codap_api_names_and_the_help_says_so(codap: CodapPag
         ("update", f"component[{gid}]", {"plotType": "histogram"}, "plotType", "Not: plotType"),
         ("update", f"component[{gid}]", {"isMinimized": True}, "isMinimized", "Not: isMinimized"),
         ("update", "global[kept]", {"value": 2, "name": "gone"}, "name", "Not: name"),
+        ("update", f"component[{mid}]", {"legendAttributeName": "species"}, "legendAttributeName", "Not:\n  legendAttributeName"),
         ("update", "dataContext[Ignored].collection[Ignored].attribute[age]", {"editable": False}, "editable",
          "Not: editable"),
     ]  # fmt: skip

@@ -75,6 +75,10 @@ def test_each_remaining_typed_tool_answers_its_output_schema(codap: CodapPage) -
     call("remove_codap_adornment", {"graph": "Sides", "adornment": "mean"})
     call("get_codap_graph_image", {"graph": "Sides", "maxSize": 300})
     call("create_codap_map", {"datasetName": "shapes", "title": "Where"})
+    call("update_codap_map", {"map": "Where", "zoom": 3, "baseMap": "streets"})
+    call("create_codap_slider", {"name": "scale", "value": 1, "min": 0, "max": 2})
+    call("update_codap_slider", {"slider": "scale", "value": 0})
+    call("create_codap_calculator", {})
     call("undo_codap", {})
     call("redo_codap", {"steps": 2})
     call("codap_api_help", {})
@@ -83,6 +87,7 @@ def test_each_remaining_typed_tool_answers_its_output_schema(codap: CodapPage) -
     call("set_aside_codap_cases", {"datasetName": "shapes", "restore": True})
     call("update_codap_dataset", {"datasetName": "shapes", "title": "Shapes", "description": "polygons"})
     call("update_codap_table", {"datasetName": "shapes", "hideAttributes": ["lat"], "indexColumn": False})
+    call("update_codap_table", {"datasetName": "shapes", "collapsed": True})
     # The digest of a changing tool: CODAP's document as it stands.
     final = call("delete_codap_dataset", {"datasetName": "more shapes"})
     assert {d["name"] for d in final["document"]["datasets"]} == {"shapes"}

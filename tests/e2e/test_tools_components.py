@@ -257,3 +257,105 @@ def test_place_beside_below_and_instead_without_covering_a_third(codap: CodapPag
     assert refused["code"] == "plugin_protected" and listed(codap, plugin)["hidden"] is False  # type: ignore[index]
     lonely = codap.failed("update_codap_component", {"component": tid, "place": "below"})
     assert lonely["code"] == "invalid_arguments" and "relativeTo" in lonely["message"]
+
+
+def document_state(codap: CodapPage) -> dict[str, Any]:
+    """CODAP's whole document as it sends it to a plugin subscribed to documents (read in the plugin's frame)."""
+    state: dict[str, Any] = codap.frame.evaluate(
+        """() => new Promise((resolve, reject) => {
+            const timer = setTimeout(() => reject(new Error("no document")), 10000);
+            function on(e) {
+              let d = e.data; if (typeof d === "string") { try { d = JSON.parse(d); } catch { return; } }
+              const c = d && d.content;
+              if (c && c.messageType === "call" && c.value && c.value.resource === "document") {
+                removeEventListener("message", on); clearTimeout(timer); resolve(c.value.values.state);
+              }
+            }
+            addEventListener("message", on);
+            parent.postMessage({type: "data-interactive", content: {messageType: "call", uuid: "doc-" + Date.now(),
+              value: {action: "get", resource: "document"}}}, "*");
+        })"""
+    )
+    return state
+
+
+def stored(codap: CodapPage, cid: int) -> dict[str, Any]:
+    (found,) = [c for c in document_state(codap)["components"] if c["guid"] == cid]
+    return dict(found)
+
+
+def test_slider_value_range_step_and_animation_change_and_formulas_follow(codap: CodapPage) -> None:
+    made = codap.done("create_codap_slider", {"name": "gain", "value": 2, "min": 0, "max": 5, "title": "Gain"})
+    sid = made["structuredContent"]["componentId"]
+    make_dataset(codap, "CompGain", [{"x": 1}, {"x": 3}])
+    codap.ok({"action": "create", "resource": "dataContext[CompGain].collection[CompGain].attribute",
+              "values": [{"name": "y", "formula": "gain * x"}]})  # fmt: skip
+    changed = codap.done(
+        "update_codap_slider",
+        {"slider": "gain", "value": 0, "max": 10, "step": 0.5, "animationDirection": "backAndForth",
+         "animationMode": "nonStop", "maxPerSecond": 5},
+    )  # fmt: skip
+    shown = component(codap, sid)
+    assert (shown["value"], shown["upperBound"], shown["multipleOf"]) == (0, 10, 0.5)
+    assert (shown["animationDirection"], shown["animationMode"], shown["animationRate"]) == (0, 0, 5)
+    assert sorted(i["values"]["y"] for i in codap.items("CompGain")) == [0, 0]  # formulas see 0
+    facts = changed["structuredContent"]
+    assert facts["changes"]["value"] == {"before": 2, "after": 0} and facts["max"] == 10
+    bad = codap.failed("update_codap_slider", {"slider": "Gain", "min": 20})
+    assert bad["code"] == "invalid_arguments" and component(codap, sid)["lowerBound"] == 0
+    missing = codap.failed("update_codap_slider", {"slider": "loss", "value": 1})
+    assert missing["code"] == "component_not_found" and any("Gain" in a for a in missing["data"]["available"])
+
+
+def test_map_centre_zoom_base_map_legend_and_layers(codap: CodapPage) -> None:
+    make_dataset(codap, "CompGeo", [{"city": "Oslo", "lat": 59.9, "long": 10.7, "pop": 700},
+                                    {"city": "Rome", "lat": 41.9, "long": 12.5, "pop": 2800}])  # fmt: skip
+    mid = codap.done("create_codap_map", {"datasetName": "CompGeo", "title": "Cities"})["structuredContent"][
+        "componentId"
+    ]
+    codap.done("update_codap_map", {"map": "Cities", "center": {"latitude": 50, "longitude": 11}, "zoom": 4})
+    model = stored(codap, mid)["componentStorage"]["mapModelStorage"]
+    assert (model["center"], model["zoom"]) == ({"lat": 50, "lng": 11}, 4)
+    styled = codap.done("update_codap_map", {"map": mid, "baseMap": "oceans", "legendAttribute": "pop", "grid": True})
+    model = stored(codap, mid)["componentStorage"]["mapModelStorage"]
+    (layer,) = model["layerModels"]
+    pop = codap.ok({"action": "get", "resource": "dataContext[CompGeo].attribute[pop]"})["id"]
+    assert model["baseMapLayerName"] == "Oceans" and layer["_links_"]["legendAttr"]["id"] == pop
+    assert layer["grid"]["isVisible"] is True
+    assert (
+        styled["structuredContent"]["legendAttribute"] == "pop"
+        and "points coloured by pop" in styled["content"][0]["text"]
+    )
+    plain = codap.done("update_codap_map", {"map": mid, "legendAttribute": None, "grid": False, "points": False})
+    (layer,) = stored(codap, mid)["componentStorage"]["mapModelStorage"]["layerModels"]
+    assert "legendAttr" not in layer["_links_"] and layer["grid"]["isVisible"] is False
+    assert layer["pointsShouldBeVisible"] is False and plain["structuredContent"]["points"] is False
+    fitted = codap.done("update_codap_map", {"map": mid, "fit": True})
+    model = stored(codap, mid)["componentStorage"]["mapModelStorage"]
+    assert fitted["structuredContent"]["zoom"] == model["zoom"] != 4
+
+
+def test_text_calculator_front_and_minimize(codap: CodapPage) -> None:
+    note = codap.done("create_codap_text", {"text": "draft", "title": "Notes"})["structuredContent"]["componentId"]
+    changed = codap.done("update_codap_component", {"component": "Notes", "text": "Heights rise.\nBy age."})
+    words = str(component(codap, note)["text"])
+    assert (
+        "Heights rise." in words
+        and "By age." in words
+        and changed["structuredContent"]["text"] == "Heights rise.\nBy age."
+    )
+    calc = codap.done("create_codap_calculator", {"title": "Calc"})["structuredContent"]["componentId"]
+    assert component(codap, calc)["type"] == "calculator"
+    codap.done("update_codap_component", {"component": note, "bringToFront": True})
+    layers = {c["guid"]: c["layout"]["zIndex"] for c in document_state(codap)["components"]}
+    assert layers[note] == max(layers.values())
+    small = codap.done("update_codap_component", {"component": note, "minimized": True})
+    saved = stored(codap, note)
+    assert saved["savedHeight"] and saved["layout"]["height"] < saved["savedHeight"]
+    assert small["structuredContent"]["minimized"] is True
+    status = codap.done("get_codap_status", {"includeDatasets": False})["structuredContent"]
+    assert [c.get("minimized") for c in status["components"] if c["id"] == note] == [True]
+    codap.done("update_codap_component", {"component": note, "minimized": False})
+    assert not stored(codap, note).get("savedHeight")
+    not_text = codap.failed("update_codap_component", {"component": calc, "text": "2+2"})
+    assert not_text["code"] == "invalid_arguments"

@@ -228,3 +228,48 @@ def test_an_attribute_protected_from_editing_and_moved_as_the_table_does(codap: 
     codap.done("update_codap_attribute", {"datasetName": "Props", "name": "height", "position": 2})
     order = codap.ok({"action": "get", "resource": "dataContext[Props].collection[Props].attributeList"})
     assert [a["name"] for a in order] == ["name", "weight", "height"]
+
+
+def collapsed_in_codap(codap: CodapPage, table_id: int) -> list[int]:
+    """The parent cases the table shows collapsed, from CODAP's own document (read in the plugin's frame)."""
+    state: dict[str, Any] = codap.frame.evaluate(
+        """() => new Promise((resolve) => {
+            function on(e) {
+              let d = e.data; if (typeof d === "string") { try { d = JSON.parse(d); } catch { return; } }
+              const c = d && d.content;
+              if (c && c.messageType === "call" && c.value && c.value.resource === "document") {
+                removeEventListener("message", on); resolve(c.value.values.state);
+              }
+            }
+            addEventListener("message", on);
+            parent.postMessage({type: "data-interactive", content: {messageType: "call", uuid: "doc-" + Date.now(),
+              value: {action: "get", resource: "document"}}}, "*");
+        })"""
+    )
+    (table,) = [c for c in state["components"] if c["guid"] == table_id]
+    nodes = (table["componentStorage"].get("_links_") or {}).get("collapsedNodes") or []
+    return [int(n["id"]) for n in (nodes if isinstance(nodes, list) else [nodes])]
+
+
+def test_grouped_cases_collapse_and_expand_and_a_collection_gets_a_title(codap: CodapPage) -> None:
+    make(codap, "Groups", [{**p, "team": "red" if i % 2 else "blue"} for i, p in enumerate(PUPILS)])
+    codap.done("group_codap_cases", {"datasetName": "Groups", "attributes": ["team"]})
+    table = tables_of(codap, "Groups")["caseTable"]["id"]
+    folded = codap.done("update_codap_table", {"datasetName": "Groups", "collapsed": True})
+    parents = codap.ok({"action": "get", "resource": "dataContext[Groups].collection[team groups].allCases"})["cases"]
+    assert sorted(collapsed_in_codap(codap, table)) == sorted(c["case"]["id"] for c in parents)
+    assert folded["structuredContent"]["collapsedCases"] == 2 and len(codap.items("Groups")) == 5
+    codap.done("update_codap_table", {"datasetName": "Groups", "collapsed": False})
+    assert collapsed_in_codap(codap, table) == []
+
+    titled = codap.done("update_codap_dataset", {"datasetName": "Groups", "collection": "team groups",
+                                                 "collectionTitle": "Teams"})  # fmt: skip
+    held = codap.ok({"action": "get", "resource": "dataContext[Groups].collection[team groups]"})
+    assert (held["name"], held["title"]) == ("team groups", "Teams")
+    assert titled["structuredContent"]["changes"]["collectionTitle"] == {"before": "team groups", "after": "Teams"}
+    # the tools take the collection's new title
+    picked = codap.done("get_codap_selection", {"datasetName": "Groups", "collectionName": "Teams"})
+    assert picked["structuredContent"]["collectionName"] == "team groups"
+    make(codap, "Flat")
+    flat = codap.failed("update_codap_table", {"datasetName": "Flat", "collapsed": True})
+    assert flat["code"] == "invalid_arguments" and "one collection" in flat["message"]

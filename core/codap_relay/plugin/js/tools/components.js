@@ -4,8 +4,10 @@
 
 import { nameMatchers } from "../codap_query.js";
 import { ToolError, get, invalid, toolResult } from "./context.js";
+import { readDocument, rebuildComponent } from "./codap_document.js";
 import { boxOf, freePlace, overlaps, placed } from "./layout.js";
 import { paragraphs, plainText } from "./richtext.js";
+import { createSliderMapTools } from "./sliders_maps.js";
 
 /**
  * @import {CodapId, CodapRequest} from "../types.js"
@@ -25,6 +27,9 @@ const LONG_NAMES = ["longitude", "long", "lng", "lon", "longitud", "längengrad"
 /** CODAP's slider animation settings are indexes into these lists (v3 slider-types.ts). */
 const DIRECTIONS = ["backAndForth", "lowToHigh", "highToLow"];
 const MODES = ["nonStop", "onceOnly"];
+
+/** The height CODAP gives a minimized component: its title bar (v3 kTitleBarHeight + borders, as it saves it). */
+const TITLE_BAR_HEIGHT = 34;
 
 /** @type {Record<string, string>} */
 const TYPE_WORDS = {
@@ -263,13 +268,39 @@ export function createComponentTools(ctx) {
   }
 
   /**
+   * Minimizes a component to its title bar, or expands it, as its title bar's button does: CODAP's plugin API has no
+   * request for it, so CODAP's saved document is rebuilt with the component's layout changed (the height it had is
+   * kept as savedHeight, which is how CODAP saves a minimized component).
+   * @param {Listed} target
+   * @param {boolean} minimized
+   * @param {CodapId | undefined} frameId
+   */
+  async function minimize(target, minimized, frameId) {
+    if (!ctx.listen) throw new ToolError("This plugin cannot read CODAP's document here.", "document_unavailable");
+    await rebuildComponent(ctx, target.id, (_storage, doc) => {
+      /** @type {Record<string, any> | undefined} */
+      const c = (doc.components ?? []).find((x) => String(x.guid) === String(target.id));
+      if (!c?.layout) return;
+      if (minimized && !c.savedHeight) {
+        c.savedHeight = c.layout.height;
+        c.layout.height = TITLE_BAR_HEIGHT;
+      } else if (!minimized && c.savedHeight) {
+        c.layout.height = c.savedHeight;
+        delete c.savedHeight;
+      }
+    }, frameId ?? null);
+  }
+
+  /**
    * @param {{component: string | number, title?: string, position?: {left: number, top: number},
-   *   size?: {width: number, height: number}, hidden?: boolean, place?: string, relativeTo?: string | number}} args
+   *   size?: {width: number, height: number}, hidden?: boolean, place?: string, relativeTo?: string | number,
+   *   text?: string, bringToFront?: boolean, minimized?: boolean}} args
    */
   async function update_codap_component(args) {
-    const { component, title, position, size, hidden, place, relativeTo } = args;
-    if (title === undefined && !position && !size && hidden === undefined && place === undefined) {
-      throw invalid("Say what to change: title, position, size, hidden, or place with relativeTo.");
+    const { component, title, position, size, hidden, place, relativeTo, text: newText, bringToFront, minimized } = args;
+    if (title === undefined && !position && !size && hidden === undefined && place === undefined &&
+      newText === undefined && !bringToFront && minimized === undefined) {
+      throw invalid("Say what to change: title, position, size, hidden, text, bringToFront, minimized, or place with relativeTo.");
     }
     if ((place === undefined) !== (relativeTo === undefined)) {
       throw invalid("place and relativeTo go together: e.g. place right_of, relativeTo the table's title or id.");
@@ -334,13 +365,19 @@ export function createComponentTools(ctx) {
       }
     }
     const resource = `component[${target.id}]`;
+    if (newText !== undefined) {
+      if (target.type !== "text") throw invalid(`${label(target)} is not a text box: only a text box has text to change.`);
+      values.text = { document: { children: paragraphs(newText) } }; // never a string (see create_codap_text)
+    }
+    if (bringToFront) extra.push({ action: "notify", resource, values: { request: "select" } });
+    if (minimized !== undefined) await minimize(target, minimized, listed.frameId);
     /** @type {CodapRequest} */
     const update = { action: "update", resource, values };
     const read = get(resource);
     const list = get("componentList");
     const [updated, ...rest] = await send([update, ...extra, read, list]);
     must(update, updated, `changing ${label(target)}`);
-    extra.forEach((r, i) => must(r, rest[i], `hiding ${label(/** @type {Listed} */ (replaced))}`));
+    extra.forEach((r, i) => must(r, rest[i], r.action === "notify" ? `bringing ${label(target)} to the front` : `hiding ${label(/** @type {Listed} */ (replaced))}`));
     const [after, listedNow] = rest.slice(extra.length);
     const now = must(read, after).values ?? {};
     /** @type {Array<{id: CodapId, hidden?: boolean}>} */
@@ -364,6 +401,15 @@ export function createComponentTools(ctx) {
     }
     if (title !== undefined && now.title !== title) notTaken.push(`title (asked ${JSON.stringify(title)})`);
     if (hidden !== undefined && isHidden !== hidden) notTaken.push(`hidden ${hidden}`);
+    if (newText !== undefined && plainText(now.text).trim() !== newText.trim()) notTaken.push("text");
+    /** @type {boolean | null} */
+    let isMinimized = null;
+    if (minimized !== undefined) {
+      const doc = await readDocument(ctx).catch(() => null);
+      const saved = /** @type {Record<string, any> | undefined} */ (doc?.components?.find((c) => String(c.guid) === String(target.id)));
+      isMinimized = saved ? saved.savedHeight != null : null;
+      if (isMinimized !== minimized) notTaken.push(`minimized ${minimized}`);
+    }
     const state = {
       componentId: target.id,
       type: now.type ?? target.type,
@@ -374,6 +420,8 @@ export function createComponentTools(ctx) {
       covers: covers.map((c) => c.id),
       ...(placement ? { placement } : {}),
       ...(replaced ? { hiddenInstead: replaced.id } : {}),
+      ...(isMinimized !== null ? { minimized: isMinimized } : {}),
+      ...(newText !== undefined ? { text: plainText(now.text) } : {}),
       ...(notTaken.length ? { notTaken } : {}),
     };
     const parts = [
@@ -381,6 +429,9 @@ export function createComponentTools(ctx) {
       state.position && `at left ${state.position.left}, top ${state.position.top}`,
       state.size && `${state.size.width} × ${state.size.height} px`,
       isHidden ? "hidden" : "shown",
+      isMinimized !== null && (isMinimized ? "minimized to its title bar" : "expanded"),
+      bringToFront && "in front of the others",
+      newText !== undefined && `showing ${JSON.stringify(plainText(now.text))}`,
     ].filter(Boolean);
     let text = `Updated ${typeWord(state.type)} ${target.id}: now ${parts.join(", ")}`;
     if (placement) {
@@ -429,5 +480,6 @@ export function createComponentTools(ctx) {
     create_codap_map,
     update_codap_component,
     delete_codap_component,
+    ...createSliderMapTools(ctx),
   };
 }

@@ -52,6 +52,7 @@ const INSTEAD = {
   "global.name": "CODAP's plugin API cannot rename a global value",
   "component.isMinimized": "CODAP's plugin API cannot minimize or expand a component",
   "graph.plotType": "CODAP's component update does not change a plot type: use update_codap_graph (plotType, binned plots, histograms)",
+  "map.legendAttributeName": "CODAP 3.1.0 sets a map's legend only when it makes the map: use update_codap_map legendAttribute",
 };
 
 /**
@@ -158,6 +159,12 @@ export function checkFor(request) {
             why: "a slider made without globalValueName is CODAP's default slider: create the global first, then a slider with its globalValueName",
           }));
           return { notTaken, unverified: [] };
+        }
+        if (kind === "map" && action === "update" && "legendAttributeName" in asked) {
+          const { legendAttributeName, ...rest } = asked;
+          const out = compareKeys(rest, before, after, { kind: "component", accepted: [...COMPONENT_COMMON, ...COMPONENT_KEYS.map], unread: UNREAD.map });
+          out.notTaken.push({ key: "legendAttributeName", asked: legendAttributeName, why: INSTEAD["map.legendAttributeName"] });
+          return out;
         }
         return compareKeys(asked, before, after, {
           kind: kind === "graph" ? "graph" : "component",

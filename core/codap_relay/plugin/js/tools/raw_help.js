@@ -109,7 +109,8 @@ slider {globalValueName (an existing global, made first: see globals), value?, l
   multipleOf?, animationDirection? (0 back and forth, 1 low to high, 2 high to low), animationMode? (0 non-stop,
   1 once), animationRate?, scaleType? ("numeric" or "date")}. Without globalValueName CODAP makes its default
   slider and ignores every other value. A slider's height is fixed.
-map {dataContext, legendAttributeName?, center?: [lat, long], zoom?} (CODAP reads none of them back).
+map {dataContext, legendAttributeName?, center?: [lat, long], zoom?} (CODAP reads none of them back). Not:
+  legendAttributeName in an update of a map (only when it is made; update_codap_map sets a legend).
 calculator {} (no fields of its own).`,
 
   graphs: `A graph is a component of type "graph".

@@ -7,7 +7,7 @@
 // isIndexHidden; "resize all columns" is notify autoScale on the table, whose widths only CODAP's whole document
 // holds (componentStorage.attributeWidths).
 
-import { readDocument } from "./codap_document.js";
+import { readDocument, rebuildComponent } from "./codap_document.js";
 import { ToolError, collection, get, invalid, toolResult } from "./context.js";
 
 /**
@@ -45,15 +45,15 @@ export function createTableViewTools(ctx) {
 
   /**
    * @param {{datasetName: string, view?: "table" | "card", hideAttributes?: string[], showAttributes?: string[],
-   *   showAllAttributes?: boolean, indexColumn?: boolean, fitColumns?: boolean}} args
+   *   showAllAttributes?: boolean, indexColumn?: boolean, fitColumns?: boolean, collapsed?: boolean}} args
    */
   async function update_codap_table(args) {
     const hide = [...new Set(args.hideAttributes ?? [])];
     const show = [...new Set(args.showAttributes ?? [])];
     const asked = args.view !== undefined || hide.length || show.length || args.showAllAttributes === true ||
-      args.indexColumn !== undefined || args.fitColumns === true;
+      args.indexColumn !== undefined || args.fitColumns === true || args.collapsed !== undefined;
     if (!asked) {
-      throw invalid("Say what to change: view, hideAttributes, showAttributes, showAllAttributes, indexColumn or fitColumns.");
+      throw invalid("Say what to change: view, hideAttributes, showAttributes, showAllAttributes, indexColumn, fitColumns or collapsed.");
     }
     const both = hide.filter((n) => show.includes(n));
     if (both.length) throw invalid(`${both.join(", ")} cannot be both hidden and shown.`);
@@ -99,7 +99,7 @@ export function createTableViewTools(ctx) {
     // The index column and the widths are the table's, once it is shown (the switch above may have shown it).
     const middle = wantType ? await view(found) : before;
     const table = middle.table && !middle.table.hidden ? middle.table : null;
-    if ((args.indexColumn !== undefined || args.fitColumns) && !table) {
+    if ((args.indexColumn !== undefined || args.fitColumns || args.collapsed !== undefined) && !table) {
       throw new ToolError(
         `${name} is not shown in a case table${middle.card && !middle.card.hidden ? " (it shows as a case card)" : ""}: ` +
           "the index column and the column widths are a table's. Give view table to show it as a table.",
@@ -120,6 +120,14 @@ export function createTableViewTools(ctx) {
     if (tableRequests.length) {
       const replies = await send(tableRequests);
       tableRequests.forEach((r, i) => must(r, replies[i], `changing ${name}'s table`));
+    }
+    /** @type {number | null} */
+    let collapsedCount = null;
+    if (args.collapsed !== undefined && table) {
+      if (dataset.collections.length < 2) {
+        throw invalid(`${name} has one collection: only the cases of a parent collection collapse (group the cases first).`);
+      }
+      collapsedCount = await collapse(table.id, dataset.id, args.collapsed);
     }
     const after = await view(found);
     const tableNow = after.table ? (await send([get(`component[${after.table.id}]`)]))[0]?.values ?? {} : {};
@@ -144,6 +152,10 @@ export function createTableViewTools(ctx) {
       );
     }
     if (args.indexColumn !== undefined) said.push(`the index column is ${tableNow.isIndexHidden ? "hidden" : "shown"}`);
+    if (collapsedCount !== null) {
+      said.push(collapsedCount ? `${collapsedCount} parent case${collapsedCount === 1 ? " is" : "s are"} collapsed to one row each` : "every parent case is expanded");
+      if ((collapsedCount > 0) !== args.collapsed) notTaken.push(`collapsed ${args.collapsed}`);
+    }
     if (args.fitColumns) {
       const changed = widthsBefore && widthsAfter ? JSON.stringify(widthsBefore) !== JSON.stringify(widthsAfter) : null;
       said.push(changed === false ? "the columns already fit their content" : "CODAP fitted every column to its content");
@@ -156,8 +168,31 @@ export function createTableViewTools(ctx) {
       hiddenAttributes: hiddenNow,
       indexColumn: after.table ? tableNow.isIndexHidden !== true : null,
       ...(widthsAfter ? { columnWidths: widthsAfter } : {}),
+      ...(collapsedCount !== null ? { collapsedCases: collapsedCount } : {}),
       ...(notTaken.length ? { notTaken } : {}),
     });
+  }
+
+  /**
+   * Collapses every case of the dataset's parent collections to one row in the table, or expands them all, as each
+   * parent row's −/+ does: CODAP's plugin API has no request for it, so CODAP's saved document is rebuilt with the
+   * table's collapsed cases (_links_.collapsedNodes) changed. Returns how many are collapsed after, read back.
+   * @param {CodapId} tableId
+   * @param {CodapId} datasetId
+   * @param {boolean} collapsed
+   */
+  async function collapse(tableId, datasetId, collapsed) {
+    if (!ctx.listen) throw new ToolError("This plugin cannot read CODAP's document here.", "document_unavailable");
+    const frame = (await send([get("interactiveFrame")]))[0]?.values?.id ?? null;
+    const { storage } = await rebuildComponent(ctx, tableId, (s, doc) => {
+      const context = (doc.contexts ?? []).find((c) => String(c.guid) === String(datasetId));
+      const parents = (context?.collections ?? []).slice(0, -1).flatMap((c) => c.cases ?? []);
+      const links = s._links_ ?? (s._links_ = {});
+      if (collapsed) links.collapsedNodes = parents.map((c) => ({ type: "DG.Case", id: c.guid }));
+      else delete links.collapsedNodes;
+    }, frame);
+    const nodes = storage?._links_?.collapsedNodes;
+    return Array.isArray(nodes) ? nodes.length : nodes ? 1 : 0;
   }
 
   /**

@@ -216,11 +216,41 @@ export function createTableTools(ctx) {
   }
 
   /**
-   * @param {{datasetName: string, title?: string, description?: string, rerandomize?: boolean}} args
+   * A collection's new title (CODAP's plugin API cannot change its name), read back.
+   * @param {DescribedDataset} dataset
+   * @param {string} wanted the collection's name or title
+   * @param {string} title
+   */
+  async function retitleCollection(dataset, wanted, title) {
+    const coll = dataset.collections.find((c) => c.name === wanted) ?? dataset.collections.find((c) => c.title === wanted);
+    if (!coll) {
+      throw new ToolError(
+        `${JSON.stringify(dataset.name)} has no collection ${JSON.stringify(wanted)}. Its collections: ` +
+          `${dataset.collections.map((c) => c.name).join(", ")}.`,
+        "collection_not_found",
+        { datasetName: dataset.name, collection: wanted, available: dataset.collections.map((c) => c.name) },
+      );
+    }
+    const resource = collection(dataset.id, coll.id);
+    /** @type {CodapRequest} */
+    const update = { action: "update", resource, values: { title } };
+    const [done, read] = await send([update, get(resource)]);
+    must(update, done, `retitling collection ${JSON.stringify(coll.name)}`);
+    const after = String(must(get(resource), read).values?.title ?? "");
+    return { name: coll.name, before: coll.title || coll.name, after };
+  }
+
+  /**
+   * @param {{datasetName: string, title?: string, description?: string, rerandomize?: boolean, collection?: string,
+   *   collectionTitle?: string}} args
    */
   async function update_codap_dataset(args) {
-    const asked = [args.title !== undefined, args.description !== undefined, args.rerandomize === true].some(Boolean);
-    if (!asked) throw invalid("Give at least one change: title, description or rerandomize true.");
+    if ((args.collection === undefined) !== (args.collectionTitle === undefined)) {
+      throw invalid("collection and collectionTitle go together: the collection (name or title) and its new title.");
+    }
+    const asked = [args.title !== undefined, args.description !== undefined, args.rerandomize === true,
+      args.collectionTitle !== undefined].some(Boolean);
+    if (!asked) throw invalid("Give at least one change: title, description, rerandomize true, or collection with collectionTitle.");
     const found = await findDataset(args.datasetName);
     const { datasets: [dataset] } = await describeDatasets([found], { types: true });
     const name = JSON.stringify(dataset.name);
@@ -303,6 +333,16 @@ export function createTableTools(ctx) {
         `Rerandomized ${name}: CODAP drew new random values for ${rerandomized.map((r) => r.attribute).join(", ")} ` +
           `(first values ${rerandomized.map((r) => `${r.attribute}: ${r.before.join(", ")} → ${r.after.join(", ")}`).join("; ")}).`,
       );
+    }
+    if (args.collection !== undefined && args.collectionTitle !== undefined) {
+      const c = await retitleCollection(dataset, args.collection, args.collectionTitle);
+      if (c.after === args.collectionTitle) {
+        changes.collectionTitle = { before: c.before, after: c.after };
+        lines.push(
+          `Collection ${JSON.stringify(c.name)} is now titled ${JSON.stringify(c.after)} (CODAP keeps the name ` +
+            `${JSON.stringify(c.name)}; the tools take either word).`,
+        );
+      } else notTaken.push(`collectionTitle (CODAP kept ${JSON.stringify(c.after)})`);
     }
     if (notTaken.length) lines.push(`CODAP did not take: ${notTaken.join(", ")}.`);
     return toolResult(lines.join(" "), {
