@@ -440,8 +440,8 @@ def test_what_codap_ignores_codap_api_names_and_the_help_says_so(codap: CodapPag
         "create_codap_graph", {"datasetName": "Ignored", "graphType": "dot_plot", "xAttribute": "weight"}
     )
     gid = graph["structuredContent"]["graphId"]
-    help_text = " ".join(codap.done("codap_api_help", {"topic": t})["content"][0]["text"] for t in ("datasets",
-                         "collections", "components", "component_types", "graphs", "globals", "attributes"))  # fmt: skip
+    topics = ("datasets", "collections", "components", "component_types", "graphs", "globals", "attributes")
+    help_text = " ".join(codap.done("codap_api_help", {"topic": t})["content"][0]["text"] for t in topics)
     codap.ok({"action": "create", "resource": "global", "values": {"name": "kept", "value": 1}})
     mid = codap.ok({"action": "create", "resource": "component", "values": {"type": "map", "dataContext": "Ignored"}})[
         "id"
@@ -453,7 +453,8 @@ def test_what_codap_ignores_codap_api_names_and_the_help_says_so(codap: CodapPag
         ("update", f"component[{gid}]", {"plotType": "histogram"}, "plotType", "Not: plotType"),
         ("update", f"component[{gid}]", {"isMinimized": True}, "isMinimized", "Not: isMinimized"),
         ("update", "global[kept]", {"value": 2, "name": "gone"}, "name", "Not: name"),
-        ("update", f"component[{mid}]", {"legendAttributeName": "species"}, "legendAttributeName", "Not:\n  legendAttributeName"),
+        ("update", f"component[{mid}]", {"legendAttributeName": "species"}, "legendAttributeName",
+         "Not:\n  legendAttributeName"),
         ("update", "dataContext[Ignored].collection[Ignored].attribute[age]", {"editable": False}, "editable",
          "Not: editable"),
     ]  # fmt: skip
