@@ -318,7 +318,9 @@ def test_map_centre_zoom_base_map_legend_and_layers(codap: CodapPage) -> None:
     assert (model["center"], model["zoom"]) == ({"lat": 50, "lng": 11}, 4)
     styled = codap.done("update_codap_map", {"map": mid, "baseMap": "oceans", "legendAttribute": "pop", "grid": True})
     model = stored(codap, mid)["componentStorage"]["mapModelStorage"]
-    (layer,) = model["layerModels"]
+    geo = codap.ok({"action": "get", "resource": "dataContext[CompGeo]"})["id"]
+    # the map shows every dataset with coordinates on the shared page, a layer each
+    (layer,) = [m for m in model["layerModels"] if m["_links_"]["context"]["id"] == geo]
     pop = codap.ok({"action": "get", "resource": "dataContext[CompGeo].attribute[pop]"})["id"]
     assert model["baseMapLayerName"] == "Oceans" and layer["_links_"]["legendAttr"]["id"] == pop
     assert layer["grid"]["isVisible"] is True
@@ -327,7 +329,8 @@ def test_map_centre_zoom_base_map_legend_and_layers(codap: CodapPage) -> None:
         and "points coloured by pop" in styled["content"][0]["text"]
     )
     plain = codap.done("update_codap_map", {"map": mid, "legendAttribute": None, "grid": False, "points": False})
-    (layer,) = stored(codap, mid)["componentStorage"]["mapModelStorage"]["layerModels"]
+    layers = stored(codap, mid)["componentStorage"]["mapModelStorage"]["layerModels"]
+    (layer,) = [m for m in layers if m["_links_"]["context"]["id"] == geo]
     assert "legendAttr" not in layer["_links_"] and layer["grid"]["isVisible"] is False
     assert layer["pointsShouldBeVisible"] is False and plain["structuredContent"]["points"] is False
     fitted = codap.done("update_codap_map", {"map": mid, "fit": True})

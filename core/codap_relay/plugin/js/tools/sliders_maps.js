@@ -22,7 +22,7 @@ const MODES = ["nonStop", "onceOnly"];
 const BASE_MAPS = { oceans: "Oceans", topographic: "Topographic", streets: "Streets" };
 
 /** @param {Record<string, unknown>} state */
-const withoutDataset = ({ datasetId: _d, ...rest }) => rest;
+const withoutDataset = ({ datasetIds: _d, ...rest }) => rest;
 
 /** @param {ToolContext} ctx */
 export function createSliderMapTools(ctx) {
@@ -142,10 +142,13 @@ export function createSliderMapTools(ctx) {
   /** @param {Record<string, any>} storage */
   function stateOf(storage) {
     const m = storage.mapModelStorage ?? {};
-    const layer = (m.layerModels ?? [])[0] ?? null;
+    /** @type {Array<Record<string, any>>} */
+    const layers = m.layerModels ?? [];
+    // A map shows every dataset with coordinates, a layer each: the legend is the layer's that has one.
+    const layer = layers.find((l) => l._links_?.legendAttr) ?? layers[0] ?? null;
     const base = Object.entries(BASE_MAPS).find(([, v]) => v === m.baseMapLayerName)?.[0] ?? m.baseMapLayerName ?? null;
     return {
-      datasetId: layer?._links_?.context?.id ?? null,
+      datasetIds: layers.map((l) => l._links_?.context?.id).filter((id) => id !== undefined),
       center: m.center ? { latitude: m.center.lat, longitude: m.center.lng } : null,
       zoom: m.zoom ?? null,
       baseMap: base,
@@ -170,22 +173,28 @@ export function createSliderMapTools(ctx) {
     if (!ctx.listen) throw new ToolError("This plugin cannot read CODAP's document here.", "document_unavailable");
     const map = await pick("map", args.map, "map");
     const before = await mapState(map.id);
-    // A map's own description names no dataset: its points layer does, in the document.
-    const datasetName = before.datasetId ?? map.detail.dataContext;
-    /** @type {{id: CodapId, name: string, collection: CodapId} | null} */
+    // A map's own description names no dataset: its layers do, in the document (one for each dataset it shows).
+    const datasetIds = before.datasetIds.length ? before.datasetIds : map.detail.dataContext ? [map.detail.dataContext] : [];
+    /** @type {{id: CodapId, name: string, collection: CodapId, datasetId: CodapId} | null} */
     let legend = null;
+    /** @type {CodapId | null} */
+    let datasetName = datasetIds[0] ?? null;
     if (typeof args.legendAttribute === "string") {
-      if (!datasetName) throw invalid("This map shows no dataset, so it has no attribute to colour its points by.");
-      const read = get(`dataContext[${datasetName}].attribute[${args.legendAttribute}]`);
-      const colls = get(`dataContext[${datasetName}].collectionList`);
-      const [found, listed] = await send([read, colls]);
-      if (found?.success !== true) {
+      if (!datasetIds.length) throw invalid("This map shows no dataset, so it has no attribute to colour its points by.");
+      const reads = datasetIds.map((d) => get(`dataContext[${d}].attribute[${args.legendAttribute}]`));
+      const replies = await send(reads);
+      const at = replies.findIndex((r) => r?.success === true);
+      if (at < 0) {
         throw new ToolError(
-          `Dataset ${JSON.stringify(datasetName)} has no attribute ${JSON.stringify(args.legendAttribute)} for the map's legend.`,
+          `No dataset the map shows has an attribute ${JSON.stringify(args.legendAttribute)} for its legend.`,
           "attribute_not_found",
-          { datasetName, attribute: args.legendAttribute },
+          { attribute: args.legendAttribute },
         );
       }
+      datasetName = datasetIds[at];
+      const found = /** @type {import("../types.js").CodapSuccess} */ (replies[at]);
+      const colls = get(`dataContext[${datasetName}].collectionList`);
+      const [listed] = await send([colls]);
       const collections = must(colls, listed).values ?? [];
       /** @type {CodapId | undefined} */
       let collectionId;
@@ -194,7 +203,12 @@ export function createSliderMapTools(ctx) {
         const [r] = await send([attrs]);
         if ((r?.values ?? []).some((/** @type {any} */ a) => String(a.id) === String(found.values.id))) collectionId = c.id;
       }
-      legend = { id: found.values.id, name: found.values.name, collection: /** @type {CodapId} */ (collectionId ?? collections[0]?.id) };
+      legend = {
+        id: found.values.id,
+        name: found.values.name,
+        collection: /** @type {CodapId} */ (collectionId ?? collections[0]?.id),
+        datasetId: /** @type {CodapId} */ (datasetName),
+      };
     }
     let others = /** @type {string[]} */ ([]);
     if (stored.some((k) => args[k] !== undefined)) {
@@ -208,6 +222,7 @@ export function createSliderMapTools(ctx) {
           if (args.grid !== undefined) layer.grid = { ...layer.grid, isVisible: args.grid };
           if (args.legendAttribute !== undefined) {
             const links = layer._links_ ?? (layer._links_ = {});
+            if (legend && String(links.context?.id) !== String(legend.datasetId)) continue;
             if (legend) {
               links.legendColl = { type: "DG.Collection", id: legend.collection };
               links.legendAttr = { type: "DG.Attribute", id: legend.id };
@@ -250,7 +265,7 @@ export function createSliderMapTools(ctx) {
     /** @type {Record<string, {before: unknown, after: unknown}>} */
     const changes = {};
     for (const [k, v] of Object.entries(after)) {
-      if (k === "datasetId") continue;
+      if (k === "datasetIds") continue;
       const b = /** @type {Record<string, unknown>} */ (before)[k];
       if (JSON.stringify(b) !== JSON.stringify(v)) changes[k] = { before: b, after: v };
     }
