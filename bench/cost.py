@@ -101,6 +101,8 @@ SCENARIOS = (
     Scenario("idle_plugin_hour", "1 idle connected plugin, per hour", 1, 0),
     Scenario("class_hour", "a class-hour (30 tabs, 300 calls)", 30, 300),
     Scenario("district_day", "a district day (3,000 tabs x 6 h, 100k calls)", 3000 * 6, 100_000),
+    # issue 44: 300 classes x 30 tabs x 5 hours, 180 calls a class-hour
+    Scenario("district_class_day", "a district's class day (300 classes x 30 tabs x 5 h, 270k calls)", 45_000, 270_000),
     Scenario("thousand_calls", "1,000 calls (beyond the idle tabs)", 0, 1000),
 )
 
@@ -116,6 +118,7 @@ class Goal:
 GOALS = (
     Goal("websocket", "class_hour", 0.02, "push channel class-hour ≤ $0.02"),
     Goal("websocket", "district_day", 5.0, "push channel district day ≤ $5"),
+    Goal("websocket", "district_class_day", 5.0, "push channel, a district's class day (45,000 tab-hours) ≤ $5"),
     Goal("websocket", "idle_plugin_hour", 0.001, "idle connected plugin (push) ≤ $0.001 per hour"),
     Goal("sse", "idle_plugin_hour", 0.0065, "SSE on arm64 ≤ $0.0065 per plugin-hour"),
 )

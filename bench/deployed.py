@@ -369,6 +369,20 @@ async def measure_push(
             figures["reconnects"] = messages.get("in:attach", 0)  # the watchdog fired: the figures hold an attach
             trips[name] = {k: figures[k] for k in ("latency", "call_errors", "delivery") if k in figures}
             counts["kinds"][name] = figures
+    if "mcp" in kinds:
+        # The same MCP call by an app connected by OAuth (the one connector per relay, /mcp with its token): what
+        # its grant's checks and limits add to a call through /mcp/CODE.
+        print("  deployed: websocket mcp through OAuth …", file=sys.stderr, flush=True)
+        async with load.session_pairs(stack.base, 1, ping_every=QUIET_SECONDS, identity=True) as (llm, pairs):
+            await load.connect_app(llm, pairs[0])
+            await warm_up(llm, pairs[0], [load.mcp_oauth_round_trip])
+            before = load.message_counts(pairs)
+            figures = await counted_calls(stack, load.mcp_oauth_round_trip, llm, pairs[0], calls)
+            messages = messages_between(before, load.message_counts(pairs))
+            figures["websocket_messages"] = round(sum(messages.values()) / calls, 3)
+            figures["websocket_by_kind"] = {k: round(n / calls, 3) for k, n in messages.items()}
+            figures["largest_message_bytes"] = pairs[0].plugin.largest_message
+            counts["kinds"]["mcp_oauth"] = figures
     print(f"  deployed: {plugins} idle push plugins pinging every {PING_SECONDS} s …", file=sys.stderr, flush=True)
     async with load.session_pairs(stack.base, plugins) as (llm, pairs):
         await asyncio.sleep(0.3)  # connected: attach answered, its REPORT line written; the first ping comes at 1 s

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,8 +19,10 @@ import httpx
 from websockets.asyncio.client import ClientConnection
 
 from codap_relay.catalog import plugin_tools
+from codap_relay.oauth.consent import CONSENT_TOOL
 from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin, Handler
+from codap_relay_tooling.testing.oauth_flow import HttpClientApp
 from codap_relay_tooling.testing.sse_client import Event
 
 TOOL = "add_codap_cases"
@@ -41,7 +44,10 @@ def tool_args(n: int) -> dict[str, Any]:
 
 async def cases_added(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """What the plugin answers to ``add_codap_cases`` (the only tool the bench calls), in the shape its manifest's
-    outputSchema declares, so an MCP call's typed result is as valid as the real one's."""
+    outputSchema declares, so an MCP call's typed result is as valid as the real one's; and to the relay's own
+    consent question (an app connecting by OAuth), the person's Allow."""
+    if tool == CONSENT_TOOL:
+        return {"result": {"allow": True}}
     added = len(args.get("cases") or [])
     answer = {"datasetName": args.get("datasetName", ""), "added": added, "totalCases": added, "ignoredFields": []}
     return {"result": answer}
@@ -101,6 +107,7 @@ def message_counts(pairs: list[Pair]) -> dict[str, int]:
 class Pair:
     code: str
     plugin: TimingPlugin
+    token: str | None = None  # an OAuth access token for /mcp, once ``connect_app`` got one
 
 
 @dataclass
@@ -113,13 +120,18 @@ class Samples:
 
 @contextlib.asynccontextmanager
 async def session_pairs(
-    base: str, count: int, *, push: bool = True, ping_every: float | None = None
+    base: str, count: int, *, push: bool = True, ping_every: float | None = None, identity: bool = False
 ) -> AsyncIterator[tuple[httpx.AsyncClient, list[Pair]]]:
     """``count`` sessions, each with a connected fake plugin; yields the LLM client and the pairs. The plugins use
     the push channel where the relay offers it, as the real one does, unless ``push`` is False (then the stream);
-    over push they ping every ``ping_every`` seconds (None: as the relay says)."""
+    over push they ping every ``ping_every`` seconds (None: as the relay says). ``identity``: each plugin has a
+    key of its own, as the real one keeps in the browser, so that an app can connect to it by OAuth."""
+
+    def opening() -> dict[str, Any]:
+        return {**PLUGIN_SESSION, "identity": secrets.token_urlsafe(32)} if identity else PLUGIN_SESSION
+
     async with new_client(base) as llm, new_client(base) as browser:
-        sessions = await asyncio.gather(*(llm.post("/api/sessions", json=PLUGIN_SESSION) for _ in range(count)))
+        sessions = await asyncio.gather(*(llm.post("/api/sessions", json=opening()) for _ in range(count)))
         pairs = []
         for r in sessions:
             r.raise_for_status()
@@ -176,6 +188,28 @@ async def mcp_round_trip(llm: httpx.AsyncClient, pair: Pair, n: int, samples: Sa
     started = time.perf_counter()
     body = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": TOOL, "arguments": tool_args(n)}}
     r = await llm.post(f"/mcp/{pair.code}", json=body, headers=MCP_HEADERS)
+    ended = time.perf_counter()
+    if r.status_code != 200 or r.json().get("result", {}).get("isError", True):
+        samples.errors += 1
+        return
+    samples.round_trip.append(ended - started)
+
+
+async def connect_app(llm: httpx.AsyncClient, pair: Pair) -> None:
+    """An MCP host connecting by OAuth to this pair's plugin (registration, the consent the plugin allows, the
+    token), as the one connector per relay does: its calls go to ``/mcp`` with the access token."""
+    app = HttpClientApp(llm, name="codap-relay bench")
+    await app.register()
+    tokens = await app.grant(pair.code, f"{str(llm.base_url).rstrip('/')}/mcp")
+    pair.token = tokens["access_token"]
+
+
+async def mcp_oauth_round_trip(llm: httpx.AsyncClient, pair: Pair, n: int, samples: Samples) -> None:
+    """One MCP ``tools/call`` through ``/mcp`` with the OAuth token ``connect_app`` got (the grant's plugin)."""
+    assert pair.token is not None, "connect_app first"
+    started = time.perf_counter()
+    body = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": TOOL, "arguments": tool_args(n)}}
+    r = await llm.post("/mcp", json=body, headers={**MCP_HEADERS, "Authorization": f"Bearer {pair.token}"})
     ended = time.perf_counter()
     if r.status_code != 200 or r.json().get("result", {}).get("isError", True):
         samples.errors += 1

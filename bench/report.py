@@ -339,7 +339,7 @@ def push_counts_section(p: dict[str, Any]) -> list[str]:
         "",
     ]
     rows = []
-    for key, label in CALL_TYPES:
+    for key, label in (*CALL_TYPES, ("mcp_oauth", "MCP `tools/call` through OAuth (`/mcp`, a token)")):
         if key in p["kinds"]:
             k = p["kinds"][key]
             rows.append(
@@ -387,6 +387,34 @@ def push_counts_section(p: dict[str, Any]) -> list[str]:
     reconnects = {k: v["reconnects"] for k, v in p["kinds"].items() if v.get("reconnects")}
     if reconnects:
         out.append(f"- the plugin reconnected during the calls (its figures hold an attach): {detail(reconnects)}")
+    out += requests_goal_lines(p["kinds"])
+    return out
+
+
+PUSHED_CALL_REQUESTS_GOAL = 6  # issue 44: DynamoDB requests per pushed call
+OAUTH_EXTRA_REQUESTS_GOAL = 1  # issue 44: what a call through OAuth may cost beyond one through /mcp/CODE
+
+
+def requests_goal_lines(kinds: dict[str, Any]) -> list[str]:
+    """Issue 44's goals on the counts: DynamoDB requests and transactions per pushed call, and OAuth's extra."""
+    out = [""]
+    for key, label in CALL_TYPES:
+        if key in kinds:
+            k = kinds[key]
+            n, tx = k["dynamodb_requests"], k["dynamodb_by_operation"].get("TransactWriteItems", 0)
+            met = n <= PUSHED_CALL_REQUESTS_GOAL and tx <= 1
+            out.append(
+                f"- {'met' if met else 'MISSED'}: a pushed call, {label}, at most {PUSHED_CALL_REQUESTS_GOAL} DynamoDB "
+                f"requests and one transaction: {n:g} requests, {tx:g} transactions, {k['write_units']:g} write units"
+            )
+    if "mcp" in kinds and "mcp_oauth" in kinds:
+        code, oauth = kinds["mcp"]["dynamodb_requests"], kinds["mcp_oauth"]["dynamodb_requests"]
+        met = oauth - code <= OAUTH_EXTRA_REQUESTS_GOAL
+        out.append(
+            f"- {'met' if met else 'MISSED'}: a call through OAuth costs at most {OAUTH_EXTRA_REQUESTS_GOAL} DynamoDB "
+            f"request more than one through `/mcp/CODE`: {oauth:g} against {code:g} "
+            f"({detail(kinds['mcp_oauth']['dynamodb_by_operation'])})"
+        )
     return out
 
 
@@ -518,13 +546,14 @@ def channels_section(c: dict[str, Any]) -> list[str]:
     if c.get("push_ping_sensitivity"):
         out += ["", "The push channel by ping interval (API Gateway closes a connection idle for 10 minutes):", ""]
         out += table(
-            ["ping every", "idle plugin-hour", "class-hour", "district day"],
+            ["ping every", "idle plugin-hour", "class-hour", "district day", "a district's class day"],
             [
                 [
                     f"{r['ping_seconds']:g} s",
                     f"${r['idle_plugin_hour']:.5f}",
                     f"${r['class_hour']:.4f}",
                     f"${r['district_day']:.2f}",
+                    f"${r['district_class_day']:.2f}",
                 ]
                 for r in c["push_ping_sensitivity"]
             ],

@@ -70,6 +70,9 @@ class SessionRecord:
     last_seen: float | None = None  # last sign of life from the plugin
     consumer: str | None = None  # id of the stream that owns delivery (newest wins)
     closed_at: float | None = None
+    #: The session's unanswered requests as (expires_at, args_bytes), where the store reads them with the session
+    #: (DynamoDB keeps them in its item): the pending limits need no read of their own. None: ask count_pending.
+    pending: tuple[tuple[float, int], ...] | None = None
 
     def with_(self, **changes: Any) -> SessionRecord:
         return replace(self, **changes)
@@ -112,7 +115,14 @@ class ResponseRecord:
 
 @dataclass(frozen=True)
 class NewRequest:
-    """What the service asks a store to append; the store assigns ``seq``."""
+    """What the service asks a store to append; the store assigns ``seq``.
+
+    ``deliver_to``: the push consumer the caller posts the request to the moment it is stored. If that consumer
+    still owns the session's delivery when the request is appended, it is stored as delivered at ``created_at``
+    (the post follows at once; no read, no second write); if another consumer took over meanwhile, it is stored
+    queued, for whoever owns it now. ``token_hash``: the session's browser token hash, which an answer to this
+    request must match (``complete_request``): a store may keep it with the request, so an answer is checked
+    without reading the session."""
 
     id: str
     tool: str
@@ -120,6 +130,8 @@ class NewRequest:
     fingerprint: str
     created_at: float
     expires_at: float
+    deliver_to: str | None = None
+    token_hash: str | None = None
 
 
 @dataclass(frozen=True)

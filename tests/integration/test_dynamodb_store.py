@@ -18,12 +18,12 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from codap_relay.errors import StoreUnavailable
+from codap_relay.errors import RequestNotFound, StoreUnavailable
 from codap_relay.http.app import build_app
 from codap_relay.records import NewRequest, ResponseRecord, SessionRecord, fingerprint
 from codap_relay.relay import Relay
 from codap_relay.store import StoreUrlError, open_store
-from codap_relay.store.base import PURGE_GRACE_SECONDS
+from codap_relay.store.base import PURGE_GRACE_SECONDS, PendingTotals
 from codap_relay.store.dynamodb import INLINE_LIMIT, DynamoStore
 from codap_relay_tooling.testing import CHECKOUT, web
 from codap_relay_tooling.testing.commands import serve_process
@@ -127,9 +127,11 @@ def test_an_idle_poll_is_one_eventually_consistent_read(store: DynamoStore) -> N
     lagging = Lagging(store._client)
     store._client = lagging
     for _ in range(3):
-        current, out = store.deliver(CODE, "tab-1", 1, T0)
+        current, out = store.deliver(CODE, "tab-1", 1, T0, fresh=False)
         assert current is not None and current.last_seq == 1 and out == []
     assert lagging.reads == {"consistent": 0, "eventual": 3}
+    current, out = store.deliver(CODE, "tab-1", 1, T0)  # a fresh poll (the stream's, every half second at most)
+    assert current is not None and out == [] and lagging.reads == {"consistent": 1, "eventual": 3}
 
 
 def test_a_lagging_read_never_delivers_to_a_stream_that_was_taken_over(store: DynamoStore) -> None:
@@ -139,7 +141,7 @@ def test_a_lagging_read_never_delivers_to_a_stream_that_was_taken_over(store: Dy
     lagging.freeze(store)  # this replica still has tab-1 as the consumer
     store._client = lagging
     store.update_session(CODE, consumer="tab-2")  # another tab took over
-    current, out = store.deliver(CODE, "tab-1", 0, T0)
+    current, out = store.deliver(CODE, "tab-1", 0, T0, fresh=False)
     assert current is not None and current.consumer == "tab-2" and out == []
     a = store.get_request(CODE, "a")
     assert a is not None and a.status == "queued"
@@ -217,9 +219,10 @@ def test_throttled_answer_leaves_request_pending_and_retry_wins(store: DynamoSto
     real = store._client
     body = {"result": {"text": incompressible(INLINE_LIMIT * 2)}}
     response = ResponseRecord(CODE, "a", "completed", body, fingerprint(body), T0 + 1, T0 + 3600)
-    store._client = Flaky(real, {"transact_write_items"}, code="ThrottlingException")
+    store._client = Flaky(real, {"update_item"}, code="ThrottlingException")  # an answer is one conditional write
     with pytest.raises(StoreUnavailable):
         store.complete_request(response)
+    assert not [i for i in items(store) if i["sk"]["S"].startswith("BLOB#")]  # its chunks removed
     store._client = real
     assert store.get_response(CODE, "a") is None
     assert [r.id for r in store.pending_requests(CODE, 0, T0)] == ["a"]
@@ -433,3 +436,48 @@ async def test_the_real_plugins_session_item_stays_under_1_kb_on_dynamodb_local(
         assert [m["pk"] for m in manifests] == [manifest_key(manifest_id(tools))["pk"]]  # one for the three tabs
         wire = {k: {"B": base64.b64encode(v["B"]).decode()} if "B" in v else v for k, v in manifests[0].items()}
         print(f"\nsession item {size} bytes; manifest item {item_size(wire)} bytes, stored once")
+
+
+# --- a session an earlier version opened ------------------------------------------------------------------------
+
+
+def test_a_session_of_the_earlier_layout_keeps_working_with_every_request_it_holds(store: DynamoStore) -> None:
+    """A session open while a new version is deployed: its META item counts in ``last_seq``, its requests are
+    ``REQ#<seq>`` items (with ``RID#`` and ``RESP#`` ones and a PENDING item). Every operation serves it in that
+    layout: append, count, deliver, cancel's lookup, answer (checked by token, a sign of life), the log."""
+    old = "OLDV1ABC"
+    store._client.put_item(
+        TableName=store.table,
+        Item={
+            "pk": {"S": f"SESSION#{old}"},
+            "sk": {"S": "META"},
+            "token_hash": {"S": "h" * 64},
+            "created_at": {"N": str(T0)},
+            "expires_at": {"N": str(T0 + 600)},
+            "last_seq": {"N": "0"},
+            "purge_at": {"N": str(int(T0) + 600 + PURGE_GRACE_SECONDS)},
+        },
+    )
+    store.update_session(old, consumer="tab-1")
+    for rid in ("a", "b"):
+        record, created = store.add_request(old, new(rid, {"n": rid}))
+        assert created and record.status == "queued"
+    sorts = {i["sk"]["S"] for i in items(store) if i["pk"]["S"] == f"SESSION#{old}"}
+    assert {"REQ#000000000001", "REQ#000000000002", "RID#a", "RID#b", "PENDING"} <= sorts
+    session = store.get_session(old)
+    assert session is not None and session.last_seq == 2 and session.pending is None
+    assert store.count_pending(old, T0) == PendingTotals(2, 2 * len('{"n": "a"}'))
+    assert [r.id for r in store.deliver(old, "tab-1", 0, T0 + 1)[1]] == ["a", "b"]
+    assert [ref.id for ref in store.pending_refs(old, "b", T0 + 1)] == ["b"]
+    answer = ResponseRecord(old, "a", "completed", {"result": 1}, fingerprint({"result": 1}), T0 + 2, T0 + 3600)
+    with pytest.raises(RequestNotFound):
+        store.complete_request(answer, now=T0 + 2, token_hash="x" * 64)
+    done = store.complete_request(answer, now=T0 + 2, token_hash="h" * 64, alive_until=T0 + 602)
+    assert done.fresh and done.queued_at == T0
+    seen = store.get_session(old)
+    assert seen is not None and (seen.last_seen, seen.expires_at) == (T0 + 2, T0 + 602)
+    found = store.lookup(old, "a")
+    assert found.response is not None and found.response.body == {"result": 1}
+    assert store.get_response(old, "a") == done.response
+    assert store.count_pending(old, T0 + 2) == PendingTotals(1, len('{"n": "b"}'))
+    assert [(r.id, r.status) for r in store.list_requests(old)] == [("a", "completed"), ("b", "delivered")]

@@ -66,6 +66,19 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 # --- budgets that cannot be minted ----------------------------------------------------------------------------
 
 
+def outcome(r: httpx.Response) -> str:
+    """A tools/call through OAuth: "ran", or the limit that refused it. Its grant's and its plugin's windows are
+    counted with the call's append (one transaction, as a call by code counts its own), so a refusal is the tool
+    call's error result, as the per-code limit's is."""
+    assert r.status_code == 200, r.text
+    result = r.json()["result"]
+    if not result.get("isError"):
+        return "ran"
+    assert result["structuredContent"]["error"] == "rate_limited", result
+    text = result["content"][0]["text"]
+    return "grant" if "this app" in text else "plugin" if "connected to this CODAP" in text else text
+
+
 async def test_a_tenant_approving_many_apps_gets_no_more_calls_and_spends_nobody_elses(store: Store) -> None:
     """One plugin approves ten apps (over ten codes of its browser, as ten lessons would) and calls through each:
     together they get the plugin's budget, not ten grants' worth; another tenant's grant is never refused
@@ -85,13 +98,13 @@ async def test_a_tenant_approving_many_apps_gets_no_more_calls_and_spends_nobody
             tokens.append(await (await world.app("App 9")).grant(tenant["code"], world.resource))
             mine = await (await world.app("Mine")).grant(victim["code"], world.resource)
             clear_of_rate_window()
-            statuses = [(await world.raw_call(t["access_token"])).status_code for t in tokens for _ in range(4)]
-            assert statuses.count(200) == 6 and statuses.count(429) == 34, statuses
+            outcomes = [outcome(await world.raw_call(t["access_token"])) for t in tokens for _ in range(4)]
+            assert outcomes.count("ran") == 6 and outcomes.count("plugin") == 34, outcomes
             # the first grant spent its own four, the second the plugin's last two; the rest are refused
-            assert statuses[:6] == [200] * 6
+            assert outcomes[:6] == ["ran"] * 6
             for _ in range(4):
                 r = await world.raw_call(mine["access_token"])
-                assert r.status_code == 200, r.text
+                assert outcome(r) == "ran", r.text
 
 
 async def test_a_grant_over_its_own_budget_is_refused_with_retry_after_and_the_plugins_other_app_goes_on() -> None:
@@ -101,11 +114,20 @@ async def test_a_grant_over_its_own_budget_is_refused_with_retry_after_and_the_p
             first = await (await world.app("First")).grant(a["code"], world.resource)
             second = await (await world.app("Second")).grant(a["code"], world.resource)
             clear_of_rate_window()
-            assert [(await world.raw_call(first["access_token"])).status_code for _ in range(3)] == [200] * 3
-            over = await world.raw_call(first["access_token"])
-            assert over.status_code == 429 and 1 <= int(over.headers["retry-after"]) <= 60
-            assert over.json()["error"] == "rate_limited" and "this app" in over.json()["message"]
-            assert (await world.raw_call(second["access_token"])).status_code == 200
+            assert [outcome(await world.raw_call(first["access_token"])) for _ in range(3)] == ["ran"] * 3
+            over = (await world.raw_call(first["access_token"])).json()["result"]  # a tool call: the model reads why
+            assert over["isError"] and over["structuredContent"]["error"] == "rate_limited"
+            assert 1 <= over["structuredContent"]["retryAfter"] <= 60 and "this app" in over["content"][0]["text"]
+            assert outcome(await world.raw_call(second["access_token"])) == "ran"
+            # Any other method over the budget is refused by HTTP, before the SDK reads it.
+            listed = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+            headers = {
+                "Authorization": f"Bearer {first['access_token']}",
+                "Accept": "application/json, text/event-stream",
+            }
+            over_http = await world.http.post("/mcp", json=listed, headers=headers)
+            assert over_http.status_code == 429 and 1 <= int(over_http.headers["retry-after"]) <= 60
+            assert over_http.json()["error"] == "rate_limited" and "this app" in over_http.json()["message"]
 
 
 async def test_an_address_makes_a_few_grants_an_hour() -> None:

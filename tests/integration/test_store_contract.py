@@ -24,10 +24,13 @@ from codap_relay.settings import Settings
 from codap_relay.store.base import (
     MAX_CHANGE_MARKS,
     PURGE_GRACE_SECONDS,
+    Charge,
+    ChargeRefused,
     PendingRef,
     PendingTotals,
     Store,
     args_bytes,
+    pending_totals,
 )
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing.store_backends import BACKENDS, sweep_expired
@@ -791,3 +794,95 @@ def test_auth_take_is_once(store: Store) -> None:
     assert [r for r in results if r is not None] == [auth_item(kind="code", key="c", owner="g")]
     assert store.get_auth("code", "c") is None and store.list_auth("code", "g") == []
     assert store.take_auth("code", "c") is None
+
+
+# --- what an append counts, where it goes, who may answer -------------------------------------------------------
+
+
+def test_charges_count_with_the_append_and_a_refused_one_stores_and_counts_nothing(store: Store) -> None:
+    store.create_session(session())
+    budget = Charge("bytes:203.0.113.9:0", 8, 25, T0 + 3600)  # an address's budget, across its sessions
+    window = Charge("request:203.0.113.9:0", 1, 2, T0 + 60, session=True)  # the session's own window
+    for rid in ("a", "b"):
+        assert store.add_request("ABCDEFGH", new(rid), charges=[budget, window])[1]
+    with pytest.raises(ChargeRefused) as refused:
+        store.add_request("ABCDEFGH", new("c"), charges=[budget, window])
+    assert (refused.value.charge, refused.value.total) == (window, 3)
+    assert store.get_request("ABCDEFGH", "c") is None and store.get_session("ABCDEFGH").last_seq == 2  # type: ignore[union-attr]
+    existing, created = store.add_request("ABCDEFGH", new("a"), charges=[budget, window])  # a retry: nothing counted
+    assert existing.id == "a" and not created
+    nine = Charge(budget.key, 9, 25, budget.window_end)
+    assert store.add_request("ABCDEFGH", new("d"), charges=[nine])[1]  # 25: the refused one took nothing
+    with pytest.raises(ChargeRefused) as refused:
+        store.add_request("ABCDEFGH", new("e"), charges=[Charge(budget.key, 1, 25, budget.window_end)])
+    assert refused.value.total == 26
+    later = Charge("request:203.0.113.9:1", 1, 2, T0 + 120, session=True)  # the next window counts anew
+    assert store.add_request("ABCDEFGH", new("f"), charges=[later])[1]
+    assert [r.id for r in store.list_requests("ABCDEFGH")] == ["a", "b", "d", "f"]
+
+
+def test_a_request_for_a_push_consumer_is_stored_delivered_only_while_that_consumer_has_the_session(
+    store: Store,
+) -> None:
+    store.create_session(session())
+    store.update_session("ABCDEFGH", consumer="tab.push:C1")
+    pushed = NewRequest("a", "get_codap_datasets", {}, fingerprint({}), T0, T0 + 3600, deliver_to="tab.push:C1")
+    record, _ = store.add_request("ABCDEFGH", pushed)
+    assert (record.status, record.delivered_at) == ("delivered", T0)
+    stored = store.get_request("ABCDEFGH", "a")
+    assert stored is not None and (stored.status, stored.delivered_at) == ("delivered", T0)
+    store.update_session("ABCDEFGH", consumer="tab2.push:C2")  # another tab took over before the append
+    late = NewRequest("b", "get_codap_datasets", {}, fingerprint({}), T0, T0 + 3600, deliver_to="tab.push:C1")
+    record, _ = store.add_request("ABCDEFGH", late, last_seq=1)
+    assert (record.status, record.delivered_at) == ("queued", None)
+    assert [r.id for r in store.deliver("ABCDEFGH", "tab2.push:C2", 0, T0 + 1)[1]] == ["a", "b"]
+
+
+def test_an_answer_checked_by_token_is_taken_only_with_the_sessions_own(store: Store) -> None:
+    store.create_session(session())
+    store.create_session(session("ZZZZZZZZ", token_hash="z" * 64))
+    for code, token_hash in (("ABCDEFGH", "h" * 64), ("ZZZZZZZZ", None)):  # stored with the hash, and without
+        ask = NewRequest("a", "get_codap_datasets", {}, fingerprint({}), T0, T0 + 3600, token_hash=token_hash)
+        store.add_request(code, ask)
+    with pytest.raises(RequestNotFound):
+        store.complete_request(response("a", result=1), now=T0 + 1, token_hash="x" * 64)
+    with pytest.raises(RequestNotFound):
+        store.complete_request(response("a", "ZZZZZZZZ", result=1), now=T0 + 1, token_hash="h" * 64)
+    assert store.get_response("ABCDEFGH", "a") is None and store.get_response("ZZZZZZZZ", "a") is None
+    assert store.complete_request(response("a", result=1), now=T0 + 1, token_hash="h" * 64).fresh
+    assert store.complete_request(response("a", "ZZZZZZZZ", result=2), now=T0 + 1, token_hash="z" * 64).fresh
+    again = store.complete_request(response("a", result=1), now=T0 + 2, token_hash="h" * 64)
+    assert not again.fresh and again.response.body == {"result": 1}
+
+
+def test_a_session_read_that_lists_pending_requests_agrees_with_the_count(store: Store) -> None:
+    store.create_session(session())
+    store.add_request("ABCDEFGH", new("a", args={"n": 1}))
+    store.add_request("ABCDEFGH", new("b", args={"n": [1, 2, 3]}, ttl=100))
+    store.add_request("ABCDEFGH", new("c"))
+    store.complete_request(response("c", result=1))
+    read = store.get_session("ABCDEFGH")
+    assert read is not None
+    for now in (T0, T0 + 100):
+        if read.pending is not None:  # where a store reads them with the session (DynamoDB)
+            assert pending_totals(read.pending, now) == store.count_pending("ABCDEFGH", now)
+    assert store.count_pending("ABCDEFGH", T0) == PendingTotals(2, args_bytes({"n": 1}) + args_bytes({"n": [1, 2, 3]}))
+
+
+def test_the_plugins_answer_is_taken_only_from_a_live_session_and_is_its_sign_of_life(store: Store) -> None:
+    store.create_session(session())
+    for rid in ("a", "b"):
+        store.add_request("ABCDEFGH", new(rid))
+    done = store.complete_request(response("a", result=1), now=T0 + 10, alive_until=T0 + 610)
+    seen = store.get_session("ABCDEFGH")
+    assert done.fresh and seen is not None and (seen.last_seen, seen.expires_at) == (T0 + 10, T0 + 610)
+    with pytest.raises(SessionNotFound) as ended:  # unseen for its whole lifetime: expired, takes nothing
+        store.complete_request(response("b", result=2), now=T0 + 610, alive_until=T0 + 1210)
+    assert ended.value.reason == "expired" and store.get_response("ABCDEFGH", "b") is None
+    b = store.get_request("ABCDEFGH", "b")
+    assert b is not None and b.status == "queued"
+    store.update_session("ABCDEFGH", closed_at=T0 + 20)
+    with pytest.raises(SessionNotFound) as closed:
+        store.complete_request(response("b", result=2), now=T0 + 30, alive_until=T0 + 630)
+    assert closed.value.reason == "closed" and store.get_response("ABCDEFGH", "b") is None
+    assert store.complete_request(response("b", error={"code": "session_closed"})).fresh  # the relay's own, on close

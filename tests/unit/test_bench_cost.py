@@ -71,9 +71,11 @@ def test_scenarios_and_goals() -> None:
     hour, per_call = sse["idle_plugin_hour"]["total_usd"], sse["thousand_calls"]["total_usd"] / 1000
     assert sse["class_hour"]["total_usd"] == pytest.approx(30 * hour + 300 * per_call, rel=1e-3)
     assert sse["district_day"]["total_usd"] == pytest.approx(18_000 * hour + 100_000 * per_call, rel=1e-3)
+    # issue 44's district: 300 classes x 30 tabs x 5 h, 180 calls a class-hour
+    assert sse["district_class_day"]["total_usd"] == pytest.approx(45_000 * hour + 270_000 * per_call, rel=1e-3)
     assert push["class_hour"]["total_usd"] < sse["class_hour"]["total_usd"] / 5
     goals = {g["goal"]: g for g in model["goals"]}
-    assert len(goals) == 4
+    assert len(goals) == 5
     for g in goals.values():  # each verdict is the comparison it names, with its reason
         assert g["met"] == (g["usd"] <= g["limit"]) and g["why"].startswith("largest legs:")
     sse_goal = goals["SSE on arm64 ≤ $0.0065 per plugin-hour"]

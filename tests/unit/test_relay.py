@@ -6,6 +6,7 @@ import asyncio
 import base64
 import contextlib
 import itertools
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -517,9 +518,9 @@ async def test_unexpected_store_failure_is_store_unavailable(clock: FakeClock) -
 class ClosesDuringSubmit(MemoryStore):
     """The plugin ends the session between the relay's session check and its append."""
 
-    def add_request(self, code: str, new: Any, *, last_seq: int | None = None) -> Any:
+    def add_request(self, code: str, new: Any, *, last_seq: int | None = None, charges: Any = ()) -> Any:
         self.update_session(code, closed_at=1.0)
-        return super().add_request(code, new, last_seq=last_seq)
+        return super().add_request(code, new, last_seq=last_seq, charges=charges)
 
 
 async def test_a_session_ended_during_submit_takes_nothing_and_says_why(clock: FakeClock) -> None:
@@ -570,8 +571,8 @@ async def test_an_answer_stored_while_the_request_is_queued_still_wakes_the_call
     class AnsweredAtOnce(MemoryStore):
         blocking = True  # calls run in worker threads, as SQLite's and DynamoDB's do
 
-        def add_request(self, code: str, new: Any, *, last_seq: int | None = None) -> Any:
-            added = super().add_request(code, new, last_seq=last_seq)
+        def add_request(self, code: str, new: Any, *, last_seq: int | None = None, charges: Any = ()) -> Any:
+            added = super().add_request(code, new, last_seq=last_seq, charges=charges)
             answer = relay.responses.respond(code, token, new.id, result={"fast": True})
             asyncio.run_coroutine_threadsafe(answer, loop).result(5)  # the plugin answers before add_request returns
             return added
@@ -598,22 +599,46 @@ async def test_a_wait_reads_everything_first_and_last_and_only_the_response_betw
     assert store.calls[:4] == ["get_session", "count_pending", "add_request", "get_response"]
 
 
-async def test_the_plugins_answer_is_a_sign_of_life_only_when_one_is_due(clock: FakeClock) -> None:
+async def test_a_long_wait_reads_less_and_less_often_never_every_poll_interval(clock: FakeClock) -> None:
+    """A wait on a store written by other processes (DynamoDB) polls for its answer, but not every poll interval:
+    twice that at first, then a quarter of the time waited so far, so that an answer is seen at most a quarter
+    later than it came. A 1.5 s wait at a 0.05 s interval reads about ten times, not thirty (a loaded machine only
+    sleeps longer, so the count is a bound)."""
+    store = Counted(pushes=False)
+    relay = Relay(make_settings(poll_interval_seconds=0.05), store, clock=clock, notifier=Silent())
+    s, _ = await relay.sessions.create()
+    r, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
+    store.calls.clear()
+    started = time.monotonic()
+    answer = await relay.responses.wait_answer(s.code, r.id, 1.5)
+    assert not answer.done and time.monotonic() - started >= 1.5
+    reads = store.calls.count("get_response")
+    assert 5 <= reads <= 11, store.calls  # 0.1, 0.2, 0.3, 0.4, 0.5, 0.63, 0.78, 0.98, 1.22, (1.5: the last look)
+    assert relay.store_io.answer_slice(10.0, waited=0.0) == 0.1
+    assert relay.store_io.answer_slice(10.0, waited=2.0) == 0.5 and relay.store_io.answer_slice(10.0, waited=9.0) == 1
+
+
+async def test_the_plugins_answer_is_a_sign_of_life_in_the_write_that_stores_it(clock: FakeClock) -> None:
+    """An answer slides the code's expiry and marks the plugin seen in the same step as it is stored: no read of
+    the session and no write of its own (on DynamoDB the session's item is written for the answer anyway)."""
     store = Counted()
     relay = Relay(make_settings(heartbeat_seconds=15, connected_grace_seconds=30), store, clock=clock)
     s, token = await relay.sessions.create()
-    events = await relay.streams.open(s.code, token, None)  # seen now
-    await events.aclose()
     first, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
+    clock.advance(100)
     store.calls.clear()
     await relay.responses.respond(s.code, token, first.id, result=1)
-    assert "update_session" not in store.calls  # seen a moment ago: nothing anyone sees would change
-    clock.advance(10)  # a third of the 30 s grace
-    second, _ = await relay.queue.submit(s.code, "get_codap_datasets", {})
-    await relay.responses.respond(s.code, token, second.id, result=2)
-    assert store.calls.count("update_session") == 1
+    assert store.calls == ["complete_request"]
     got = relay.store.get_session(s.code)
     assert got is not None and got.last_seen == clock.now()
+    assert got.expires_at == clock.now() + relay.settings.session_ttl_seconds
+    await relay.sessions.close(s.code, token)
+    second = relay.store.get_session(s.code)
+    clock.advance(10)
+    with pytest.raises(e.SessionNotFound) as ended:  # refused, and said why; an ended code never slides
+        await relay.responses.respond(s.code, token, "never-sent", result=2)
+    assert ended.value.reason == "closed"
+    assert relay.store.get_session(s.code) == second
 
 
 async def test_a_quiet_stream_polls_slowly_and_a_request_makes_it_quick_again(clock: FakeClock) -> None:
@@ -643,30 +668,21 @@ async def test_a_quiet_stream_polls_slowly_and_a_request_makes_it_quick_again(cl
     await events.aclose()
 
 
-async def test_a_request_reads_its_session_and_counts_its_rate_at_once(clock: FakeClock) -> None:
-    """Two independent round trips to a networked store (DynamoDB): made side by side, not one after the other."""
-    import threading
-
-    counted = threading.Event()
-
-    class Networked(MemoryStore):
-        blocking = blocking_reads = True
-
-        def get_session(self, code: str) -> Any:
-            if not counted.wait(5):  # only returns once the rate count is under way too
-                raise TimeoutError("the session was read before the rate count started")
-            return super().get_session(code)
-
-        def incr_counter(self, key: str, expires_at: float, now: float, amount: int = 1) -> int:
-            counted.set()
-            return super().incr_counter(key, expires_at, now, amount)
-
-    store = Networked()
-    relay = Relay(make_settings(), store, clock=clock)
-    s, _ = await relay.sessions.create()  # no client address: no rate count, so the event is still clear
-    counted.clear()
+async def test_a_request_reads_its_session_once_and_counts_its_limits_in_its_append(clock: FakeClock) -> None:
+    """The per-code window and the address's byte budget are counted with the append, in the store's own step: a
+    submit reads the session and appends, nothing else (no counter of its own, no count of the pending requests
+    where the session read lists them)."""
+    store = Counted()
+    relay = Relay(make_settings(rate_limit_request_per_code=2), store, clock=clock)
+    s, _ = await relay.sessions.create()
+    store.calls.clear()
     record, created = await relay.queue.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
     assert created and record.seq == 1
+    assert store.calls == ["get_session", "count_pending", "add_request"]  # the memory store lists none with it
+    await relay.queue.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+    with pytest.raises(e.RateLimited) as refused:
+        await relay.queue.submit(s.code, "get_codap_datasets", {}, client="1.2.3.4")
+    assert refused.value.scope == "request" and relay.store.get_session(s.code).last_seq == 2  # type: ignore[union-attr]
 
 
 # --- bounded work (security issue 24, medium 1 and 2) ---------------------------------------------------------

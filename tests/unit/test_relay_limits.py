@@ -8,6 +8,7 @@ from codap_relay.errors import ByteBudgetExceeded, RateLimited
 from codap_relay.relay.limits import BYTES_WINDOW_SECONDS, RATE_WINDOW_SECONDS, RateLimits
 from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
+from codap_relay.store.base import Charge, ChargeRefused
 from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing.clock import FakeClock
 
@@ -31,14 +32,6 @@ def limits_of(settings: Settings, clock: FakeClock) -> tuple[RateLimits, MemoryS
     return RateLimits(StoreIO(store, settings), clock, seen), store, seen
 
 
-async def no() -> bool:
-    return False
-
-
-async def yes() -> bool:
-    return True
-
-
 async def test_exactly_the_limit_passes_in_a_window_then_the_next_window_opens(
     settings: Settings, clock: FakeClock
 ) -> None:
@@ -55,28 +48,26 @@ async def test_exactly_the_limit_passes_in_a_window_then_the_next_window_opens(
     await limits.admit("status", "1.2.3.4", 3)
 
 
-async def test_the_byte_budget_charges_refuses_past_it_and_gives_back(settings: Settings, clock: FakeClock) -> None:
-    clock.set(BYTES_WINDOW_SECONDS * 100 + 600)
-    limits, store, seen = limits_of(settings, clock)
-    charged = await limits.charge_bytes("1.2.3.4", 700, 1000, is_retry=no)
-    key = charged[0]
-    assert charged == (f"rl:bytes:1.2.3.4:{100}", float(BYTES_WINDOW_SECONDS * 101), 700)
-    with pytest.raises(ByteBudgetExceeded) as raised:
-        await limits.charge_bytes("1.2.3.4", 400, 1000, is_retry=no)
-    assert (raised.value.retry_after, raised.value.limit, seen.limited) == (3000, 1000, ["request_bytes"])
-    assert "queued 700 bytes" in str(raised.value) and "adds 400" in str(raised.value)
-    assert store.incr_counter(key, 0, clock.now(), 0) == 700  # what was refused took nothing
-    await limits.charge_bytes("1.2.3.4", 400, 1000, is_retry=yes)  # a retry stores nothing: it passes
-    await limits.refund(charged)
-    await limits.refund(None)
-    assert store.incr_counter(key, 0, clock.now(), 0) == 400
+async def test_a_request_counts_against_its_sessions_window_and_its_addresss_byte_budget(
+    settings: Settings, clock: FakeClock
+) -> None:
+    """The two charges an append counts (in the store's own step): the session's window of requests from an address
+    (kept with the session) and the address's hourly byte budget, each named after its window."""
+    clock.set(BYTES_WINDOW_SECONDS * 100 + 615)  # 45 s before the minute ends, 2,985 s before the hour does
+    limits, _, _ = limits_of(settings, clock)
+    window, budget = limits.request_charges("1.2.3.4", 700, per_code=3, bytes_per_hour=1000)
+    minute = int(clock.now() // RATE_WINDOW_SECONDS)
+    assert window == Charge(f"rl:request:1.2.3.4:{minute}", 1, 3, float((minute + 1) * RATE_WINDOW_SECONDS), True)
+    assert budget == Charge("rl:bytes:1.2.3.4:100", 700, 1000, float(BYTES_WINDOW_SECONDS * 101))
 
 
-async def test_a_refund_is_best_effort(settings: Settings, clock: FakeClock) -> None:
-    limits, store, _ = limits_of(settings, clock)
-
-    def down(*_: object) -> int:
-        raise OSError("the store is down")
-
-    store.incr_counter = down  # type: ignore[method-assign,assignment]
-    await limits.refund(("rl:bytes:x:1", 1.0, 10))  # no error: the request was refused or failed anyway
+async def test_a_refused_charge_says_which_limit_and_when_to_come_back(settings: Settings, clock: FakeClock) -> None:
+    clock.set(BYTES_WINDOW_SECONDS * 100 + 615)
+    limits, _, seen = limits_of(settings, clock)
+    window, budget = limits.request_charges("1.2.3.4", 400, per_code=3, bytes_per_hour=1000)
+    said = limits.refused(ChargeRefused(budget, 1100))
+    assert isinstance(said, ByteBudgetExceeded) and (said.retry_after, said.limit) == (2985, 1000)
+    assert "queued 700 bytes" in str(said) and "adds 400" in str(said)
+    limited = limits.refused(ChargeRefused(window, 4))
+    assert type(limited) is RateLimited and (limited.retry_after, limited.scope) == (45, "request")
+    assert seen.limited == ["request_bytes", "request"]

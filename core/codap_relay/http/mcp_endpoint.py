@@ -11,6 +11,7 @@ requests, so each request gets a fresh one, entered for that request alone.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.lowlevel import Server
@@ -24,6 +25,7 @@ from starlette.types import Receive, Scope, Send
 from ..codes import CODE_RE
 from ..mcp.calls import Refused, read_call
 from ..mcp.server import SCOPE_KEY, SERVER, McpCall, build_server
+from ..relay import Relay
 from ..relay.limits import grant_client
 from ..settings import Settings
 from .context import allowed_origins, client_ip, mcp_code, public_base, relay_of
@@ -97,17 +99,29 @@ async def caller_of(request: Request) -> McpCall | Response:
                 else "This token is not valid here any more (expired, or the app was disconnected in the plugin)."
             )
             return error_response(request, 401, error or "token_required", message, headers=challenge(base, error))
-        # Limits by what the caller holds, in one write: this grant's window and its plugin's (every app it approved
-        # together), never the address; the call's per-code window is these (queue.py).
+        # Limited by what the caller holds (this grant's window and its plugin's, every app it approved together),
+        # never the address; the call's per-code window is these (queue.py). Counted once the POST's method is
+        # read (``admit_grant_of``): a tools/call counts them with its append, in the same transaction.
         grant = verified.grant
-        s = relay.settings
-        await relay.limits.admit_grant(
-            grant.id, per_grant=s.rate_limit_request_per_grant, per_plugin=s.rate_limit_request_per_plugin
-        )
         return McpCall(
             relay=relay, raw_code=verified.code, client=grant_client(grant.id), base_url=base, grant=grant.id
         )
     return McpCall(relay=relay, raw_code=raw_code, client=client_ip(request), base_url=base)
+
+
+def admit_grant_of(relay: Relay, grant_id: str) -> Callable[[Any], Awaitable[None]]:
+    """An OAuth POST's limits, by its method: every one counts in its grant's window and its plugin's, in one write,
+    except a ``tools/call``, whose append counts them in its own transaction (``RateLimits.grant_charges``): a
+    tool call through OAuth costs no write more than one by pairing code."""
+
+    async def admit(method: Any) -> None:
+        if method != "tools/call":
+            s = relay.settings
+            await relay.limits.admit_grant(
+                grant_id, per_grant=s.rate_limit_request_per_grant, per_plugin=s.rate_limit_request_per_plugin
+            )
+
+    return admit
 
 
 class McpEndpoint:
@@ -131,7 +145,8 @@ class McpEndpoint:
             await rejected(scope, receive, send)
             return
         try:
-            json_response, receive = await read_call(request, receive, relay, caller.raw_code, caller.client)
+            admit = None if caller.grant is None else admit_grant_of(relay, caller.grant)
+            json_response, receive = await read_call(request, receive, relay, caller.raw_code, caller.client, admit)
         except Refused as exc:
             await JSONResponse(exc.body(), status_code=400)(scope, receive, send)
             return

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp.server.streamable_http import check_accept_headers
@@ -87,21 +88,30 @@ def _rpc_id(body: bytes) -> Any:
 
 
 async def read_call(
-    request: Request, receive: Receive, relay: Relay, raw_code: str | None, client: str | None
+    request: Request,
+    receive: Receive,
+    relay: Relay,
+    raw_code: str | None,
+    client: str | None,
+    admit: Callable[[Any], Awaitable[None]] | None = None,
 ) -> tuple[bool, Receive]:
     """(json_response, the receive to serve the POST with). At most MAX_REQUEST_BYTES of the body are read here;
     a longer one is left to the SDK, which refuses it. Raises Refused for a message holding a number JSON cannot
-    hold (``1e999``): the SDK would read it as infinity and pass it on."""
+    hold (``1e999``): the SDK would read it as infinity and pass it on. ``admit``: called with the message's
+    method (None where it has none that can be read) before anything else is done for it (an OAuth caller's
+    limits, which a ``tools/call`` counts with its append instead)."""
     messages, body = await _read_some(receive, relay.settings.max_request_bytes)
     replay = _replay(messages, receive)
-    if body is None:
-        return True, replay
-    try:
-        message = loads(body)
-    except NonFiniteNumber as exc:
-        raise Refused(_rpc_id(body), exc) from exc
-    except BadInput:
-        return True, replay  # not JSON: the SDK answers its parse error
+    message: Any = None
+    if body is not None:
+        try:
+            message = loads(body)
+        except NonFiniteNumber as exc:
+            raise Refused(_rpc_id(body), exc) from exc
+        except BadInput:
+            pass  # not JSON: the SDK answers its parse error
+    if admit is not None:
+        await admit(message.get("method") if isinstance(message, dict) else None)
     if not isinstance(message, dict):
         return True, replay
     params = message.get("params")

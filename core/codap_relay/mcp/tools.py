@@ -27,6 +27,8 @@ from codap_relay.manifest import ANNOTATION_HINTS, _validator, find_tool, valida
 from codap_relay.mcp.app import APP_TOOL_META
 from codap_relay.records import RequestRecord, SessionRecord, canonical_json
 from codap_relay.relay import Relay
+from codap_relay.relay.limits import GRANT_CLIENT, is_grant_client
+from codap_relay.store.base import Charge
 
 # --- tool presentation -----------------------------------------------------------------------------------
 
@@ -189,6 +191,7 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
             session=session,
             on_wait=on_wait,
             every=PROGRESS_EVERY,
+            charges=_grant_charges(relay, caller.client),
         )
     except anyio.get_cancelled_exc_class():
         # The client went away (2026-07-28: it cancels by closing the response stream): withdraw the request if
@@ -205,6 +208,18 @@ async def _call_tool(relay: Relay, caller: Caller, name: str, args: dict[str, An
     if "error" in body:
         return error_result(_browser_error_text(name, body["error"]), browser_error_data(body["error"]))
     return typed(find_tool(await relay.sessions.manifest(session), name), tool_result(body.get("result")))
+
+
+def _grant_charges(relay: Relay, client: str | None) -> list[Charge]:
+    """An OAuth call's windows (its grant's, its plugin's), counted with its append (mcp_endpoint.py)."""
+    if not is_grant_client(client):
+        return []
+    assert client is not None
+    s = relay.settings
+    grant_id = client[len(GRANT_CLIENT) :]
+    return relay.limits.grant_charges(
+        grant_id, per_grant=s.rate_limit_request_per_grant, per_plugin=s.rate_limit_request_per_plugin
+    )
 
 
 def typed(spec: dict[str, Any], result: types.CallToolResult) -> types.CallToolResult:

@@ -136,34 +136,35 @@ class PushSender:
                 return outcome, request
         return Outcome.SENT, None
 
+    def can_post(self, session: SessionRecord) -> bool:
+        """Whether a request for ``session`` (as read) will be posted the moment it is stored: this relay offers
+        push and the session's consumer is a push connection."""
+        return self.publisher is not None and push_connection(session.consumer) is not None
+
     async def new_request(self, session: SessionRecord, request: RequestRecord) -> None:
-        """Right after ``request`` was durably queued: push it (and any earlier one not yet delivered) when the
-        session is delivered over push. No store read without a publisher (a relay that offers no push)."""
+        """Right after ``request`` was durably queued: push it when the session is delivered over push. A request
+        stored as delivered (``NewRequest.deliver_to``: its push consumer still had the session when it was
+        appended) is posted as it is, with no read; any other is read for once more, if this relay offers push."""
         if self.publisher is None:
             return
         try:
-            consumer = session.consumer
-            if push_connection(consumer) is None:
-                # The submit read the session before a plugin attached; an attach that came after that read may
-                # also have resumed before this request was stored. Read once more: whichever came second sees it.
-                fresh = await self.store_io.run(self.store.get_session, session.code)
-                consumer = fresh.consumer if fresh is not None else None
-                if push_connection(consumer) is None:
-                    return
-            assert consumer is not None
-            for attempt in range(2):
-                current, pending = await self.store_io.run(
-                    self.store.deliver, session.code, consumer, request.seq - 1, self.clock.now()
-                )
-                if current is not None and current.consumer != consumer:
-                    # A takeover raced the submit: once more for the new owner if it too is a push connection.
-                    if attempt == 0 and push_connection(current.consumer) is not None:
-                        assert current.consumer is not None
-                        consumer = current.consumer
-                        continue
-                    return
-                await self.requests(session.code, consumer, pending)
+            if request.status == "delivered" and self.can_post(session):
+                assert session.consumer is not None
+                await self.requests(session.code, session.consumer, [request])
                 return
+            # The submit read the session before a plugin attached (or before another took over): an attach that
+            # came after that read may also have resumed before this request was stored. Read once more (fresh):
+            # whichever came second sees it.
+            fresh = await self.store_io.run(self.store.get_session, session.code)
+            consumer = fresh.consumer if fresh is not None else None
+            if push_connection(consumer) is None:
+                return
+            assert consumer is not None
+            current, pending = await self.store_io.run(
+                self.store.deliver, session.code, consumer, request.seq - 1, self.clock.now()
+            )
+            if current is not None and current.consumer == consumer:
+                await self.requests(session.code, consumer, pending)
         except Exception as exc:  # the 202 stands: the request waits for the next attach, resume or ping
             log.warning(dumps({"push": "submit_publish_failed", "fault": type(exc).__name__}))
 

@@ -3,9 +3,9 @@ pending listed; and the ones the plugin has not received yet withdrawn (cancel).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ..clock import Clock, IdFactory
@@ -17,8 +17,8 @@ from ..notify import Notifier, answers_key, stream_key
 from ..observe import Observer
 from ..records import NewRequest, RequestRecord, SessionRecord, fingerprint, push_connection
 from ..settings import Settings
-from ..store.base import args_bytes
-from .limits import Charge, RateLimits, is_grant_client, tenant_of
+from ..store.base import Charge, ChargeRefused, args_bytes, pending_totals
+from .limits import RateLimits
 from .outcomes import new_response
 from .presence import Presence
 from .push_out import PushSender
@@ -75,11 +75,13 @@ class RequestQueue:
         client: str | None = None,
         session: SessionRecord | None = None,
         own: bool = False,
+        charges: Sequence[Charge] = (),
     ) -> tuple[RequestRecord, bool]:
         """Validate and durably queue a tool request. Returns (record, created); a retry returns (existing, False).
         ``session``: the session as the caller has just read it with ``session_for_llm`` (not read again).
         ``own``: a request of the relay's own to the plugin (the OAuth consent question), named by no manifest, so
-        no caller can send one."""
+        no caller can send one. ``charges``: what else it counts against with its append (an OAuth call's windows:
+        ``RateLimits.grant_charges``)."""
         if request_id is not None:
             checked_request_id(
                 request_id,
@@ -89,32 +91,18 @@ class RequestQueue:
                 raise BadInput(
                     f"Request ids starting with {OWN_ID_PREFIX!r} are the relay's own; use another.", field="id"
                 )
-        limit = self.settings.rate_limit_request_per_code
-        # An OAuth call's windows (its grant's and its plugin's) were taken for its POST (limits.admit_grant).
-        windowed = client is not None and not is_grant_client(client)
-        if session is None and windowed and self.store.blocking_reads:
-            # Independent calls to a store whose reads wait (DynamoDB's round trips, SQLite's worker threads), side by
-            # side: one wait fewer per call. The memory store gains nothing (two tasks cost more than they save).
-            found, admitted = await asyncio.gather(
-                self.sessions.for_llm(code, client=client),
-                self.limits.admit("request", f"{client}:{code}", limit),
-                return_exceptions=True,
-            )
-            for outcome in (found, admitted):  # an unknown or ended session says more than a rate limit
-                if isinstance(outcome, BaseException):
-                    raise outcome
-            assert isinstance(found, SessionRecord)
-            session = found
-        else:
-            if session is None:
-                session = await self.sessions.for_llm(code, client=client)
-            if windowed:
-                await self.limits.admit("request", f"{client}:{code}", limit)
+        if session is None:
+            session = await self.sessions.for_llm(code, client=client)
         check_finite(args, "args")  # an infinity stored would reach the plugin as `Infinity`, which it cannot parse
         if not own:
             validate_args(find_tool(await self.sessions.manifest(session), tool), args)
         size = args_bytes(args)
-        charged = await self._bounded(session, size, request_id, client)
+        await self._bounded(session, size, request_id, client)
+        s = self.settings
+        counted = [*charges]
+        if client is not None:
+            per_code, per_hour = s.rate_limit_request_per_code, s.request_bytes_per_ip_per_hour
+            counted += self.limits.request_charges(client, size, per_code=per_code, bytes_per_hour=per_hour)
         now = self.clock.now()
         rid = request_id or self.ids()
         new = NewRequest(
@@ -123,19 +111,21 @@ class RequestQueue:
             args=args,
             fingerprint=fingerprint({"tool": tool, "args": args}),
             created_at=now,
-            expires_at=now + self.settings.request_ttl_seconds,
+            expires_at=now + s.request_ttl_seconds,
+            # Posted to a push plugin at once, so stored as delivered to it if it still has the session then: the
+            # post needs no read and no write of its own (push_out.py).
+            deliver_to=session.consumer if self.push.can_post(session) else None,
+            token_hash=session.token_hash,
         )
         try:
-            record, created = await self.store_io.run(self.store.add_request, code, new, last_seq=session.last_seq)
+            record, created = await self.store_io.run(
+                self.store.add_request, code, new, last_seq=session.last_seq, charges=counted
+            )
         except SessionNotFound:
-            await self.limits.refund(charged)
             await self.sessions.load(code)  # ended or expired meanwhile: raise with the message that says what to do
             raise
-        except BaseException:
-            await self.limits.refund(charged)
-            raise
-        if not created:
-            await self.limits.refund(charged)  # a retry stores nothing new
+        except ChargeRefused as exc:
+            raise self.limits.refused(exc) from None
         if not created and record.fingerprint != new.fingerprint:
             raise DuplicateRequestId(
                 f"Request id {rid!r} was already used for a different tool call in this session. "
@@ -150,15 +140,14 @@ class RequestQueue:
             await self.push.new_request(session, record)
         return record, created
 
-    async def _bounded(
-        self, session: SessionRecord, size: int, request_id: str | None, client: str | None
-    ) -> Charge | None:
+    async def _bounded(self, session: SessionRecord, size: int, request_id: str | None, client: str | None) -> None:
         """What a new request may add, checked before it is stored: a session holds at most
         MAX_PENDING_REQUESTS_PER_SESSION unanswered requests of MAX_PENDING_BYTES_PER_SESSION bytes together, and
-        an address queues at most REQUEST_BYTES_PER_IP_PER_HOUR bytes across its sessions. A retry of a request
-        already stored passes (it stores nothing). The pending count is read, then the request appended: requests
-        sent at the same moment may each pass, so the count can overshoot by how many arrive at once (each session
-        takes RATE_LIMIT_REQUEST_PER_CODE a minute). Returns the address's charge, for ``refund``."""
+        no request can be larger than what an address may queue in an hour (REQUEST_BYTES_PER_IP_PER_HOUR, counted
+        with the append). A retry of a request already stored passes (it stores nothing). The pending requests
+        are those the session read lists (DynamoDB), else counted: requests sent at the same moment may each pass,
+        so the count can overshoot by how many arrive at once (each session takes RATE_LIMIT_REQUEST_PER_CODE a
+        minute)."""
         s = self.settings
         code = session.code
         for limit, name, what in (
@@ -175,7 +164,11 @@ class RequestQueue:
                     f"({name}): it can never be queued. Send smaller arguments (fewer cases or values per call).",
                     limit=limit,
                 )
-        pending = await self.store_io.read(self.store.count_pending, code, self.clock.now())
+        now = self.clock.now()
+        if session.pending is not None:
+            pending = pending_totals(session.pending, now)
+        else:
+            pending = await self.store_io.read(self.store.count_pending, code, now)
         full = None
         if pending.requests >= s.max_pending_requests_per_session:
             full = (
@@ -203,11 +196,6 @@ class RequestQueue:
             )
             self.observer.rate_limited(scope)
             raise PendingLimit(f"{said} {todo}", retry_after=retry, scope=scope, limit=limit)
-        if client is None:
-            return None
-        return await self.limits.charge_bytes(
-            tenant_of(client), size, s.request_bytes_per_ip_per_hour, is_retry=lambda: self._stored(code, request_id)
-        )
 
     async def _stored(self, code: str, request_id: str | None) -> bool:
         """Whether ``request_id`` is already a request of the session: then a send of it is a retry."""

@@ -3,20 +3,21 @@ call that queues a request and waits)."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..clock import Clock
-from ..errors import AlreadyAnswered, RequestExpired, RequestNotFound, SessionNotFound, StoreUnavailable
+from ..codes import hash_token
+from ..errors import AlreadyAnswered, RequestExpired, RequestNotFound, SessionNotFound
 from ..guard import GuessingGuard
 from ..jsonvalues import check_finite
 from ..notify import Listener, Notifier, answers_key
 from ..observe import Observer
 from ..records import Lookup, RequestRecord, ResponseRecord, SessionRecord
 from ..settings import Settings
+from ..store.base import Charge
 from ..tool_content import check_result
 from .outcomes import new_response
 from .presence import Presence
@@ -105,18 +106,23 @@ class Responses:
         client: str | None,
         known: Answer | None = None,
         deadline: float | None = None,
+        started: float | None = None,
     ) -> Answer:
         """The whole view (``answer``) on the first read and the last; in between only the response is read,
         which is all that can end the wait early. ``known``: the state just created, which spares the first read.
-        ``deadline``: when the wait ends (time.monotonic), if it started before this call."""
+        ``deadline``: when the wait ends (time.monotonic), if it started before this call; ``started``: when the
+        caller began waiting (polls come further apart as the wait goes on: ``StoreIO.answer_slice``)."""
+        if started is None:
+            started = time.monotonic()
         if deadline is None:
             deadline = self._deadline(wait)
         current = known if known is not None else await self.answer(code, request_id, client=client)
         while not current.done:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 return await self.answer(code, request_id, client=client)
-            woken = await listener.wait(self.store_io.wait_slice(remaining))
+            woken = await listener.wait(self.store_io.answer_slice(remaining, waited=now - started))
             if not woken and self.store.pushes:  # every write is pushed here: no wake-up means the time is up
                 continue
             response = await self.store_io.read(self.store.get_response, code, request_id)
@@ -143,20 +149,25 @@ class Responses:
         session: SessionRecord | None = None,
         on_wait: Callable[[RequestRecord], Awaitable[None]] | None = None,
         every: float = 2.0,
+        charges: Sequence[Charge] = (),
     ) -> tuple[RequestRecord, Answer]:
         """Queue a tool request and wait up to ``wait`` s for its answer (``POST /request?wait``, MCP tools/call).
         A request created here has no answer yet, so waiting starts without reading: the first read is the one
         that can find the answer. ``on_wait``: called with the request as it stands (queued, delivered) once it
-        is queued and then every ``every`` s while no answer has come (MCP progress)."""
+        is queued and then every ``every`` s while no answer has come (MCP progress). ``charges``: as for
+        ``RequestQueue.submit``."""
         # The wait's time runs from before the submit: its writes and its publish to a push connection count
         # toward it, so a ?wait call ends within its wait (and API Gateway's 29 s) however slow they were.
+        started = time.monotonic()
         deadline = self._deadline(wait)
         with self.notifier.listen(answers_key(code)) as listener:  # before the request exists: no wake-up missed
-            record, created = await self.queue.submit(code, tool, args, request_id, client=client, session=session)
+            record, created = await self.queue.submit(
+                code, tool, args, request_id, client=client, session=session, charges=charges
+            )
             known = Answer(record, None) if created else None
             if on_wait is None:
                 return record, await self._wait(
-                    code, record.id, wait, listener, client=client, known=known, deadline=deadline
+                    code, record.id, wait, listener, client=client, known=known, deadline=deadline, started=started
                 )
             current = known or await self.answer(code, record.id, client=client)
             while not current.done and current.request is not None:
@@ -164,7 +175,10 @@ class Responses:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                current = await self._wait(code, record.id, min(every, remaining), listener, client=client)
+                # What is known now (just created, or the last slice's closing read) needs no read again.
+                current = await self._wait(
+                    code, record.id, min(every, remaining), listener, client=client, known=current, started=started
+                )
             return record, current
 
     # --- the plugin's side ------------------------------------------------------------------------------
@@ -179,10 +193,15 @@ class Responses:
         error: dict[str, Any] | None = None,
         client: str | None = None,
     ) -> ResponseRecord:
-        # The relay's own question (OAuth consent) is answered with the browser token in every mode: with
-        # REQUIRE_BROWSER_TOKEN=false a code alone is the plugin role, and must still never become a grant.
+        """The plugin's answer, checked against its session's browser token by the write that stores it: the
+        session is read only when the answer is refused, to say why (unknown code, wrong token, ended), so an
+        answer costs a store one write (DynamoDB two: the request's item, then the session's). Without a token
+        (REQUIRE_BROWSER_TOKEN=false) the session is checked first. The relay's own question (OAuth consent) is
+        answered with the browser token in every mode: with REQUIRE_BROWSER_TOKEN=false a code alone is the plugin
+        role, and must still never become a grant."""
         own = isinstance(request_id, str) and request_id.startswith(OWN_ID_PREFIX)
-        session = await self.sessions.for_plugin(code, token, client=client, strict=own)
+        if not token:
+            await self.sessions.for_plugin(code, token, client=client, strict=own)  # TokenMissing, unless allowed
         checked_request_id(request_id, "`id` must be the id of the tool-request event being answered.")
         # Stored, an infinity would make every read of the answer fail (GET /response, MCP, the activity log).
         check_finite(result, "result")
@@ -190,16 +209,30 @@ class Responses:
         if error is None:
             check_result(result)
         response = new_response(
-            session.code, request_id, self.clock.now(), self.settings.response_ttl_seconds, result=result, error=error
+            code, request_id, self.clock.now(), self.settings.response_ttl_seconds, result=result, error=error
         )
+        token_hash = hash_token(token) if token else None
+        now = response.timestamp
         try:
-            done = await self.store_io.run(self.store.complete_request, response, now=response.timestamp)
+            # The answer is the plugin's sign of life too, in the same write (the code's expiry slides with it).
+            done = await self.store_io.run(
+                self.store.complete_request,
+                response,
+                now=now,
+                token_hash=token_hash,
+                alive_until=now + self.settings.session_ttl_seconds,
+            )
         except RequestExpired as exc:
             raise RequestExpired(
                 f"Request {request_id!r} expired before it was answered; the LLM was told so.",
                 request_id=request_id,
             ) from exc
+        except SessionNotFound:
+            await self.sessions.for_plugin(code, token, client=client, strict=own)  # raises it with what to do now
+            raise
         except RequestNotFound as exc:
+            if token_hash is not None:  # an unknown or ended code, or another session's token, says so first
+                await self.sessions.for_plugin(code, token, client=client, strict=own)
             raise RequestNotFound(
                 f"This session has no request {request_id!r}; answer only the ids the stream delivered.",
                 request_id=request_id,
@@ -214,8 +247,4 @@ class Responses:
             self.notifier.notify(answers_key(code))
             latency = None if done.queued_at is None else (stored.timestamp - done.queued_at) * 1000
             self.observer.response_completed(stored.status, latency)
-        if self.presence.touch_due(session):
-            # The answer is durable; a missed sign of life (or a code that expired meanwhile) is no failure.
-            with contextlib.suppress(StoreUnavailable, SessionNotFound):
-                await self.presence.touch(session)
         return stored

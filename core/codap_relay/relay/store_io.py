@@ -11,9 +11,14 @@ import anyio.to_thread
 
 from ..errors import RelayError, StoreUnavailable
 from ..settings import Settings
-from ..store.base import Store
+from ..store.base import ChargeRefused, Store
 
 T = TypeVar("T")
+#: A wait for an answer on a store written by other processes reads again after at least two poll intervals, then
+#: after this share of the time it has waited so far (an answer is seen at most that much later than it came),
+#: and at most every ANSWER_POLL_MAX_SECONDS: a 15 s wait reads about 30 times, not 300.
+ANSWER_POLL_SHARE = 0.25
+ANSWER_POLL_MAX_SECONDS = 1.0
 
 
 @contextlib.contextmanager
@@ -21,7 +26,7 @@ def store_failures_unavailable() -> Iterator[None]:
     """A store bug or outage must not become a 500: nothing was acknowledged, so it is a 503 to retry."""
     try:
         yield
-    except RelayError:
+    except (RelayError, ChargeRefused):  # a domain error, or a limit the caller words itself
         raise
     except Exception as exc:
         raise StoreUnavailable(
@@ -58,3 +63,13 @@ class StoreIO:
         s = self.settings
         interval = s.poll_interval_seconds if quiet_for < s.poll_active_seconds else s.idle_poll_interval_seconds
         return min(remaining, interval)
+
+    def answer_slice(self, remaining: float, *, waited: float) -> float:
+        """How long a wait for an answer sleeps before it reads again, ``waited`` seconds into it: the full time if
+        writes are pushed here; else two poll intervals at first (the plugin's answer takes a round trip of its
+        own), then ANSWER_POLL_SHARE of the time waited, at most ANSWER_POLL_MAX_SECONDS. A tool that answers at
+        once is read once or twice; a slow one costs a read a second, not twenty."""
+        if self.store.pushes:
+            return remaining
+        first = 2 * self.settings.poll_interval_seconds
+        return min(remaining, max(first, min(waited * ANSWER_POLL_SHARE, ANSWER_POLL_MAX_SECONDS)))

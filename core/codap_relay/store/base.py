@@ -7,6 +7,7 @@ service, checked on every read, because real TTL deletion is lazy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -57,6 +58,13 @@ class PendingTotals:
 #: long a request can wait behind a replica that lags, whatever the lag.
 STALE_POLL_SECONDS = 0.5
 
+
+def pending_totals(entries: tuple[tuple[float, int], ...], now: float) -> PendingTotals:
+    """What ``SessionRecord.pending`` says is pending at ``now``: the entries not yet expired, and their bytes."""
+    live = [size for expires_at, size in entries if expires_at > now]
+    return PendingTotals(len(live), sum(live))
+
+
 #: A session keeps the newest this many change marks (dataset names); older ones are forgotten, which only means a
 #: watcher that missed that many notes in between is told less precisely (it still sees ``seq`` move).
 MAX_CHANGE_MARKS = 100
@@ -68,6 +76,38 @@ def merged_marks(marks: dict[str, int], noted: list[str], seq: int) -> dict[str,
     if len(merged) > MAX_CHANGE_MARKS:
         merged = dict(sorted(merged.items(), key=lambda kv: kv[1])[-MAX_CHANGE_MARKS:])
     return merged
+
+
+@dataclass(frozen=True)
+class Charge:
+    """A limit that an append counts against, in the same atomic step as the append: ``amount`` added to the
+    counter ``key`` (whose name holds its window, so a new window is a new counter), refused when that would take
+    it past ``limit``. The counter is kept until ``window_end``. ``session``: the counter is the session's own (a
+    per-session window), which a store may keep with the session rather than in a counter of its own."""
+
+    key: str
+    amount: int
+    limit: int
+    window_end: float
+    session: bool = False
+    #: One of several counts the counter ``key`` keeps (``incr_counters``' ``names``: a caller's limits in one
+    #: item); None: the counter's own count.
+    field: str | None = None
+
+    @property
+    def counter(self) -> str:
+        """The count's name where each count is a counter of its own (``incr_counters``' naming)."""
+        return self.key if self.field is None else f"{self.key}#{self.field}"
+
+
+class ChargeRefused(Exception):
+    """An append refused by one of its charges (``add_request``): nothing was stored and nothing counted.
+    ``total`` is what the counter would have reached."""
+
+    def __init__(self, charge: Charge, total: int) -> None:
+        super().__init__(f"{charge.key}: {total} > {charge.limit}")
+        self.charge = charge
+        self.total = total
 
 
 class StoreUrlError(ValueError):
@@ -116,12 +156,17 @@ class Store(Protocol):
         session) change nothing and return False. The detached stream then ends at its next poll."""
         ...
 
-    def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
+    def add_request(
+        self, code: str, new: NewRequest, *, last_seq: int | None = None, charges: Sequence[Charge] = ()
+    ) -> tuple[RequestRecord, bool]:
         """Append with the next seq (gapless, strictly increasing) and return (record, True).
 
-        If the session already has a request with ``new.id``, store nothing and return (existing, False).
-        Raises SessionNotFound if the session does not exist, or (reason "closed") if it was closed: checked in
-        the same atomic step, so no request can slip into a session while it is being ended.
+        If the session already has a request with ``new.id``, store nothing, count nothing and return (existing,
+        False). Raises SessionNotFound if the session does not exist, or (reason "closed") if it was closed:
+        checked in the same atomic step, so no request can slip into a session while it is being ended. Each of
+        ``charges`` is counted in that same step; if one would pass its limit, nothing is stored or counted and
+        ChargeRefused says which. The request is stored delivered to ``new.deliver_to`` if that consumer owns
+        the session's delivery at that step, else queued (``NewRequest``).
         ``last_seq`` is the session's last_seq as the caller last read it: a hint that spares a store which must
         read it before appending that read. A stale hint costs a retry, never a wrong or repeated seq.
         """
@@ -144,7 +189,8 @@ class Store(Protocol):
 
     def count_pending(self, code: str, now: float) -> PendingTotals:
         """How many requests ``pending_requests(code, 0, now)`` would return and their arguments' bytes, without
-        reading the arguments themselves (a status read, the pending limits)."""
+        reading the arguments themselves (a status read, the pending limits). A session read may carry the same
+        (``SessionRecord.pending``), counted by ``pending_totals``."""
         ...
 
     def deliver(
@@ -169,12 +215,25 @@ class Store(Protocol):
         """Every request of the session still kept, in seq order (the activity log)."""
         ...
 
-    def complete_request(self, response: ResponseRecord, *, now: float | None = None) -> Completion:
+    def complete_request(
+        self,
+        response: ResponseRecord,
+        *,
+        now: float | None = None,
+        token_hash: str | None = None,
+        alive_until: float | None = None,
+    ) -> Completion:
         """First answer wins: store the response and mark the request answered, atomically.
 
         Returns the stored answer (fresh), or the earlier answer (not fresh) when one exists. Raises
         RequestNotFound when the session has no request ``response.id``, and, given ``now``, RequestExpired when
-        the request is still unanswered and expired at ``now``: checked in the same atomic step.
+        the request is still unanswered and expired at ``now``: checked in the same atomic step. Given
+        ``token_hash`` (the answering plugin's browser token, hashed), a request whose session has another token
+        is not found either: the answer is checked against the session without the caller reading it. Given
+        ``alive_until`` (with ``now``), the answer is the plugin's: it is taken only while its session is live at
+        ``now`` (else SessionNotFound, reason "closed" or "expired", and nothing stays stored), and a fresh one is
+        the plugin's sign of life too: the session's ``last_seen`` becomes ``now`` and its expiry slides to
+        ``alive_until`` (never back).
         """
         ...
 

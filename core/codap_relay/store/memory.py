@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,7 @@ from ..records import (
     SessionRecord,
     owns,
 )
-from .base import PendingRef, PendingTotals, args_bytes, merged_marks
+from .base import Charge, ChargeRefused, PendingRef, PendingTotals, args_bytes, merged_marks
 
 PURGE_EVERY_N_AUTH_PUTS = 200  # then the OAuth items that ended go (SQLite's rule too)
 
@@ -100,7 +101,9 @@ class MemoryStore:
             data.session = data.session.with_(consumer=DETACHED)
             return True
 
-    def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
+    def add_request(
+        self, code: str, new: NewRequest, *, last_seq: int | None = None, charges: Sequence[Charge] = ()
+    ) -> tuple[RequestRecord, bool]:
         with self._lock:
             data = self._sessions.get(code)
             if data is None:
@@ -110,7 +113,16 @@ class MemoryStore:
                 return existing, False
             if data.session.closed_at is not None:
                 raise SessionNotFound("session closed", reason="closed")
+            counted = []
+            for charge in charges:
+                count, window_end = self._counters.get(charge.counter, (0, charge.window_end))
+                count = count if window_end >= charge.window_end else 0  # an earlier window of the same name
+                if count + charge.amount > charge.limit:
+                    raise ChargeRefused(charge, count + charge.amount)
+                counted.append((charge.counter, (count + charge.amount, charge.window_end)))
+            self._counters.update(counted)
             seq = data.session.last_seq + 1
+            delivered = new.deliver_to is not None and data.session.consumer == new.deliver_to
             record = RequestRecord(
                 code=code,
                 seq=seq,
@@ -120,6 +132,8 @@ class MemoryStore:
                 fingerprint=new.fingerprint,
                 created_at=new.created_at,
                 expires_at=new.expires_at,
+                status="delivered" if delivered else "queued",
+                delivered_at=new.created_at if delivered else None,
             )
             data.requests[new.id] = record
             data.by_seq.append(new.id)
@@ -187,13 +201,25 @@ class MemoryStore:
         with self._lock:
             return list(data.requests.values())
 
-    def complete_request(self, response: ResponseRecord, *, now: float | None = None) -> Completion:
+    def complete_request(
+        self,
+        response: ResponseRecord,
+        *,
+        now: float | None = None,
+        token_hash: str | None = None,
+        alive_until: float | None = None,
+    ) -> Completion:
         with self._lock:
             data = self._sessions.get(response.code)
             r = data.requests.get(response.id) if data else None
-            if data is None or r is None:
+            if data is None or r is None or token_hash not in (None, data.session.token_hash):
                 raise RequestNotFound("no such request", request_id=response.id)
             earlier = data.responses.get(response.id)
+            if alive_until is not None and now is not None:
+                if data.session.closed_at is not None:
+                    raise SessionNotFound("session closed", reason="closed")
+                if data.session.expires_at <= now:
+                    raise SessionNotFound("session expired", reason="expired")
             if earlier is not None:
                 return Completion(earlier, False, r.created_at)
             if now is not None and r.pending and r.expires_at <= now:
@@ -203,6 +229,9 @@ class MemoryStore:
             data.requests[response.id] = r.with_(
                 status=response.status, completed_at=response.timestamp, error_code=response.error_code
             )
+            s = data.session
+            if alive_until is not None and now is not None:
+                data.session = s.with_(last_seen=now, expires_at=max(s.expires_at, alive_until))
             return Completion(response, True, r.created_at)
 
     def get_response(self, code: str, request_id: str) -> ResponseRecord | None:

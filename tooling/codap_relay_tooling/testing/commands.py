@@ -23,6 +23,27 @@ def serve_process(
         yield served
 
 
+#: Limits roomy enough that the suites never meet them by accident (each suite has its own tests about limits);
+#: host checks on, as a local deployment should have them (the MCP conformance suite's DNS-rebinding scenario).
+LOCAL_API_ENV = {
+    "RATE_LIMIT_SESSION_PER_IP": "100000",
+    "RATE_LIMIT_REQUEST_PER_CODE": "100000",
+    "GUESS_LIMIT_PER_IP": "100000",
+    "RATE_LIMIT_STATUS_PER_IP": "100000",
+    "REQUEST_BYTES_PER_IP_PER_HOUR": "10000000000",
+    "MAX_PENDING_REQUESTS_PER_SESSION": "100000",
+    "MAX_PENDING_BYTES_PER_SESSION": "10000000000",
+    "HEARTBEAT_SECONDS": "1",
+    # local-api runs a stream on after its client left, as AWS does, until the plugin detaches it (pagehide), a newer
+    # stream takes over, or this limit ends it: a test client that leaves without detaching holds a stream
+    # function (one of local-api's ten per function) for a minute, not for the 14 minutes a deployment allows.
+    "STREAM_MAX_SECONDS": "60",
+    "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
+    # CODAP and the fake host on loopback frame the plugin (testing.relay_settings.TEST_FRAME_ANCESTORS).
+    "FRAME_ANCESTORS": "http://127.0.0.1:*,http://localhost:*,https://127.0.0.1:*,https://localhost:*",
+}
+
+
 @dataclass(frozen=True)
 class LocalApi:
     """The test session's local-api (tests/conftest.py): its stage's base URL and the process."""

@@ -5,13 +5,14 @@
 - ``client.py``: the boto3 client, DynamoDB's errors as the relay's, transactions retried until decided.
 - ``sessions.py``, ``requests.py`` (the queue and its delivery), ``responses.py``, ``counters.py`` (rate-limit
   windows), ``changes.py`` (change marks), ``auth.py`` (the OAuth server's items): the store interface's
-  operations (``store/base.py``), in its groups.
+  operations (``store/base.py``), in its groups; ``legacy.py`` serves sessions an earlier version opened.
 
-Every multi-item change is one ``TransactWriteItems`` with conditions, so nothing is half-written: a request
-is appended together with the session counter bump (conditioned on the counter's old value) and its id item,
-and a response is stored together with the request's new status (conditioned on the request being there and,
-for an unanswered one, not expired). DynamoDB deletes expired items lazily (or, in moto and DynamoDB Local,
-never), so expiry stays the service's check on ``expires_at``, as for every store.
+A request is appended in one ``TransactWriteItems``: the session's seq moves (conditioned on its old value, the
+session not closed, and, for a request posted at once, its consumer unchanged), the request's item is new (its id
+unused) and each limit it counts against stays within bounds; nothing is half-written. An answer is a single
+conditional write of the request's item (first answer wins), so a pushed call costs one transaction, not two.
+DynamoDB deletes expired items lazily (or, in moto and DynamoDB Local, never), so expiry stays the service's
+check on ``expires_at``, as for every store.
 """
 
 from __future__ import annotations

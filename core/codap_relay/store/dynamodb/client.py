@@ -59,8 +59,14 @@ def condition_failed(exc: ClientError) -> bool:
 
 
 def _reasons(exc: ClientError) -> list[str]:
+    return [code for code, _ in _cancellations(exc)]
+
+
+def _cancellations(exc: ClientError) -> list[tuple[str, Item | None]]:
+    """Each item's cancellation reason, with the item as it was when its condition failed (where the action asked
+    for it with ``ReturnValuesOnConditionCheckFailure``: no read needed to learn why)."""
     raw = exc.response.get("CancellationReasons") or []
-    return [str((r or {}).get("Code") or "None") for r in raw]
+    return [(str((r or {}).get("Code") or "None"), (r or {}).get("Item")) for r in raw]
 
 
 def dynamodb_client(*, endpoint_url: str | None = None, region: str | None = None) -> Any:
@@ -120,8 +126,9 @@ class Connection:
         self._seq_lock = threading.Lock()  # also guards _manifests_kept
         # manifest address -> how long its item is known to be kept (manifests.py): stored manifests never change.
         self._manifests_kept: dict[str, int] = {}
-        # code -> the PENDING entries its last count found expired, for its next append to drop (requests.py).
-        self._expired_entries: dict[str, list[str]] = {}
+        # code -> its META item's attributes that lapse (pending entries, rate windows) and when, as last read here:
+        # its next append removes those whose time has passed (requests.py).
+        self._lapsing: OrderedDict[str, dict[str, float]] = OrderedDict()
 
     def close(self) -> None:
         if self._owns_client:
@@ -172,12 +179,22 @@ class Connection:
             if not start:
                 return
 
-    def _batch_get(self, partition: str, sort_keys: list[str]) -> dict[str, Item]:
-        """Strongly consistent BatchGetItem of items in one partition, by sort key (unprocessed keys retried)."""
+    def _batch_get(self, partition: str, sort_keys: list[str], **projection: Any) -> dict[str, Item]:
+        """Strongly consistent BatchGetItem of items in one partition, by sort key (unprocessed keys retried), 100
+        keys a request; ``projection``: ProjectionExpression and its names (which must name ``sk``)."""
+        found: dict[str, Item] = {}
+        for start in range(0, len(sort_keys), 100):
+            found.update(self._batch_get_some(partition, sort_keys[start : start + 100], projection))
+        return found
+
+    def _batch_get_some(self, partition: str, sort_keys: list[str], projection: dict[str, Any]) -> dict[str, Item]:
         keys: list[Item] = [key(partition, sk) for sk in sort_keys]
         found: dict[str, Item] = {}
         for attempt in range(8):
-            result = self._call("batch_get_item", RequestItems={self.table: {"Keys": keys, "ConsistentRead": True}})
+            if not keys:
+                return found
+            wanted = {"Keys": keys, "ConsistentRead": True, **projection}
+            result = self._call("batch_get_item", RequestItems={self.table: wanted})
             for item in result.get("Responses", {}).get(self.table, []):
                 found[item["sk"]["S"]] = item
             keys = result.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
@@ -190,16 +207,22 @@ class Connection:
 
     def _transact(self, items: list[dict[str, Any]]) -> list[str] | None:
         """Run a transaction. None on success, else the per-item cancellation reasons (throttling raises)."""
+        cancelled = self._transact_returning(items)
+        return None if cancelled is None else [code for code, _ in cancelled]
+
+    def _transact_returning(self, items: list[dict[str, Any]]) -> list[tuple[str, Item | None]] | None:
+        """Run a transaction. None on success, else each item's cancellation reason and, where its action asked
+        for it, the item as it stood (throttling raises)."""
         try:
             self._call("transact_write_items", TransactItems=items)
             return None
         except ClientError as exc:
             if error_code(exc) not in ("TransactionCanceledException", "TransactionConflictException"):
                 raise
-            reasons = _reasons(exc) or ["TransactionConflict"] * len(items)
-            if THROTTLED_REASONS.intersection(reasons):
+            cancelled = _cancellations(exc) or [("TransactionConflict", None)] * len(items)
+            if THROTTLED_REASONS.intersection(code for code, _ in cancelled):
                 raise StoreUnavailable(UNAVAILABLE, retry_after=1) from exc
-            return reasons
+            return cancelled
 
     @staticmethod
     def _backoff(attempt: int) -> None:

@@ -10,9 +10,11 @@ decoder is given ``unpack``, which reads a payload attribute back (from the item
 from __future__ import annotations
 
 import json
+import math
 import uuid
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -92,13 +94,15 @@ def chunk_ref(name: str, item: Item) -> tuple[str, int]:
 
 
 def session_item(session: SessionRecord, partition: str, purge: int, manifest_purge: int | None) -> Item:
-    """A new session's META item: its manifest by address only (manifests.py), with how long that is kept."""
+    """A new session's META item: its manifest by address only (manifests.py), with how long that is kept.
+    Its seq counter is ``seq`` (``SEQ``), which marks the layout of its requests (requests.py); an earlier
+    version's ``last_seq`` marks the earlier one (legacy.py)."""
     item: Item = {
         **key(partition, "META"),
         "token_hash": s(session.token_hash),
         "created_at": n(session.created_at),
         "expires_at": n(session.expires_at),
-        "last_seq": n(0),
+        SEQ: n(0),
         TTL_ATTRIBUTE: n(purge),
     }
     if session.manifest is not None and manifest_purge is not None:
@@ -108,6 +112,7 @@ def session_item(session: SessionRecord, partition: str, purge: int, manifest_pu
 
 
 def session_of(code: str, item: Item) -> SessionRecord:
+    current = is_current(item)
     return SessionRecord(
         code=code,
         token_hash=item["token_hash"]["S"],
@@ -115,11 +120,156 @@ def session_of(code: str, item: Item) -> SessionRecord:
         expires_at=float(item["expires_at"]["N"]),
         # A session stored by an earlier version holds its manifest itself: it is read from there (manifests.py).
         manifest=opt_str(item, "manifest") or (INLINE_MANIFEST + code if "tools" in item else None),
-        last_seq=int(item["last_seq"]["N"]),
+        last_seq=int(item[SEQ if current else "last_seq"]["N"]),
         last_seen=f(item, "last_seen"),
         consumer=opt_str(item, "consumer"),
         closed_at=f(item, "closed_at"),
+        pending=tuple((e.expires_at, e.size) for e in pending_entries(item)) if current else None,
     )
+
+
+# --- the current layout: a session's pending requests and its own rate windows in its META item ----------------
+
+#: The META attribute that counts a session's requests in the current layout (``last_seq`` in an earlier one).
+SEQ = "seq"
+#: Prefixes of META attributes: an unanswered request (``q#<id>``: its seq, expiry and argument bytes) and one of
+#: the session's own rate windows (``r#<window end>#<key>``: its count).
+PENDING_PREFIX = "q#"
+WINDOW_PREFIX = "r#"
+
+
+def is_current(meta: Item) -> bool:
+    """Whether a session's META item is of the current layout (requests.py) rather than an earlier one (legacy.py)."""
+    return SEQ in meta
+
+
+@dataclass(frozen=True)
+class PendingEntry:
+    """An unanswered request as its session's META item lists it."""
+
+    id: str
+    seq: int
+    expires_at: float
+    size: int
+
+
+def pending_attribute(request_id: str) -> str:
+    return PENDING_PREFIX + request_id
+
+
+def pending_entry_value(seq: int, expires_at: float, size: int) -> dict[str, Any]:
+    return {"L": [n(seq), n(expires_at), n(size)]}
+
+
+def pending_entries(meta: Item) -> list[PendingEntry]:
+    """The META item's unanswered requests, in seq order (expired ones included: the caller knows the time)."""
+    out = []
+    for name, value in meta.items():
+        if name.startswith(PENDING_PREFIX):
+            seq, expires_at, size = (v["N"] for v in value["L"])
+            out.append(PendingEntry(name[len(PENDING_PREFIX) :], int(seq), float(expires_at), int(size)))
+    return sorted(out, key=lambda e: e.seq)
+
+
+def window_attribute(window_end: float, key: str) -> str:
+    return f"{WINDOW_PREFIX}{math.ceil(window_end)}#{key}"
+
+
+def counter_value(value: dict[str, Any] | None) -> int:
+    """A count as stored (a number attribute), 0 where there is none yet."""
+    return 0 if value is None else int(value["N"])
+
+
+def counter_purge(window_end: float) -> int:
+    """A counter's TTL: its window's end (it is never read after)."""
+    return math.ceil(window_end)
+
+
+def lapsing_attributes(meta: Item) -> dict[str, float]:
+    """The META item's attributes that lapse, and when: each pending entry at its request's expiry, each rate
+    window at its end. An append removes those whose time has passed (requests.py)."""
+    out: dict[str, float] = {}
+    for name in meta:
+        if name.startswith(WINDOW_PREFIX):
+            out[name] = float(name[len(WINDOW_PREFIX) :].split("#", 1)[0])
+    for entry in pending_entries(meta):
+        out[pending_attribute(entry.id)] = entry.expires_at
+    return out
+
+
+def request_item_v2(
+    new: NewRequest, partition: str, seq: int, purge: int, args: Item, size: int, delivered: bool
+) -> Item:
+    """Request ``new`` as number ``seq`` in the current layout: one item by its id (``RID#<id>``) that holds the
+    request and, once answered, its answer (``answered``); ``delivered``: stored as delivered to ``new.deliver_to``
+    at its creation (the caller posts it at once). It keeps the session's token hash an answer must match."""
+    item: Item = {
+        **key(partition, f"RID#{new.id}"),
+        "id": s(new.id),
+        "seq": n(seq),
+        "tool": s(new.tool),
+        **args,
+        "fingerprint": s(new.fingerprint),
+        "created_at": n(new.created_at),
+        "expires_at": n(new.expires_at),
+        "status": s("delivered" if delivered else "queued"),
+        "arg_bytes": n(size),
+        TTL_ATTRIBUTE: n(purge),
+    }
+    if delivered:
+        item["delivered_at"] = n(new.created_at)
+    if new.token_hash is not None:
+        item["tok"] = s(new.token_hash)
+    return item
+
+
+def is_current_request(item: Item) -> bool:
+    """Whether a ``RID#<id>`` item holds its request (the current layout) or only where it is (an earlier one)."""
+    return "tool" in item
+
+
+def answer_of(code: str, item: Item, unpack: Unpack) -> ResponseRecord | None:
+    """The answer a current-layout request item holds, if it has one."""
+    if "r_timestamp" not in item:
+        return None
+    return ResponseRecord(
+        code=code,
+        id=item["id"]["S"],
+        status=item["status"]["S"],  # type: ignore[arg-type]
+        body=unpack("body", item),
+        fingerprint=item["r_fingerprint"]["S"],
+        timestamp=float(item["r_timestamp"]["N"]),
+        expires_at=float(item["r_expires_at"]["N"]),
+        error_code=opt_str(item, "error_code"),
+    )
+
+
+def answering(response: ResponseRecord, body: Item, purge: int) -> tuple[str, dict[str, str], Item]:
+    """(SET expression, names, values) that store ``response`` in its request's item, ``body`` its packed body."""
+    values: Item = {
+        ":status": s(response.status),
+        ":at": n(response.timestamp),
+        ":fingerprint": s(response.fingerprint),
+        ":expires": n(response.expires_at),
+        ":purge": n(purge),
+    }
+    names = {"#status": "status", "#purge": TTL_ATTRIBUTE}
+    sets = [
+        "#status = :status",
+        "completed_at = :at",
+        "r_fingerprint = :fingerprint",
+        "r_timestamp = :at",
+        "r_expires_at = :expires",
+        "#purge = :purge",
+    ]
+    for i, (name, value) in enumerate(body.items()):
+        names[f"#b{i}"] = name
+        values[f":b{i}"] = value
+        sets.append(f"#b{i} = :b{i}")
+    if response.error_code is not None:
+        values[":error"] = s(response.error_code)
+        sets.append("error_code = :error")
+    return "SET " + ", ".join(sets), names, values
 
 
 def request_item(new: NewRequest, partition: str, seq: int, purge: int, args: Item, size: int) -> Item:

@@ -1,190 +1,303 @@
-"""The request queue: append (gapless seq, idempotent ids, in one transaction with the session), read, count,
-and deliver to the session's stream."""
+"""The request queue: append (gapless seq, idempotent ids, the limits it counts against, all in one transaction
+with the session), read, count, and deliver to the session's stream.
+
+A request is one item, ``RID#<id>``, that holds it and, once answered, its answer (responses.py); the session's
+META item counts the seqs (``seq``) and lists its unanswered requests (``q#<id>``: seq, expiry, argument bytes)
+and its own rate windows (``r#<window end>#<key>``). So an append is one transaction of two items (three with a
+counter of an address's budget), the pending limits and a status read need no read beyond the session's, and
+delivery reads the requests it sends by id. Sessions of the earlier layout are served by legacy.py.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ...errors import SessionNotFound, StoreUnavailable
 from ...records import PENDING, NewRequest, RequestRecord, SessionRecord
-from ..base import PendingRef, PendingTotals, args_bytes
+from ..base import Charge, ChargeRefused, PendingRef, PendingTotals, args_bytes, pending_totals
 from . import codec
-from .client import AGAIN, AGAIN_NOW, Attempt, Connection, Decided, condition_failed
-from .codec import Item, n, s
-from .table import MAX_SEQ, TTL_ATTRIBUTE, key, pk, purge_at, req_sk
+from .client import AGAIN, AGAIN_NOW, Attempt, Decided, condition_failed
+from .codec import SEQ, Item, n, s
+from .legacy import LegacyOps
+from .table import MAX_SEQ, TTL_ATTRIBUTE, key, pk, purge_at
+
+FAILED = "ConditionalCheckFailed"
 
 
-class RequestOps(Connection):
+def counted_attribute(charge: Charge) -> str:
+    """The counter item's attribute a charge counts in: ``count``, or ``c_<field>`` (counters.py's naming)."""
+    return "count" if charge.field is None else f"c_{charge.field}"
+
+
+class RequestOps(LegacyOps):
     if TYPE_CHECKING:  # from SessionOps
 
         def get_session(self, code: str) -> SessionRecord | None: ...
 
-    def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
+    # --- the session's META item, as read here ----------------------------------------------------------------
+
+    def _meta(self, code: str, *, consistent: bool = True) -> Item | None:
+        """The session's META item; what of it lapses is noted, for the next append here to remove."""
+        item: Item | None = self._call(
+            "get_item", TableName=self.table, Key=key(pk(code), "META"), ConsistentRead=consistent
+        ).get("Item")
+        if item is not None and codec.is_current(item):
+            with self._seq_lock:
+                self._lapsing[code] = codec.lapsing_attributes(item)
+                self._lapsing.move_to_end(code)
+                while len(self._lapsing) > 4096:
+                    self._lapsing.popitem(last=False)
+        return item
+
+    def _lapsed(self, code: str, now: float, keep: set[str]) -> list[str]:
+        with self._seq_lock:
+            seen = self._lapsing.get(code, {})
+            return [name for name, until in seen.items() if until <= now and name not in keep]
+
+    def _forget_pending(self, code: str, request_ids: list[str]) -> None:
+        """Pending entries found answered (their answer's second write never came): the next append drops them."""
+        with self._seq_lock:
+            seen = self._lapsing.setdefault(code, {})
+            seen.update({codec.pending_attribute(rid): 0.0 for rid in request_ids})
+
+    # --- append -----------------------------------------------------------------------------------------------
+
+    def add_request(
+        self, code: str, new: NewRequest, *, last_seq: int | None = None, charges: Sequence[Charge] = ()
+    ) -> tuple[RequestRecord, bool]:
         partition = pk(code)
         purge = purge_at(new.expires_at)
         args, chunks = codec.pack("args", new.args, partition, purge)
         size = args_bytes(new.args)
-        last = last_seq  # the caller's view of last_seq: tried first, read afresh if the transaction refuses it
+        # The caller's view of the session, tried first; a refused attempt returns the item as it stands.
+        view: dict[str, Any] = {"last": last_seq, "deliver_to": new.deliver_to}
+        counters: dict[str, list[Charge]] = {}  # the counters of their own, each one item (its counts in one write)
+        for charge in charges:
+            if not charge.session:
+                counters.setdefault(charge.key, []).append(charge)
 
         def attempt(tries: int) -> Attempt[tuple[RequestRecord, bool]]:
-            nonlocal last
-            if last is None:
-                read = self._last_seq(code, new.id)
-                if isinstance(read, RequestRecord):  # the session is closed, and this is an idempotent retry
-                    return Decided((read, False), committed=False)
-                last = read
-            seq = last + 1
+            if view["last"] is None:
+                meta = self._meta(code)
+                if meta is None or not codec.is_current(meta) or "closed_at" in meta:
+                    return self._not_appendable(code, new, meta)
+                view["last"] = int(meta[SEQ]["N"])
+                if view["deliver_to"] is not None and codec.opt_str(meta, "consumer") != view["deliver_to"]:
+                    view["deliver_to"] = None
+            seq = view["last"] + 1
             if seq > MAX_SEQ:
                 raise StoreUnavailable("This session has reached its request limit; start a new one.")
-            request = codec.request_item(new, partition, seq, purge, args, size)
-            rid = codec.rid_item(partition, new.id, seq, new.created_at, purge)
-            counted = self._counting(code, seq, new.expires_at, size)
-            reasons = self._transact([*self._appending(partition, seq, last, request, rid), counted])
-            if reasons is None:
-                self._remember(code, new.id, seq, new.created_at)
-                return Decided((self._request(code, request), True), committed=True)
-            if reasons[2] == "ConditionalCheckFailed":  # the id is taken: an idempotent retry
+            delivered = view["deliver_to"] is not None
+            item = codec.request_item_v2(new, partition, seq, purge, args, size, delivered)
+            actions = [
+                self._appending(code, new, seq, view["last"], view["deliver_to"], size, charges),
+                {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}},
+                *(self._counting(group) for group in counters.values()),
+            ]
+            cancelled = self._transact_returning(actions)
+            if cancelled is None:
+                return Decided((self._request_v2(code, item), True), committed=True)
+            if cancelled[1][0] == FAILED:  # the id is taken: an idempotent retry
                 existing = self.get_request(code, new.id)
                 if existing is not None:
                     return Decided((existing, False), committed=False)
-            stale_hint = reasons[0] == "ConditionalCheckFailed" and tries == 0 and last_seq is not None
-            last = None
-            return AGAIN_NOW if stale_hint else AGAIN  # a stale hint (or an ended session): read it, no back-off
+            for (reason, counter), group in zip(cancelled[2:], counters.values(), strict=True):
+                if reason == FAILED:
+                    for charge in group:
+                        total = codec.counter_value((counter or {}).get(counted_attribute(charge))) + charge.amount
+                        if total > charge.limit:
+                            raise ChargeRefused(charge, total)
+            reason, meta = cancelled[0]
+            if reason != FAILED:
+                return AGAIN  # a conflict with another writer of the session: again, after a back-off
+            if meta is None or not codec.is_current(meta) or "closed_at" in meta:
+                return self._not_appendable(code, new, meta)
+            for charge in charges:
+                if charge.session:
+                    count = codec.counter_value(meta.get(codec.window_attribute(charge.window_end, charge.key)))
+                    if count + charge.amount > charge.limit:
+                        raise ChargeRefused(charge, count + charge.amount)
+            view["last"] = int(meta[SEQ]["N"])
+            if view["deliver_to"] is not None and codec.opt_str(meta, "consumer") != view["deliver_to"]:
+                view["deliver_to"] = None  # another consumer took over: queued, for it to take
+            return AGAIN_NOW
 
         return self._committing(chunks, attempt)
 
-    def _last_seq(self, code: str, request_id: str) -> int | RequestRecord:
-        """The session's last seq as it is now; a closed session's existing request ``request_id`` instead
-        (an idempotent retry still gets its answer). SessionNotFound when there is none to add to."""
-        meta = self._call(
-            "get_item",
-            TableName=self.table,
-            Key=key(pk(code), "META"),
-            ConsistentRead=True,
-            ProjectionExpression="last_seq, closed_at",
-        ).get("Item")
+    def _not_appendable(self, code: str, new: NewRequest, meta: Item | None) -> Decided[tuple[RequestRecord, bool]]:
+        """A session that takes no append: of the earlier layout (appended there), unknown, or ended (unless this
+        is a retry of a request it holds, which gets that request back)."""
+        if meta is not None and not codec.is_current(meta):
+            return Decided(self._v1_add_request(code, new), committed=False)
+        existing = self.get_request(code, new.id)
+        if existing is not None:
+            return Decided((existing, False), committed=False)
         if meta is None:
             raise SessionNotFound("session not found", reason="unknown")
-        if "closed_at" in meta:
-            existing = self.get_request(code, request_id)
-            if existing is not None:
-                return existing
-            raise SessionNotFound("session closed", reason="closed")
-        return int(meta["last_seq"]["N"])
+        raise SessionNotFound("session closed", reason="closed")
 
-    def _appending(self, partition: str, seq: int, last: int, request: Item, rid: Item) -> list[dict[str, Any]]:
-        """The transaction that appends ``request`` as number ``seq``: the session's counter moves from ``last``
-        (and the session is not closed), the request and its id item ``rid`` are new."""
-        return [
-            {
-                "Update": {
-                    "TableName": self.table,
-                    "Key": key(partition, "META"),
-                    "UpdateExpression": "SET last_seq = :seq",
-                    # Not closed: a session being ended takes no new requests, atomically.
-                    "ConditionExpression": "last_seq = :last AND attribute_not_exists(closed_at)",
-                    "ExpressionAttributeValues": {":seq": n(seq), ":last": n(last)},
-                }
-            },
-            {"Put": {"TableName": self.table, "Item": request, "ConditionExpression": "attribute_not_exists(pk)"}},
-            {"Put": {"TableName": self.table, "Item": rid, "ConditionExpression": "attribute_not_exists(pk)"}},
-        ]
-
-    def _counting(self, code: str, seq: int, expires_at: float, size: int) -> dict[str, Any]:
-        """The PENDING item's part of an append: request ``seq``'s entry set, the expired entries the last count
-        saw dropped (they stay expired), and the item's TTL moved with the request's."""
-        with self._seq_lock:
-            expired = [e for e in self._expired_entries.pop(code, []) if e != codec.pending_entry(seq)]
-        names = {"#e": codec.pending_entry(seq), "#purge": TTL_ATTRIBUTE}
-        names.update({f"#x{i}": e for i, e in enumerate(expired)})
-        update = "SET #e = :e, #purge = :purge"
-        if expired:
-            update += " REMOVE " + ", ".join(f"#x{i}" for i in range(len(expired)))
+    def _appending(
+        self,
+        code: str,
+        new: NewRequest,
+        seq: int,
+        last: int,
+        deliver_to: str | None,
+        size: int,
+        charges: Sequence[Charge],
+    ) -> dict[str, Any]:
+        """The META item's part of an append: the seq moves from ``last`` (the session not closed, and, when the
+        request is stored delivered, still ``deliver_to``'s), the request is listed as pending, the session's own
+        windows count it, and what lapsed since it was last read here goes."""
+        names = {"#seq": SEQ, "#q": codec.pending_attribute(new.id)}
+        values: Item = {
+            ":seq": n(seq),
+            ":last": n(last),
+            ":q": codec.pending_entry_value(seq, new.expires_at, size),
+        }
+        sets = ["#seq = :seq", "#q = :q"]
+        conditions = ["#seq = :last", "attribute_not_exists(closed_at)"]
+        if deliver_to is not None:
+            names["#consumer"] = "consumer"
+            values[":to"] = s(deliver_to)
+            conditions.append("#consumer = :to")
+        for i, charge in enumerate(c for c in charges if c.session):
+            names[f"#w{i}"] = codec.window_attribute(charge.window_end, charge.key)
+            values[f":w{i}"] = n(charge.amount)
+            values[f":room{i}"] = n(charge.limit - charge.amount)
+            sets.append(f"#w{i} = if_not_exists(#w{i}, :zero) + :w{i}")
+            conditions.append(f"(attribute_not_exists(#w{i}) OR #w{i} <= :room{i})")
+            values[":zero"] = n(0)
+        update = "SET " + ", ".join(sets)
+        lapsed = self._lapsed(code, new.created_at, set(names.values()))
+        if lapsed:
+            names.update({f"#x{i}": name for i, name in enumerate(lapsed)})
+            update += " REMOVE " + ", ".join(f"#x{i}" for i in range(len(lapsed)))
         return {
             "Update": {
                 "TableName": self.table,
-                "Key": key(pk(code), "PENDING"),
+                "Key": key(pk(code), "META"),
                 "UpdateExpression": update,
+                "ConditionExpression": " AND ".join(conditions),
                 "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": {
-                    ":e": codec.pending_value(expires_at, size),
-                    ":purge": n(purge_at(expires_at)),
-                },
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         }
 
+    def _counting(self, charges: list[Charge]) -> dict[str, Any]:
+        """A counter of its own (an address's budget across sessions, an OAuth grant's and its plugin's windows),
+        its counts (``Charge.field``: an attribute each, as ``incr_counters`` keeps them) counted in the append's
+        transaction."""
+        first = charges[0]
+        names = {"#purge": TTL_ATTRIBUTE}
+        values: Item = {":exp": n(first.window_end), ":purge": n(codec.counter_purge(first.window_end))}
+        adds, conditions = [], []
+        for i, charge in enumerate(charges):
+            names[f"#c{i}"] = counted_attribute(charge)
+            values[f":a{i}"] = n(charge.amount)
+            values[f":room{i}"] = n(charge.limit - charge.amount)
+            adds.append(f"#c{i} :a{i}")
+            conditions.append(f"(attribute_not_exists(#c{i}) OR #c{i} <= :room{i})")
+        return {
+            "Update": {
+                "TableName": self.table,
+                "Key": key(f"COUNTER#{first.key}", "COUNTER"),
+                "UpdateExpression": f"ADD {', '.join(adds)} SET expires_at = if_not_exists(expires_at, :exp), "
+                "#purge = if_not_exists(#purge, :purge)",
+                "ConditionExpression": " AND ".join(conditions),
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        }
+
+    # --- reads ------------------------------------------------------------------------------------------------
+
+    def _request_v2(self, code: str, item: Item) -> RequestRecord:
+        return codec.request_of(code, item, self._unpack)  # the same attributes as the earlier layout's REQ item
+
     def get_request(self, code: str, request_id: str) -> RequestRecord | None:
-        located = self._locate(code, request_id)
-        if located is None:
+        item = self._get(pk(code), f"RID#{request_id}")
+        if item is None:
             return None
-        item = self._get(pk(code), req_sk(located[0]))
-        if item is None or item["id"]["S"] != request_id:
-            return None
-        return self._request(code, item)
+        if not codec.is_current_request(item):
+            self._located(code, request_id, item)
+            return self._v1_get_request(code, request_id)
+        return self._request_v2(code, item)
+
+    def _pending_items(self, code: str, entries: list[codec.PendingEntry], now: float) -> list[RequestRecord]:
+        """The requests of ``entries`` (read by id) still unanswered and unexpired at ``now``, in seq order."""
+        entries = [e for e in entries if e.expires_at > now]
+        if not entries:
+            return []
+        found = self._batch_get(pk(code), [f"RID#{e.id}" for e in entries])
+        out, answered = [], []
+        for entry in entries:
+            item = found.get(f"RID#{entry.id}")
+            if item is None or item["status"]["S"] not in PENDING:
+                answered.append(entry.id)
+                continue
+            out.append(self._request_v2(code, item))
+        if answered:
+            self._forget_pending(code, answered)
+        return [r for r in out if r.expires_at > now]
 
     def pending_requests(self, code: str, after_seq: int, now: float) -> list[RequestRecord]:
-        if after_seq >= MAX_SEQ:
+        meta = self._meta(code)
+        if meta is None:
             return []
-        items = self._query(
-            KeyConditionExpression="pk = :pk AND sk BETWEEN :lo AND :hi",
-            FilterExpression="#status IN (:queued, :delivered) AND expires_at > :now",
-            ExpressionAttributeNames={"#status": "status"},
-            ExpressionAttributeValues={
-                ":pk": s(pk(code)),
-                ":lo": s(req_sk(max(0, after_seq) + 1)),
-                ":hi": s(req_sk(MAX_SEQ)),
-                ":queued": s("queued"),
-                ":delivered": s("delivered"),
-                ":now": n(now),
-            },
-        )
-        return [self._request(code, item) for item in items]
+        if not codec.is_current(meta):
+            return self._v1_pending_requests(code, after_seq, now)
+        return self._pending_items(code, [e for e in codec.pending_entries(meta) if e.seq > after_seq], now)
 
     def pending_refs(self, code: str, prefix: str, now: float) -> list[PendingRef]:
-        """The id items (a seq and a time each) by prefix, then each request's status and tool, projected: the
-        arguments are neither sent nor unpacked."""
-        partition = pk(code)
-        seqs = [
-            int(item["seq"]["N"])
-            for item in self._query(
-                KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-                ExpressionAttributeValues={":pk": s(partition), ":prefix": s(f"RID#{prefix}")},
-            )
-        ]
+        """The session's listed pending requests by id prefix, their status and tool read projected: the arguments
+        are neither sent nor unpacked."""
+        meta = self._meta(code)
+        if meta is None:
+            return []
+        if not codec.is_current(meta):
+            return self._v1_pending_refs(code, prefix, now)
+        ids = [e.id for e in codec.pending_entries(meta) if e.id.startswith(prefix) and e.expires_at > now]
+        if not ids:
+            return []
+        found = self._batch_get(
+            pk(code),
+            [f"RID#{rid}" for rid in ids],
+            ProjectionExpression="sk, #id, tool, #status, expires_at",
+            ExpressionAttributeNames={"#id": "id", "#status": "status"},
+        )
         refs = []
-        for seq in sorted(seqs):
-            item = self._call(
-                "get_item",
-                TableName=self.table,
-                Key=key(partition, req_sk(seq)),
-                ConsistentRead=True,
-                ProjectionExpression="#id, tool, #status, expires_at",
-                ExpressionAttributeNames={"#id": "id", "#status": "status"},
-            ).get("Item")
+        for rid in ids:
+            item = found.get(f"RID#{rid}")
             if item is None or item["status"]["S"] not in PENDING or float(item["expires_at"]["N"]) <= now:
                 continue
-            refs.append(PendingRef(item["id"]["S"], item["tool"]["S"], item["status"]["S"]))  # type: ignore[arg-type]
+            refs.append(PendingRef(rid, item["tool"]["S"], item["status"]["S"]))  # type: ignore[arg-type]
         return refs
 
     def count_pending(self, code: str, now: float) -> PendingTotals:
-        """One read of the session's PENDING item (codec.pending_entry): each unanswered request's expiry and
-        bytes, kept in the transactions that append and answer, so the count reads neither the requests nor their
-        arguments, however long the session's history. Expired entries are left out, and dropped by the session's
-        next append. A session opened before this item existed counts only the requests queued since."""
-        item = self._get(pk(code), "PENDING") or {}
-        live, expired = codec.pending_totals(item, now)
-        with self._seq_lock:
-            self._expired_entries[code] = expired
-        return live
+        """From the session's META item alone (its ``q#`` entries), however long its history."""
+        meta = self._meta(code)
+        if meta is None:
+            return PendingTotals(0, 0)
+        if not codec.is_current(meta):
+            return self._v1_count_pending(code, now)
+        return pending_totals(tuple((e.expires_at, e.size) for e in codec.pending_entries(meta)), now)
 
     def list_requests(self, code: str) -> list[RequestRecord]:
-        items = self._query(
-            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
-            ExpressionAttributeValues={":pk": s(pk(code)), ":prefix": s("REQ#")},
+        items = list(
+            self._query(
+                KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+                ExpressionAttributeValues={":pk": s(pk(code)), ":prefix": s("RID#")},
+            )
         )
-        return [self._request(code, item) for item in items]
+        if any(not codec.is_current_request(item) for item in items):
+            return self._v1_list_requests(code)
+        return sorted((self._request_v2(code, item) for item in items), key=lambda r: r.seq)
 
     # --- delivery to the stream ---------------------------------------------------------------------------
 
@@ -196,18 +309,21 @@ class RequestOps(Connection):
             # can say so. It may come from a replica that has not seen the latest append yet: the stream reads
             # fresh at least every STALE_POLL_SECONDS, so that costs a request that long at most. Any other
             # answer (news, or a session that looks ended, expired or taken over) is decided on a consistent read.
-            glance = self._call("get_item", TableName=self.table, Key=key(pk(code), "META")).get("Item")
+            glance = self._meta(code, consistent=False)
             if glance is not None:
                 seen = self._session(code, glance)
                 if self._live_for(seen, consumer, now) and seen.last_seq <= after_seq:
                     return seen, []
-        session = self.get_session(code)
-        if session is None:
+        meta = self._meta(code)
+        if meta is None:
             return None, []
+        session = self._session(code, meta)
         if not self._live_for(session, consumer, now) or session.last_seq <= after_seq:
             return session, []
+        if not codec.is_current(meta):
+            return session, self._v1_deliver(code, after_seq, now)
         out = []
-        for request in self.pending_requests(code, after_seq, now):
+        for request in self._pending_items(code, [e for e in codec.pending_entries(meta) if e.seq > after_seq], now):
             if request.status == "queued" and self._mark_delivered(code, request, now):
                 request = request.with_(status="delivered", delivered_at=now)
             out.append(request)  # delivered or answered meanwhile: sent as read (the plugin deduplicates)
@@ -223,16 +339,11 @@ class RequestOps(Connection):
             self._call(
                 "update_item",
                 TableName=self.table,
-                Key=key(pk(code), req_sk(request.seq)),
+                Key=key(pk(code), f"RID#{request.id}"),
                 UpdateExpression="SET #status = :delivered, delivered_at = :at",
-                ConditionExpression="#status = :queued AND #id = :id",
-                ExpressionAttributeNames={"#status": "status", "#id": "id"},
-                ExpressionAttributeValues={
-                    ":delivered": s("delivered"),
-                    ":queued": s("queued"),
-                    ":at": n(at),
-                    ":id": s(request.id),
-                },
+                ConditionExpression="#status = :queued",
+                ExpressionAttributeNames={"#status": "status"},
+                ExpressionAttributeValues={":delivered": s("delivered"), ":queued": s("queued"), ":at": n(at)},
             )
             return True
         except ClientError as exc:

@@ -3,10 +3,12 @@ the stream that owns the session."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ...errors import SessionNotFound
 from ...jsonvalues import dumps
-from ...records import Lookup, NewRequest, RequestRecord, SessionRecord
-from ..base import PendingRef, PendingTotals
+from ...records import Lookup, NewRequest, RequestRecord, RequestStatus, SessionRecord
+from ..base import Charge, ChargeRefused, PendingRef, PendingTotals
 from .database import SESSION_COLUMNS
 from .rows import request_of, response_of, session_of
 from .sessions import SessionOps
@@ -15,9 +17,11 @@ from .sessions import SessionOps
 class RequestOps(SessionOps):
     """Over the session operations: delivery reads the session before it takes the writer's lock."""
 
-    def add_request(self, code: str, new: NewRequest, *, last_seq: int | None = None) -> tuple[RequestRecord, bool]:
+    def add_request(
+        self, code: str, new: NewRequest, *, last_seq: int | None = None, charges: Sequence[Charge] = ()
+    ) -> tuple[RequestRecord, bool]:
         with self._tx() as db:
-            row = db.execute("SELECT last_seq, closed_at FROM sessions WHERE code = ?", (code,)).fetchone()
+            row = db.execute("SELECT last_seq, closed_at, consumer FROM sessions WHERE code = ?", (code,)).fetchone()
             if row is None:
                 raise SessionNotFound("session not found", reason="unknown")
             existing = db.execute("SELECT * FROM requests WHERE code = ? AND id = ?", (code, new.id)).fetchone()
@@ -25,13 +29,27 @@ class RequestOps(SessionOps):
                 return request_of(existing), False
             if row["closed_at"] is not None:
                 raise SessionNotFound("session closed", reason="closed")
+            for charge in charges:  # in the same transaction: a refusal rolls back every count before it
+                found = db.execute("SELECT count, expires_at FROM counters WHERE key = ?", (charge.counter,)).fetchone()
+                this_window = found is not None and found["expires_at"] >= charge.window_end
+                total = (found["count"] if this_window else 0) + charge.amount
+                if total > charge.limit:
+                    raise ChargeRefused(charge, total)
+                db.execute(
+                    "INSERT INTO counters (key, count, expires_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+                    "count = excluded.count, expires_at = excluded.expires_at",
+                    (charge.counter, total, charge.window_end),
+                )
             seq = row["last_seq"] + 1
             db.execute("UPDATE sessions SET last_seq = ? WHERE code = ?", (seq, code))
             args = dumps(new.args)
+            delivered = new.created_at if new.deliver_to is not None and row["consumer"] == new.deliver_to else None
+            status: RequestStatus = "queued" if delivered is None else "delivered"
+            row_values = (code, seq, new.id, new.tool, args, new.fingerprint, new.created_at, new.expires_at)
             db.execute(
                 "INSERT INTO requests (code, seq, id, tool, args, fingerprint, created_at, expires_at, status, "
-                "arg_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
-                (code, seq, new.id, new.tool, args, new.fingerprint, new.created_at, new.expires_at, len(args)),
+                "delivered_at, arg_bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*row_values, status, delivered, len(args)),
             )
         return (
             RequestRecord(
@@ -43,6 +61,8 @@ class RequestOps(SessionOps):
                 fingerprint=new.fingerprint,
                 created_at=new.created_at,
                 expires_at=new.expires_at,
+                status=status,
+                delivered_at=delivered,
             ),
             True,
         )
