@@ -431,3 +431,26 @@ def test_row_ids_carry_between_tools_also_after_grouping(codap: CodapPage) -> No
     )
     assert selected_ids(codap, "Carry") == {row_id["Bo"], row_id["Ed"]}
     assert out["structuredContent"]["selectedCount"] == 1 and "all its rows" in out["content"][0]["text"]
+
+
+def test_correlation_and_the_least_squares_line_of_two_attributes(codap: CodapPage) -> None:
+    """The statistics of two attributes, checked against Python's (Pearson's r, the least-squares line of arm span on
+    height over the cases with both values) and against CODAP's own correlation() in an attribute read back here."""
+    make_dataset(codap, "Pairs")
+    both = [(r["height"], r["arm span"]) for r in ROWS if r["height"] != ""]
+    xs, ys = [float(x) for x, _ in both], [float(y) for _, y in both]
+    line = st.linear_regression(xs, ys)
+    asked = {"datasetName": "Pairs", "attributes": ["height"], "pairedWith": "arm span",
+             "statistics": ["correlation", "rSquared", "slope", "intercept"]}  # fmt: skip
+    (row,) = codap.done("compute_codap_statistics", asked)["structuredContent"]["rows"]
+    r = st.correlation(xs, ys)
+    assert row["correlation"] == pytest.approx(r) and row["rSquared"] == pytest.approx(r * r)
+    assert row["slope"] == pytest.approx(line.slope) and row["intercept"] == pytest.approx(line.intercept)
+    codap.ok({"action": "create", "resource": "dataContext[Pairs].collection[people].attribute",
+              "values": [{"name": "r", "formula": "correlation(height, `arm span`)"}]})  # fmt: skip
+    assert [i["values"]["r"] for i in codap.items("Pairs")] == [pytest.approx(row["correlation"])] * len(ROWS)
+    alone = codap.failed("compute_codap_statistics", {"datasetName": "Pairs", "attributes": ["height"],
+                                                      "statistics": ["correlation"]})  # fmt: skip
+    assert alone["code"] == "invalid_arguments" and "pairedWith" in alone["message"]
+    help_text = codap.done("codap_api_help", {"topic": "formulas"})["content"][0]["text"]
+    assert "correlation(x, y)" in help_text

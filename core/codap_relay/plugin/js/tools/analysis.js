@@ -28,7 +28,9 @@ import {
 /**
  * A statistic: whether it needs numbers, and its CODAP formula of an attribute reference, a filter condition (or
  * null) and the percentile asked for.
- * @typedef {{numeric: boolean, formula: (x: string, filter: string | null, percentile?: number) => string}} Statistic
+ * `y`: the second attribute of the statistics of two attributes (correlation, rSquared, slope, intercept).
+ * @typedef {{numeric: boolean, paired?: boolean,
+ *   formula: (x: string, filter: string | null, percentile?: number, y?: string) => string}} Statistic
  */
 
 /**
@@ -63,6 +65,11 @@ const STATISTICS = {
   range: { numeric: true, formula: (x, f) => `${call("max", x, f)} - ${call("min", x, f)}` },
   mad: { numeric: true, formula: (x, f) => call("mad", x, f) },
   percentile: { numeric: true, formula: (x, f, p) => call("percentile", x, f, String(/** @type {number} */ (p) / 100)) },
+  // Of two attributes: CODAP's bivariate functions take x, y and a filter (the least-squares line of y on x).
+  correlation: { numeric: true, paired: true, formula: (x, f, _p, y) => call("correlation", x, f, y) },
+  rSquared: { numeric: true, paired: true, formula: (x, f, _p, y) => call("rSquared", x, f, y) },
+  slope: { numeric: true, paired: true, formula: (x, f, _p, y) => call("linRegrSlope", x, f, y) },
+  intercept: { numeric: true, paired: true, formula: (x, f, _p, y) => call("linRegrIntercept", x, f, y) },
 };
 const DEFAULT_STATISTICS = ["count", "mean", "median", "sd", "min", "max", "q1", "q3"];
 const MAX_GROUPS = 50;
@@ -189,13 +196,21 @@ export function createAnalysisTools(ctx) {
 
   /**
    * @param {{datasetName: string, attributes: string[], statistics?: string[], where?: string, groupBy?: string,
-   *   percentile?: number}} args
+   *   percentile?: number, pairedWith?: string}} args
    */
   async function compute_codap_statistics(args) {
     const statistics = args.statistics ?? DEFAULT_STATISTICS;
-    const { where, groupBy, percentile } = args;
+    const { where, groupBy, percentile, pairedWith } = args;
     if (statistics.includes("percentile") && percentile === undefined) {
       throw invalid('The statistic "percentile" needs the `percentile` argument (0-100, e.g. 90).');
+    }
+    const paired = statistics.filter((s) => STATISTICS[s].paired);
+    if (paired.length && pairedWith === undefined) {
+      throw invalid(
+        `${paired.join(", ")} ${paired.length === 1 ? "is a statistic" : "are statistics"} of two attributes: give the ` +
+          "second as pairedWith (e.g. attributes [\"height\"], pairedWith \"weight\"; slope and intercept are of the " +
+          "least-squares line of pairedWith on the attribute).",
+      );
     }
     if (where !== undefined && where.trim() === "") throw invalid("where must be a CODAP condition, or left out.");
     const found = await findDataset(args.datasetName);
@@ -210,7 +225,8 @@ export function createAnalysisTools(ctx) {
     };
     const attrs = args.attributes.map((n) => attrInfo(n, "statistics"));
     const grouping = groupBy === undefined ? null : attrInfo(groupBy, "groupBy");
-    const used = grouping ? [...attrs, grouping] : attrs;
+    const partner = pairedWith === undefined ? null : attrInfo(pairedWith, "pairedWith");
+    const used = [...attrs, ...(grouping ? [grouping] : []), ...(partner ? [partner] : [])];
     const top = dataset.collections[0];
     const outside = used.filter((a) => a.index !== 0);
     if (outside.length) {
@@ -281,15 +297,16 @@ export function createAnalysisTools(ctx) {
         cells: attrs.map((a) => ({
           attribute: a.name,
           slots: statistics.map((s) => {
-            const formula = STATISTICS[s].formula(ref(a.name), filter, percentile);
+            const y = partner ? ref(partner.name) : undefined;
+            const formula = STATISTICS[s].formula(ref(a.name), filter, percentile, y);
             // As the answer shows it: the row's condition by name.
-            const shownFormula = STATISTICS[s].formula(ref(a.name), condition ? "condition" : null, percentile);
+            const shownFormula = STATISTICS[s].formula(ref(a.name), condition ? "condition" : null, percentile, y);
             return { statistic: s, formula, shownFormula, slot: add(formula) };
           }),
         })),
       };
     });
-    const aggregate = /\b(count|mean|median|stdDev|variance|min|max|sum|mad|percentile)\(/g;
+    const aggregate = /\b(count|mean|median|stdDev|variance|min|max|sum|mad|percentile|correlation|rSquared|linRegrSlope|linRegrIntercept)\(/g;
     const passes = fields.reduce((n, f) => n + (f.match(aggregate)?.length ?? 0), 0);
     if (passes * top.caseCount > MAX_WORK) {
       throw new ToolError(
@@ -398,6 +415,7 @@ export function createAnalysisTools(ctx) {
       where === undefined ? null : `where ${where}`,
       grouping ? `grouped by ${grouping.name}` : null,
     ].filter(Boolean);
+    if (partner) scope.push(`paired with ${partner.name}`);
     let text = `Statistics of ${JSON.stringify(dataset.name)} computed by CODAP` +
       `${scope.length ? ` (${scope.join(", ")})` : ""}, ${plural(matched, "case")}` +
       `${where === undefined ? "" : ` of ${top.caseCount}`}:\n${header.join(" | ")}\n${lines.join("\n")}`;
@@ -410,6 +428,7 @@ export function createAnalysisTools(ctx) {
       attributes: attrs.map((a) => a.name),
       statistics,
       ...(percentile === undefined ? {} : { percentile }),
+      ...(partner ? { pairedWith: partner.name } : {}),
       ...(grouping ? { groupBy: grouping.name } : {}),
       ...(where === undefined ? {} : { where }),
       casesMatched: matched,
