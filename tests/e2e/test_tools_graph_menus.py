@@ -145,6 +145,9 @@ def test_format_menu_points_stroke_background_and_legend_colours(codap: CodapPag
 def test_hide_show_menu(codap: CodapPage) -> None:
     dataset(codap, "shows")
     gid = graph(codap, datasetName="shows", graphType="dot_plot", xAttribute="h")
+    empty = update(codap, gid, displayOnlySelectedCases=True)
+    assert "No case is selected now" in empty["content"][0]["text"]
+    update(codap, gid, showAllCases=True)
     nothing = codap.failed("update_codap_graph", {"graph": gid, "hideCases": "selected"})
     assert nothing["code"] == "nothing_to_hide" and "select" in nothing["message"]
     codap.done("select_codap_cases", {"datasetName": "shows", "where": "h < 165"})

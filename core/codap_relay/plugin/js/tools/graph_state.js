@@ -193,8 +193,11 @@ export async function readGraphStates(io, ids, { document = "read" } = {}) {
   /** @type {Map<string, GraphState>} */
   const states = new Map();
   if (!ids.length) return states;
-  const first = ids.flatMap((id) => [get(`component[${id}]`), get(`component[${id}].adornmentList`)]);
-  const replies = await io.send(first);
+  // datasets by id: CODAP finds `dataContext[x]` by title before name, and a title may be another dataset's name
+  const first = [get("dataContextList"), ...ids.flatMap((id) => [get(`component[${id}]`), get(`component[${id}].adornmentList`)])];
+  const [datasets, ...replies] = await io.send(first);
+  /** @type {Map<string, unknown>} */
+  const datasetIds = new Map((Array.isArray(ok(datasets)) ? ok(datasets) : []).map((/** @type {{name: string, id: unknown}} */ d) => [d.name, d.id]));
   const comps = ids.map((_, i) => ok(replies[2 * i]) ?? {});
   /** @type {Array<Array<{type: string, isVisible?: boolean}>>} */
   const lists = ids.map((_, i) => (Array.isArray(ok(replies[2 * i + 1])) ? ok(replies[2 * i + 1]) : []));
@@ -204,8 +207,8 @@ export async function readGraphStates(io, ids, { document = "read" } = {}) {
   const at = ids.map((id, i) => {
     const mine = lists[i].filter((a) => a.isVisible).map((a) => second.push(get(`component[${id}].adornment[${a.type}]`)) - 1);
     const c = comps[i];
-    const legend = c.legendAttributeName && c.dataContext
-      ? second.push(get(`dataContext[${c.dataContext}].attribute[${c.legendAttributeName}]`)) - 1
+    const legend = c.legendAttributeName && datasetIds.has(c.dataContext)
+      ? second.push(get(`dataContext[${datasetIds.get(c.dataContext)}].attribute[${c.legendAttributeName}]`)) - 1
       : -1;
     return [...mine, legend];
   });

@@ -277,6 +277,13 @@ export function createGraphUpdate(ctx) {
           "this answer); set pointSize again afterwards to choose it.",
       );
     }
+    if (args.displayOnlySelectedCases === true && after.dataset) {
+      const { id: datasetId } = await findDataset(after.dataset);
+      const [selection] = await send([get(`dataContext[${datasetId}].selectionList`)]);
+      if (selection?.success === true && Array.isArray(selection.values) && !selection.values.length) {
+        notes.push("No case is selected now, so the graph shows none until some are (select_codap_cases, or a click in CODAP).");
+      }
+    }
     if (args.barChartScale === "formula" && !after.barChart?.formula) {
       notes.push('barChartScale "formula" needs barChartFormula: the formula each bar\'s height is computed with, e.g. "mean(height)".');
     }
