@@ -7,6 +7,7 @@ document (codap_document.read_document), never the tool's answer alone."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from statistics import mean, quantiles, stdev
 from typing import Any
 
@@ -23,6 +24,19 @@ ROWS: list[dict[str, Any]] = [
     for i in range(20)
 ]
 HEIGHTS = [float(r["h"]) for r in ROWS]
+
+
+@pytest.fixture(autouse=True)
+def drop_the_tests_datasets(codap: CodapPage) -> Iterator[None]:
+    """Deletes the datasets a test made: CODAP gives and rebuilds its whole document for each setting its plugin
+    API cannot reach, so each test starts from a small one."""
+    before, components = set(codap.dataset_names()), codap.component_ids()
+    yield
+    made = [n for n in codap.dataset_names() if n not in before]
+    if made:
+        # the test's graphs go first: a dataset deleted under an open graph detached the plugin's frame in a run here
+        codap.close_components(keep=components)
+        codap.di([{"action": "delete", "resource": f"dataContext[{n}]"} for n in made])
 
 
 def dataset(codap: CodapPage, name: str, rows: list[dict[str, Any]] = ROWS) -> None:

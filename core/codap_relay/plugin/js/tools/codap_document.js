@@ -119,13 +119,15 @@ export async function keepItemIds(io, doc) {
 }
 
 /**
- * Replaces CODAP's document with `doc` and waits until CODAP says it is rebuilt (it does after half a second).
+ * Replaces CODAP's document with `doc`. Resolves with CODAP's notice that it is rebuilt (`ended`, true once heard,
+ * false after 20 s): CODAP sends it half a second after the rebuild (document-handler.ts asyncUpdate), which a
+ * caller that sees the change already need not wait for.
  * @param {DocumentIO} io
  * @param {V2Document} doc
- * @returns {Promise<boolean>} whether CODAP said it finished
+ * @returns {Promise<{ended: Promise<boolean>}>}
  */
 export async function replaceDocument(io, doc) {
-  const ended = heard(
+  const heardEnd = heard(
     io,
     (v) => v?.resource === "documentChangeNotice" && v?.values?.operation === "updateDocumentEnded",
     REBUILD_WAIT_MS,
@@ -136,7 +138,7 @@ export async function replaceDocument(io, doc) {
   if (reply?.success !== true) {
     throw new ToolError(`CODAP refused to rebuild its document: ${reply?.values?.error ?? "no reason"}.`, "codap_error");
   }
-  return (await ended) !== null;
+  return { ended: heardEnd.then((notice) => notice !== null) };
 }
 
 /**
@@ -216,12 +218,22 @@ export async function rebuildComponent(io, componentId, change, frameId = null) 
     throw new ToolError(`CODAP's document has no component ${componentId}.`, "component_not_found", { componentId });
   }
   refuseRebuild(doc, frameId);
+  const original = canonical(target.componentStorage);
   change(target.componentStorage, doc);
   const sent = JSON.parse(JSON.stringify(doc));
   await keepItemIds(io, doc);
-  const finished = await replaceDocument(io, doc);
-  const now = await readDocument(io);
-  const rebuilt = (now.components ?? []).find((c) => String(c.guid) === String(componentId));
+  const { ended } = await replaceDocument(io, doc);
+  // CODAP rebuilds right after answering; its notice comes half a second later. A document read at once that
+  // still holds the component as it was means the rebuild is not done: then wait for the notice and read again.
+  /** @type {(d: V2Document) => V2Component | undefined} */
+  const find = (d) => (d.components ?? []).find((c) => String(c.guid) === String(componentId));
+  let now = await readDocument(io);
+  let finished = true;
+  if (canonical(find(now)?.componentStorage) === original) {
+    finished = await ended;
+    now = await readDocument(io);
+  }
+  const rebuilt = find(now);
   /** @type {string[]} */
   const others = [];
   const before = new Map((sent.components ?? []).map((/** @type {V2Component} */ c) => [String(c.guid), c]));
