@@ -65,7 +65,9 @@ function components(a, b, requests, cannot) {
     const { title: t1, name: n1, userSetTitle: u1, ...rest1 } = c.componentStorage ?? {};
     if (t0 !== t1) values.title = t0 ?? "";
     if (n0 !== n1 && n0 !== undefined) values.name = n0;
-    if (q(rest0) !== q(rest1) || l0.isVisible !== l1.isVisible) cannot.push(`component ${componentLabel(c)} changed`);
+    // Minimized or expanded: CODAP's plugin API has no request that puts that back (a size would not).
+    const folded = /** @type {{savedHeight?: unknown}} */ (old).savedHeight !== /** @type {{savedHeight?: unknown}} */ (c).savedHeight;
+    if (q(rest0) !== q(rest1) || l0.isVisible !== l1.isVisible || folded) cannot.push(`component ${componentLabel(c)} changed`);
     else if (Object.keys(values).length) requests.push({ action: "update", resource: `component[${guid}]`, values });
   }
   for (const [guid, c] of before) if (!after.has(guid)) cannot.push(`component ${componentLabel(c)} deleted (id ${guid})`);
