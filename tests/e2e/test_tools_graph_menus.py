@@ -115,13 +115,6 @@ def test_histograms_bins_and_plot_types_of_the_configuration_menu(codap: CodapPa
     assert wrong["code"] == "plot_type_not_possible" and "scatter plot" in wrong["message"]
     assert component(codap, scatter)["plotType"] == "scatterPlot"
 
-    # CODAP's reading of a saved document moves a web page from http:// to https://: no rebuild then
-    page = f"{codap.relay}/llms.txt"
-    web = codap.ok({"action": "create", "resource": "component", "values": {"type": "webView", "URL": page}})
-    refused = codap.failed("update_codap_graph", {"graph": gid, "showMeasureLabels": True})
-    assert refused["code"] == "rebuild_would_change_other_components" and "http://" in refused["message"]
-    assert not plot_storage(codap, gid).get("showMeasureLabels") and component(codap, web["id"])["URL"] == page
-
 
 def test_format_menu_points_stroke_background_and_legend_colours(codap: CodapPage) -> None:
     dataset(codap, "format")

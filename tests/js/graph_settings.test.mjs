@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
+import { MAX_REBUILD_CHARS, rebuildComponent } from "../../core/codap_relay/plugin/js/tools/codap_document.js";
 import { toHex, withOpacity } from "../../core/codap_relay/plugin/js/tools/colors.js";
 import { applyRebuild, plotPlan } from "../../core/codap_relay/plugin/js/tools/graph_rebuild.js";
 import { changesBetween } from "../../core/codap_relay/plugin/js/tools/graph_settings.js";
@@ -120,4 +121,18 @@ test("a rebuild writes the saved form CODAP reads: plot class, bins, axis, measu
   assert.equal(plot.plotClass, "DG.LinePlotModel");
   assert.equal(plot.plotModelStorage.width, undefined);
   assert.equal(storage.xAxisClass, "DG.CellLinearAxisModel");
+});
+
+test("a rebuild that would change more than asked is refused before CODAP is asked", async () => {
+  const graph = { guid: 5, type: "DG.GraphView", componentStorage: { plotModels: [{}] } };
+  const sent = [];
+  const io = { send: async (requests) => { sent.push(...requests); return requests.map(() => ({ success: true })); }, listen: null, sleep: async () => {} };
+  const web = { guid: 6, type: "DG.WebView", componentStorage: { title: "notes", URL: "http://example.org/notes.html" } };
+  // CODAP's reading of a saved document moves an http:// page to https:// (web-view-utils.ts processWebViewUrl)
+  await assert.rejects(rebuildComponent(io, 5, () => {}, 9, { components: [graph, web] }),
+    (e) => e.code === "rebuild_would_change_other_components" && /"notes" \(id 6\)/.test(e.message));
+  const plugin = { guid: 9, type: "DG.GameView", componentStorage: { currentGameUrl: "http://127.0.0.1/plugin/" } };
+  const big = { components: [graph, plugin], contexts: [{ guid: 1, name: "x".repeat(MAX_REBUILD_CHARS) }] };
+  await assert.rejects(rebuildComponent(io, 5, () => {}, 9, big), (e) => e.code === "document_too_large");
+  assert.deepEqual(sent, []); // nothing was sent to CODAP
 });

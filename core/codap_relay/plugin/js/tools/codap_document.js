@@ -204,15 +204,17 @@ function refuseRebuild(doc, frameId) {
 
 /**
  * Changes one component of the document by rebuilding the document: `change(storage, doc)` edits the component's
- * componentStorage (or the rest of the document) in place. Returns the component's storage as CODAP rebuilt it, and `others`: the other
- * components and datasets CODAP rebuilt differently (nothing, as a rule).
+ * componentStorage (or the rest of the document) in place. Returns the component's storage as CODAP rebuilt it,
+ * `others`: the other components and datasets CODAP rebuilt differently (nothing, as a rule), and the document read
+ * back.
  * @param {DocumentIO} io
  * @param {CodapId} componentId
  * @param {(storage: Record<string, any>, doc: V2Document) => void} change
  * @param {CodapId | null} [frameId] this plugin's own component (CODAP keeps it as it is)
+ * @param {V2Document | null} [current] the document as just read, if nothing changed it since (else it is read)
  */
-export async function rebuildComponent(io, componentId, change, frameId = null) {
-  const doc = await readDocument(io);
+export async function rebuildComponent(io, componentId, change, frameId = null, current = null) {
+  const doc = current ?? await readDocument(io);
   const target = (doc.components ?? []).find((c) => String(c.guid) === String(componentId));
   if (!target?.componentStorage) {
     throw new ToolError(`CODAP's document has no component ${componentId}.`, "component_not_found", { componentId });
@@ -256,5 +258,5 @@ export async function rebuildComponent(io, componentId, change, frameId = null) 
       others.push(`dataset ${JSON.stringify(ctx.name)}${was ? ` (${differingPaths(JSON.parse(canonical(was)), JSON.parse(canonical(ctx))).join(", ")})` : " appeared"}`);
     }
   }
-  return { storage: rebuilt?.componentStorage ?? null, others, finished };
+  return { storage: rebuilt?.componentStorage ?? null, others, finished, document: now };
 }

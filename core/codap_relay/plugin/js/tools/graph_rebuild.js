@@ -116,21 +116,22 @@ function setColorRange(doc, storage, range) {
  * @param {DocumentIO} io
  * @param {CodapId} graphId
  * @param {GraphRebuild} r
+ * @param {import("./codap_document.js").V2Document | null} [current] the document as just read, if unchanged since
  */
-export async function rebuildGraph(io, graphId, r) {
+export async function rebuildGraph(io, graphId, r, current = null) {
   const [frame] = await io.send([get("interactiveFrame")]);
   const frameId = frame?.success === true ? frame.values?.id ?? null : null;
-  const { storage, others, finished } = await rebuildComponent(io, graphId, (s, doc) => {
+  const { storage, others, finished, document } = await rebuildComponent(io, graphId, (s, doc) => {
     applyRebuild(s, r);
     if (r.colorRange) setColorRange(doc, s, r.colorRange);
-  }, frameId);
+  }, frameId, current);
   /** @type {string[]} */
   const notes = [];
   if (!finished) notes.push("CODAP did not say it had finished rebuilding the document within 20 s; what follows is read back from it now.");
   if (others.length) {
     notes.push(`Rebuilding the document (the only way CODAP's plugin API reaches this setting) also changed: ${others.join(", ")}.`);
   }
-  return { storage, notes };
+  return { storage, notes, document };
 }
 
 /**

@@ -5,6 +5,7 @@
 // answer lists what changed and every asked setting CODAP did not take.
 
 import { toHex, withOpacity } from "./colors.js";
+import { readDocument } from "./codap_document.js";
 import { ToolError, codapError, get, graphLabel, invalid, plotName, toolResult, unknownAttribute } from "./context.js";
 import { joinLines } from "./graph_lines.js";
 import { plotPlan, rebuildGraph } from "./graph_rebuild.js";
@@ -186,7 +187,10 @@ export function createGraphUpdate(ctx) {
     const usesDocument = Boolean(args.plotType) || REBUILT.some((k) => args[/** @type {keyof UpdateGraphArgs} */ (k)] !== undefined) ||
       detail.plotType === "binnedDotPlot" || detail.plotType === "histogram";
     const document = usesDocument && ctx.listen ? "read" : null;
-    const before = /** @type {GraphState} */ ((await readGraphStates(ctx, [graph.id], { document })).get(String(graph.id)));
+    // CODAP gives its whole document for each read (two seconds where a plain web page is in it): one read serves
+    // the state before and the rebuild, and the rebuild's own read the state after, where nothing came between.
+    const docBefore = document ? await readDocument(ctx).catch(() => null) : null;
+    const before = /** @type {GraphState} */ ((await readGraphStates(ctx, [graph.id], { document: docBefore })).get(String(graph.id)));
     const needsData = ROLES.some(([arg]) => args[arg]) || args.yAttributes || args.hideCases || args.legendColors;
     const data = needsData ? await datasetOf(detail, label) : null;
     /** @type {string[]} */
@@ -194,6 +198,7 @@ export function createGraphUpdate(ctx) {
 
     // 1. attributes, title, flags, colours and what is shown: one update, read back for the plot type it made
     const values = mainValues(args, detail, data);
+    let unchangedSinceRead = !Object.keys(values).length;
     if (Object.keys(values).length) {
       /** @type {CodapRequest} */
       const change = { action: "update", resource: component, values };
@@ -235,9 +240,14 @@ export function createGraphUpdate(ctx) {
     };
     if (plan.treatAs) await send([{ action: "update", resource: component, values: { [plan.treatAs]: "categorical" } }]);
     if (plan.unfuse) await fuse(false);
+    unchangedSinceRead &&= !plan.treatAs && !plan.unfuse;
+    /** @type {import("./codap_document.js").V2Document | null} */
+    let docAfter = null;
     if (plan.rebuild) {
       if (!ctx.listen) throw new ToolError("This plugin cannot read CODAP's document here, which this change needs.", "document_unavailable");
-      notes.push(...(await rebuildGraph(ctx, graph.id, plan.rebuild)).notes);
+      const rebuilt = await rebuildGraph(ctx, graph.id, plan.rebuild, unchangedSinceRead ? docBefore : null);
+      notes.push(...rebuilt.notes);
+      docAfter = rebuilt.document;
     }
     if (plan.fuse !== undefined) await fuse(plan.fuse);
 
@@ -257,13 +267,14 @@ export function createGraphUpdate(ctx) {
     if (Object.keys(late).length) lateRequests.push({ action: "update", resource: component, values: late });
     if (args.legendColors) lateRequests.push(legendColorRequest(args.legendColors, detail, data));
     if (args.rescale) lateRequests.push({ action: "notify", resource: component, values: { request: "autoScale" } });
+    if (plan.fuse !== undefined || lateRequests.length) docAfter = null;
     const lateReplies = await send(lateRequests);
     lateReplies.forEach((r, i) => {
       if (r?.success !== true) notes.push(`CODAP refused "${lateRequests[i].action} ${lateRequests[i].resource}": ${codapError(r)}.`);
     });
 
     // 4. read it all back
-    let after = /** @type {GraphState} */ ((await readGraphStates(ctx, [graph.id], { document })).get(String(graph.id)));
+    let after = /** @type {GraphState} */ ((await readGraphStates(ctx, [graph.id], { document: docAfter ?? document })).get(String(graph.id)));
     const linesAsked = args.showConnectingLines === true || (args.legendAttribute !== undefined && after.connectingLines) ||
       args.groupLinesByLegend !== undefined;
     if (linesAsked && after.connectingLines && after.legend) {
