@@ -15,6 +15,7 @@
 // own arguments. Whatever cannot be done so is said to the person (and to undo_codap), and nothing is changed.
 // The journal lives in this page's memory: the last MAX_CALLS changing calls since the plugin was loaded.
 
+import { withoutNulls } from "./codap_document.js";
 import { ToolError, get } from "./context.js";
 import { inverseOf } from "./inverse.js";
 
@@ -63,21 +64,6 @@ export const MAX_STATE_CHARS = 300_000;
 const SNAPSHOT_WAIT_MS = 10_000;
 const RESTORE_WAIT_MS = 20_000;
 
-/**
- * The v2 document without empty (null) fields: CODAP 3.1.0 cannot read its own nulls back (a title null fails).
- * @param {any} value
- * @returns {any}
- */
-function withoutNulls(value) {
-  if (Array.isArray(value)) return value.map(withoutNulls);
-  if (value && typeof value === "object") {
-    /** @type {Record<string, unknown>} */
-    const out = {};
-    for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = withoutNulls(v);
-    return out;
-  }
-  return value;
-}
 
 /** @param {V2Component | undefined} c */
 const componentName = (c) =>
