@@ -13,7 +13,9 @@ Which tool: what is there → get_codap_status / get_codap_datasets; the data �
 → compute_codap_statistics (groupBy, where); a graph → create_codap_graph, update_codap_graph, \
 add_codap_adornment (least_squares_line, mean, box_plot…), get_codap_graph_image to see it; new data → \
 create_codap_dataset, add_codap_cases, import_codap_data; edits → update_codap_cases, add_codap_attribute, \
-group_codap_cases; mistakes → undo_codap. Use exact names from the document.
+group_codap_cases; outliers out and back → set_aside_codap_cases; columns, table or card → \
+update_codap_table; rename a dataset → update_codap_dataset; layout → update_codap_component place; \
+correlation → compute_codap_statistics pairedWith; mistakes → undo_codap. Use exact names from the document.
 Resources (read-only, live): codap://datasets, codap://components, codap://datasets/NAME (attributes, \
 example cases), codap://datasets/NAME/cases (CSV, in pages when large: follow the next link), \
 codap://graphs/NAME/image (PNG). Prompts give class routines.
