@@ -6,7 +6,7 @@
 // group the dataset by the legend attribute (as dragging it left in the case table does) when that makes CODAP
 // draw one line per legend value, and say so; otherwise they say what CODAP joined and how to get the rest.
 
-import { collection, get } from "./context.js";
+import { ToolError, collection, get } from "./context.js";
 import { createCaseTools } from "./cases.js";
 
 /**
@@ -44,8 +44,13 @@ export async function joinLines(ctx, detail, { group }) {
   const onAxes = plotted.filter((n) => n !== legend);
   if (legend && legendCategorical && group && at.get(legend) === leaf && onAxes.every((n) => at.get(n) === leaf)) {
     const { group_codap_cases } = createCaseTools(ctx);
-    await group_codap_cases({ datasetName: dataset.name, attributes: [legend], collectionName: `${legend} groups` });
-    grouped = true;
+    try {
+      await group_codap_cases({ datasetName: dataset.name, attributes: [legend], collectionName: `${legend} groups` });
+      grouped = true;
+    } catch (err) {
+      if (!(err instanceof ToolError)) throw err;
+      notes.push(`The dataset could not be grouped by ${legend} for one line per group: ${err.message}`);
+    }
     ({ datasets: [dataset] } = await ctx.describeDatasets([found], { types: false }));
     at = places(dataset);
   }
