@@ -8,8 +8,6 @@ chooser), into a fresh CODAP document, across a reload of the plugin frame, and 
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import re
 from collections.abc import Callable
@@ -19,6 +17,7 @@ from typing import Any
 import pytest
 
 from codap_relay_tooling.testing import ARTIFACTS, web
+from codap_relay_tooling.testing.pictures import picture, point_pixels
 from codap_relay_tooling.testing.plugin_page import (
     McpClient,
     answer,
@@ -31,7 +30,6 @@ from codap_relay_tooling.testing.plugin_page import (
 from codap_relay_tooling.testing.real_codap import CodapPage, animation_frames, codap_pages
 
 pytestmark = pytest.mark.browser
-POINT_COLOUR = (0xE6, 0x80, 0x5B)  # CODAP's default point colour (get component: pointColor "#e6805b")
 
 
 @pytest.fixture(scope="module")
@@ -54,22 +52,6 @@ def tool(codap: CodapPage, name: str, args: dict[str, Any]) -> dict[str, Any]:
 def done(codap: CodapPage, name: str, args: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = ok_result(tool(codap, name, args))
     return result
-
-
-def picture(data: str) -> Any:
-    """A base64 image item's picture, decoded as the LLM's client would."""
-    from PIL import Image
-
-    image = Image.open(io.BytesIO(base64.b64decode(data, validate=True)))
-    image.load()
-    return image
-
-
-def point_pixels(image: Any) -> int:
-    """How many pixels have the colour of CODAP's points (anti-aliased edges aside)."""
-    rgb = image.convert("RGB")
-    near = [range(c - 24, c + 25) for c in POINT_COLOUR]
-    return sum(1 for p in rgb.get_flattened_data() if all(v in r for v, r in zip(p, near, strict=True)))
 
 
 def plot_areas(codap: CodapPage) -> list[tuple[int, int]]:

@@ -90,11 +90,12 @@ test("a graph found by title, name or id comes back as CODAP's own PNG when it i
   for (const graph of ["Scores", "scores", String(scores), scores]) {
     const before = env.messages.length;
     const result = await env.tools.get_codap_graph_image({ graph });
-    assert.equal(env.messages.length - before, 4, "component list, details, a picture and the same again");
+    // and what the graph holds: its dataset's id, then its collections (two messages, the cases in the first)
+    assert.equal(env.messages.length - before, 7, "component list, details, a picture and the same again, the data");
     const [text, image] = result.content;
     assert.equal(image.type, "image");
     assert.equal(`data:${image.mimeType};base64,${image.data}`, picture); // byte for byte
-    assert.match(text.text, /^Picture of graph "Scores" \(id \d+\): scatter plot of "s", x = grade, y = score\. PNG, 340 × 300 px, 40 KB\.$/);
+    assert.match(text.text, /^Picture of graph "Scores" \(id \d+\): scatter plot of "s", x = grade, y = score\. PNG, 340 × 300 px, 40 KB\. What it holds, from CODAP's data: 20 cases of "s" \(all plotted\); x = grade: numbers from 9 to 12, mean [\d.]+; y = score: numbers from \d+ to \d+, mean [\d.]+\.$/);
     assert.deepEqual(
       [result.structuredContent.graphId, result.structuredContent.width, result.structuredContent.scaled],
       [scores, 340, false],

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 
-import { PushConnection, REFUSALS_BEFORE_FALLBACK } from "../../core/codap_relay/plugin/js/push.js";
+import { HIDDEN_TIMER_LATE_MS, PushConnection, REFUSALS_BEFORE_FALLBACK } from "../../core/codap_relay/plugin/js/push.js";
 import { RelayClient, RelayHttpError } from "../../core/codap_relay/plugin/js/relay.js";
 
 class FakeSocket {
@@ -548,7 +548,7 @@ test("a ping timer that fires long after it should (the machine slept) reopens t
     mock.timers.tick(2000);
     assert.equal(ws.sentOf("ping").length, 1, "on time: a ping");
     ws.receive({ event: "heartbeat" });
-    wall += 60_000; // asleep for a minute; the timer fires once on waking
+    wall += 120_000; // asleep for two minutes (longer than a hidden tab's timer is ever late); it fires on waking
     mock.timers.tick(2000);
     assert.equal(ws.sentOf("ping").length, 1, "no ping into a socket that slept");
     assert.equal(ws.closed, 1000);
@@ -576,6 +576,51 @@ test("a socket that neither opens nor fails (a stalled proxy) counts as a failed
     assert.equal(FakeSocket.opened.length, 2, "and another is opened after the backoff");
     mock.timers.tick(3000); // the second stalls too: two failed opens in a row fall back to the stream
     assert.equal(rec.fallbacks, 1);
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("each ping is set when the relay's answer to the last comes, so it stays a fresh timer in a hidden tab", async () => {
+  // Chrome runs a chain of timers (a setInterval, a timer set by a timer) at most once a minute in a tab hidden a
+  // minute, and a timer set from a socket's message as any other: the next ping counts from the heartbeat.
+  mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  try {
+    const rec = recorder();
+    const conn = connection(rec);
+    const ws = await attached(conn, { upTo: 3, pingSeconds: 2 });
+    mock.timers.tick(2000);
+    assert.equal(ws.sentOf("ping").length, 1);
+    mock.timers.tick(300);
+    ws.receive({ event: "heartbeat" }); // 300 ms after the ping
+    mock.timers.tick(1999);
+    assert.equal(ws.sentOf("ping").length, 1, "not 2 s after the last ping but 2 s after its answer");
+    mock.timers.tick(1);
+    assert.equal(ws.sentOf("ping").length, 2);
+    conn.stop();
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("a ping a minute late (a hidden tab's timers) keeps the socket; only a longer stop counts as sleep", async () => {
+  mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  try {
+    let wall = 0;
+    const rec = recorder();
+    const conn = connection(rec, { now: () => wall });
+    const ws = await attached(conn, { upTo: 2, pingSeconds: 20 });
+    wall += 20_000 + HIDDEN_TIMER_LATE_MS - 1000; // due at 20 s, run a minute late, as Chrome runs a hidden tab's
+    mock.timers.tick(20_000);
+    assert.equal(ws.sentOf("ping").length, 1, "a late ping is still a ping");
+    assert.equal(ws.closed, null);
+    assert.equal(FakeSocket.opened.length, 1, "and no new socket");
+    ws.receive({ event: "heartbeat" });
+    wall += 20_000 + HIDDEN_TIMER_LATE_MS + 1000; // later than a hidden tab's timer ever is: the machine slept
+    mock.timers.tick(20_000);
+    assert.equal(ws.sentOf("ping").length, 1);
+    assert.equal(ws.closed, 1000);
+    conn.stop();
   } finally {
     mock.timers.reset();
   }

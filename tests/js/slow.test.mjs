@@ -275,3 +275,20 @@ test("before CODAP answered the handshake, a wait is not reported as CODAP being
   await assert.rejects(phone.call({ action: "get", resource: "componentList" }), /did not complete the plugin handshake/);
   assert.deepEqual(seen, []);
 });
+
+test("while CODAP's tab is hidden, a slow call says the hidden tab is why and to bring it to the front", async () => {
+  let hidden = true;
+  const phone = { queue: [], takeWaits: () => phone.queue.shift() ?? { messages: 0, totalMs: 0, slowestMs: 0, slowest: "" } };
+  phone.queue.push({ messages: 0, totalMs: 0, slowestMs: 0, slowest: "" }, { messages: 8, totalMs: 13_900, slowestMs: 4_900, slowest: "get document" });
+  const tool = withCodapWaits({ add_codap_cases: async () => answer() }, phone, { hidden: () => hidden }).add_codap_cases;
+  const result = await tool({});
+  const note = result.content[0].text.split("\n")[1];
+  assert.match(note, /^CODAP was slow: it took 13\.9 s to answer this call's 8 messages, 4\.9 s for "get document"\. CODAP's tab is in the background/);
+  assert.match(note, /Fix: bring CODAP's browser tab to the front/);
+  assert.doesNotMatch(note, /Graphics Acceleration/);
+  assert.match(result._meta[WAIT_META].cause, /background/);
+  hidden = false;
+  const shown = [];
+  slowNotes({ show: (t) => shown.push(t), slowPending: () => 1, hidden: () => true }).onSlow({ request: "get document", waitedMs: 3100 });
+  assert.match(shown[0], /^CODAP is slow to answer \(waiting 3\.1 s for "get document"\)\. CODAP's tab is in the background/);
+});

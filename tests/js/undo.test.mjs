@@ -115,3 +115,27 @@ test("a quick call never shows CODAP busy; one past the delay does and ends idle
   t.mock.timers.tick(RENEW_MS * 2);
   assert.equal(sent.length, 5); // nothing after idle
 });
+
+test("no busy signal is sent while CODAP's tab is hidden: nobody sees it, and each message costs a hidden tab time", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout", "setInterval"] });
+  const sent = [];
+  let hidden = true;
+  const gates = [];
+  const tools = withBusySignal(
+    { slow: () => new Promise((resolve) => gates.push(resolve)) },
+    { notify: async (request) => sent.push(request) },
+    { setTimeout, clearTimeout, setInterval, clearInterval },
+    () => hidden,
+  );
+  const call = tools.slow({});
+  t.mock.timers.tick(BUSY_DELAY_MS + RENEW_MS);
+  gates[0]("done");
+  await call;
+  assert.deepEqual(sent, []);
+  hidden = false; // shown again: as before
+  const next = tools.slow({});
+  t.mock.timers.tick(BUSY_DELAY_MS);
+  gates[1]("done");
+  await next;
+  assert.deepEqual(sent, [BUSY, IDLE]);
+});

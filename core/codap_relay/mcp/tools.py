@@ -343,11 +343,14 @@ def _delivered(request: RequestRecord | None) -> bool:
 
 
 # Why a request the plugin has taken can outlast the wait: CODAP answers the plugin on one thread, which a graph
-# drawn with WebGL in software blocks for seconds (docs/plugin.md, "When CODAP is slow"; the plugin's slow.js).
+# drawn with WebGL in software blocks for seconds (docs/plugin.md, "When CODAP is slow"; the plugin's slow.js); and
+# CODAP takes each plugin message in a setTimeout of its own, which Firefox runs a second late at the soonest in a
+# background tab (docs/plugin.md, "When CODAP's tab is behind another": 15-30 s for a graph with its picture).
 SLOW_CODAP_HINT = (
     "The plugin has received it, so CODAP is likely slow to answer: a graph drawn with WebGL on a "
     "computer without graphics acceleration keeps CODAP busy for seconds (the fix: in CODAP's Settings menu, "
-    '"Graphics Acceleration: Turn off", or the browser\'s hardware acceleration). '
+    '"Graphics Acceleration: Turn off", or the browser\'s hardware acceleration), and in Firefox a CODAP tab in '
+    "the background answers each of the plugin's messages a second late (the fix: bring CODAP's tab to the front). "
 )
 
 

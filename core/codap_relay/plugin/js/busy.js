@@ -4,7 +4,9 @@
 // nothing, so the page does not flicker on every call. With cursorMode CODAP 3.1.0 dims its page under a wait
 // cursor (without it, CODAP shows its full splash screen); it drops the signal by itself after 60 s, so a longer
 // call renews it. These are the plugin's own notices, not the model's requests: the policy's refusal of model
-// changes to `interactiveFrame` does not apply to them.
+// changes to `interactiveFrame` does not apply to them. While CODAP's tab is hidden nobody sees the signal, and
+// each message costs a background tab a second in Firefox: none is sent then (a call that ends shown again still
+// takes its busy signal back).
 
 /** @type {import("./types.js").CodapRequest} */
 export const BUSY = { action: "notify", resource: "interactiveFrame", values: { request: "indicateBusy", cursorMode: true } };
@@ -23,8 +25,9 @@ export const IDLE_WAIT_MS = 1000;
  * @param {{notify: (request: import("./types.js").CodapRequest, waitMs?: number) => Promise<unknown>}} phone
  * @param {{setTimeout: typeof setTimeout, clearTimeout: typeof clearTimeout,
  *   setInterval: typeof setInterval, clearInterval: typeof clearInterval}} [timers]
+ * @param {() => boolean} [hidden] whether CODAP's tab is hidden now
  */
-export function withBusySignal(tools, phone, timers = globalThis) {
+export function withBusySignal(tools, phone, timers = globalThis, hidden = () => false) {
   let running = 0;
   /** @type {ReturnType<typeof setTimeout> | null} */
   let delay = null;
@@ -33,9 +36,10 @@ export function withBusySignal(tools, phone, timers = globalThis) {
   let shown = false;
   const show = () => {
     delay = null;
+    if (hidden()) return;
     shown = true;
     phone.notify(BUSY, 0); // CODAP takes it in order with the call's own messages
-    renew = timers.setInterval(() => phone.notify(BUSY, 0), RENEW_MS);
+    renew = timers.setInterval(() => hidden() || phone.notify(BUSY, 0), RENEW_MS);
   };
   const start = () => {
     running += 1;

@@ -314,11 +314,13 @@ export function createCodapQuery({ call, sleep, now }) {
   /**
    * CODAP's picture of a graph once its drawing has settled: {uri, settled}. Waits (bounded) for a new graph's
    * first drawing and for its points to finish moving; after PICTURE_WAIT_MS it gives the last picture it got
-   * (settled false), or fails if there was none.
+   * (settled false), or fails if there was none. `once`: the first picture CODAP gives is the settled one (a hidden
+   * page, drawn before it was hidden: nothing moves on it).
    * @param {{id: CodapId, name?: string, title?: string}} graph
+   * @param {{once?: boolean}} [options]
    * @returns {Promise<{uri: string, settled: boolean}>}
    */
-  async function graphSnapshot(graph) {
+  async function graphSnapshot(graph, { once = false } = {}) {
     const component = get(`component[${graph.id}]`);
     const display = get(`dataDisplay[${graph.id}]`);
     const started = now();
@@ -333,7 +335,7 @@ export function createCodapQuery({ call, sleep, now }) {
       must(component, shown, `reading graph ${graphLabel(graph)}`);
       const uri = pictured?.success === true ? pictured.values?.exportDataUri : undefined;
       const drawn = typeof uri === "string" && uri.startsWith("data:image/");
-      if (drawn && uri === previous) return { uri, settled: true };
+      if (drawn && (uri === previous || once)) return { uri, settled: true };
       if (drawn) previous = uri;
       const empty = pictured?.success === true && !drawn;
       emptySince = empty ? emptySince ?? now() : null;

@@ -3,6 +3,7 @@
 
 import { pluginIdentity } from "./apps.js";
 import { CodapPhone } from "./codap.js";
+import { DrawWatch, drawnCall } from "./drawing.js";
 import { withBusySignal } from "./busy.js";
 import { BlockWatch, slowNotes, withCodapWaits } from "./slow.js";
 import { plural } from "./format.js";
@@ -40,15 +41,24 @@ const store = new PluginStore(storage.storage, relayBase);
 /** @type {Set<(value: CodapNotification) => void>} */
 const listeners = new Set();
 // What the person reads while CODAP is slow, or after it stopped this page (slow.js).
-const notes = slowNotes({ show: (text) => ui.codapSlow(text), slowPending: () => phone.slowPending });
+const hidden = () => document.visibilityState === "hidden"; // CODAP's tab is behind another (drawing.js)
+const notes = slowNotes({ show: (text) => ui.codapSlow(text), slowPending: () => phone.slowPending, hidden });
 const blocks = new BlockWatch({ win: window, onBlock: notes.onBlock });
+// Whether CODAP has drawn what it holds (drawing.js): every change to CODAP, this plugin's or one CODAP tells of,
+// needs drawing again, which a hidden tab does not do.
+const drawing = new DrawWatch();
 const phone = new CodapPhone({
   win: window,
   onNotification: (value) => {
+    // A notice of a change (data, selection, components) needs drawing again. CODAP asking for the plugin's state
+    // is none, and its copy of the document after a change (newDocumentState) follows a change noticed already.
+    if (value?.action !== "get" && value?.resource !== "document") drawing.changed();
     for (const listener of listeners) listener(value);
   },
   onSlow: notes.onSlow,
 });
+// Each changing message counts as a change to be drawn (drawing.js).
+const callCodap = drawnCall((request) => phone.call(request), drawing);
 /** @param {(value: CodapNotification) => void} listener */
 const listen = (listener) => {
   listeners.add(listener);
@@ -60,19 +70,22 @@ const tools = withBusySignal(
   withCodapWaits(
     createTools(
       {
-        call: (request) => phone.call(request),
+        call: callCodap,
         notice: (request, waitMs) => phone.notify(request, waitMs),
         tell: (text) => ui.notice(text),
         pluginVersion: VERSION,
         raster: canvasRaster(),
         listen,
+        drawing,
       },
       manifest,
     ),
     phone,
-    { blocks },
+    { blocks, hidden },
   ),
   phone,
+  globalThis,
+  hidden,
 );
 
 const tab = newTabId(); // this page's id at the relay: pagehide detaches the streams opened under it

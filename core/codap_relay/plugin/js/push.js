@@ -19,6 +19,9 @@ export const FAILURES_BEFORE_FALLBACK = 2;
 export const REFUSALS_BEFORE_FALLBACK = 6;
 /** No message for this many ping intervals: the socket is dead even if it looks open. */
 export const WATCHDOG_PINGS = 2.5;
+/** How late a hidden tab's timer may fire without the machine having slept: once a tab has been hidden a minute,
+ * Chrome runs chained timers at most once a minute; a few seconds more for a loaded machine. */
+export const HIDDEN_TIMER_LATE_MS = 65_000;
 
 /**
  * @import {ChannelHandlers, ToolArgs, ToolRequest} from "./types.js"
@@ -105,8 +108,9 @@ export class PushConnection {
     // the casts where they are cleared).
     /** @type {ReturnType<typeof setTimeout> | null} */
     this._watchdog = null;
-    /** @type {ReturnType<typeof setInterval> | null} */
+    /** @type {ReturnType<typeof setTimeout> | null} */
     this._ping = null;
+    this._pingDue = 0; // when the pending ping should fire (ms, `now`'s clock)
     /** @type {ReturnType<typeof setTimeout> | null} */
     this._retry = null;
   }
@@ -197,6 +201,7 @@ export class PushConnection {
         this.handlers.onCursorReset?.(message);
         return;
       case "heartbeat":
+        if (this.attached) this._startPings(); // the answer to a ping: the next from here (see _startPings)
         this.handlers.onAlive?.();
         return;
       case "withdrawn":
@@ -324,17 +329,34 @@ export class PushConnection {
     return null;
   }
 
+  /**
+   * The next ping, ``every`` from now. Each is set when the relay's answer to the last one (its heartbeat) arrives:
+   * a timer set from a socket's message counts as a new one, while a timer set from a timer (or a setInterval)
+   * counts as a chain, and once a tab has been hidden a minute Chrome runs a chain's timers at most once a minute
+   * (intensive wake-up throttling; a ping every 20 s came every 60 s). Until the answer comes, the ping's own
+   * timer sets the next one.
+   */
   _startPings() {
-    clearInterval(/** @type {number} */ (this._ping));
-    const every = this.pingMs ?? this.watchdogMs / WATCHDOG_PINGS;
-    let last = this.now();
-    this._ping = setInterval(() => {
-      const now = this.now();
-      const slept = now - last > 2 * every; // timers stop while a laptop sleeps; its socket rarely survives
-      last = now;
-      if (slept) this._lost();
-      else this._send({ action: "ping", ...this._session(), after: this.cursor });
-    }, every);
+    clearTimeout(/** @type {number} */ (this._ping));
+    this._pingDue = this.now() + this._pingEvery();
+    this._ping = setTimeout(() => this._pingNow(), this._pingEvery());
+  }
+
+  _pingEvery() {
+    return this.pingMs ?? this.watchdogMs / WATCHDOG_PINGS;
+  }
+
+  _pingNow() {
+    const every = this._pingEvery();
+    // Timers stop while a laptop sleeps, and its socket rarely survives. A hidden tab's timer is late by up to a
+    // minute: that is no sleep.
+    const slept = this.now() - this._pingDue > Math.max(every, HIDDEN_TIMER_LATE_MS);
+    if (slept) {
+      this._lost();
+      return;
+    }
+    this._send({ action: "ping", ...this._session(), after: this.cursor });
+    this._startPings();
   }
 
   /** (Re)arm the watchdog: after ``ms`` without a message the socket counts as dead. */
@@ -394,7 +416,7 @@ export class PushConnection {
 
   _teardown() {
     clearTimeout(/** @type {number} */ (this._watchdog));
-    clearInterval(/** @type {number} */ (this._ping));
+    clearTimeout(/** @type {number} */ (this._ping));
     clearTimeout(/** @type {number} */ (this._retry));
     this._watchdog = this._ping = this._retry = null;
     this.attached = false;

@@ -19,6 +19,13 @@ export const SLOW_CAUSE =
 export const SLOW_FIX =
   "Fix: in CODAP's Settings menu choose \"Graphics Acceleration: Turn off\" (CODAP's disable graphics " +
   "acceleration setting), or turn on hardware acceleration in the browser's settings.";
+// While CODAP's tab is hidden, the browser slows the page's timers, and CODAP takes each plugin message in a timer
+// of its own (a setTimeout(0) queue): Firefox runs such a timer a second later at the soonest in a background tab.
+// That, not drawing, is then why CODAP is slow.
+export const HIDDEN_CAUSE =
+  "CODAP's tab is in the background, where the browser slows the page's timers, and CODAP takes each of this " +
+  "plugin's messages in a timer of its own (Firefox runs it a second later at the soonest).";
+export const HIDDEN_FIX = "Fix: bring CODAP's browser tab to the front (or restore its window) while the model works.";
 /** Where the wait is reported in a result's `_meta` (MCP's field for data beside the tool's own). */
 export const WAIT_META = "codap-relay/codap-wait";
 
@@ -84,9 +91,11 @@ export class BlockWatch {
 /**
  * The plugin's status while a message waits: what it waits for, how long so far, the likely cause and the fix.
  * @param {{request: string, waitedMs: number}} slow
+ * @param {boolean} [hidden] CODAP's tab is hidden: that is the cause
  */
-export function slowStatusText({ request, waitedMs }) {
-  return `CODAP is slow to answer (waiting ${seconds(waitedMs)} for "${request}"). ${SLOW_CAUSE} ${SLOW_FIX}`;
+export function slowStatusText({ request, waitedMs }, hidden = false) {
+  const [cause, fix] = hidden ? [HIDDEN_CAUSE, HIDDEN_FIX] : [SLOW_CAUSE, SLOW_FIX];
+  return `CODAP is slow to answer (waiting ${seconds(waitedMs)} for "${request}"). ${cause} ${fix}`;
 }
 
 /**
@@ -105,12 +114,13 @@ export function blockedStatusText({ blockedMs }) {
  * @param {(text: string | null) => void} io.show
  * @param {() => number} io.slowPending how many messages are past the slow mark (CodapPhone.slowPending)
  * @param {(fn: () => void, ms: number) => unknown} [io.setTimer]
+ * @param {() => boolean} [io.hidden] whether CODAP's tab is hidden now
  */
-export function slowNotes({ show, slowPending, setTimer = (fn, ms) => setTimeout(fn, ms) }) {
+export function slowNotes({ show, slowPending, setTimer = (fn, ms) => setTimeout(fn, ms), hidden = () => false }) {
   let blocks = 0;
   return {
     /** @param {{request: string, waitedMs: number} | null} slow */
-    onSlow: (slow) => show(slow && slowStatusText(slow)),
+    onSlow: (slow) => show(slow && slowStatusText(slow, hidden())),
     /** @param {{blockedMs: number}} block */
     onBlock: (block) => {
       const mine = ++blocks;
@@ -124,12 +134,13 @@ export function slowNotes({ show, slowPending, setTimer = (fn, ms) => setTimeout
  * Each tool, reporting CODAP's share of its time when CODAP was slow: a line in its text and `_meta[WAIT_META]`
  * ({codapMs, messages, slowestMs, slowestRequest, blockedMs, cause, fix}); a CODAP timeout names the tool as well.
  * `blockedMs`: how long the page was stopped while the tool ran or just before it started (which held its
- * request back).
+ * request back). `hidden()` says whether CODAP's tab is hidden: a call that started or ended so gives that cause.
  * @param {Record<string, import("./types.js").Tool>} tools
  * @param {{takeWaits: () => {messages: number, totalMs: number, slowestMs: number, slowest: string}}} phone
- * @param {{slowMs?: number, blocks?: {take: () => {blockedMs: number, endedAt: number}}, now?: () => number}} [options]
+ * @param {{slowMs?: number, blocks?: {take: () => {blockedMs: number, endedAt: number}}, now?: () => number,
+ *   hidden?: () => boolean}} [options]
  */
-export function withCodapWaits(tools, phone, { slowMs = SLOW_CODAP_MS, blocks = undefined, now = () => Date.now() } = {}) {
+export function withCodapWaits(tools, phone, { slowMs = SLOW_CODAP_MS, blocks = undefined, now = () => Date.now(), hidden = () => false } = {}) {
   /** @type {Record<string, import("./types.js").Tool>} */
   const wrapped = {};
   for (const [name, fn] of Object.entries(tools)) {
@@ -137,6 +148,8 @@ export function withCodapWaits(tools, phone, { slowMs = SLOW_CODAP_MS, blocks = 
       phone.takeWaits(); // one tool runs at a time: what came before is not this tool's
       const before = blocks?.take();
       const carried = before && now() - before.endedAt <= BLOCK_CARRY_MS ? before.blockedMs : 0;
+      const hiddenAtStart = hidden();
+      const why = () => (hiddenAtStart || hidden() ? [HIDDEN_CAUSE, HIDDEN_FIX] : [SLOW_CAUSE, SLOW_FIX]);
       let result;
       try {
         result = await fn(args, call);
@@ -144,13 +157,14 @@ export function withCodapWaits(tools, phone, { slowMs = SLOW_CODAP_MS, blocks = 
         phone.takeWaits();
         blocks?.take();
         if (!(err instanceof ToolError && err.code === "codap_timeout")) throw err;
-        throw new ToolError(`${name} was waiting for CODAP: ${err.message} ${SLOW_CAUSE} ${SLOW_FIX}`, err.code, {
+        throw new ToolError(`${name} was waiting for CODAP: ${err.message} ${why().join(" ")}`, err.code, {
           ...(err.data ?? {}),
           tool: name,
         });
       }
       const blockedMs = carried + (blocks?.take().blockedMs ?? 0);
-      return noteWaits(result, phone.takeWaits(), blockedMs, slowMs);
+      const [cause, fix] = why();
+      return noteWaits(result, phone.takeWaits(), blockedMs, slowMs, cause, fix);
     };
   }
   return wrapped;
@@ -161,9 +175,11 @@ export function withCodapWaits(tools, phone, { slowMs = SLOW_CODAP_MS, blocks = 
  * @param {import("./types.js").CodapWaits} waits
  * @param {number} blockedMs
  * @param {number} slowMs
+ * @param {string} cause why CODAP was slow
+ * @param {string} fix what fixes it
  * @returns {import("./types.js").ToolResult}
  */
-function noteWaits(result, waits, blockedMs, slowMs) {
+function noteWaits(result, waits, blockedMs, slowMs, cause, fix) {
   const text = result?.content?.[0];
   const slow = waits.slowestMs >= slowMs;
   if ((!slow && blockedMs < slowMs) || text?.type !== "text" || typeof text.text !== "string") return result;
@@ -173,17 +189,17 @@ function noteWaits(result, waits, blockedMs, slowMs) {
   const slowest = `${seconds(waits.slowestMs)} for "${waits.slowest}"`;
   const line = blockedMs >= slowMs && blockedMs > waits.slowestMs
     ? `CODAP was slow: its page, which runs this plugin too, was busy for ${seconds(blockedMs)} while this call ` +
-      `waited to run or ran${slow ? ` (the slowest of its ${messages}: ${slowest})` : ""}. ${SLOW_CAUSE} ${SLOW_FIX}`
+      `waited to run or ran${slow ? ` (the slowest of its ${messages}: ${slowest})` : ""}. ${cause} ${fix}`
     : `CODAP was slow: it took ${seconds(waits.totalMs)} to answer this call's ${messages}, ${slowest}. ` +
-      `${SLOW_CAUSE} ${SLOW_FIX}`;
+      `${cause} ${fix}`;
   const wait = {
     codapMs: Math.round(waits.totalMs),
     messages: waits.messages,
     slowestMs: Math.round(waits.slowestMs),
     slowestRequest: waits.slowest,
     blockedMs: Math.round(blockedMs),
-    cause: SLOW_CAUSE,
-    fix: SLOW_FIX,
+    cause,
+    fix,
   };
   return {
     ...result,

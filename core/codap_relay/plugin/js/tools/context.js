@@ -8,20 +8,17 @@
 
 import { ToolError } from "../errors.js";
 import { plural } from "../format.js";
-import { DEFAULT_MAX_SIZE, fitPicture } from "../imaging.js";
-import {
-  PICTURE_WAIT_MS,
-  createCodapQuery,
-  dataContext,
-  get,
-  graphLabel,
-} from "../codap_query.js";
+import { ALWAYS_DRAWN } from "../drawing.js";
+import { createCodapQuery, dataContext, get } from "../codap_query.js";
+import { describeGraphData } from "./graph_data.js";
+import { createGraphPicture } from "./pictures.js";
 import { isCodapSuccess } from "../types.js";
 import { VERSION } from "../version.js";
 
 /**
- * @import {CodapCall, CodapNotification, Component, DescribedDataset, ImageContent, ToolResult} from "../types.js"
+ * @import {CodapCall, CodapNotification, DescribedDataset, ToolResult} from "../types.js"
  * @import {Raster} from "../imaging.js"
+ * @import {Drawing} from "../drawing.js"
  */
 
 export { ToolError } from "../errors.js";
@@ -113,7 +110,8 @@ export const datasetLine = (d) =>
  * one, each dataset's numbers come from its own arguments, so a replayed trace re-creates them); `raster`
  * decodes and encodes pictures (a canvas in the browser); `sleep` and `now` pace waits on CODAP. `listen(fn)`
  * hears CODAP's notifications to the plugin (fn(value) for each) and returns a function that stops it; null where
- * there are none (unit tests).
+ * there are none (unit tests). `drawing` says whether CODAP has drawn what it holds (drawing.js: not while its
+ * tab is hidden); without one, everything counts as drawn.
  * @param {object} io
  * @param {CodapCall} io.call
  * @param {(() => number) | null} [io.rng]
@@ -123,6 +121,7 @@ export const datasetLine = (d) =>
  * @param {() => number} [io.now]
  * @param {((fn: (value: CodapNotification) => void) => () => void) | null} [io.listen]
  * @param {typeof fetch} [io.fetch]
+ * @param {Drawing} [io.drawing]
  */
 export function createToolContext({
   call,
@@ -132,55 +131,12 @@ export function createToolContext({
   sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   now = () => Date.now(),
   listen = null,
+  drawing = ALWAYS_DRAWN,
 }) {
   const codap = createCodapQuery({ call, sleep, now });
 
-  /**
-   * The picture fitted for the model: the image content item, its facts, and a sentence about it.
-   * @param {Pick<Component, "id" | "name" | "title" | "hidden">} graph
-   * @param {number} [maxSize]
-   */
-  async function graphPicture(graph, maxSize = DEFAULT_MAX_SIZE) {
-    if (!raster) throw new ToolError("This plugin cannot make pictures here (no canvas).", "graph_image_unavailable");
-    if (graph.hidden) {
-      throw new ToolError(
-        `Graph ${graphLabel(graph)} is hidden in CODAP, so it is not drawn and has no picture. Show it again ` +
-          "(update_codap_component with hidden false), then ask again.",
-        "graph_image_unavailable",
-        { graphId: graph.id },
-      );
-    }
-    const snapshot = await codap.graphSnapshot(graph);
-    const picture = await fitPicture(snapshot.uri, { maxSize, raster });
-    const kind = picture.mimeType === "image/jpeg" ? "JPEG" : "PNG";
-    let sentence = `${kind}, ${picture.width} × ${picture.height} px, ${Math.ceil(picture.bytes / 1024)} KB.`;
-    if (!snapshot.settled) {
-      sentence += ` CODAP was still changing the graph after ${PICTURE_WAIT_MS / 1000} s: this is the last picture ` +
-        "it gave, and points may be caught moving.";
-    }
-    if (picture.scaled) {
-      sentence += ` CODAP drew it at ${picture.original.width} × ${picture.original.height} px; it was scaled down ` +
-        `to at most ${maxSize} px on its longer side.`;
-    }
-    if (picture.reencoded) sentence += ` It was re-encoded as ${kind} to stay small.`;
-    /** @type {ImageContent} */
-    const item = { type: "image", data: picture.base64, mimeType: picture.mimeType };
-    return {
-      item,
-      facts: {
-        mimeType: picture.mimeType,
-        width: picture.width,
-        height: picture.height,
-        bytes: picture.bytes,
-        codapWidth: picture.original.width,
-        codapHeight: picture.original.height,
-        scaled: picture.scaled,
-        reencoded: picture.reencoded,
-        settled: snapshot.settled,
-      },
-      sentence,
-    };
-  }
+  // A graph's picture, or why CODAP has not drawn it (pictures.js).
+  const graphPicture = createGraphPicture({ codap, raster, drawing, sleep });
 
   /**
    * Where the document stands after a change, in two messages whatever its size: every dataset with its row
@@ -215,7 +171,14 @@ export function createToolContext({
     };
   }
 
-  return { ...codap, codap, rng, pluginVersion, raster, sleep, now, listen, graphPicture, documentDigest };
+  /**
+   * What a graph holds, from CODAP's data (graph_data.js): {text, data}.
+   * @param {import("./graph_state.js").GraphState} state the graph's state (graph_state.js)
+   * @param {Parameters<typeof describeGraphData>[2]} [options]
+   */
+  const graphData = (state, options) => describeGraphData(codap, state, options);
+
+  return { ...codap, codap, rng, pluginVersion, raster, sleep, now, listen, graphPicture, graphData, documentDigest };
 }
 
 /**

@@ -7,7 +7,7 @@ import { createAdornmentTools } from "./adornments.js";
 import { ToolError, get, graphLabel, invalid, plotName, toolResult, unknownAttribute } from "./context.js";
 import { joinLines } from "./graph_lines.js";
 import { rebuildGraph } from "./graph_rebuild.js";
-import { describeGraphState, readGraphStates } from "./graph_state.js";
+import { describeGraphState, graphStateFrom, readGraphStates } from "./graph_state.js";
 import { createGraphUpdate } from "./graph_update.js";
 
 /**
@@ -19,7 +19,22 @@ const BINNED = new Set(["histogram", "binned_dot_plot"]);
 
 /** @param {ToolContext} ctx */
 export function createGraphTools(ctx) {
-  const { send, must, findDataset, describeDatasets, listGraphs, pickGraph, graphPicture } = ctx;
+  const { send, must, findDataset, describeDatasets, listGraphs, pickGraph, graphPicture, graphData } = ctx;
+
+  /**
+   * A picture's answer beside what the graph holds (graph_data.js), read whether or not CODAP drew it; a graph
+   * whose data cannot be read still has its picture.
+   * @param {import("./graph_state.js").GraphState} state the graph's state (graph_state.js)
+   * @param {Parameters<typeof graphData>[1]} [options]
+   */
+  async function heldData(state, options) {
+    try {
+      return await graphData(state, options);
+    } catch (err) {
+      if (!(err instanceof ToolError)) throw err;
+      return { text: `Its data could not be read: ${err.message}`, data: null };
+    }
+  }
 
   /**
    * @param {{datasetName: string, graphType: string, xAttribute: string, yAttribute?: string,
@@ -150,19 +165,23 @@ export function createGraphTools(ctx) {
       (state?.bins ? ` (bins of ${state.bins.width} from ${state.bins.alignment})` : "");
     const axes = `x = ${graph.xAttributeName ?? "(none)"}${graph.yAttributeName ? `, y = ${graph.yAttributeName}` : ""}` +
       (graph.legendAttributeName ? `, points coloured by ${graph.legendAttributeName}` : "");
+    /** @type {import("./pictures.js").GraphPicture | null} */
     let picture = null;
+    let held = null;
     if (args.includeImage) {
       try {
-        picture = await graphPicture({ id: graphId, title: graph.title ?? "" });
+        picture = await graphPicture({ id: graphId, title: graph.title || dataset.name }); // CODAP shows that
       } catch (err) {
         if (!(err instanceof ToolError)) throw err;
         notes.push(`No picture: ${err.message}`); // the graph was made; only its picture is missing
       }
+      held = await heldData(state ?? graphStateFrom(graph, [], null, null, null), { dataset });
     }
+    const pictured = picture?.drawn ? ` Its picture is attached: ${picture.sentence}` : picture ? ` ${picture.sentence}` : "";
     const result = toolResult(
       `Created a graph in CODAP from ${JSON.stringify(dataset.name)}: ${made}; ${axes}` +
-        (graph.title ? `; title ${JSON.stringify(graph.title)}` : "") + "." +
-        (picture ? ` Its picture is attached: ${picture.sentence}` : "") + (notes.length ? ` ${notes.join(" ")}` : ""),
+        (graph.title ? `; title ${JSON.stringify(graph.title)}` : "") + "." + pictured +
+        (held ? ` What it holds, from CODAP's data: ${held.text}` : "") + (notes.length ? ` ${notes.join(" ")}` : ""),
       {
         graphId,
         datasetName: dataset.name,
@@ -175,10 +194,11 @@ export function createGraphTools(ctx) {
         ...(graph.title ? { title: graph.title } : {}),
         ...(state ? { state, described: describeGraphState(state) } : {}),
         notes,
-        ...(picture ? { image: picture.facts } : {}),
+        ...(picture?.drawn ? { image: picture.facts } : picture ? { imageNotDrawn: picture.facts } : {}),
+        ...(held?.data ? { graphData: held.data } : {}),
       },
     );
-    if (picture) result.content.push(picture.item);
+    if (picture?.drawn) result.content.push(picture.item);
     return result;
   }
 
@@ -191,11 +211,13 @@ export function createGraphTools(ctx) {
     const graph = pickGraph(await listGraphs(), args.graph);
     const picture = await graphPicture(graph, maxSize);
     const d = graph.detail;
+    const held = await heldData(graphStateFrom(d, [], null, null, null)); // what the graph list read of it
     const axes = [d.xAttributeName && `x = ${d.xAttributeName}`, d.yAttributeName && `y = ${d.yAttributeName}`]
       .filter(Boolean);
     const what = [plotName(d.plotType), d.dataContext && `of ${JSON.stringify(d.dataContext)}`].filter(Boolean).join(" ");
     const result = toolResult(
-      `Picture of graph ${graphLabel(graph)}: ${what}${axes.length ? `, ${axes.join(", ")}` : ""}. ${picture.sentence}`,
+      `${picture.drawn ? "Picture of graph" : "Graph"} ${graphLabel(graph)}: ${what}` +
+        `${axes.length ? `, ${axes.join(", ")}` : ""}. ${picture.sentence} What it holds, from CODAP's data: ${held.text}`,
       {
         graphId: graph.id,
         title: graph.title,
@@ -204,10 +226,12 @@ export function createGraphTools(ctx) {
         plotType: d.plotType ?? null,
         xAttribute: d.xAttributeName ?? null,
         yAttribute: d.yAttributeName ?? null,
-        ...picture.facts,
+        drawn: picture.drawn,
+        ...(picture.drawn ? picture.facts : { notDrawn: picture.facts }),
+        ...(held.data ? { graphData: held.data } : {}),
       },
     );
-    result.content.push(picture.item);
+    if (picture.drawn) result.content.push(picture.item);
     return result;
   }
 
