@@ -197,7 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         return serve(args)
     if args.command == "screenshot":
-        print(_call(args, "POST", "/screenshot", {"path": args.path})["path"])
+        # The path is the caller's: resolved here, where the caller is, not in the trial's own folder.
+        print(_call(args, "POST", "/screenshot", {"path": str(Path(args.path).resolve())})["path"])
     elif args.command == "di":
         print(json.dumps(_call(args, "POST", "/di", json.loads(args.request)), indent=1))
     else:
