@@ -23,6 +23,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -148,9 +149,14 @@ def serve(args: argparse.Namespace) -> int:
         state.write_text(json.dumps({"control": control_url, "relay": relay, "code": page.code()}))
         code = page.code()
         print(f"relay:    {relay}\ncode:     {code}\nllms.txt: {relay}/llms.txt?code={code}", flush=True)
-        print(f"CODAP:    {page.url}\ncontrol:  {control_url} (state in {state})\nCtrl+C ends the trial.", flush=True)
+        print(f"CODAP:    {page.url}\ncontrol:  {control_url} (state in {state})", flush=True)
+        print("Ctrl+C or kill ends the trial.", flush=True)
         # One thread drives Playwright (its sync API is bound to it), so the control port is served here too.
         server.timeout = 0.5
+        # `kill PID` and Ctrl+C end it the same way, closing the browser and the relay (a shell that starts it in
+        # the background leaves SIGINT ignored: Python's handler is set again for it).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, _interrupt)
         try:
             while process.poll() is None:
                 server.handle_request()
@@ -164,6 +170,10 @@ def serve(args: argparse.Namespace) -> int:
             print(f"the relay exited: {process.output()[-2000:]}", file=sys.stderr)
             return 1
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _call(args: argparse.Namespace, method: str, path: str, body: Any = None) -> Any:
