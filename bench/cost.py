@@ -261,7 +261,7 @@ def sse_call(call: dict[str, Any], idle: dict[str, Any] | None, dep: Deployment)
         read_units=max(0.0, call["read_units"] - idle_reads),
         write_units=max(0.0, call["write_units"] - idle_writes),
         lambda_gb_seconds=gb_seconds,
-        lambda_requests=call["api_requests"],
+        lambda_requests=call.get("lambda_invocations", call["api_requests"]),
         api_requests=call["api_requests"],
     )
 

@@ -232,6 +232,10 @@ def per_call(phase: dict[str, Any], calls: int) -> dict[str, Any]:
         "write_units": round(d["write_units"] / calls, 2),
         "polling_read_units": round(d["polling_read_units"] / calls, 2),
         "api_requests": round(sum(invocations.values()) / calls, 2),
+        # every function's invocations, the push function's (the plugin's answers over its socket) included
+        "lambda_invocations": round(
+            sum(v["invocations"] for f, v in phase["lambda"].items() if f != STREAM_FUNCTION) / calls, 2
+        ),
         "lambda_ms": {f: round(v["ms"] / calls, 2) for f, v in phase["lambda"].items() if f != STREAM_FUNCTION},
         "lambda_billed_ms": {
             f: round(v["billed_ms"] / calls, 2) for f, v in phase["lambda"].items() if f != STREAM_FUNCTION

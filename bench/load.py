@@ -22,7 +22,7 @@ from codap_relay.catalog import plugin_tools
 from codap_relay.oauth.consent import CONSENT_TOOL
 from codap_relay_tooling.testing import web
 from codap_relay_tooling.testing.fake_plugin import FakePlugin, Handler
-from codap_relay_tooling.testing.oauth_flow import HttpClientApp
+from codap_relay_tooling.testing.oauth_flow import HttpClientApp, Person, consent_answer
 from codap_relay_tooling.testing.sse_client import Event
 
 TOOL = "add_codap_cases"
@@ -44,10 +44,7 @@ def tool_args(n: int) -> dict[str, Any]:
 
 async def cases_added(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """What the plugin answers to ``add_codap_cases`` (the only tool the bench calls), in the shape its manifest's
-    outputSchema declares, so an MCP call's typed result is as valid as the real one's; and to the relay's own
-    consent question (an app connecting by OAuth), the person's Allow."""
-    if tool == CONSENT_TOOL:
-        return {"result": {"allow": True}}
+    outputSchema declares, so an MCP call's typed result is as valid as the real one's."""
     added = len(args.get("cases") or [])
     answer = {"datasetName": args.get("datasetName", ""), "added": added, "totalCases": added, "ignoredFields": []}
     return {"result": answer}
@@ -196,9 +193,17 @@ async def mcp_round_trip(llm: httpx.AsyncClient, pair: Pair, n: int, samples: Sa
 
 
 async def connect_app(llm: httpx.AsyncClient, pair: Pair) -> None:
-    """An MCP host connecting by OAuth to this pair's plugin (registration, the consent the plugin allows, the
-    token), as the one connector per relay does: its calls go to ``/mcp`` with the access token."""
-    app = HttpClientApp(llm, name="codap-relay bench")
+    """An MCP host connecting by OAuth to this pair's plugin (registration, the consent the person allows in the
+    plugin with the number the consent page showed, the token), as the one connector per relay does: its calls go
+    to ``/mcp`` with the access token."""
+    person = Person()
+    tools = pair.plugin.handler
+
+    async def plugin(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        return await consent_answer(person) if tool == CONSENT_TOOL else await tools(tool, args)
+
+    pair.plugin.handler = plugin
+    app = HttpClientApp(llm, name="codap-relay bench", person=person)
     await app.register()
     tokens = await app.grant(pair.code, f"{str(llm.base_url).rstrip('/')}/mcp")
     pair.token = tokens["access_token"]

@@ -44,14 +44,15 @@ class Settings(BaseModel):
     log_grace_seconds: int = Field(3600, ge=0, le=PURGE_GRACE_SECONDS)
     heartbeat_seconds: float = Field(15, gt=0, le=60)
     # How often a plugin on the push channel pings (its only sign of life there; each ping is two WebSocket messages
-    # and a function call). Under API Gateway's 10-minute idle timeout. 90 s keeps a district day under $5
-    # (docs/deploy.md); a push plugin counts as connected while seen within 2.5 pings (``push_grace_seconds``).
-    push_ping_seconds: float = Field(90, ge=1, le=540)
+    # and a function call). Under API Gateway's 10-minute idle timeout. 480 s keeps a district's class day under $5
+    # (docs/deploy.md); a push plugin counts as connected while seen within 2.5 pings (``push_grace_seconds``), and
+    # one that closes its socket is detached at once ($disconnect).
+    push_ping_seconds: float = Field(480, ge=1, le=540)
     # How long one post to a push connection may take, with no retry: it runs inside a submit (and so inside a
     # ?wait call's 29 s under API Gateway); a post that takes longer counts as unknown and the plugin's next ping
     # or resume catches up.
     push_publish_seconds: float = Field(1.0, gt=0, le=5)
-    rate_limit_session_per_ip: int = Field(30, ge=1)
+    rate_limit_session_per_ip: int = Field(300, ge=1)
     rate_limit_request_per_code: int = Field(60, ge=1)
     guess_limit_per_ip: int = Field(20, ge=1)
     # Session status reads (GET /api/sessions/{code}) per minute per client address. A status read is one count

@@ -41,14 +41,14 @@ THROTTLED = "StreamFunction: all 1 of its reserved concurrency are busy: throttl
 
 @pytest.fixture(scope="module")
 def deployed() -> Iterator[tuple[str, ServerProcess, Store]]:
-    """local-api on DynamoDB Local with one stream function at most (StreamConcurrency=1), and its table (read with
-    the credentials local-api gets: DynamoDB Local keeps each key's tables apart)."""
+    """local-api on DynamoDB Local, SSE only, with one stream function at most (StreamConcurrency=1), and its table
+    (read with the credentials local-api gets: DynamoDB Local keeps each key's tables apart)."""
     from codap_relay.store.dynamodb import DynamoStore
     from codap_relay_tooling.testing.dynamodb_shared import env_for, fresh_table, store_url
 
     with fresh_table() as (dynamo, table):
         env = {**os.environ, **env_for(dynamo), **ENV}
-        args = ("--store", store_url(dynamo, table), "--parameter", "StreamConcurrency=1")
+        args = ("--store", store_url(dynamo, table), "--parameter", "StreamConcurrency=1", "--push-channel", "sse")
         with local_api_process(*args, env=env) as (base, process):
             yield base, process, DynamoStore(dynamo.client(), table)
 

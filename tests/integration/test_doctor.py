@@ -111,8 +111,11 @@ def test_a_new_account_deploys_the_defaults_and_is_told_what_a_class_needs(
     code, out = run(capsys, account(quota=10), "--tabs", "5")
     assert code == 0, out
     assert not raised(out) and out[-1] == "# nothing blocks this deployment"
-    # a class of 30 tabs on SSE holds 30 streams: more than a new account's 10 executions
+    # a class of 30 tabs on the push channel (the default) holds no function while it waits
     code, out = run(capsys, account(quota=10), "--tabs", "30")
+    assert code == 0, out
+    # on SSE it holds 30 streams: more than a new account's 10 executions
+    code, out = run(capsys, account(quota=10), "--tabs", "30", "--parameter", "PushChannel=sse")
     assert code == 1
     [line] = raised(out)
     assert "30 streams" in line and "raise 'Concurrent executions' to 31 (now 10)" in line
@@ -147,7 +150,8 @@ def test_the_access_log_needs_the_accounts_role(aws: None, capsys: pytest.Captur
 def test_a_district_on_sse_needs_the_table_raised_and_on_push_fits(
     aws: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out = run(capsys, account(quota=1000), "--tabs", "3000", "--calls-per-second", "20")
+    sse = ("--parameter", "PushChannel=sse")
+    code, out = run(capsys, account(quota=1000), "--tabs", "3000", "--calls-per-second", "20", *sse)
     assert code == 1
     text = "\n".join(raised(out))
     assert "raise 'Concurrent executions' to 3020 (now 1000)" in text
@@ -172,6 +176,7 @@ def test_the_push_stage_and_new_connections_bound_a_bigger_district(
     aws: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     caps = ("--parameter", "TableMaxReadUnitsPerSecond=40000", "--parameter", "TableMaxWriteUnitsPerSecond=40000")
+    caps += ("--parameter", "PushPingSeconds=90")  # pings over five times as often as the default's 480 s
     code, out = run(capsys, account(connections=500), "--tabs", "60000", "--parameter", "PushChannel=websocket", *caps)
     assert code == 1
     text = "\n".join(raised(out))

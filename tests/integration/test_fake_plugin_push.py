@@ -184,6 +184,9 @@ class MiniRelay:
                     await sock.send({"event": "heartbeat"})
                     if s.last_seq > (message["after"] or 0):
                         await self._resume(s, sock, message["after"])
+                elif action == "answer":  # as POST /response, over the socket
+                    self._answer(s, message)
+                    await sock.send({"event": "answered", "id": message["id"]})
         except WebSocketDisconnect as exc:
             sock.close_code = exc.code
             if s is not None and s.consumer is sock:
@@ -193,11 +196,15 @@ class MiniRelay:
         body = await request.json()
         s = self.sessions[body["code"]]
         assert request.headers["authorization"] == f"Bearer {s.token}"
-        s.answers.append((body["id"], {k: v for k, v in body.items() if k not in ("code", "id")}))
+        self._answer(s, body)
+        return JSONResponse({"accepted": True}, status_code=202)
+
+    @staticmethod
+    def _answer(s: Session, body: dict[str, Any]) -> None:
+        s.answers.append((body["id"], {k: v for k, v in body.items() if k not in ("code", "id", "token", "action")}))
         for seq, r in list(s.requests.items()):
             if r["id"] == body["id"]:
                 del s.requests[seq]
-        return JSONResponse({"accepted": True}, status_code=202)
 
     async def _fetch(self, request: Request) -> Response:
         s = self.sessions[request.path_params["code"]]

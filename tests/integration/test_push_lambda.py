@@ -155,7 +155,7 @@ def test_connect_attach_and_a_request_pushed_through_the_management_api(
     assert invoke(aws, "push", event("push-attach")) == {"statusCode": 200}
     calls = api.take()
     assert [(c.method, c.stage, c.connection) for c in calls] == [("POST", "v1", CONNECTION)]
-    assert json.loads(calls[0].body) == {"event": "resumed", "after": 0, "upTo": 0, "pingSeconds": 90}
+    assert json.loads(calls[0].body) == {"event": "resumed", "after": 0, "upTo": 0, "pingSeconds": 480}
     # SigV4 by boto3 with the function's credentials, for the management API's service and region
     assert calls[0].authorization.startswith("AWS4-HMAC-SHA256 Credential=")
     assert "/us-east-1/execute-api/aws4_request" in calls[0].authorization

@@ -3,8 +3,9 @@ open the plugin within a minute, from one address (a school's NAT), each with a 
 Chromium asks for (test_plugin_loading.py): the page, the three built files it names, then POST /api/sessions with
 the manifest the plugin registers. Most windows open at the start of the minute (the i-th of N at
 60 s x (i/N)^2: a third of them in the first 7 s), and every request must be served: no 429 from the gateway's
-throttle, none from the relay's session limit, sized as docs/deploy.md says for a school whose classes start on
-the same bell (classes x students: 10 x 30).
+throttle, none from the relay's session limit: the template's own limits (its default RateLimitSessionPerIp, 300,
+is docs/deploy.md's school whose classes start on the same bell: 10 classes x 30 students), while guessing codes
+from that same address is still cut off after GuessLimitPerIp lookups of unknown codes.
 
 Both refusals are decided when a request arrives, before any function runs, so each window asks for all five
 whatever the answers (a browser whose page failed would ask for less, and ease the throttle). Every request must
@@ -35,7 +36,8 @@ pytestmark = pytest.mark.slow
 
 WINDOWS = 300
 MINUTE = 60.0
-SESSIONS_PER_ADDRESS = "300"
+#: The template's GuessLimitPerIp (its default): unknown codes one address may look up in a minute.
+GUESSES = 20
 # The built files the page names (index.html beside them): each window asks for these.
 FILES = page_files((PLUGIN_DIST / "index.html").read_text())
 
@@ -43,8 +45,7 @@ FILES = page_files((PLUGIN_DIST / "index.html").read_text())
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = tmp_path_factory.mktemp("school-bell") / "relay.db"
-    env = {**os.environ, "RATE_LIMIT_SESSION_PER_IP": SESSIONS_PER_ADDRESS}
-    with local_api_process("--store", f"sqlite:///{store}", env=env) as (url, _):
+    with local_api_process("--store", f"sqlite:///{store}", env=dict(os.environ)) as (url, _):
         yield url
 
 
@@ -103,3 +104,12 @@ async def test_three_hundred_windows_in_a_minute_meet_no_throttle_and_no_limit(b
     refused = Counter(hit for hit in requests if hit[1] == 429)
     assert not refused, refused
     assert statuses == {200: WINDOWS * 4, 201: WINDOWS}, statuses  # every page, file and session served
+    assert took < MINUTE + 15, took  # every window paired within the minute (and the time its last request took)
+
+    # The same address guessing: past GuessLimitPerIp unknown codes it is refused, on a live code as well.
+    async with web.AsyncClient(timeout=60) as http:
+        opened = (await http.post(f"{base}/api/sessions", json=body)).json()
+        guesses = [f"ZZZZ{n:04o}".replace("0", "A").replace("1", "B") for n in range(2 * GUESSES)]
+        answers = [(await http.get(f"{base}/api/sessions/{code}")).status_code for code in guesses]
+        assert answers.count(429) >= len(guesses) - GUESSES, answers
+        assert (await http.get(f"{base}/api/sessions/{opened['code']}")).status_code == 429

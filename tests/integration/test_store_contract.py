@@ -886,3 +886,21 @@ def test_the_plugins_answer_is_taken_only_from_a_live_session_and_is_its_sign_of
         store.complete_request(response("b", result=2), now=T0 + 30, alive_until=T0 + 630)
     assert closed.value.reason == "closed" and store.get_response("ABCDEFGH", "b") is None
     assert store.complete_request(response("b", error={"code": "session_closed"})).fresh  # the relay's own, on close
+
+
+def test_a_charge_counted_ahead_in_blocks_refuses_exactly_what_does_not_fit(store: Store) -> None:
+    """``Charge.block``: a store may charge the counter a block ahead for the session (DynamoDB does: most appends then
+    write no counter); the counter never refuses a request that fits exactly, and refuses the one that does not."""
+    store.create_session(session())
+    window_end = T0 + 3600
+
+    def budget(amount: int) -> list[Charge]:
+        return [Charge("bytes:203.0.113.9:9", amount, 25, window_end, block=16)]
+
+    for rid in "abc":  # 8 + 8 + 8 = 24 of 25: the third does not fit a whole block, and is counted alone
+        assert store.add_request("ABCDEFGH", new(rid), charges=budget(8))[1]
+    with pytest.raises(ChargeRefused) as refused:
+        store.add_request("ABCDEFGH", new("d"), charges=budget(2))
+    assert refused.value.total == 26 and refused.value.charge.amount == 2
+    assert store.add_request("ABCDEFGH", new("e"), charges=budget(1))[1]  # 25: fits
+    assert [r.id for r in store.list_requests("ABCDEFGH")] == ["a", "b", "c", "e"]

@@ -14,7 +14,7 @@ from codap_relay.client import MAX_WAIT_PER_CALL
 from codap_relay.http.schemas import ErrorBody
 from codap_relay.settings import Settings
 from codap_relay_tooling.testing import CHECKOUT
-from codap_relay_tooling.testing.sam import Deployed, Stack, transform
+from codap_relay_tooling.testing.sam import Deployed, Stack, guided_auth_questions, transform
 
 STACKS = {
     "defaults": Stack.of(),
@@ -29,6 +29,7 @@ STACKS = {
     "stage prod": Stack.of(StageName="prod"),
     "warm table": Stack.of(TableWarmReadUnitsPerSecond="30000"),
     "push": Stack.of(PushChannel="websocket"),
+    "sse": Stack.of(PushChannel="sse"),
 }
 
 # awslabs/aws-lambda-web-adapter publishes its layer from this account, one name per architecture (its README).
@@ -458,10 +459,10 @@ def statements(stack: Deployed, function: dict[str, Any]) -> list[dict[str, Any]
     return [s for policy in role.get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
 
 
-@pytest.mark.parametrize("name", ["defaults", "push"])
+@pytest.mark.parametrize("name", ["defaults", "push", "sse"])
 def test_the_push_channel_exists_only_with_push_channel_websocket(deployed: dict[str, Deployed], name: str) -> None:
     stack = deployed[name]
-    on = name == "push"
+    on = name != "sse"  # websocket is the default
     sockets = {kind: stack.resources(f"AWS::ApiGatewayV2::{kind}") for kind in ("Api", "Route", "Integration", "Stage")}
     assert ("PushFunction" in functions(stack)) is on
     assert stack.condition(stack.template["Outputs"]["PushUrl"]["Condition"]) is on
@@ -495,13 +496,13 @@ def test_the_push_channel_exists_only_with_push_channel_websocket(deployed: dict
     assert stack.resolve(stack.template["Outputs"]["PushUrl"]["Value"]) == url
 
 
-@pytest.mark.parametrize("name", ["defaults", "push"])
+@pytest.mark.parametrize("name", ["defaults", "push", "sse"])
 def test_only_the_publishers_may_manage_connections_and_only_the_push_apis(
     deployed: dict[str, Deployed], name: str
 ) -> None:
     stack = deployed[name]
     resource = "arn:aws:execute-api:us-east-1:123456789012:<PushApi>/v1/*/@connections/*"
-    allowed = PUBLISHERS if name == "push" else set()
+    allowed = PUBLISHERS if name != "sse" else set()
     for function_name, function in functions(stack).items():
         found = statements(stack, function)
         manage = [s for s in found if MANAGE in json.dumps(s["Action"]) or "execute-api" in json.dumps(s["Action"])]
@@ -519,3 +520,24 @@ def test_a_request_too_big_to_push_is_fetched_from_the_sessions_function(deploye
     assert set(methods) == {"get", "options"}
     for method in methods.values():
         assert "SessionsFunction" in json.dumps(method["x-amazon-apigateway-integration"]["uri"])
+
+
+# --- issue 44: a new account deploys by pressing Enter -------------------------------------------------------------
+
+
+def test_a_guided_deploy_asks_no_authentication_question() -> None:
+    """`sam deploy --guided` asked "<Function> has no authentication. Is this okay? [y/N]" for each of 33 routes;
+    Enter answers no and the deploy stops. The API says it has no authorizer on purpose (the relay checks every
+    caller itself), which is what SAM CLI looks for: asked by its own code, it asks nothing."""
+    assert guided_auth_questions() == []
+
+
+def test_the_default_channel_holds_no_function_per_tab(deployed: dict[str, Deployed]) -> None:
+    """By default the plugin is reached over the WebSocket push channel: an open tab costs a connection, not a
+    Lambda execution held for as long as it is open (a new account runs 10 at once). The stream stays, for a tab
+    that cannot open a socket and for PushChannel=sse."""
+    defaults = deployed["defaults"]
+    assert defaults.resources("AWS::ApiGatewayV2::Api") and "PushFunction" in defaults.resources(
+        "AWS::Lambda::Function"
+    )
+    assert "StreamFunction" in defaults.resources("AWS::Lambda::Function")

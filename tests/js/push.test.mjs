@@ -3,7 +3,13 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 
-import { HIDDEN_TIMER_LATE_MS, PushConnection, REFUSALS_BEFORE_FALLBACK } from "../../core/codap_relay/plugin/js/push.js";
+import {
+  ANSWER_MAX_BYTES,
+  HIDDEN_TIMER_LATE_MS,
+  PING_REPLY_MS,
+  PushConnection,
+  REFUSALS_BEFORE_FALLBACK,
+} from "../../core/codap_relay/plugin/js/push.js";
 import { RelayClient, RelayHttpError } from "../../core/codap_relay/plugin/js/relay.js";
 
 class FakeSocket {
@@ -23,6 +29,7 @@ class FakeSocket {
   }
   // --- what the network and the relay do
   accept() {
+    this.readyState = 1; // OPEN
     this.onopen?.({});
   }
   receive(message) {
@@ -620,6 +627,54 @@ test("a ping a minute late (a hidden tab's timers) keeps the socket; only a long
     mock.timers.tick(20_000);
     assert.equal(ws.sentOf("ping").length, 1);
     assert.equal(ws.closed, 1000);
+    conn.stop();
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+test("an answer goes over the socket and is taken when the relay says answered; a refusal is POST's", async () => {
+  const rec = recorder();
+  const conn = connection(rec);
+  assert.equal(conn.answer("r1", { result: 1 }), null, "not attached: the caller posts it");
+  const ws = await attached(conn);
+  const taken = conn.answer("r1", { result: { n: 1 } });
+  assert.ok(taken);
+  assert.deepEqual(ws.sentOf("answer"), [{ action: "answer", code: "ABCD2345", token: "tok", id: "r1", result: { n: 1 } }]);
+  ws.receive({ event: "answered", id: "r1" });
+  await taken;
+  const refused = conn.answer("r2", { error: { message: "no" } });
+  ws.receive({ event: "answer-refused", id: "r2", status: 409, code: "already_answered", message: "first stands" });
+  await assert.rejects(refused, (err) => err instanceof RelayHttpError && err.status === 409);
+  conn.stop();
+});
+
+test("an answer too large for one message, or one the socket loses, is left to POST /response", async () => {
+  const rec = recorder();
+  const conn = connection(rec);
+  await attached(conn);
+  assert.equal(conn.answer("big", { result: { text: "x".repeat(ANSWER_MAX_BYTES) } }), null);
+  const lost = conn.answer("r3", { result: 3 });
+  last().fail(); // the socket dies before the relay's word: the caller posts it, which the relay takes once
+  await assert.rejects(lost, (err) => !(err instanceof RelayHttpError));
+  conn.stop();
+});
+
+test("pings minutes apart: a ping the relay does not answer within PING_REPLY_MS means a dead socket", async () => {
+  mock.timers.enable({ apis: ["setTimeout", "setInterval", "Date"] });
+  try {
+    const rec = recorder();
+    const conn = connection(rec);
+    const ws = await attached(conn, { upTo: 3, pingSeconds: 480 });
+    mock.timers.tick(480_000);
+    assert.equal(ws.sentOf("ping").length, 1);
+    ws.receive({ event: "heartbeat" });
+    mock.timers.tick(480_000); // the next ping
+    assert.equal(ws.sentOf("ping").length, 2);
+    mock.timers.tick(PING_REPLY_MS - 1); // nearly its whole wait for an answer
+    assert.equal(ws.closed, null);
+    mock.timers.tick(1);
+    assert.equal(ws.closed, 1000, "dead within a ping and PING_REPLY_MS, not 2.5 pings (20 minutes)");
     conn.stop();
   } finally {
     mock.timers.reset();

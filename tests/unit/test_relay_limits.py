@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from codap_relay.errors import ByteBudgetExceeded, RateLimited
-from codap_relay.relay.limits import BYTES_WINDOW_SECONDS, RATE_WINDOW_SECONDS, RateLimits
+from codap_relay.relay.limits import BYTES_BLOCK, BYTES_WINDOW_SECONDS, RATE_WINDOW_SECONDS, RateLimits
 from codap_relay.relay.store_io import StoreIO
 from codap_relay.settings import Settings
 from codap_relay.store.base import Charge, ChargeRefused
@@ -52,13 +52,14 @@ async def test_a_request_counts_against_its_sessions_window_and_its_addresss_byt
     settings: Settings, clock: FakeClock
 ) -> None:
     """The two charges an append counts (in the store's own step): the session's window of requests from an address
-    (kept with the session) and the address's hourly byte budget, each named after its window."""
+    (kept with the session) and the address's hourly byte budget, each named after its window, the budget charged
+    ahead a block at a time (one write of the address's counter in many appends)."""
     clock.set(BYTES_WINDOW_SECONDS * 100 + 615)  # 45 s before the minute ends, 2,985 s before the hour does
     limits, _, _ = limits_of(settings, clock)
     window, budget = limits.request_charges("1.2.3.4", 700, per_code=3, bytes_per_hour=1000)
     minute = int(clock.now() // RATE_WINDOW_SECONDS)
     assert window == Charge(f"rl:request:1.2.3.4:{minute}", 1, 3, float((minute + 1) * RATE_WINDOW_SECONDS), True)
-    assert budget == Charge("rl:bytes:1.2.3.4:100", 700, 1000, float(BYTES_WINDOW_SECONDS * 101))
+    assert budget == Charge("rl:bytes:1.2.3.4:100", 700, 1000, float(BYTES_WINDOW_SECONDS * 101), block=BYTES_BLOCK)
 
 
 async def test_a_refused_charge_says_which_limit_and_when_to_come_back(settings: Settings, clock: FakeClock) -> None:

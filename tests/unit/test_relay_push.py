@@ -528,9 +528,11 @@ async def test_disconnect_detaches_the_connection_at_once_and_never_a_newer_one(
     assert not await relay.push.disconnected("never-attached")
 
 
-async def test_a_push_plugin_counts_as_connected_for_two_and_a_half_pings(relay: Relay, clock: FakeClock) -> None:
+async def test_a_push_plugin_counts_as_connected_for_two_and_a_half_pings(pub: FakePublisher, clock: FakeClock) -> None:
     """It is seen only when it pings (PUSH_PING_SECONDS): the LLM must not see it drop between two pings, and must
-    see it gone once pings stopped; a streaming plugin keeps the shorter CONNECTED_GRACE_SECONDS."""
+    see it gone once pings stopped; a streaming plugin keeps the shorter CONNECTED_GRACE_SECONDS. (At pings 90 s
+    apart: at the default 480 s the code's own SESSION_TTL_SECONDS, 600, ends it first.)"""
+    relay = Relay(make_settings(push_ping_seconds=90), MemoryStore(), clock=clock, ids=counting_ids(), publisher=pub)
     code, token = await opened(relay)
     await attach(relay, "C1", code, token)
     ping, grace = relay.settings.push_ping_seconds, relay.settings.push_grace_seconds
@@ -542,3 +544,35 @@ async def test_a_push_plugin_counts_as_connected_for_two_and_a_half_pings(relay:
     assert not (await relay.presence.status(code)).connected
     await send(relay, "C1", action="ping", after=0, code=code, token=token)  # a ping brings it back
     assert (await relay.presence.status(code)).connected
+
+
+# --- the plugin's answers over its socket ------------------------------------------------------------------------
+
+
+async def test_an_answer_over_the_socket_is_stored_as_post_response_stores_it_and_said_taken(
+    relay: Relay, pub: FakePublisher
+) -> None:
+    """A message costs the relay less than a REST request: the plugin answers over its socket when it can. The
+    same checks (token, first answer wins) and the same write; the relay says ``answered``, or refuses with the
+    status ``POST /response`` would give, and the connection stays either way."""
+    code, token = await opened(relay)
+    await attach(relay, "C1", code, token)
+    await ask(relay, code, "r1")
+    pub.take("C1")
+    await send(relay, "C1", action="answer", code=code, token=token, id="r1", result={"datasets": []})
+    assert pub.take("C1") == [{"event": "answered", "id": "r1"}]
+    stored = relay.store.get_response(code, "r1")
+    assert stored is not None and stored.body == {"result": {"datasets": []}}
+    await send(relay, "C1", action="answer", code=code, token=token, id="r1", result={"other": 1})
+    [refused] = pub.take("C1")
+    assert (refused["event"], refused["id"], refused["status"], refused["code"]) == (
+        "answer-refused",
+        "r1",
+        409,
+        "already_answered",
+    )
+    await send(relay, "C1", action="answer", code=code, token="not-the-token", id="r1", result=1)
+    assert [(m["event"], m["status"]) for m in pub.take("C1")] == [("answer-refused", 403)]
+    await send(relay, "C1", action="answer", code=code, token=token, id="r1")  # neither result nor error
+    assert [(m["event"], m["status"]) for m in pub.take("C1")] == [("answer-refused", 400)]
+    assert "C1" not in pub.closed

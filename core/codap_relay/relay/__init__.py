@@ -150,6 +150,14 @@ class Relay:
             s, io, clock, ids, sessions=sessions, presence=presence, notifier=notifier, push=push_out
         )
         self.push = PushChannel(
-            s, io, clock, sender=push_out, sessions=sessions, presence=presence, notifier=notifier, observer=observer
+            s,
+            io,
+            clock,
+            sender=push_out,
+            sessions=sessions,
+            responses=self.responses,
+            presence=presence,
+            notifier=notifier,
+            observer=observer,
         )
         self.grants = Grants(io, clock, access_ttl=s.oauth_access_ttl_seconds, refresh_ttl=s.oauth_refresh_ttl_seconds)

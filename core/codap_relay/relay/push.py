@@ -45,6 +45,7 @@ from .limits import LocalRate
 from .presence import Presence
 from .publisher import Outcome
 from .push_out import PushSender
+from .responses import Responses
 from .sessions import Sessions
 from .store_io import StoreIO
 
@@ -60,6 +61,7 @@ class PushChannel:
         *,
         sender: PushSender,
         sessions: Sessions,
+        responses: Responses,
         presence: Presence,
         notifier: Notifier,
         observer: Observer,
@@ -71,6 +73,7 @@ class PushChannel:
         self.clock = clock
         self.sender = sender
         self.sessions = sessions
+        self.responses = responses
         self.presence = presence
         self.notifier = notifier
 
@@ -86,6 +89,8 @@ class PushChannel:
             action = message["action"]
             if action == "attach":
                 await self.attach(connection_id, message, client=client)
+            elif action == "answer":
+                await self.answer(connection_id, message, client=client)
             else:
                 session = await self._session(message, client)
                 if action == "resume":
@@ -144,6 +149,33 @@ class PushChannel:
         if old is not None and old != connection_id:
             await self.sender.end(old, {"event": "superseded"})
         await self._send_from(connection_id, session, consumer, after, attach=True)
+
+    async def answer(self, connection_id: str, message: dict[str, Any], *, client: str | None = None) -> None:
+        """The plugin's answer to a request, over its socket rather than ``POST /response`` (a WebSocket message
+        costs less than a REST request): the same checks and the same store write (``Responses.respond``), told
+        back as ``answered`` or ``answer-refused`` (with the HTTP status ``POST /response`` would have had, so the
+        plugin treats both alike). A refusal is about this answer only: the connection stays."""
+        request_id = message.get("id")
+        try:
+            if not isinstance(request_id, str):
+                raise BadInput('An answer names the request it answers: "id".', field="id")
+            error = message.get("error")
+            if ("result" in message) == (error is not None) or not (error is None or isinstance(error, dict)):
+                raise BadInput('An answer carries exactly one of "result" or "error" (an object).', field="result")
+            token = message.get("token")
+            await self.responses.respond(
+                normalise_code(message.get("code")),
+                token if isinstance(token, str) else None,
+                request_id,
+                result=message.get("result"),
+                error=error,
+                client=client,
+            )
+        except RelayError as exc:
+            refusal = {"event": "answer-refused", "id": request_id, "status": status_of(exc)}
+            await self.sender.post(connection_id, {**error_event(exc.error, exc), **refusal})
+            return
+        await self.sender.post(connection_id, {"event": "answered", "id": request_id})
 
     async def disconnected(self, connection_id: str) -> bool:
         """The connection closed ($disconnect): detach the consumer it attached as, if that one still owns its
@@ -230,14 +262,18 @@ class PushChannel:
         return request
 
 
+ACTIONS = ("attach", "resume", "ping", "answer")
+
+
 def parse_message(body: str | None) -> dict[str, Any]:
-    """A plugin message: a JSON object whose ``action`` is attach, resume or ping; else BadInput."""
+    """A plugin message: a JSON object whose ``action`` is attach, resume, ping or answer; else BadInput."""
     # Any parse failure (not JSON, nested too deeply, a number JSON cannot hold) is bad input the plugin is told.
     message = loads(body) if body else None
+    said = '"action" must be "attach", "resume", "ping" or "answer".'
     if not isinstance(message, dict):
-        raise BadInput('A message is a JSON object with an "action": "attach", "resume" or "ping".', field="action")
-    if message.get("action") not in ("attach", "resume", "ping"):
-        raise BadInput('"action" must be "attach", "resume" or "ping".', field="action")
+        raise BadInput(f"A message is a JSON object with an action: {said}", field="action")
+    if message.get("action") not in ACTIONS:
+        raise BadInput(said, field="action")
     return message
 
 
@@ -258,6 +294,14 @@ def lost(consumer: str | None) -> NotAttached:
     if consumer is None or consumer == DETACHED:
         return NotAttached("This connection is not attached to the session: send `attach` again.")
     return Superseded("This session is now served by another tab.")
+
+
+def status_of(exc: RelayError) -> int:
+    """The HTTP status ``POST /response`` answers an answer's refusal with (http/errors.py), which the plugin's
+    answers read whichever way they travel."""
+    from ..http.errors import status_for  # the one mapping of errors to statuses; nothing of HTTP is run here
+
+    return status_for(exc)
 
 
 def error_event(code: str, exc: RelayError) -> dict[str, Any]:

@@ -93,6 +93,10 @@ class Charge:
     #: One of several counts the counter ``key`` keeps (``incr_counters``' ``names``: a caller's limits in one
     #: item); None: the counter's own count.
     field: str | None = None
+    #: More than zero: the counter may be charged ahead, this much at a time for each session, the session keeping
+    #: what its appends have not spent yet (an address's bytes: one write of the counter in many appends, not one in
+    #: each). The counter then runs ahead of what was really queued by less than a block per session.
+    block: int = 0
 
     @property
     def counter(self) -> str:

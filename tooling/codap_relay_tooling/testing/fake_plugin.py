@@ -28,6 +28,10 @@ from . import web
 from .sse_client import Event, iter_events
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+#: As push.js: the largest answer sent over the socket (API Gateway takes 128 KB), and how long the relay may take to
+#: say it took one before it is posted instead.
+ANSWER_MAX_BYTES = 120_000
+ANSWER_TIMEOUT_SECONDS = 10.0
 
 
 async def echo(tool: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -58,6 +62,7 @@ class FakePlugin:
     _own_client: bool = False
     _ws: ClientConnection | None = None
     _push: _PushState = field(default_factory=lambda: _PushState())
+    _posting: set[asyncio.Task[None]] = field(default_factory=set)
 
     #: Reconnect after a failure: first after this many seconds, doubling up to ``max_delay``.
     first_delay = 0.05
@@ -69,6 +74,8 @@ class FakePlugin:
     attach_timeout = 10.0
     #: Over push: ping this often instead of the relay's ``pingSeconds`` (None: as the relay says).
     ping_every: float | None = None
+    #: Over push: answer over the socket when attached (push.js does), else always by ``POST /response``.
+    answers_over_push: bool = True
 
     @classmethod
     def for_session(cls, base_url: str, session_answer: dict[str, Any], **kw: Any) -> Self:
@@ -223,7 +230,12 @@ class FakePlugin:
                     continue
                 kind = str(message.get("event"))
                 self._received(_event(message))
-                if kind == "tool-request":
+                self._answers_due(push)
+                if kind in ("answered", "answer-refused"):
+                    taken = push.unanswered.pop(str(message.get("id")), None)
+                    if taken is not None and kind == "answer-refused" and _status_of_refusal(message) >= 500:
+                        self._post_later(str(message.get("id")), taken[0])
+                elif kind == "tool-request":
                     if not await self._push_request(ws, message):
                         return False
                 elif kind == "resumed":
@@ -254,10 +266,21 @@ class FakePlugin:
                     if message.get("code") == "not_attached":
                         return False
         finally:
+            for rid, (outcome, _) in push.unanswered.items():  # the socket is gone: posted instead
+                self._post_later(rid, outcome)
+            push.unanswered.clear()
             if pinger is not None:
                 pinger.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await pinger
+
+    def _answers_due(self, push: _PushState) -> None:
+        """Answers sent over the socket that the relay said nothing of in time: posted instead."""
+        now = asyncio.get_running_loop().time()
+        for rid, (outcome, deadline) in list(push.unanswered.items()):
+            if deadline <= now:
+                del push.unanswered[rid]
+                self._post_later(rid, outcome)
 
     def _names(self) -> dict[str, str]:
         """Every message names its session: the relay keeps nothing per connection (a Lambda per message)."""
@@ -388,6 +411,27 @@ class FakePlugin:
         return self.outcomes[rid]
 
     async def _post(self, rid: str, outcome: dict[str, Any]) -> None:
+        """The answer: over the push socket when attached and it fits a message (push.js does the same: a message
+        costs the relay less than a request), else ``POST /response``. One sent over the socket that the relay
+        does not take (no word within ANSWER_TIMEOUT_SECONDS, a 5xx refusal, the socket lost) is posted."""
+        ws, push = self._ws, self._push
+        if ws is not None and push.attached and self.answers_over_push:
+            text = json.dumps({"action": "answer", **self._names(), "id": rid, **outcome})
+            if len(text.encode()) <= ANSWER_MAX_BYTES:
+                with contextlib.suppress(WebSocketException):
+                    push.unanswered[rid] = (outcome, asyncio.get_running_loop().time() + ANSWER_TIMEOUT_SECONDS)
+                    await ws.send(text)
+                    return
+                push.unanswered.pop(rid, None)
+        await self._post_http(rid, outcome)
+
+    def _post_later(self, rid: str, outcome: dict[str, Any]) -> None:
+        """Post an answer the socket did not carry, beside the connection's own work."""
+        task = asyncio.create_task(self._post_http(rid, outcome))
+        self._posting.add(task)
+        task.add_done_callback(self._posting.discard)
+
+    async def _post_http(self, rid: str, outcome: dict[str, Any]) -> None:
         assert self.client is not None
         for attempt in range(20):
             try:
@@ -409,6 +453,8 @@ class _PushState:
     """One push connection's order-keeping: what came early, whether it is attached, its ping interval."""
 
     held: dict[int, dict[str, Any]] = field(default_factory=dict)  # seq -> a request past cursor + 1
+    # id -> (the answer sent over the socket, when it is posted instead if the relay said nothing of it)
+    unanswered: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
     attached: bool = False  # the relay answered the attach
     resuming: bool = False  # a resume is asked for and its ``resumed`` not yet here
     ping: float = 15.0  # seconds; the relay names it in its answer to attach
@@ -429,6 +475,11 @@ def _event(message: dict[str, Any]) -> Event:
     rest = {k: v for k, v in message.items() if k not in ("event", "seq")}
     seq = message.get("seq")
     return Event(kind, json.dumps(rest), str(seq) if kind == "tool-request" and seq is not None else None)
+
+
+def _status_of_refusal(message: dict[str, Any]) -> int:
+    status = message.get("status")
+    return status if isinstance(status, int) else 500
 
 
 def _status_of(code: object) -> int:

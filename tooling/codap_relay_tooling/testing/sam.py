@@ -101,6 +101,31 @@ def transform(stacks: list[Stack], template: Path = TEMPLATE_PATH) -> list[Deplo
     return [Deployed(out, stack) for out, stack in zip(json.loads(result.stdout), stacks, strict=True)]
 
 
+GUIDED_AUTH = """
+import sys
+from samcli.commands.deploy.auth_utils import auth_per_resource
+from samcli.lib.providers.sam_stack_provider import SamLocalStackProvider
+stacks, _ = SamLocalStackProvider.get_stacks(sys.argv[1])
+for resource, ok in auth_per_resource(stacks):
+    print(resource if not ok else "")
+"""
+
+
+def guided_auth_questions(template: Path = TEMPLATE_PATH) -> list[str]:
+    """The resources ``sam deploy --guided`` asks "has no authentication. Is this okay?" about (Enter answers no and
+    stops the deploy), found by the SAM CLI's own code."""
+    need_sam()
+    result = subprocess.run(
+        [str(SAM_VENV / "bin" / "python"), "-c", GUIDED_AUTH, str(template)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SAM_CLI_TELEMETRY": "0"},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return [line for line in result.stdout.splitlines() if line]
+
+
 @dataclass
 class Deployed:
     """A transformed template with CloudFormation's own intrinsics resolved for one stack, by the resolver

@@ -17,6 +17,15 @@ export const FAILURES_BEFORE_FALLBACK = 2;
  * backoff (0.5, 1, 2, 4, 8 s, jittered) and are not failures; only when they go on does the page fall back.
  */
 export const REFUSALS_BEFORE_FALLBACK = 6;
+/**
+ * The largest answer sent over the socket, in UTF-8 bytes: API Gateway takes a message of up to 128 KB; a larger
+ * outcome (a picture) is posted to `/response` instead.
+ */
+export const ANSWER_MAX_BYTES = 120_000;
+/** How long an answer sent over the socket may wait for the relay's word before it is posted instead. */
+export const ANSWER_TIMEOUT_MS = 10_000;
+/** No answer this long after a ping: the socket is dead even if it looks open (found within a ping and this). */
+export const PING_REPLY_MS = 20_000;
 /** No message for this many ping intervals: the socket is dead even if it looks open. */
 export const WATCHDOG_PINGS = 2.5;
 /** How late a hidden tab's timer may fire without the machine having slept: once a tab has been hidden a minute,
@@ -41,6 +50,8 @@ export const HIDDEN_TIMER_LATE_MS = 65_000;
  * @property {number} [upTo]
  * @property {number | string} [pingSeconds]
  * @property {string} [code]
+ * @property {number} [status]
+ * @property {number} [retryAfter]
  */
 
 export class PushConnection {
@@ -108,11 +119,46 @@ export class PushConnection {
     // the casts where they are cleared).
     /** @type {ReturnType<typeof setTimeout> | null} */
     this._watchdog = null;
+    /** @type {number | null} when the watchdog fires (the wall clock's ms) */
+    this._watchdogAt = null;
     /** @type {ReturnType<typeof setTimeout> | null} */
     this._ping = null;
     this._pingDue = 0; // when the pending ping should fire (ms, `now`'s clock)
     /** @type {ReturnType<typeof setTimeout> | null} */
     this._retry = null;
+    /** @type {Map<string, {settle: (err: Error | null) => void}>} answers sent and not yet taken, by request id */
+    this.answers = new Map();
+  }
+
+  /**
+   * A call's outcome sent over the socket, which costs the relay a message instead of a REST request: resolves
+   * when the relay took it, rejects with the RelayHttpError `POST /response` would have given, or with another
+   * error when no word came (then the caller posts it). Null when the socket cannot carry it now (not attached,
+   * or too large for one message): the caller posts it.
+   * @param {string} id
+   * @param {object} body `{result}` or `{error}`
+   * @returns {Promise<void> | null}
+   */
+  answer(id, body) {
+    if (!this.attached || this.ws?.readyState !== 1 || this.answers.has(id)) return null;
+    const text = JSON.stringify({ action: "answer", ...this._session(), id, ...body });
+    if (new TextEncoder().encode(text).length > ANSWER_MAX_BYTES) return null;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => settle(new Error("the relay said nothing of the answer")), ANSWER_TIMEOUT_MS);
+      /** @param {Error | null} err */
+      const settle = (err) => {
+        clearTimeout(timer);
+        this.answers.delete(id);
+        if (err) reject(err);
+        else resolve();
+      };
+      this.answers.set(id, { settle });
+      try {
+        /** @type {WebSocket} */ (this.ws).send(text);
+      } catch (err) {
+        settle(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
   }
 
   /** @param {number | null} [cursor] the last seq handed on */
@@ -200,6 +246,16 @@ export class PushConnection {
         this.resuming = true;
         this.handlers.onCursorReset?.(message);
         return;
+      case "answered":
+        this.answers.get(String(message.id))?.settle(null);
+        return;
+      case "answer-refused": {
+        const status = Number(message.status) || 500;
+        const retry = Number(message.retryAfter) || null;
+        const body = /** @type {import("./relay.js").RelayErrorBody} */ (/** @type {unknown} */ (message));
+        this.answers.get(String(message.id))?.settle(new RelayHttpError(status, body, retry));
+        return;
+      }
       case "heartbeat":
         if (this.attached) this._startPings(); // the answer to a ping: the next from here (see _startPings)
         this.handlers.onAlive?.();
@@ -356,16 +412,27 @@ export class PushConnection {
       return;
     }
     this._send({ action: "ping", ...this._session(), after: this.cursor });
+    // the relay answers every ping: silence after one means a dead socket (pings come minutes apart)
+    this._tighten(PING_REPLY_MS);
     this._startPings();
   }
 
   /** (Re)arm the watchdog: after ``ms`` without a message the socket counts as dead. */
   _kick(ms = this.pingMs ? this.pingMs * WATCHDOG_PINGS : this.watchdogMs) {
     clearTimeout(/** @type {number} */ (this._watchdog));
+    this._watchdogAt = this.now() + ms;
     this._watchdog = setTimeout(() => {
       if (this.stopped) return;
       this._lost();
     }, ms);
+  }
+
+  /**
+   * Bring the watchdog forward to ``ms`` from now, never back (a ping's answer is due within it).
+   * @param {number} ms
+   */
+  _tighten(ms) {
+    if (this._watchdogAt === null || this.now() + ms < this._watchdogAt) this._kick(ms);
   }
 
   /** The socket died or went silent; ``opened``: false for a socket closed before it opened (refused). */
@@ -418,8 +485,10 @@ export class PushConnection {
     clearTimeout(/** @type {number} */ (this._watchdog));
     clearTimeout(/** @type {number} */ (this._ping));
     clearTimeout(/** @type {number} */ (this._retry));
-    this._watchdog = this._ping = this._retry = null;
+    this._watchdog = this._ping = this._retry = this._watchdogAt = null;
     this.attached = false;
+    // answers on their way over this socket are posted instead (the relay takes one answer once, either way)
+    for (const { settle } of [...this.answers.values()]) settle(new Error("the socket closed"));
     if (this.ws) {
       const ws = this.ws;
       this.ws = null;

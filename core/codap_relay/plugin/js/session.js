@@ -281,7 +281,7 @@ export class SessionController {
     this.runner = new Runner({
       tools: this.tools,
       store: this.store,
-      post: (id, body) => this.client.postResponse(code, token, id, body),
+      post: (id, body) => this.deliverAnswer(link, code, token, id, body),
       onActivity: (update) => {
         this.ui.activity({ ...update, code }); // rows are per code: ids repeat across codes
         // CODAP tells other plugins, not this one, of the components this plugin's own tools make or remove
@@ -349,6 +349,27 @@ export class SessionController {
       onCursorReset: () => ui.notice("The relay restarted its queue; unanswered requests are being sent again."),
       onFallback,
     };
+  }
+
+  /**
+   * A call's outcome to the relay: over the push socket when it can carry it (a message costs the relay less than
+   * a request), else, or when the socket said nothing, by `POST /response`. A refusal is the same either way.
+   * @param {Link} link
+   * @param {string} code
+   * @param {string} token
+   * @param {string} id
+   * @param {import("./types.js").OutcomeBody} body
+   */
+  async deliverAnswer(link, code, token, id, body) {
+    const sent = this.stream === link.pushed ? link.pushed?.answer(id, body) : null;
+    if (sent) {
+      try {
+        return await sent;
+      } catch (err) {
+        if (err instanceof RelayHttpError) throw err;
+      }
+    }
+    return this.client.postResponse(code, token, id, body);
   }
 
   /** Another tab took the session: this one says so, and offers to take it back (connectHere). */

@@ -129,6 +129,20 @@ class Connection:
         # code -> its META item's attributes that lapse (pending entries, rate windows) and when, as last read here:
         # its next append removes those whose time has passed (requests.py).
         self._lapsing: OrderedDict[str, dict[str, float]] = OrderedDict()
+        # code -> what its session has charged ahead and not spent (requests.py, ``Charge.block``), as last read here.
+        self._credits: dict[str, dict[str, int]] = {}
+
+    def _noted(self, code: str, item: Item | None) -> Item | None:
+        """A session's META item as read here: what of it lapses, and what it has charged ahead, are noted for its
+        next append here (requests.py)."""
+        if item is not None and codec.is_current(item):
+            with self._seq_lock:
+                self._lapsing[code] = codec.lapsing_attributes(item)
+                self._lapsing.move_to_end(code)
+                self._credits[code] = codec.credits_of(item)
+                while len(self._lapsing) > 4096:
+                    self._credits.pop(self._lapsing.popitem(last=False)[0], None)
+        return item
 
     def close(self) -> None:
         if self._owns_client:

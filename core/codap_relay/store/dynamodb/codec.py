@@ -136,6 +136,9 @@ SEQ = "seq"
 #: the session's own rate windows (``r#<window end>#<key>``: its count).
 PENDING_PREFIX = "q#"
 WINDOW_PREFIX = "r#"
+#: A META attribute holding what the session has charged ahead to a counter of its own and not spent yet
+#: (``Charge.block``): ``k#<window end>#<key>``.
+CREDIT_PREFIX = "k#"
 
 
 def is_current(meta: Item) -> bool:
@@ -175,6 +178,15 @@ def window_attribute(window_end: float, key: str) -> str:
     return f"{WINDOW_PREFIX}{math.ceil(window_end)}#{key}"
 
 
+def credit_attribute(window_end: float, key: str) -> str:
+    return f"{CREDIT_PREFIX}{math.ceil(window_end)}#{key}"
+
+
+def credits_of(meta: Item) -> dict[str, int]:
+    """What the session has charged ahead and not spent, by attribute (``credit_attribute``)."""
+    return {name: int(value["N"]) for name, value in meta.items() if name.startswith(CREDIT_PREFIX)}
+
+
 def counter_value(value: dict[str, Any] | None) -> int:
     """A count as stored (a number attribute), 0 where there is none yet."""
     return 0 if value is None else int(value["N"])
@@ -190,8 +202,9 @@ def lapsing_attributes(meta: Item) -> dict[str, float]:
     window at its end. An append removes those whose time has passed (requests.py)."""
     out: dict[str, float] = {}
     for name in meta:
-        if name.startswith(WINDOW_PREFIX):
-            out[name] = float(name[len(WINDOW_PREFIX) :].split("#", 1)[0])
+        for prefix in (WINDOW_PREFIX, CREDIT_PREFIX):
+            if name.startswith(prefix):
+                out[name] = float(name[len(prefix) :].split("#", 1)[0])
     for entry in pending_entries(meta):
         out[pending_attribute(entry.id)] = entry.expires_at
     return out

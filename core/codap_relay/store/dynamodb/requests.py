@@ -11,6 +11,7 @@ delivery reads the requests it sends by id. Sessions of the earlier layout are s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -44,13 +45,7 @@ class RequestOps(LegacyOps):
         item: Item | None = self._call(
             "get_item", TableName=self.table, Key=key(pk(code), "META"), ConsistentRead=consistent
         ).get("Item")
-        if item is not None and codec.is_current(item):
-            with self._seq_lock:
-                self._lapsing[code] = codec.lapsing_attributes(item)
-                self._lapsing.move_to_end(code)
-                while len(self._lapsing) > 4096:
-                    self._lapsing.popitem(last=False)
-        return item
+        return self._noted(code, item)
 
     def _lapsed(self, code: str, now: float, keep: set[str]) -> list[str]:
         with self._seq_lock:
@@ -74,10 +69,9 @@ class RequestOps(LegacyOps):
         size = args_bytes(new.args)
         # The caller's view of the session, tried first; a refused attempt returns the item as it stands.
         view: dict[str, Any] = {"last": last_seq, "deliver_to": new.deliver_to}
-        counters: dict[str, list[Charge]] = {}  # the counters of their own, each one item (its counts in one write)
-        for charge in charges:
-            if not charge.session:
-                counters.setdefault(charge.key, []).append(charge)
+        with self._seq_lock:  # what the session has charged ahead, as last read here (a refusal says it anew)
+            credits: dict[str, int | None] = dict(self._credits.get(code, {}))
+        exact: set[str] = set()  # charges counted ahead whose block the counter refused: counted exactly instead
 
         def attempt(tries: int) -> Attempt[tuple[RequestRecord, bool]]:
             if view["last"] is None:
@@ -92,25 +86,41 @@ class RequestOps(LegacyOps):
                 raise StoreUnavailable("This session has reached its request limit; start a new one.")
             delivered = view["deliver_to"] is not None
             item = codec.request_item_v2(new, partition, seq, purge, args, size, delivered)
+            counted, spent = self._ahead(charges, credits, exact)
+            counters: dict[str, list[Charge]] = {}  # the counters of their own, each one item (its counts, one write)
+            for charge in counted:
+                if not charge.session:
+                    counters.setdefault(charge.key, []).append(charge)
             actions = [
-                self._appending(code, new, seq, view["last"], view["deliver_to"], size, charges),
+                self._appending(code, new, seq, view["last"], view["deliver_to"], size, counted, spent),
                 {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": "attribute_not_exists(pk)"}},
                 *(self._counting(group) for group in counters.values()),
             ]
             cancelled = self._transact_returning(actions)
             if cancelled is None:
+                if spent:
+                    with self._seq_lock:
+                        self._credits.setdefault(code, {}).update({name: now for name, (_, now) in spent.items()})
                 return Decided((self._request_v2(code, item), True), committed=True)
             if cancelled[1][0] == FAILED:  # the id is taken: an idempotent retry
                 existing = self.get_request(code, new.id)
                 if existing is not None:
                     return Decided((existing, False), committed=False)
+            ahead = {c.key: c for c in charges if c.block > 0}
             for (reason, counter), group in zip(cancelled[2:], counters.values(), strict=True):
                 if reason == FAILED:
                     for charge in group:
-                        total = codec.counter_value((counter or {}).get(counted_attribute(charge))) + charge.amount
-                        if total > charge.limit:
-                            raise ChargeRefused(charge, total)
+                        count = codec.counter_value((counter or {}).get(counted_attribute(charge)))
+                        asked = ahead.get(charge.key)
+                        if asked is not None and charge.amount > asked.amount and count + asked.amount <= asked.limit:
+                            exact.add(charge.key)  # a whole block does not fit, this request does: count it alone
+                        elif count + (asked or charge).amount > charge.limit:
+                            raise ChargeRefused(asked or charge, count + (asked or charge).amount)
             reason, meta = cancelled[0]
+            if reason == FAILED and meta is not None:
+                credits.update({name: None for name in spent})
+                credits.update(codec.credits_of(meta))
+                self._noted(code, meta)
             if reason != FAILED:
                 return AGAIN  # a conflict with another writer of the session: again, after a back-off
             if meta is None or not codec.is_current(meta) or "closed_at" in meta:
@@ -126,6 +136,30 @@ class RequestOps(LegacyOps):
             return AGAIN_NOW
 
         return self._committing(chunks, attempt)
+
+    @staticmethod
+    def _ahead(
+        charges: Sequence[Charge], credits: dict[str, int | None], exact: set[str]
+    ) -> tuple[list[Charge], dict[str, tuple[int | None, int]]]:
+        """The charges to count now, and the session's credits they move (attribute: (as read, as written)). A
+        charge counted ahead (``Charge.block``) is paid from the session's credit when that covers it (its counter
+        not written at all), else its counter is charged a block (this request's amount at least) and the credit
+        keeps the rest; one whose block the counter refused is counted exactly."""
+        counted: list[Charge] = []
+        spent: dict[str, tuple[int | None, int]] = {}
+        for charge in charges:
+            if charge.block <= 0 or charge.session:
+                counted.append(charge)
+                continue
+            name = codec.credit_attribute(charge.window_end, charge.key)
+            credit = credits.get(name)
+            if credit is not None and credit >= charge.amount:
+                spent[name] = (credit, credit - charge.amount)
+                continue
+            top = charge.amount if charge.key in exact else max(charge.block, charge.amount)
+            counted.append(replace(charge, amount=top))
+            spent[name] = (credit, (credit or 0) + top - charge.amount)
+        return counted, spent
 
     def _not_appendable(self, code: str, new: NewRequest, meta: Item | None) -> Decided[tuple[RequestRecord, bool]]:
         """A session that takes no append: of the earlier layout (appended there), unknown, or ended (unless this
@@ -148,6 +182,7 @@ class RequestOps(LegacyOps):
         deliver_to: str | None,
         size: int,
         charges: Sequence[Charge],
+        spent: dict[str, tuple[int | None, int]],
     ) -> dict[str, Any]:
         """The META item's part of an append: the seq moves from ``last`` (the session not closed, and, when the
         request is stored delivered, still ``deliver_to``'s), the request is listed as pending, the session's own
@@ -171,6 +206,15 @@ class RequestOps(LegacyOps):
             sets.append(f"#w{i} = if_not_exists(#w{i}, :zero) + :w{i}")
             conditions.append(f"(attribute_not_exists(#w{i}) OR #w{i} <= :room{i})")
             values[":zero"] = n(0)
+        for i, (name, (was, now)) in enumerate(spent.items()):  # a credit moves only from what was read
+            names[f"#k{i}"] = name
+            values[f":k{i}"] = n(now)
+            sets.append(f"#k{i} = :k{i}")
+            if was is None:
+                conditions.append(f"attribute_not_exists(#k{i})")
+            else:
+                values[f":kwas{i}"] = n(was)
+                conditions.append(f"#k{i} = :kwas{i}")
         update = "SET " + ", ".join(sets)
         lapsed = self._lapsed(code, new.created_at, set(names.values()))
         if lapsed:

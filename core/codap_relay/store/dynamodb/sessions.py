@@ -46,7 +46,7 @@ class SessionOps(ManifestOps):
             raise
 
     def get_session(self, code: str) -> SessionRecord | None:
-        item = self._get(pk(code), "META")
+        item = self._noted(code, self._get(pk(code), "META"))
         return None if item is None else self._session(code, item)
 
     def update_session(
