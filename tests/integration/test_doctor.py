@@ -175,7 +175,8 @@ def test_a_district_on_sse_needs_the_table_raised_and_on_push_fits(
 def test_the_push_stage_and_new_connections_bound_a_bigger_district(
     aws: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    caps = ("--parameter", "TableMaxReadUnitsPerSecond=40000", "--parameter", "TableMaxWriteUnitsPerSecond=40000")
+    caps: tuple[str, ...] = ("--parameter", "TableMaxReadUnitsPerSecond=40000")
+    caps += ("--parameter", "TableMaxWriteUnitsPerSecond=40000")
     caps += ("--parameter", "PushPingSeconds=90")  # pings over five times as often as the default's 480 s
     code, out = run(capsys, account(connections=500), "--tabs", "60000", "--parameter", "PushChannel=websocket", *caps)
     assert code == 1
