@@ -62,6 +62,11 @@ def test_each_remaining_typed_tool_answers_its_output_schema(codap: CodapPage) -
     call("add_codap_attribute", {"datasetName": "shapes", "name": "area", "formula": "side * side"})
     call("delete_codap_attribute", {"datasetName": "shapes", "name": "area"})
     call("import_codap_data", {"datasetName": "more shapes", "csv": "kind,side\ntriangle,4\nhexagon,1\n"})
+    call("compute_codap_statistics", {"datasetName": "more shapes", "attributes": ["side"],
+                                      "groups": {"big": "side > 2", "small": "side <= 2"}})  # fmt: skip
+    fixes = [{"where": "side > 2", "values": {"side": 5}}, {"where": 'kind = "hexagon"', "values": {"side": 2}}]
+    call("update_codap_cases", {"datasetName": "more shapes", "updates": fixes})
+    call("delete_codap_cases", {"datasetName": "more shapes", "where": 'kind = "hexagon"'})
     call("group_codap_cases", {"datasetName": "shapes", "attributes": ["kind"]})
     call("select_codap_cases", {"datasetName": "shapes", "where": "side > 2"})
     call("get_codap_selection", {"datasetName": "shapes"})

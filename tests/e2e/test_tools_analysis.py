@@ -186,6 +186,62 @@ def test_statistics_grouped_and_filtered(codap: CodapPage) -> None:
     assert attribute_names(codap, "Grouped") == ["height", "arm span", "group", "name"]
 
 
+def test_statistics_per_named_group_and_per_formula_group_in_one_call(codap: CodapPage) -> None:
+    """Two condition-groups in one ask ("median height of a or b vs the rest"), and a formula as groupBy, each
+    checked against the values read back from CODAP; groups may overlap, and the answer says so."""
+    make_dataset(codap, "Groups")
+    held = [c["values"] for c in cases(codap, "Groups")]
+    named = {"a or b": 'group = "a" or group = "b"', "tall": "height > 165", "rest": 'group != "a" and group != "b"'}
+    out = codap.done(
+        "compute_codap_statistics",
+        {"datasetName": "Groups", "attributes": ["height"], "statistics": ["count", "median"], "groups": named},
+    )
+    members = {
+        "a or b": [v for v in held if v["group"] in ("a", "b")],
+        "tall": [v for v in held if isinstance(v["height"], (int, float)) and v["height"] > 165],
+        "rest": [v for v in held if v["group"] not in ("a", "b")],
+    }
+    rows = out["structuredContent"]["rows"]
+    assert [r["group"] for r in rows] == list(named)
+    for row in rows:
+        xs = numbers([v["height"] for v in members[row["group"]]])
+        assert (row["cases"], row["count"]) == (len(members[row["group"]]), len(xs))
+        assert row["median"] == pytest.approx(st.median(xs), rel=1e-12), row["group"]
+    text = out["content"][0]["text"]
+    assert "group | attribute | cases | count | median" in text and "more than one group" in text
+    assert out["structuredContent"]["casesMatched"] == 8
+    # With where: each group's cases are those matching both.
+    out = codap.done(
+        "compute_codap_statistics",
+        {"datasetName": "Groups", "attributes": ["height"], "statistics": ["count"], "where": "`arm span` > 155",
+         "groups": {"a or b": named["a or b"]}},
+    )  # fmt: skip
+    wide = [v for v in members["a or b"] if v["arm span"] > 155]
+    assert out["structuredContent"]["rows"][0]["cases"] == len(wide) == 5
+    assert out["structuredContent"]["casesMatched"] == len([v for v in held if v["arm span"] > 155])
+    assert "in no group" in out["content"][0]["text"]
+    # A formula as groupBy: one row per value CODAP gives it.
+    out = codap.done(
+        "compute_codap_statistics",
+        {"datasetName": "Groups", "attributes": ["arm span"], "statistics": ["mean"],
+         "groupBy": 'if(group = "a" or group = "b", "ab", "other")'},
+    )  # fmt: skip
+    by = {r["group"]: r for r in out["structuredContent"]["rows"]}
+    assert set(by) == {"ab", "other"}
+    for label, vs in (("ab", members["a or b"]), ("other", members["rest"])):
+        assert by[label]["cases"] == len(vs)
+        assert by[label]["mean"] == pytest.approx(st.mean(v["arm span"] for v in vs), rel=1e-12)
+    base = {"datasetName": "Groups", "attributes": ["height"]}
+    bad = codap.failed("compute_codap_statistics", {**base, "groups": {"x": 'colour = "red"'}})
+    assert bad["code"] == "formula_error" and bad["data"]["group"] == "x"
+    assert "Undefined symbol colour" in bad["message"]
+    bad = codap.failed("compute_codap_statistics", {**base, "groupBy": "round(weight)"})
+    assert bad["code"] == "formula_error" and "Undefined symbol weight" in bad["message"]
+    both = codap.failed("compute_codap_statistics", {**base, "groupBy": "group", "groups": named})
+    assert both["code"] == "invalid_arguments"
+    assert attribute_names(codap, "Groups") == ["height", "arm span", "group", "name"]
+
+
 def test_statistics_errors_name_what_exists(codap: CodapPage) -> None:
     make_dataset(codap, "Errs")
     base = {"datasetName": "Errs", "attributes": ["height"]}
@@ -317,11 +373,21 @@ def test_select_cases_by_where_and_ids_then_read_the_selection(codap: CodapPage)
     data = out["structuredContent"]
     assert (data["selectedCount"], data["caseCount"], data["matched"]) == (len(tall), 8, len(tall))
     assert f"{len(tall)} of 8 cases" in out["content"][0]["text"]
+    # The rows selected are listed, as CODAP holds them, in its order: no second call to read them.
+    assert data["cases"] == [{"caseId": c["id"], "values": c["values"]} for c in held if c["id"] in tall]
+    assert data["caseIds"] == [c["caseId"] for c in data["cases"]] and data["truncated"] is False
+    least = codap.done("select_codap_cases", {"datasetName": "Sel", "where": "height = min(height)"})
+    assert least["structuredContent"]["cases"] == [{"caseId": held[3]["id"], "values": held[3]["values"]}]  # Di
+    assert f'{held[3]["id"]}: {{"height":148.75,"arm span":149,"group":"c","name":"Di"}}' in least["content"][0]["text"]
+    capped = codap.done("select_codap_cases", {"datasetName": "Sel", "where": "height > 160", "maxCases": 1})
+    assert len(capped["structuredContent"]["cases"]) == 1 and capped["structuredContent"]["truncated"] is True
+    assert f"… and {len(tall) - 1} more ({len(tall)} in all)" in capped["content"][0]["text"]
 
     ann = held[0]["id"]
     out = codap.done("select_codap_cases", {"datasetName": "Sel", "caseIds": [ann, 999], "mode": "extend"})
     assert selected_ids(codap, "Sel") == tall | {ann}
     assert out["structuredContent"]["notCases"] == [999] and out["structuredContent"]["selectedCount"] == len(tall) + 1
+    assert out["structuredContent"]["cases"] == [{"caseId": ann, "values": held[0]["values"]}]
 
     shown = codap.done("get_codap_selection", {"datasetName": "Sel", "maxCases": 2})["structuredContent"]
     assert shown["selectedCount"] == len(tall) + 1 and shown["caseCount"] == 8 and shown["truncated"] is True

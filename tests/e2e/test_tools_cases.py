@@ -64,6 +64,11 @@ def test_a_users_id_column_is_an_ordinary_column_and_an_add_overwrites_nothing(c
     custom(codap, "ids", [{"id": 1, "v": 10}, {"id": 2, "v": 20}, {"id": 3, "v": 30}])
     added = codap.done("add_codap_cases", {"datasetName": "ids", "cases": [{"id": 3, "v": 31}, {"id": 4, "v": 40}]})
     assert added["structuredContent"]["totalCases"] == 5
+    # The new rows' ids, in the order given, are CODAP's item ids of the last two rows.
+    new_rows = codap.items(dataset_id(codap, "ids"))[3:]
+    assert added["structuredContent"]["caseIds"] == [i["id"] for i in new_rows]
+    assert [i["values"]["v"] for i in new_rows] == [31, 40]
+    assert f"{new_rows[0]['id']}, {new_rows[1]['id']}" in added["content"][0]["text"]
     pairs = [(r["id"], r["v"]) for r in held(codap, "ids")]
     assert pairs == [(1, 10), (2, 20), (3, 30), (3, 31), (4, 40)]
     out = codap.done("export_codap_data", {"datasetName": "ids", "format": "csv"})["structuredContent"]
@@ -134,6 +139,12 @@ def test_update_by_condition_and_by_ids_changes_exactly_those_cases(codap: Codap
         ("ash", 1.9),
     ]
     assert "Changed 2 cases" in result["content"][0]["text"]
+    # What the cells held before: the values CODAP had (TREES), by row.
+    assert facts["before"] == [
+        {"caseId": tall[0], "values": {"species": "oak", "girth": 3.1}},
+        {"caseId": tall[1], "values": {"species": "oak", "girth": 2.7}},
+    ]
+    assert f'{tall[0]}: species "oak", girth 3.1' in result["content"][0]["text"]
 
     exported = codap.done("export_codap_data", {"datasetName": "trees upd", "includeCaseIds": True})
     ids = exported["structuredContent"]["caseIds"]
@@ -157,6 +168,55 @@ def test_update_by_condition_and_by_ids_changes_exactly_those_cases(codap: Codap
         (121, ""),
         (170, ""),
     ]
+
+
+def test_a_list_of_updates_is_one_change_one_undo_step_and_answers_per_update(codap: CodapPage) -> None:
+    custom(codap, "trees list", TREES)
+    did = dataset_id(codap, "trees list")
+    ids = [i["id"] for i in codap.items(did)]
+    updates = [
+        {"where": 'species = "ash"', "values": {"girth": 2}},
+        {"caseIds": [ids[3]], "values": {"girth": 0.8, "species": "old elm"}},
+        {"where": "height >= 170", "values": {"height": 200}},  # overlaps the first at ids[4]
+    ]
+    result = codap.done("update_codap_cases", {"datasetName": "trees list", "updates": updates})
+    facts = result["structuredContent"]
+    assert [(r["height"], r["species"], r["girth"]) for r in held(codap, "trees list")] == [
+        (200, "oak", 3.1),
+        (150, "ash", 2),
+        (200, "oak", 2.7),
+        (120, "old elm", 0.8),
+        (200, "ash", 2),
+    ]
+    assert sorted(facts["caseIds"]) == sorted(ids) and facts["changed"] == 5
+    assert [(u["changed"], u["caseIds"]) for u in facts["updates"]] == [
+        (2, [ids[1], ids[4]]),
+        (1, [ids[3]]),
+        (3, [ids[0], ids[2], ids[4]]),
+    ]
+    assert facts["updates"][1]["before"] == [{"caseId": ids[3], "values": {"girth": "", "species": "elm"}}]
+    text = result["content"][0]["text"]
+    assert "in 3 updates, as one change" in text and "2. with the given ids: set girth = 0.8" in text
+    assert f"1 case ({ids[4]}) is in more than one update" in text
+    # One step of CODAP's Undo takes back all three.
+    codap.done("undo_codap", {"steps": 1})
+    assert held(codap, "trees list") == TREES
+
+    # An update that matches nothing, or names an unknown attribute, changes nothing at all.
+    base = {"datasetName": "trees list"}
+    none = codap.failed(
+        "update_codap_cases", {**base, "updates": [updates[0], {"where": "height > 900", "values": {"girth": 1}}]}
+    )
+    assert none["code"] == "empty_selection" and none["data"]["update"] == 1
+    assert (
+        none["message"].startswith("Update 2 of 2 (matching height > 900): ")
+        and "Nothing was changed" in none["message"]
+    )
+    unknown = codap.failed("update_codap_cases", {**base, "updates": [{"where": "true", "values": {"age": 1}}]})
+    assert unknown["code"] == "attribute_not_found" and unknown["data"]["update"] == 0
+    both = codap.failed("update_codap_cases", {**base, "updates": updates, "values": {"girth": 1}, "where": "true"})
+    assert both["code"] == "invalid_arguments" and "not both" in both["message"]
+    assert held(codap, "trees list") == TREES
 
 
 def test_update_sets_a_users_id_column_like_any_other(codap: CodapPage) -> None:
@@ -218,6 +278,9 @@ def test_delete_by_condition_and_by_ids_reports_what_remains(codap: CodapPage) -
     gone = codap.done("delete_codap_cases", {"datasetName": "trees del", "where": 'species = "oak"'})
     facts = gone["structuredContent"]
     assert facts["deleted"] == 2 and facts["remaining"] == 3 == len(codap.items(dataset_id(codap, "trees del")))
+    assert [c["values"] for c in facts["cases"]] == [TREES[0], TREES[2]]
+    assert [c["caseId"] for c in facts["cases"]] == facts["caseIds"]
+    assert '"height":185' in gone["content"][0]["text"]
     assert "Deleted 2 cases" in gone["content"][0]["text"] and "3 cases remain" in gone["content"][0]["text"]
     assert [r["species"] for r in held(codap, "trees del")] == ["ash", "elm", "ash"]
 
@@ -225,6 +288,7 @@ def test_delete_by_condition_and_by_ids_reports_what_remains(codap: CodapPage) -
     by_id = codap.done("delete_codap_cases", {"datasetName": "trees del", "caseIds": [items[1]["id"]]})
     assert by_id["structuredContent"]["caseIds"] == [items[1]["id"]]
     assert by_id["structuredContent"]["remaining"] == 2
+    assert by_id["structuredContent"]["cases"] == [{"caseId": items[1]["id"], "values": items[1]["values"]}]
     assert [r["species"] for r in held(codap, "trees del")] == ["ash", "ash"]
 
     empty = codap.failed("delete_codap_cases", {"datasetName": "trees del", "where": 'species = "oak"'})
@@ -232,6 +296,24 @@ def test_delete_by_condition_and_by_ids_reports_what_remains(codap: CodapPage) -
     missing = codap.failed("delete_codap_cases", {"datasetName": "trees del", "caseIds": [items[1]["id"]]})
     assert missing["code"] == "case_not_found"
     assert len(codap.items(dataset_id(codap, "trees del"))) == 2
+
+
+def test_change_and_delete_the_cases_selected_in_codap(codap: CodapPage) -> None:
+    custom(codap, "trees picked", TREES)
+    base = {"datasetName": "trees picked"}
+    nothing = codap.failed("delete_codap_cases", {**base, "selection": "selected"})
+    assert nothing["code"] == "empty_selection" and "select_codap_cases" in nothing["message"]
+    codap.done("select_codap_cases", {**base, "where": 'species = "oak"'})
+    others = codap.done("update_codap_cases", {**base, "selection": "unselected", "values": {"girth": 0}})
+    assert (
+        others["structuredContent"]["changed"] == 3 and "that were unselected in CODAP" in others["content"][0]["text"]
+    )
+    assert [r["girth"] for r in held(codap, "trees picked")] == [3.1, 0, 2.7, 0, 0]
+    gone = codap.done("delete_codap_cases", {**base, "selection": "selected"})
+    assert [c["values"]["height"] for c in gone["structuredContent"]["cases"]] == [190, 185]
+    assert [r["species"] for r in held(codap, "trees picked")] == ["ash", "elm", "ash"]
+    both = codap.failed("delete_codap_cases", {**base, "selection": "selected", "where": "true"})
+    assert both["code"] == "invalid_arguments" and "exactly one" in both["message"]
 
 
 # --- sort_codap_cases ----------------------------------------------------------------------------------------
@@ -242,6 +324,13 @@ def test_sort_reorders_the_cases_in_codap_both_ways(codap: CodapPage) -> None:
     up = codap.done("sort_codap_cases", {"datasetName": "trees sort", "attribute": "height"})["structuredContent"]
     heights = [r["height"] for r in held(codap, "trees sort")]
     assert heights == [120, 150, 170, 185, 190] and up["firstValues"] == heights
+    # The rows in the new order, as CODAP holds them: the top 2 by height is one call.
+    top = codap.done(
+        "sort_codap_cases", {"datasetName": "trees sort", "attribute": "height", "descending": True, "maxCases": 2}
+    )
+    items = codap.items(dataset_id(codap, "trees sort"))
+    assert top["structuredContent"]["cases"] == [{"caseId": i["id"], "values": i["values"]} for i in items[:2]]
+    assert [i["values"]["height"] for i in items[:2]] == [190, 185] and "… and 3 more" in top["content"][0]["text"]
     down = codap.done("sort_codap_cases", {"datasetName": "trees sort", "attribute": "species", "descending": True})
     assert [r["species"] for r in held(codap, "trees sort")] == ["oak", "oak", "elm", "ash", "ash"]
     assert down["structuredContent"]["firstValues"] == ["oak", "oak", "elm", "ash", "ash"]
@@ -257,12 +346,19 @@ def test_group_moves_attributes_into_a_new_parent_collection_and_ungroup_moves_t
     grouped = codap.done("group_codap_cases", {"datasetName": "trees grp", "attributes": ["species"]})
     after = collections(codap, "trees grp")
     assert after == [("species groups", 3, ["species"]), ("trees grp", 5, ["height", "girth"])]
+    did = dataset_id(codap, "trees grp")
+    parents = codap.ok({"action": "get", "resource": f"dataContext[{did}].collection[species groups].allCases"})
+    assert (
+        grouped["structuredContent"]["groups"]
+        == [{"values": c["case"]["values"], "cases": len(c["case"]["children"])} for c in parents["cases"]]
+        == [{"values": {"species": s}, "cases": n} for s, n in (("oak", 2), ("ash", 2), ("elm", 1))]
+    )
+    assert 'how many trees grp cases each holds: "oak" 2, "ash" 2, "elm" 1.' in grouped["content"][0]["text"]
     assert grouped["structuredContent"]["collections"] == [
         {"name": n, "caseCount": c, "attributes": a} for n, c, a in after
     ]
     assert "species groups (3 cases: species) > trees grp (5 cases: height, girth)" in grouped["content"][0]["text"]
     # a formula in the parent collection works per group ("mean by group")
-    did = dataset_id(codap, "trees grp")
     codap.ok(
         {
             "action": "create",

@@ -12,8 +12,8 @@ import { ToolError, collection, dataContext, get, invalid, plural, refused } fro
  */
 
 /**
- * How the case tools pick cases: a CODAP formula, or item ids (exactly one of them).
- * @typedef {{datasetName: string, where?: string, caseIds?: CodapId[]}} CaseSelection
+ * How the case tools pick cases: a CODAP formula, item ids, or CODAP's selection (exactly one of them).
+ * @typedef {{datasetName: string, where?: string, caseIds?: CodapId[], selection?: "selected" | "unselected"}} CaseSelection
  */
 
 /** How many ids a sentence lists; structuredContent has them all. */
@@ -75,6 +75,26 @@ export function createCaseSelection({ send, must }) {
   }
 
   /**
+   * The case ids (CODAP's) of the child-most collection's selected and unselected cases.
+   * @param {DescribedDataset} dataset
+   */
+  async function bySelection(dataset) {
+    const leaf = dataset.collections[dataset.collections.length - 1];
+    const selection = get(`${dataContext(dataset.id)}.selectionList`);
+    const all = get(`${collection(dataset.id, leaf.id)}.caseFormulaSearch[true]`);
+    const [sel, every] = await send([selection, all]);
+    /** @type {Set<CodapId>} */
+    const selected = new Set(
+      (must(selection, sel).values ?? [])
+        .filter((/** @type {any} */ c) => String(c.collectionID) === String(leaf.id))
+        .map((/** @type {any} */ c) => c.caseID),
+    );
+    /** @type {CodapId[]} */
+    const ids = (must(all, every).values ?? []).map((/** @type {any} */ c) => c.id);
+    return { selected: ids.filter((id) => selected.has(id)), unselected: ids.filter((id) => !selected.has(id)) };
+  }
+
+  /**
    * The items the arguments select, as CODAP gives them ({id, values}): by a formula on the child-most
    * collection (two messages whatever the number of matches) or by ids (one message). No match is an error.
    * @param {DescribedDataset} dataset
@@ -84,14 +104,32 @@ export function createCaseSelection({ send, must }) {
   async function select(dataset, args) {
     const hasWhere = typeof args.where === "string";
     const hasIds = Array.isArray(args.caseIds);
-    if (hasWhere === hasIds) {
+    const bySelected = args.selection !== undefined;
+    if (Number(hasWhere) + Number(hasIds) + Number(bySelected) !== 1) {
       throw invalid(
-        "Give exactly one of where (a CODAP formula such as `height > 180`) and caseIds (ids from " +
-          "export_codap_data with includeCaseIds).",
+        "Give exactly one of where (a CODAP formula such as `height > 180`), caseIds (ids from " +
+          "export_codap_data with includeCaseIds) and selection (the cases selected in CODAP, or the unselected).",
       );
     }
     const leaf = dataset.collections[dataset.collections.length - 1];
     const total = leaf?.caseCount ?? 0;
+    if (bySelected) {
+      const ids = (await bySelection(dataset))[/** @type {"selected" | "unselected"} */ (args.selection)];
+      if (ids.length === 0) {
+        throw new ToolError(
+          args.selection === "selected"
+            ? `No case of ${JSON.stringify(dataset.name)} is selected in CODAP: select some first ` +
+              "(select_codap_cases), or give where or caseIds. Nothing was changed."
+            : `Every case of ${JSON.stringify(dataset.name)} is selected in CODAP, so none is unselected. Nothing was ` +
+              "changed.",
+          "empty_selection",
+          { datasetName: dataset.name, selection: args.selection, caseCount: total },
+        );
+      }
+      const lookups = ids.map((id) => get(`${dataContext(dataset.id)}.itemByCaseID[${id}]`));
+      const replies = await send(lookups);
+      return replies.map((r, i) => must(lookups[i], r, `finding the ${args.selection} cases`).values);
+    }
     if (hasIds) {
       const ids = [...new Set(args.caseIds)];
       const lookups = ids.map((id) => get(`${dataContext(dataset.id)}.itemByID[${id}]`));
@@ -115,7 +153,9 @@ export function createCaseSelection({ send, must }) {
   }
 
   /** @param {CaseSelection} args */
-  const selectionText = (args) => (typeof args.where === "string" ? `matching ${args.where.trim()}` : "with the given ids");
+  const selectionText = (args) => (typeof args.where === "string"
+    ? `matching ${args.where.trim()}`
+    : args.selection ? `that were ${args.selection} in CODAP` : "with the given ids");
 
-  return { select, matching, selectionText };
+  return { select, matching, bySelection, selectionText };
 }

@@ -6,6 +6,7 @@
 // The case ids the model sees are CODAP's item ids, the ids export_codap_data gives with includeCaseIds.
 
 import { cellValue } from "../data.js";
+import { LISTED_ROWS, caseRowReads, firstCaseReads, rowsText } from "./case_rows.js";
 import { createCaseSelection, idList } from "./case_selection.js";
 import {
   ToolError,
@@ -23,7 +24,11 @@ import {
  * @import {CodapId, CodapRequest, DescribedAttribute, DescribedDataset, Json} from "../types.js"
  * @import {ToolContext} from "./context.js"
  * @import {CaseSelection} from "./case_selection.js"
+ * @import {Cell} from "../data.js"
  */
+
+/** How many groups a grouping's answer lists. */
+const MAX_GROUPS_LISTED = 20;
 
 /** @param {unknown} v */
 const shownValue = (v) => (typeof v === "string" ? JSON.stringify(v) : String(v));
@@ -69,10 +74,13 @@ export function createCaseTools(ctx) {
     return at;
   }
 
-  /** @param {CaseSelection & {values: Record<string, Json>}} args */
-  async function update_codap_cases(args) {
-    const { dataset } = await describe(args.datasetName, true);
-    const names = Object.keys(args.values);
+  /**
+   * The checked values of one update: names that exist and hold no formula, as CODAP cells.
+   * @param {DescribedDataset} dataset
+   * @param {Record<string, Json> | undefined} given
+   */
+  function cellsOf(dataset, given) {
+    const names = Object.keys(given ?? {});
     if (names.length === 0) throw invalid("values is empty: give the new values by attribute name.");
     for (const name of names) {
       const { attr } = located(dataset, name, "values");
@@ -85,23 +93,106 @@ export function createCaseTools(ctx) {
         );
       }
     }
-    const values = Object.fromEntries(names.map((n) => [n, cellValue(args.values[n])]));
-    const items = await select(dataset, args);
+    return Object.fromEntries(names.map((n) => [n, cellValue(/** @type {Record<string, Json>} */ (given)[n])]));
+  }
+
+  /**
+   * @param {CaseSelection & {values?: Record<string, Json>,
+   *   updates?: Array<Omit<CaseSelection, "datasetName"> & {values: Record<string, Json>}>}} args
+   */
+  async function update_codap_cases(args) {
+    const listed = args.updates !== undefined;
+    const single = /** @type {const} */ (["values", "where", "caseIds", "selection"]).filter((k) => args[k] !== undefined);
+    if (listed && single.length) {
+      throw invalid(`Give updates alone (each with its where, caseIds or selection, and values), or values with ` +
+        `where, caseIds or selection, not both (got updates and ${single.join(", ")}).`);
+    }
+    if (!listed && args.values === undefined) {
+      throw invalid("Give values (with where, caseIds or selection), or updates: a list of {where or caseIds, values}.");
+    }
+    const { dataset } = await describe(args.datasetName, true);
+    const asked = args.updates ??
+      [{ where: args.where, caseIds: args.caseIds, selection: args.selection, values: args.values ?? {} }];
+    /** @type {Array<{ask: CaseSelection, values: Record<string, Cell>, items: Array<{id: CodapId, values: Record<string, unknown>}>}>} */
+    const updates = [];
+    for (const [i, u] of asked.entries()) {
+      /** @type {CaseSelection} */
+      const ask = { datasetName: dataset.name, ...(u.where === undefined ? {} : { where: u.where }),
+        ...(u.caseIds === undefined ? {} : { caseIds: u.caseIds }),
+        ...(u.selection === undefined ? {} : { selection: u.selection }) };
+      try {
+        const values = cellsOf(dataset, u.values);
+        updates.push({ ask, values, items: await select(dataset, ask) });
+      } catch (e) {
+        if (listed && e instanceof ToolError) {
+          e.message = `Update ${i + 1} of ${asked.length} (${selectionText(ask)}): ${e.message} Nothing was changed.`;
+          e.data = { ...e.data, update: i };
+        }
+        throw e;
+      }
+    }
+    // One request for every update (one change in CODAP, one step of its Undo): each row gets the values of
+    // every update that selects it, the later update's where two set the same attribute.
+    /** @type {Map<CodapId, Record<string, Cell>>} */
+    const merged = new Map();
+    /** @type {Set<CodapId>} */
+    const overlap = new Set();
+    for (const u of updates) {
+      for (const item of u.items) {
+        if (merged.has(item.id)) overlap.add(item.id);
+        merged.set(item.id, { ...merged.get(item.id), ...u.values });
+      }
+    }
     /** @type {CodapRequest} */
     const change = {
       action: "update",
       resource: `${dataContext(dataset.id)}.item`,
-      values: items.map((item) => ({ id: item.id, values })),
+      values: [...merged].map(([id, values]) => ({ id, values })),
     };
     const [reply] = await send([change]);
     /** @type {CodapId[]} */
     const changed = must(change, reply, `changing cases of ${JSON.stringify(dataset.name)}`).values?.changedCases ?? [];
-    const set = names.map((n) => `${n} = ${shownValue(values[n])}`).join(", ");
-    return toolResult(
-      `Changed ${plural(changed.length, "case")} of ${JSON.stringify(dataset.name)} ${selectionText(args)}: ` +
-        `set ${set}. Case ids: ${idList(changed)}.`,
-      { datasetName: dataset.name, changed: changed.length, attributes: names, values, caseIds: changed },
-    );
+    const per = updates.map((u) => ({
+      ...(u.ask.where === undefined ? {} : { where: u.ask.where }),
+      ...(u.ask.selection === undefined ? {} : { selection: u.ask.selection }),
+      values: u.values,
+      changed: u.items.length,
+      caseIds: u.items.map((item) => item.id),
+      // What the cells held before, for the first rows (what changed, and how to put it back).
+      before: u.items.slice(0, LISTED_ROWS).map((item) => ({
+        caseId: item.id,
+        values: Object.fromEntries(Object.keys(u.values).map((n) => [n, item.values?.[n] ?? ""])),
+      })),
+    }));
+    /** @param {typeof per[number]} u */
+    const was = (u) => u.before.map((b) => `${b.caseId}: ${Object.entries(b.values).map(([n, v]) => `${n} ${shownValue(v)}`)
+      .join(", ")}`).join("; ") + (u.changed > u.before.length ? `; … ${u.changed - u.before.length} more` : "");
+    /** @param {Record<string, Cell>} values */
+    const setText = (values) => Object.entries(values).map(([n, v]) => `${n} = ${shownValue(v)}`).join(", ");
+    const attributes = [...new Set(updates.flatMap((u) => Object.keys(u.values)))];
+    if (!listed) {
+      const [u] = per;
+      return toolResult(
+        `Changed ${plural(changed.length, "case")} of ${JSON.stringify(dataset.name)} ${selectionText(args)}: ` +
+          `set ${setText(u.values)}. Case ids: ${idList(changed)}.\nBefore (case id: values): ${was(u)}.`,
+        { datasetName: dataset.name, changed: changed.length, attributes, values: u.values, caseIds: changed, before: u.before },
+      );
+    }
+    const lines = per.map((u, i) => `${i + 1}. ${selectionText(updates[i].ask)}: set ${setText(u.values)} in ` +
+      `${plural(u.changed, "case")} (before: ${was(u)})`);
+    let text = `Changed ${plural(changed.length, "case")} of ${JSON.stringify(dataset.name)} in ` +
+      `${plural(updates.length, "update")}, as one change (one step of CODAP's Undo):\n${lines.join("\n")}`;
+    if (overlap.size) {
+      text += `\n${plural(overlap.size, "case")} (${idList([...overlap])}) ${overlap.size === 1 ? "is" : "are"} in more ` +
+        "than one update: each got every update's values, the later update's where two set the same attribute.";
+    }
+    return toolResult(text, {
+      datasetName: dataset.name,
+      changed: changed.length,
+      attributes,
+      caseIds: changed,
+      updates: per,
+    });
   }
 
   /** @param {CaseSelection} args */
@@ -124,21 +215,24 @@ export function createCaseTools(ctx) {
     const parents = collections.length > 1
       ? ` (${collections.map((c) => `${c.name}: ${c.caseCount}`).join(" > ")})`
       : "";
+    // What was deleted, as it was: the first rows' values (read before the deletion).
+    const gone = items.slice(0, LISTED_ROWS).map((item) => ({ caseId: item.id, values: item.values ?? {} }));
     return toolResult(
       `Deleted ${plural(deleted.length, "case")} of ${JSON.stringify(dataset.name)} ${selectionText(args)}; ` +
         `${plural(remaining, "case")} remain${remaining === 1 ? "s" : ""}${parents}. Deleted ids: ${idList(deleted)}. ` +
-        "CODAP's Undo brings them back.",
+        "undo_codap_tool_calls brings them back." + rowsText("The rows deleted", gone, items.length),
       {
         datasetName: dataset.name,
         deleted: deleted.length,
         remaining,
         caseIds: deleted,
+        cases: gone,
         ...(collections.length > 1 ? { collections } : {}),
       },
     );
   }
 
-  /** @param {{datasetName: string, attribute: string, descending?: boolean}} args */
+  /** @param {{datasetName: string, attribute: string, descending?: boolean, maxCases?: number}} args */
   async function sort_codap_cases(args) {
     const { dataset } = await describe(args.datasetName);
     const { attr, index } = located(dataset, args.attribute, "sorting");
@@ -146,18 +240,20 @@ export function createCaseTools(ctx) {
     const sorted = dataset.collections[index];
     // CODAP's case table sort, over the plugin API: update dataContext with {sort: {attr, isDescending}}
     // (v3 data-context-handler.ts; DataSet.sortByAttribute). The first cases of the attribute's collection are
-    // read in the same message, after the sort.
+    // read in the same message, after the sort, then as rows (their items: ids and every value) in a second one.
     /** @type {CodapRequest} */
     const sort = {
       action: "update",
       resource: dataContext(dataset.id),
       values: { sort: { attr: attr.id, isDescending: descending } },
     };
-    const firstCount = Math.min(5, sorted.caseCount ?? 0);
-    const firsts = Array.from({ length: firstCount }, (_, i) => get(`${collection(dataset.id, sorted.id)}.caseByIndex[${i}]`));
-    const [reply, ...read] = await send([sort, ...firsts]);
+    const firsts = firstCaseReads(dataset, sorted, args.maxCases ?? LISTED_ROWS);
+    const [reply, ...read] = await send([sort, ...firsts.requests]);
     must(sort, reply, `sorting ${JSON.stringify(dataset.name)} by ${JSON.stringify(attr.name)}`);
-    const first = read.map((r, i) => must(firsts[i], r).values?.case?.values?.[attr.name]);
+    const firstCases = firsts.cases(read);
+    const reads = caseRowReads(dataset, sorted, firstCases.map((c) => c.id));
+    const rows = (reads.requests.length ? reads.rows(await send(reads.requests)) : []).flatMap((r) => (r ? [r] : []));
+    const first = rows.map((r) => r.values[attr.name]);
     const scope = index < dataset.collections.length - 1
       ? ` The ${sorted.name} cases (a parent collection) are in the new order, their child cases with them.`
       : index > 0
@@ -165,13 +261,17 @@ export function createCaseTools(ctx) {
         : "";
     return toolResult(
       `Sorted ${JSON.stringify(dataset.name)} by ${attr.name}, ${descending ? "descending" : "ascending"}.${scope} ` +
-        `First ${attr.name} values now: ${first.map(shownValue).join(", ") || "(no cases)"}.`,
+        `First ${attr.name} values now: ${first.map(shownValue).join(", ") || "(no cases)"}.` +
+        rowsText(`The first ${rows[0]?.caseId === undefined ? `${sorted.name} cases` : "rows"} in the new order`, rows,
+          sorted.caseCount ?? rows.length),
       {
         datasetName: dataset.name,
         attribute: attr.name,
         descending,
         collection: sorted.name,
         firstValues: first,
+        cases: rows,
+        caseCount: sorted.caseCount,
       },
     );
   }
@@ -280,15 +380,28 @@ export function createCaseTools(ctx) {
       caseCount: c.caseCount,
       attributes: c.attributes.map((a) => a.name),
     }));
+    // The groups made: the new collection's first cases, each with how many cases it holds below.
+    const made = newCollection ? after.collections.find((c) => c.name === /** @type {{name: string}} */ (newCollection).name) : null;
+    const firsts = made ? firstCaseReads(after, made, MAX_GROUPS_LISTED) : null;
+    const groups = firsts && firsts.requests.length
+      ? firsts.cases(await send(firsts.requests)).map((c) => ({ values: c.values ?? {}, cases: c.children?.length ?? 0 }))
+      : [];
     const layout = collections.map((c) => `${c.name} (${plural(c.caseCount, "case")}: ${c.attributes.join(", ")})`).join(" > ");
     const what = ungroup
       ? `Moved ${names.join(", ")} of ${JSON.stringify(dataset.name)} back down`
       : `Grouped ${JSON.stringify(dataset.name)} by ${names.join(", ")} in the new parent collection ${JSON.stringify(/** @type {{name: string}} */ (newCollection).name)}`;
-    return toolResult(`${what}. Collections now: ${layout}.`, {
+    let groupText = "";
+    if (made && groups.length) {
+      const below = after.collections[after.collections.indexOf(made) + 1]?.name ?? "child";
+      groupText = `\nThe ${plural(made.caseCount, "group")} and how many ${below} cases each holds: ` +
+        groups.map((g) => `${Object.values(g.values).map(shownValue).join(" & ")} ${g.cases}`).join(", ") +
+        (made.caseCount > groups.length ? `, … ${made.caseCount - groups.length} more.` : ".");
+    }
+    return toolResult(`${what}. Collections now: ${layout}.${groupText}`, {
       datasetName: dataset.name,
       ungroup,
       attributes: names,
-      ...(newCollection ? { newCollection: newCollection.name } : {}),
+      ...(newCollection ? { newCollection: newCollection.name, groups } : {}),
       collections,
     });
   }

@@ -29,6 +29,7 @@ import {
   toolResult,
   unknownAttribute,
 } from "./context.js";
+import { idList } from "./case_selection.js";
 import { hiddenCases } from "./tables.js";
 
 /**
@@ -177,13 +178,16 @@ export function createDatasetTools(ctx) {
     const warn = ignored.length
       ? ` Fields not in the dataset were ignored: ${ignored.join(", ")} (add attributes with codap_api first).`
       : "";
+    /** @type {CodapId[]} CODAP's ids of the new rows, in the order given */
+    const caseIds = /** @type {CodapSuccess} */ (added).itemIDs ?? [];
     return toolResult(
       `Added ${plural(n, "case")} to ${JSON.stringify(dataset.name)}; it now has ${plural(total, "case")}${parents}.` +
-        warn,
+        `${warn} The new rows' case ids, in the order given: ${idList(caseIds)}.`,
       {
         datasetName: dataset.name,
         added: n,
         totalCases: total,
+        caseIds,
         ...(totals.length > 1 ? { collections: totals } : {}),
         ignoredFields: ignored,
       },

@@ -43,7 +43,7 @@ const itemKey = (id) => `ITEM${id}`;
 /** @param {ToolContext} ctx */
 export function createTableTools(ctx) {
   const { send, must, findDataset, describeDatasets } = ctx;
-  const { select, matching } = createCaseSelection(ctx);
+  const { select, matching, bySelection } = createCaseSelection(ctx);
 
   /** @param {string} datasetName */
   async function describe(datasetName) {
@@ -64,26 +64,6 @@ export function createTableTools(ctx) {
     requests.forEach((r, i) => must(r, replies[i], `setting cases of ${JSON.stringify(dataset.name)} aside`));
     const n = requests.length;
     return { ...hiddenCases(must(read, replies[n]).values), shown: Number(must(count, replies[n + 1]).values ?? 0) };
-  }
-
-  /**
-   * The case ids (CODAP's) of the child-most collection's selected and unselected cases.
-   * @param {DescribedDataset} dataset
-   */
-  async function bySelection(dataset) {
-    const leaf = dataset.collections[dataset.collections.length - 1];
-    const selection = get(`${dataContext(dataset.id)}.selectionList`);
-    const all = get(`${collection(dataset.id, leaf.id)}.caseFormulaSearch[true]`);
-    const [sel, every] = await send([selection, all]);
-    /** @type {Set<CodapId>} */
-    const selected = new Set(
-      (must(selection, sel).values ?? [])
-        .filter((/** @type {any} */ c) => String(c.collectionID) === String(leaf.id))
-        .map((/** @type {any} */ c) => c.caseID),
-    );
-    /** @type {CodapId[]} */
-    const ids = (must(all, every).values ?? []).map((/** @type {any} */ c) => c.id);
-    return { selected: ids.filter((id) => selected.has(id)), unselected: ids.filter((id) => !selected.has(id)) };
   }
 
   /**

@@ -1,0 +1,449 @@
+// @ts-check
+// compute_codap_statistics: summary statistics computed by CODAP's own formula engine (formula_values.js says
+// how: hidden formula attributes added, read and removed in one message), over every case, the cases matching a
+// condition, or per group (the values of an attribute or of a formula, or groups named by conditions).
+
+import { ToolError, collection, get, invalid, plural, toolResult, unknownAttribute } from "./context.js";
+import { createFormulaValues, errorText, isError, ref } from "./formula_values.js";
+
+/**
+ * @import {DescribedAttribute, DescribedCollection, DescribedDataset} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ */
+
+/**
+ * A statistic: whether it needs numbers, and its CODAP formula of an attribute reference, a filter condition (or
+ * null) and the percentile asked for.
+ * `y`: the second attribute of the statistics of two attributes (correlation, rSquared, slope, intercept).
+ * @typedef {{numeric: boolean, paired?: boolean,
+ *   formula: (x: string, filter: string | null, percentile?: number, y?: string) => string}} Statistic
+ */
+
+/** @type {(fn: string, x: string, filter: string | null, extra?: string | null) => string} */
+const call = (fn, x, filter, extra = null) =>
+  `${fn}(${[x, ...(extra === null ? [] : [extra]), ...(filter ? [filter] : [])].join(", ")})`;
+
+/**
+ * Each statistic as a CODAP formula of an attribute reference, a filter condition (or null) and the percentile.
+ * @type {Record<string, Statistic>}
+ */
+const STATISTICS = {
+  count: { numeric: false, formula: (x, f) => call("count", x, f) },
+  mean: { numeric: true, formula: (x, f) => call("mean", x, f) },
+  median: { numeric: true, formula: (x, f) => call("median", x, f) },
+  sd: { numeric: true, formula: (x, f) => call("stdDev", x, f) },
+  variance: { numeric: true, formula: (x, f) => call("variance", x, f) },
+  min: { numeric: true, formula: (x, f) => call("min", x, f) },
+  max: { numeric: true, formula: (x, f) => call("max", x, f) },
+  sum: { numeric: true, formula: (x, f) => call("sum", x, f) },
+  q1: { numeric: true, formula: (x, f) => call("percentile", x, f, "0.25") },
+  q3: { numeric: true, formula: (x, f) => call("percentile", x, f, "0.75") },
+  iqr: {
+    numeric: true,
+    formula: (x, f) => `${call("percentile", x, f, "0.75")} - ${call("percentile", x, f, "0.25")}`,
+  },
+  range: { numeric: true, formula: (x, f) => `${call("max", x, f)} - ${call("min", x, f)}` },
+  mad: { numeric: true, formula: (x, f) => call("mad", x, f) },
+  percentile: { numeric: true, formula: (x, f, p) => call("percentile", x, f, String(/** @type {number} */ (p) / 100)) },
+  // Of two attributes: CODAP's bivariate functions take x, y and a filter (the least-squares line of y on x).
+  correlation: { numeric: true, paired: true, formula: (x, f, _p, y) => call("correlation", x, f, y) },
+  rSquared: { numeric: true, paired: true, formula: (x, f, _p, y) => call("rSquared", x, f, y) },
+  slope: { numeric: true, paired: true, formula: (x, f, _p, y) => call("linRegrSlope", x, f, y) },
+  intercept: { numeric: true, paired: true, formula: (x, f, _p, y) => call("linRegrIntercept", x, f, y) },
+};
+const DEFAULT_STATISTICS = ["count", "mean", "median", "sd", "min", "max", "q1", "q3"];
+const MAX_GROUPS = 50;
+/** At most this many case values read by the aggregates of one call (a few seconds of CODAP's time). */
+const MAX_WORK = 1_000_000;
+const NO_VALUE = "(no value)";
+
+/**
+ * A number as shown in the text table: CODAP's full value in structuredContent.
+ * @param {unknown} v
+ */
+function shown(v) {
+  if (v === null || v === undefined) return "—";
+  if (typeof v !== "number") return String(v);
+  if (Number.isInteger(v)) return String(v);
+  return String(Number(v.toPrecision(6)));
+}
+
+
+/**
+ * A group of cases the statistics are computed for: its label, its condition in an aggregate's filter, that
+ * condition as the answer shows it, and the hidden attribute holding it (named groups).
+ * @typedef {{label: string, condition: string, shown: string, attribute?: string}} Group
+ */
+
+/** @param {ToolContext} ctx */
+export function createStatisticsTool(ctx) {
+  const { send, must, findDataset, describeDatasets } = ctx;
+  const { temporaryPrefix, withTemporaryFormulas } = createFormulaValues(ctx);
+
+  /**
+   * The groups the rows are computed for, each with its `condition` (true for its cases, in an aggregate's
+   * filter) and `shown` (that condition as the answer shows it), and the hidden attributes they need.
+   * - groupBy an attribute: its values as CODAP lists them in its categories (its non-empty values, in CODAP's
+   *   order), and a group "(no value)";
+   * - groupBy a formula: the values CODAP gives it, read first as the categories of a hidden attribute holding
+   *   it (one message), then grouped as an attribute's;
+   * - named groups: one hidden attribute a group holds its condition, evaluated case by case (CODAP's `or` and
+   *   `and` fail inside an aggregate's filter; if() reads the attribute's "true"/"false" there).
+   * @param {DescribedDataset} dataset
+   * @param {string} prefix the temporary attributes' prefix
+   * @param {{attribute: DescribedAttribute | null, formula: string | null, named: Record<string, string> | null}} by
+   * @returns {Promise<{groups: Array<Group | null>, temporary: Array<{name: string, formula: string}>, column: string | null}>}
+   */
+  async function groupsOf(dataset, prefix, by) {
+    const top = dataset.collections[0];
+    if (by.named) {
+      const temporary = Object.values(by.named).map((formula, i) => ({ name: `${prefix}group${i}`, formula }));
+      const groups = Object.entries(by.named).map(([label, formula], i) => ({
+        label,
+        condition: `if(${ref(temporary[i].name)}, true, false)`,
+        shown: `(${formula})`,
+        attribute: temporary[i].name,
+      }));
+      return { groups, temporary, column: "group" };
+    }
+    if (!by.attribute && !by.formula) return { groups: [null], temporary: [], column: null };
+    /** @type {string[]} */
+    let order;
+    /** @type {Array<{name: string, formula: string}>} */
+    let temporary = [];
+    let name;
+    let shownName;
+    if (by.attribute) {
+      name = by.attribute.name;
+      shownName = ref(name);
+      const request = get(`${collection(dataset.id, top.id)}.attribute[${by.attribute.id}]`);
+      const [reply] = await send([request]);
+      order = must(request, reply, `reading the values of ${JSON.stringify(name)}`).values?._categoryMap?.__order ?? [];
+    } else {
+      const formula = /** @type {string} */ (by.formula);
+      name = `${prefix}group`;
+      shownName = `(${formula})`;
+      temporary = [{ name, formula }];
+      const request = get(`${collection(dataset.id, top.id)}.attribute[${name}]`);
+      const { readReplies: [reply] } = await withTemporaryFormulas(dataset, top, temporary, [request]);
+      order = must(request, reply, `reading the values of the groupBy formula ${JSON.stringify(formula)}`)
+        .values?._categoryMap?.__order ?? [];
+      const failed = order.find(isError);
+      if (failed !== undefined) {
+        const reason = errorText(failed);
+        throw new ToolError(
+          `CODAP cannot evaluate the groupBy formula ${JSON.stringify(formula)} on ${JSON.stringify(dataset.name)}: ` +
+            `${reason}. groupBy is an attribute's name or a formula giving each case its group, e.g. ` +
+            '`if(transport = "walk" or transport = "bike", "active", "driven")`. Attributes of ' +
+            `${JSON.stringify(top.name)}: ${top.attributes.map((a) => a.name).join(", ")}.`,
+          "formula_error",
+          { datasetName: dataset.name, groupBy: formula, codapError: reason },
+        );
+      }
+    }
+    const what = by.attribute ? `Attribute ${JSON.stringify(name)}` : `The formula ${JSON.stringify(by.formula)}`;
+    if (order.length > MAX_GROUPS) {
+      throw new ToolError(
+        `${what} has ${order.length} distinct values; groupBy takes one with at most ${MAX_GROUPS}. Group by ` +
+          "something with fewer values (a formula such as `round(age / 10) * 10` bins numbers), or narrow the " +
+          "cases with where.",
+        "too_many_groups",
+        { datasetName: dataset.name, groupBy: by.attribute ? name : by.formula, groups: order.length, max: MAX_GROUPS },
+      );
+    }
+    const groups = [...order, ""].map((v) => ({
+      label: v === "" ? NO_VALUE : v,
+      condition: `${ref(name)} = ${JSON.stringify(v)}`,
+      shown: `${shownName} = ${JSON.stringify(v)}`,
+    }));
+    return { groups, temporary, column: by.attribute ? name : "group" };
+  }
+
+  /**
+   * @param {{datasetName: string, attributes: string[], statistics?: string[], where?: string, groupBy?: string,
+   *   groups?: Record<string, string>, percentile?: number, pairedWith?: string}} args
+   */
+  async function compute_codap_statistics(args) {
+    const statistics = args.statistics ?? DEFAULT_STATISTICS;
+    const { where, groupBy, percentile, pairedWith } = args;
+    const named = args.groups ?? null;
+    if (named && groupBy !== undefined) {
+      throw invalid("Give groupBy (an attribute or a formula whose values are the groups) or groups (conditions by " +
+        "name), not both.");
+    }
+    if (named) {
+      const entries = Object.entries(named);
+      if (entries.length === 0) throw invalid("groups is empty: name each group and give its condition, e.g. " +
+        '{"walk or bike": "transport = \\"walk\\" or transport = \\"bike\\""}.');
+      const blank = entries.find(([label, cond]) => !label.trim() || typeof cond !== "string" || !cond.trim());
+      if (blank) throw invalid(`Group ${JSON.stringify(blank[0])} needs a name and a CODAP condition.`);
+    }
+    if (statistics.includes("percentile") && percentile === undefined) {
+      throw invalid('The statistic "percentile" needs the `percentile` argument (0-100, e.g. 90).');
+    }
+    const paired = statistics.filter((s) => STATISTICS[s].paired);
+    if (paired.length && pairedWith === undefined) {
+      throw invalid(
+        `${paired.join(", ")} ${paired.length === 1 ? "is a statistic" : "are statistics"} of two attributes: give the ` +
+          "second as pairedWith (e.g. attributes [\"height\"], pairedWith \"weight\"; slope and intercept are of the " +
+          "least-squares line of pairedWith on the attribute).",
+      );
+    }
+    if (where !== undefined && where.trim() === "") throw invalid("where must be a CODAP condition, or left out.");
+    const found = await findDataset(args.datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    /** @type {(name: string, role: string) => import("../types.js").DescribedAttribute & {coll: DescribedCollection, index: number}} */
+    const attrInfo = (name, role) => {
+      for (const [index, c] of dataset.collections.entries()) {
+        const a = c.attributes.find((x) => x.name === name);
+        if (a) return { ...a, coll: c, index };
+      }
+      throw unknownAttribute(dataset, name, role);
+    };
+    const attrs = args.attributes.map((n) => attrInfo(n, "statistics"));
+    // groupBy: an attribute by its exact name; else a formula, unless it is a bare word (a misspelt name).
+    const byFormula = groupBy !== undefined && !dataset.attributes.includes(groupBy) && !/^[\p{L}_][\p{L}\p{N}_]*$/u.test(groupBy);
+    const grouping = groupBy === undefined || byFormula ? null : attrInfo(groupBy, "groupBy");
+    const partner = pairedWith === undefined ? null : attrInfo(pairedWith, "pairedWith");
+    const used = [...attrs, ...(grouping ? [grouping] : []), ...(partner ? [partner] : [])];
+    const top = dataset.collections[0];
+    const outside = used.filter((a) => a.index !== 0);
+    if (outside.length) {
+      const a = outside[0];
+      throw new ToolError(
+        `Attribute ${JSON.stringify(a.name)} is in collection ${JSON.stringify(a.coll.name)}, a child of ` +
+          `${JSON.stringify(top.name)}. In a hierarchical dataset CODAP's aggregate functions compute one value ` +
+          "per parent case, never over all the cases of a child collection, so CODAP cannot give these statistics. " +
+          `Only attributes of the top collection ${JSON.stringify(top.name)} can be summarised (${top.attributes
+            .map((x) => x.name)
+            .join(", ")}); to summarise ${JSON.stringify(a.name)}, move it (or its parents' attributes) so the ` +
+          "dataset is flat.",
+        "hierarchical_dataset",
+        { datasetName: dataset.name, attribute: a.name, collection: a.coll.name, topCollection: top.name },
+      );
+    }
+    if (top.caseCount === 0) {
+      throw new ToolError(`Dataset ${JSON.stringify(dataset.name)} has no cases yet.`, "no_cases", {
+        datasetName: dataset.name,
+      });
+    }
+
+    const prefix = temporaryPrefix(dataset);
+    const { groups, temporary: groupAttributes, column } = await groupsOf(dataset, prefix, {
+      attribute: grouping,
+      formula: byFormula ? /** @type {string} */ (groupBy) : null,
+      named,
+    });
+
+    // Two hidden attributes whatever the number of groups, statistics and attributes (each added attribute
+    // costs CODAP a pass over every case; the aggregates inside one formula are what CODAP computes anyway), and
+    // those of the groups (groupsOf):
+    // - the where condition as it stands, evaluated case by case (its errors are CODAP's reasons for it, and
+    //   CODAP's `and` cannot work inside an aggregate's filter, where values come as arrays: "Unexpected type of
+    //   argument in function and … actual: Array"; `if` can);
+    // - one concat() of every statistic of every row, each as the aggregate CODAP offers, with the row's filter:
+    //   the where attribute (if() reads its "true"/"false") and/or the group's condition. Numbers come back as
+    //   the text JavaScript gives a number (it reads back as the same number), joined by "|".
+    const whereName = `${prefix}where`;
+    /** @type {string[]} */
+    const fields = [];
+    /** @param {string} formula */
+    const add = (formula) => fields.push(formula) - 1;
+    const rows = groups.map((g) => {
+      const cond = g?.condition ?? null;
+      const filter = where === undefined ? cond : `if(${ref(whereName)}, ${cond ?? "true"}, false)`;
+      const condition = [where === undefined ? null : `(${where})`, g?.shown ?? null].filter(Boolean).join(" and ");
+      const casesSlot = filter ? add(`count(${filter})`) : null;
+      return {
+        group: g,
+        condition,
+        casesSlot,
+        cells: attrs.map((a) => ({
+          attribute: a.name,
+          slots: statistics.map((s) => {
+            const y = partner ? ref(partner.name) : undefined;
+            const formula = STATISTICS[s].formula(ref(a.name), filter, percentile, y);
+            // As the answer shows it: the row's condition by name.
+            const shownFormula = STATISTICS[s].formula(ref(a.name), condition ? "condition" : null, percentile, y);
+            return { statistic: s, formula, shownFormula, slot: add(formula) };
+          }),
+        })),
+      };
+    });
+    const aggregate = /\b(count|mean|median|stdDev|variance|min|max|sum|mad|percentile|correlation|rSquared|linRegrSlope|linRegrIntercept)\(/g;
+    const passes = fields.reduce((n, f) => n + (f.match(aggregate)?.length ?? 0), 0);
+    if (passes * top.caseCount > MAX_WORK) {
+      throw new ToolError(
+        `That is ${passes} aggregate computations over ${plural(top.caseCount, "case")}, more than CODAP can do ` +
+          `in a few seconds (at most ${MAX_WORK.toLocaleString("en")} case values). Ask for fewer statistics, ` +
+          "attributes or groups at a time.",
+        "too_much_work",
+        { datasetName: dataset.name, aggregates: passes, caseCount: top.caseCount },
+      );
+    }
+    // Named groups may overlap or leave cases out: the cases matched are counted on their own.
+    const matchedSlot = named && where !== undefined ? add(`count(if(${ref(whereName)}, true, false))`) : null;
+    const temporary = [
+      ...(where === undefined ? [] : [{ name: whereName, formula: where }]),
+      ...groupAttributes,
+      { name: `${prefix}stats`, formula: `concat(${fields.join(', "|", ')})` },
+    ];
+    const read = get(`${collection(dataset.id, top.id)}.caseByIndex[0]`);
+    const { readReplies: [caseReply] } = await withTemporaryFormulas(dataset, top, temporary, [read]);
+    /** @type {Record<string, unknown>} */
+    const values = must(read, caseReply, `reading the computed statistics of ${JSON.stringify(dataset.name)}`)
+      .values?.case?.values ?? {};
+
+    const whereValue = values[whereName];
+    if (where !== undefined && isError(whereValue)) {
+      const reason = errorText(whereValue);
+      throw new ToolError(
+        `CODAP cannot evaluate the where condition ${JSON.stringify(where)} on ${JSON.stringify(dataset.name)}: ` +
+          `${reason}. Attributes of ${JSON.stringify(top.name)}: ${top.attributes.map((a) => a.name).join(", ")}.`,
+        "formula_error",
+        { datasetName: dataset.name, where, codapError: reason },
+      );
+    }
+    for (const g of groups) {
+      const v = g?.attribute === undefined ? undefined : values[g.attribute];
+      if (g && isError(v)) {
+        const reason = errorText(v);
+        throw new ToolError(
+          `CODAP cannot evaluate the condition of group ${JSON.stringify(g.label)}, ${JSON.stringify(named?.[g.label])}, ` +
+            `on ${JSON.stringify(dataset.name)}: ${reason}. Attributes of ${JSON.stringify(top.name)}: ` +
+            `${top.attributes.map((a) => a.name).join(", ")}.`,
+          "formula_error",
+          { datasetName: dataset.name, group: g.label, condition: named?.[g.label], codapError: reason },
+        );
+      }
+    }
+    const statsValue = values[`${prefix}stats`];
+    if (isError(statsValue)) {
+      const reason = errorText(statsValue);
+      throw new ToolError(
+        `CODAP could not compute the statistics of ${attrs.map((a) => JSON.stringify(a.name)).join(", ")} ` +
+          `(formulas such as ${JSON.stringify(rows[0].cells[0].slots[0].shownFormula)}): ${reason}.`,
+        "formula_error",
+        { datasetName: dataset.name, formula: rows[0].cells[0].slots[0].shownFormula, codapError: reason },
+      );
+    }
+    const texts = statsValue === undefined || statsValue === null ? [] : String(statsValue).split("|");
+    if (texts.length !== fields.length) {
+      throw new ToolError(
+        `CODAP gave ${texts.length} values for ${fields.length} statistics: ${String(statsValue).slice(0, 200)}`,
+        "codap_error",
+        { datasetName: dataset.name },
+      );
+    }
+    /** @param {number} slot */
+    const value = (slot) => (texts[slot] === "" ? null : Number(texts[slot]));
+
+    /** @type {Array<{group?: string, attribute: string, cases: number | null, [statistic: string]: unknown}>} */
+    const out = [];
+    /** @type {string[]} */
+    const empty = [];
+    for (const row of rows) {
+      const cases = row.casesSlot === null ? top.caseCount : value(row.casesSlot);
+      if (row.group && cases === 0) {
+        if (row.group.label !== NO_VALUE) empty.push(row.group.label);
+        continue;
+      }
+      for (const cell of row.cells) {
+        /** @type {(typeof out)[number]} */
+        const r = {
+          ...(row.group ? { group: row.group.label } : {}),
+          attribute: cell.attribute,
+          cases,
+        };
+        for (const s of cell.slots) r[s.statistic] = value(s.slot);
+        out.push(r);
+      }
+    }
+    const matched = named
+      ? (matchedSlot === null ? top.caseCount : /** @type {number} */ (value(matchedSlot)))
+      : rows.reduce((n, row) => n + (row.casesSlot === null ? top.caseCount : /** @type {number} */ (value(row.casesSlot))), 0);
+    if (named && out.length === 0 && matched > 0) {
+      throw new ToolError(
+        `No case of ${JSON.stringify(dataset.name)}${where === undefined ? "" : ` matching ${JSON.stringify(where)}`} ` +
+          `is in any of the groups (${Object.entries(named).map(([k, v]) => `${k}: ${v}`).join("; ")}). Check the ` +
+          "conditions: attribute names as written, text values in double quotes.",
+        "no_matching_cases",
+        { datasetName: dataset.name, groups: named, caseCount: top.caseCount },
+      );
+    }
+    if (matched === 0) {
+      throw new ToolError(
+        `No case of ${JSON.stringify(dataset.name)} matches where ${JSON.stringify(where)} ` +
+          `(${plural(top.caseCount, "case")} checked), so there is nothing to summarise. Loosen the condition.`,
+        "no_matching_cases",
+        { datasetName: dataset.name, where, caseCount: top.caseCount },
+      );
+    }
+    const numericAsked = statistics.filter((s) => STATISTICS[s].numeric);
+    if (numericAsked.length) {
+      for (const a of attrs) {
+        const mine = out.filter((r) => r.attribute === a.name);
+        if (mine.every((r) => numericAsked.every((s) => r[s] === null))) {
+          const withValues = mine.reduce((n, r) => n + (/** @type {any} */ (r).count ?? 0), 0);
+          throw new ToolError(
+            `Attribute ${JSON.stringify(a.name)} has no numeric values` +
+              `${where === undefined ? "" : ` in the cases matching ${JSON.stringify(where)}`}, so ` +
+              `${numericAsked.join(", ")} do not apply to it: the statistic that applies is count (cases with a ` +
+              `value${statistics.includes("count") ? `: ${withValues}` : ""}). To count each of its values, use ` +
+              `groupBy ${JSON.stringify(a.name)} with statistics ["count"].`,
+            "non_numeric_attribute",
+            { datasetName: dataset.name, attribute: a.name, applicable: ["count"] },
+          );
+        }
+      }
+    }
+
+    const header = [...(column ? [column] : []), "attribute", "cases", ...statistics.map((s) =>
+      s === "percentile" ? `p${percentile}` : s)];
+    const lines = out.map((r) =>
+      [...(column ? [r.group] : []), r.attribute, r.cases, ...statistics.map((s) => shown(r[s]))].join(" | "));
+    const scope = [
+      where === undefined ? null : `where ${where}`,
+      grouping ? `grouped by ${grouping.name}` : null,
+      byFormula ? `grouped by the formula ${groupBy}` : null,
+      named ? `in groups: ${Object.entries(named).map(([k, v]) => `${k} (${v})`).join(", ")}` : null,
+    ].filter(Boolean);
+    if (partner) scope.push(`paired with ${partner.name}`);
+    let text = `Statistics of ${JSON.stringify(dataset.name)} computed by CODAP` +
+      `${scope.length ? ` (${scope.join(", ")})` : ""}, ${plural(matched, "case")}` +
+      `${where === undefined ? "" : ` of ${top.caseCount}`}:\n${header.join(" | ")}\n${lines.join("\n")}`;
+    if (empty.length) text += `\nGroups with no matching case: ${empty.join(", ")}.`;
+    if (named) {
+      const counted = out.filter((r, i) => out.findIndex((o) => o.group === r.group) === i)
+        .reduce((n, r) => n + (r.cases ?? 0), 0);
+      if (counted !== matched) {
+        text += `\nThe groups hold ${counted} cases of the ${matched} considered: ` +
+          (counted > matched ? "some cases are in more than one group." : "some cases are in no group.");
+      }
+    }
+    text += "\nShown to 6 significant digits; structuredContent has CODAP's full values. sd and variance divide " +
+      "by n−1; q1, q3 and percentiles interpolate between sorted values (CODAP's percentile()).";
+    const first = rows[0].cells[0].slots; // how CODAP computed the first row
+    return toolResult(text, {
+      datasetName: dataset.name,
+      attributes: attrs.map((a) => a.name),
+      statistics,
+      ...(percentile === undefined ? {} : { percentile }),
+      ...(partner ? { pairedWith: partner.name } : {}),
+      ...(grouping ? { groupBy: grouping.name } : {}),
+      ...(byFormula ? { groupBy } : {}),
+      ...(named ? { groups: named } : {}),
+      ...(where === undefined ? {} : { where }),
+      casesMatched: matched,
+      caseCount: top.caseCount,
+      rows: out,
+      ...(empty.length ? { groupsWithoutCases: empty } : {}),
+      firstRow: {
+        ...(rows[0].condition ? { condition: rows[0].condition } : {}),
+        formulas: Object.fromEntries(first.map((s) => [s.statistic, s.shownFormula])),
+      },
+    });
+  }
+
+  return { compute_codap_statistics };
+}
