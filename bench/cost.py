@@ -373,7 +373,7 @@ def sse_idle_poll_for(goal_usd: float, idle: dict[str, Any], dep: Deployment, pr
 
 
 SCENARIO_CALL_KIND = "http_wait"  # a tool call in the scenarios: one POST /request?wait (MCP costs about the same)
-PING_ALTERNATIVES = (15.0, 30.0, 60.0, 120.0, 300.0, 540.0)  # under API Gateway's 10-minute idle timeout
+PING_ALTERNATIVES = (15.0, 30.0, 60.0, 90.0, 120.0, 300.0, 540.0)  # under API Gateway's 10-minute idle timeout
 
 
 def scenarios(idle_hour: Usage, call: Usage, prices: Prices, architecture: str) -> dict[str, Any]:

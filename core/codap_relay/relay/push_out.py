@@ -77,7 +77,7 @@ class PushSender:
 
     async def post_retrying(self, connection_id: str, message: dict[str, Any]) -> Outcome:
         """``post``, tried again after a fault that came quickly (a 5xx, a reset: the management API's own hiccup),
-        up to PUBLISH_ATTEMPTS times: a request would otherwise wait for the plugin's next ping (90 s). A post that
+        up to PUBLISH_ATTEMPTS times: a request would otherwise wait for the plugin's next ping (minutes). A post that
         ran out of time is not tried again (its time is the call's too). The plugin runs each seq once, so a
         post that did arrive before its fault was reported costs only a duplicate it drops."""
         started = time.monotonic()
