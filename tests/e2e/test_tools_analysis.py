@@ -170,7 +170,7 @@ def test_statistics_grouped_and_filtered(codap: CodapPage) -> None:
     for row in data["rows"]:
         members = [v for v in held if v["group"] == ("" if row["group"] == "(no value)" else row["group"])]
         xs = numbers([v["height"] for v in members])
-        assert row["cases"] == len(members)
+        assert row["cases"] == len(members) and row["percent"] == pytest.approx(100 * len(members) / len(held))
         assert row["count"] == len(xs)
         assert row["mean"] == pytest.approx(st.mean(xs), rel=1e-12)
         assert row["median"] == pytest.approx(st.median(xs), rel=1e-12)
@@ -183,6 +183,7 @@ def test_statistics_grouped_and_filtered(codap: CodapPage) -> None:
     group_a = data["rows"][0]
     assert group_a["cases"] == 3 and group_a["count"] == 2  # Flo has no height
     assert "Groups with no matching case: c." in out["content"][0]["text"]
+    assert "group | attribute | cases | % of cases | count" in out["content"][0]["text"]
     assert attribute_names(codap, "Grouped") == ["height", "arm span", "group", "name"]
 
 

@@ -107,3 +107,33 @@ test("the selection lists the selected rows as items (item ids), in one message 
   assert.equal(out.selectedCount, 300);
   assert.equal(out.moreSelected, 297);
 });
+
+test("selecting by a condition reads the rows it selects in the message that changes the selection, bounded by maxCases", async () => {
+  // 300 of 500 cases match; the scripted CODAP answers itemByCaseID[c] with the item id c + 1000.
+  const messages = [];
+  const call = async (requests) => {
+    messages.push(requests);
+    return requests.map((r) => {
+      if (r.resource === "dataContextList") return { success: true, values: [{ id: 1, name: "D", title: "D" }] };
+      if (r.resource.endsWith(".collectionList")) return { success: true, values: [{ id: 2, name: "c", title: "c" }] };
+      if (r.resource.endsWith(".attributeList")) return { success: true, values: [{ id: 3, name: "x" }] };
+      if (r.resource.endsWith(".caseCount")) return { success: true, values: 500 };
+      if (r.resource.endsWith(".selectionList")) return { success: true, values: [] };
+      if (r.resource.includes(".caseFormulaSearch[")) {
+        return { success: true, values: Array.from({ length: 300 }, (_, i) => ({ id: i + 1 })) };
+      }
+      if (r.action === "create" && r.resource.endsWith(".selectionList")) return { success: true };
+      const m = /\.itemByCaseID\[(\d+)\]$/.exec(r.resource);
+      if (m) return { success: true, values: { id: Number(m[1]) + 1000, values: { x: Number(m[1]) } } };
+      return { success: false, values: { error: `unexpected ${r.resource}` } };
+    });
+  };
+  const tools = createAnalysisTools(createToolContext({ call }));
+  const { structuredContent: out, content } = await tools.select_codap_cases({ datasetName: "D", where: "x > 0", maxCases: 2 });
+  const last = messages[messages.length - 1];
+  assert.equal(last[0].action, "create");
+  assert.deepEqual(last.slice(3).map((r) => r.resource), [1, 2].map((c) => `dataContext[1].itemByCaseID[${c}]`));
+  assert.deepEqual(out.cases, [{ caseId: 1001, values: { x: 1 } }, { caseId: 1002, values: { x: 2 } }]);
+  assert.equal(out.truncated, true);
+  assert.match(content[0].text, /… and 298 more \(300 in all\)/);
+});

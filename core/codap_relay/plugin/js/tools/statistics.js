@@ -338,7 +338,7 @@ export function createStatisticsTool(ctx) {
     /** @param {number} slot */
     const value = (slot) => (texts[slot] === "" ? null : Number(texts[slot]));
 
-    /** @type {Array<{group?: string, attribute: string, cases: number | null, [statistic: string]: unknown}>} */
+    /** @type {Array<{group?: string, attribute: string, cases: number | null, percent?: number | null, [statistic: string]: unknown}>} */
     const out = [];
     /** @type {string[]} */
     const empty = [];
@@ -398,10 +398,13 @@ export function createStatisticsTool(ctx) {
       }
     }
 
-    const header = [...(column ? [column] : []), "attribute", "cases", ...statistics.map((s) =>
-      s === "percentile" ? `p${percentile}` : s)];
-    const lines = out.map((r) =>
-      [...(column ? [r.group] : []), r.attribute, r.cases, ...statistics.map((s) => shown(r[s]))].join(" | "));
+    // Each group's share of the cases considered ("what percent walk?"), from CODAP's counts.
+    if (column) for (const r of out) r.percent = matched ? (100 * (r.cases ?? 0)) / matched : null;
+    const header = [...(column ? [column] : []), "attribute", "cases", ...(column ? ["% of cases"] : []),
+      ...statistics.map((s) => (s === "percentile" ? `p${percentile}` : s))];
+    const lines = out.map((r) => [...(column ? [r.group] : []), r.attribute, r.cases,
+      ...(column ? [shown(r.percent === null ? null : Number(/** @type {number} */ (r.percent).toFixed(1)))] : []),
+      ...statistics.map((s) => shown(r[s]))].join(" | "));
     const scope = [
       where === undefined ? null : `where ${where}`,
       grouping ? `grouped by ${grouping.name}` : null,
