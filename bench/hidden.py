@@ -5,7 +5,8 @@ WebSocket (at its default 90 s pings) and without it (SSE, whose stream ends eve
 serve. Each browser is a person's (hidden_tab.py): headed Chromium over plain CDP, Firefox over BiDi.
 
 It prints, for each channel: the call times in front and hidden (in the first minute, when timers still run once a
-second, and after it), how many channels the plugin opened (a reconnect opens one more), whether the relay counted
+second, and after it), how often the plugin's channel opened (a reconnect, the plugin's or the browser's own EventSource
+retry after a stream's end, opens it once more), whether the relay counted
 the plugin as connected at each poll, whether anything was lost (the cases added, read back from CODAP), the point
 pixels of the pictures (in front; of a graph drawn before the tab was hidden; of one made hidden, which must not be
 pictured; of that one once shown again), what the page's timers did, and whether the same code shows afterwards.
@@ -58,6 +59,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--pictures-every", type=float, default=10.0, help="minutes between pictures asked for hidden")
     p.add_argument("--channels", default=",".join(CHANNELS), help=f"comma-separated, of {', '.join(CHANNELS)}")
     p.add_argument("--push-ping", type=float, default=None, help="local-api's PUSH_PING_SECONDS (default: 90)")
+    p.add_argument("--stream-max", type=float, default=None, help="local-api's STREAM_MAX_SECONDS (default: 840)")
     p.add_argument("--json", type=Path, help="write every figure to this file")
     args = p.parse_args(argv)
     args.names = tuple(n.strip() for n in args.channels.split(",") if n.strip())
@@ -120,7 +122,7 @@ def report(channels: dict[str, Channel], ends: dict[str, dict[str, Any]]) -> dic
     for name, c in channels.items():
         round_tools = {t for t, _ in ROUND}
         hidden = [h for h in c.hidden if h["tool"] in round_tools]
-        opened = [o["kind"] for o in c.browser.channels()]
+        opened = [o["kind"] for o in c.browser.channels() if o["kind"].endswith(" open")]
         out[name] = {
             **c.figures(),
             "frontRound": summary([s for t, s in c.front.items() if t in round_tools]),
@@ -141,7 +143,7 @@ def print_report(figures: dict[str, Any], minutes: float) -> None:
         print(f"  hidden, first minute:                  {f['hiddenFirstMinute']}")
         print(f"  hidden, after the first minute:        {f['hiddenAfterFirstMinute']}")
         print(f"  back in front:                         {f['againRound']}")
-        print(f"  channels opened: {f['channelsOpened']} (reconnects: {f['reconnects']})")
+        print(f"  channels made and opened: {f['channelsOpened']} (reconnects: {f['reconnects']})")
         print(f"  relay counted the plugin connected:    {f['connectedPolls'][0]} of {f['connectedPolls'][1]} polls")
         print(f"  end: {f['end']}")
         print(f"  point pixels: {f['pointPixels']}")
@@ -158,7 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack, tempfile.TemporaryDirectory() as folder:
         codap_url = stack.enter_context(serve_app(static, wait_for_stop=False))
         log(f"starting {', '.join(args.names)}")
-        channels = start_channels(stack, codap_url, Path(folder), args.names, push_ping_seconds=args.push_ping)
+        channels = start_channels(
+            stack,
+            codap_url,
+            Path(folder),
+            args.names,
+            push_ping_seconds=args.push_ping,
+            stream_max_seconds=args.stream_max,
+        )
         for c in channels.values():
             in_front(c)
         time.sleep(2)  # CODAP's notices of the last changes

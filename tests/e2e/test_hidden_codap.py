@@ -25,7 +25,7 @@ import pytest
 
 from codap_relay_tooling.testing import ARTIFACTS, engines
 from codap_relay_tooling.testing.chromium import chromium_path
-from codap_relay_tooling.testing.class_period import Channel, start_channels
+from codap_relay_tooling.testing.class_period import ANSWER_SECONDS, Channel, start_channels
 from codap_relay_tooling.testing.hidden_tab import CHROME_GRACE_SECONDS
 from codap_relay_tooling.testing.pictures import result_point_pixels
 from codap_relay_tooling.testing.real_parts import missing, need
@@ -161,13 +161,14 @@ def test_three_minutes_hidden_lose_nothing_reopen_no_channel_and_answer_as_in_fr
             usual = c.front.get(call["tool"])
             if usual is not None and c.browser.name == "chromium":
                 assert call["seconds"] <= 3 * usual + 3, f"{c.name}: {call} hidden, {usual} s in front"
-            assert call["seconds"] < 60
+            assert call["seconds"] < ANSWER_SECONDS
         # nothing lost: every case added while hidden is in CODAP, read back from CODAP itself
         names = [s["name"] for s in codap_students(c)]
         assert len(names) == STUDENTS + c.added and all(f"late {i}" in names for i in range(0, n, len(ROUND)))
-        # no channel reopened: the plugin's frame opened its one stream (or socket) when it paired, and no other
-        opened = c.browser.channels()
-        assert [o["kind"] for o in opened] == ["WebSocket" if c.name == "local_api" else "EventSource"], opened
+        # no channel reopened: the plugin's frame opened its one stream (or socket) when it paired, and no other;
+        # the stream did not reconnect by itself either
+        kind = "WebSocket" if c.name == "local_api" else "EventSource"
+        assert [o["kind"] for o in c.browser.channels()] == [kind, f"{kind} open"], c.browser.channels()
         assert all(c.statuses), f"{c.name}: the relay counted the plugin as gone in {c.statuses.count(False)} polls"
         # the page was hidden all along, without a frame, its timers slowed as a person's browser slows them
         page, frame = c.browser.read_probe(frame=False, stop=False), c.browser.read_probe(frame=True, stop=False)
@@ -198,4 +199,4 @@ def test_back_in_front_the_same_code_and_the_graph_drawn(channels: dict[str, Cha
     assert (c.pixels["afterShown"] or 0) > STUDENTS * 25, "shown again, CODAP draws the graph made while hidden"
     c.result("get_codap_status", {}, c.again)
     c.result("add_codap_cases", late_student(-1), c.again)
-    assert len(c.browser.channels()) == 1, "still the one channel it opened when it paired"
+    assert len(c.browser.channels()) == 2, "still the one channel it opened when it paired, opened once"

@@ -32,6 +32,9 @@ RELAY_ENV = {
     "ALLOWED_HOSTS": "localhost,127.0.0.1,[::1]",
     "RATE_LIMIT_SESSION_PER_IP": "1000",
 }
+# How long a call may take to be answered at all: Firefox answers a hidden tab's plugin messages a second late each,
+# and a graph with its picture took 15-32 s there on a loaded machine.
+ANSWER_SECONDS = 120.0
 MEASURES = """() => performance.getEntriesByType("measure").filter((m) => m.name.startsWith("codap-relay "))
   .slice(-30).map((m) => [m.name, Math.round(m.startTime), Math.round(m.duration)])"""
 
@@ -58,7 +61,7 @@ class Channel:
     def relay(self) -> str:
         return self.tab.relay
 
-    def call(self, tool: str, args: dict[str, Any], timeout: float = 60) -> tuple[dict[str, Any], float]:
+    def call(self, tool: str, args: dict[str, Any], timeout: float = ANSWER_SECONDS) -> tuple[dict[str, Any], float]:
         """A tool call as an HTTP-tool LLM makes it (POST /request?wait=10, then GET /response?wait=5 until the
         answer is there); the answer's body and how long it took. One not answered in ``timeout`` fails with what
         the plugin measured of its last calls and messages to CODAP."""
@@ -138,9 +141,11 @@ def start_channels(
     names: tuple[str, ...] = ("serve", "local_api", "firefox"),
     *,
     push_ping_seconds: float | None = None,
+    stream_max_seconds: float | None = None,
 ) -> dict[str, Channel]:
     """Start the relays and browsers ``names`` needs (closed by ``stack``) and pair a CODAP tab in each; the
-    channels by name, in order. ``push_ping_seconds``: local-api's PUSH_PING_SECONDS (its default, 90, if None)."""
+    channels by name, in order. ``push_ping_seconds`` and ``stream_max_seconds``: local-api's PUSH_PING_SECONDS and
+    STREAM_MAX_SECONDS (the template's defaults, 90 and 840, if None)."""
     relays: dict[str, str] = {}
     if {"serve", "firefox"} & set(names):
         relays["serve"], _ = stack.enter_context(
@@ -155,6 +160,8 @@ def start_channels(
         env = {**env_for(dynamo), **RELAY_ENV}
         if push_ping_seconds is not None:
             env["PUSH_PING_SECONDS"] = f"{push_ping_seconds:g}"
+        if stream_max_seconds is not None:
+            env["STREAM_MAX_SECONDS"] = f"{stream_max_seconds:g}"
         args = ("--store", store_url(dynamo, table), *push)
         relays[name], _ = stack.enter_context(local_api_process(*args, env=env))
     channels: dict[str, Channel] = {}

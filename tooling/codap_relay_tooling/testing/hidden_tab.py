@@ -47,7 +47,8 @@ INTENSIVE_THROTTLING = "--enable-features=IntensiveWakeUpThrottling:grace_period
 CHROME_GRACE_SECONDS = 60.0
 _PLUGIN_FRAME = "/plugin/"
 
-# Counts, in the plugin's frame, each EventSource and WebSocket it opens: every channel the plugin opens or reopens.
+# Counts, in the plugin's frame, each EventSource and WebSocket it makes (every channel the plugin opens or reopens)
+# and each time one opens (an EventSource also reconnects by itself, as when a stream function's time is up).
 # Kept in the frame's sessionStorage, so a reload of the frame keeps the count. Instrumentation only: the
 # constructors still make the browser's own objects.
 CHANNEL_COUNTER = """
@@ -63,7 +64,12 @@ CHANNEL_COUNTER = """
   };
   for (const [name, Native] of [["EventSource", window.EventSource], ["WebSocket", window.WebSocket]]) {
     if (!Native) continue;
-    const Counted = function (url, options) { bump(name, url); return new Native(url, options); };
+    const Counted = function (url, options) {
+      bump(name, url);
+      const made = new Native(url, options);
+      made.addEventListener("open", () => bump(name + " open", url));
+      return made;
+    };
     Counted.prototype = Native.prototype;
     Object.assign(Counted, { CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3 });
     window[name] = Counted;
@@ -152,7 +158,8 @@ class HideableTab(Engine):
         return TimerReport(ticks, float(raw["span"]), int(raw["frames"]), str(raw["visibility"]))
 
     def channels(self) -> list[dict[str, Any]]:
-        """Every EventSource and WebSocket the plugin's frame opened, in order (see CHANNEL_COUNTER)."""
+        """Every EventSource and WebSocket the plugin's frame made, and each time one opened, in order: ``kind`` is
+        "EventSource", "EventSource open", "WebSocket" or "WebSocket open" (see CHANNEL_COUNTER)."""
         opened: list[dict[str, Any]] = self.evaluate(_CHANNELS)
         return opened
 
