@@ -209,7 +209,7 @@ def test_statistics_per_named_group_and_per_formula_group_in_one_call(codap: Cod
         assert (row["cases"], row["count"]) == (len(members[row["group"]]), len(xs))
         assert row["median"] == pytest.approx(st.median(xs), rel=1e-12), row["group"]
     text = out["content"][0]["text"]
-    assert "group | attribute | cases | count | median" in text and "more than one group" in text
+    assert "group | attribute | cases | % of cases | count | median" in text and "more than one group" in text
     assert out["structuredContent"]["casesMatched"] == 8
     # With where: each group's cases are those matching both.
     out = codap.done(
