@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -154,3 +155,43 @@ async def test_activity_lists_the_calls_that_changed_the_document_with_what_each
         ),
         ("add_codap_cases", tool_title({"name": "add_codap_cases"}), "failed", "No dataset Birds", "dataset_not_found"),
     ]
+
+
+def test_the_apps_uri_names_its_content() -> None:
+    """A host may keep the page it read under its URI for good: another build of the page gets another URI."""
+    digest = hashlib.sha256(APP_FILE.read_bytes()).hexdigest()[:12]
+    assert f"ui://codap/document/{digest}" == APP_URI
+
+
+@pytest.mark.parametrize("uri", [APP_URI, "ui://codap/document"])
+async def test_a_host_reads_the_app_again_at_no_store_read_whatever_the_code(
+    relay: Relay, uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page holds no data and is the same for everyone, so reading it (again and again, as a host may after
+    every change) reads nothing from the store, not even the session: a code that names no session reads it too,
+    and learns nothing about codes from it (the versionless URI, which a host may have kept, reads the same)."""
+    touched: list[str] = []
+    store = relay.store
+    for name in ("get_session", "get_request", "add_request", "incr_counters"):
+        if hasattr(store, name):
+            real = getattr(store, name)
+
+            def counting(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
+                touched.append(_name)
+                return _real(*args, **kwargs)
+
+            monkeypatch.setattr(store, name, counting)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-06-18"}
+    with serve_app(build_app(relay)) as base:
+        async with web.AsyncClient(base_url=base, timeout=10) as http:
+            for _ in range(3):
+                r = await http.post("/mcp/ZZZZ2345", json=message, headers=headers)
+                assert r.status_code == 200, r.text
+                [page] = r.json()["result"]["contents"]
+                assert (page["uri"], page["mimeType"], page["text"]) == (
+                    uri,
+                    APP_MIME_TYPE,
+                    APP_FILE.read_text("utf-8"),
+                )
+    assert touched == []

@@ -15,7 +15,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from codap_relay import errors as e
-from codap_relay.mcp.app import APP_MIME_TYPE, APP_RESOURCE_META, APP_URI, app_html
+from codap_relay.mcp.app import APP_MIME_TYPE, APP_RESOURCE_META, app_html, is_app_uri
 from codap_relay.mcp.tools import UNAVAILABLE, protocol_error
 from codap_relay.prompts import PROMPTS, PromptError, find_prompt
 from codap_relay.records import SessionRecord
@@ -93,9 +93,9 @@ def handlers(call_of: Callable[[Ctx], Call]) -> dict[str, Any]:
         )
 
     async def on_read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        if params.uri == APP_URI:
+        if is_app_uri(params.uri):
             page = types.TextResourceContents(
-                uri=APP_URI, mime_type=APP_MIME_TYPE, text=app_html(), _meta=APP_RESOURCE_META
+                uri=params.uri, mime_type=APP_MIME_TYPE, text=app_html(), _meta=APP_RESOURCE_META
             )
             return types.ReadResourceResult(contents=[page])
         read = await guarded(reader_of(call_of(ctx)).read(params.uri))

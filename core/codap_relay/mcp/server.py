@@ -21,6 +21,7 @@ from codap_relay import __version__
 from codap_relay.codes import normalise_code
 from codap_relay.errors import InvalidCode, RelayError, SessionNotFound
 from codap_relay.manifest import DEFAULT_TOOLS
+from codap_relay.mcp.app import is_app_uri
 from codap_relay.mcp.resources import handlers as resource_handlers
 from codap_relay.mcp.tools import Caller, call_tool, error_result, list_tools, mcp_tools, protocol_error
 from codap_relay.primer import PRIMER
@@ -50,9 +51,12 @@ def _call_of(ctx: ServerRequestContext[Any, Any]) -> McpCall:
 
 
 async def require_session(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-    """Every request (initialize included) needs a live pairing code, so a stale one fails at connect time."""
+    """Every request (initialize included) needs a live pairing code, so a stale one fails at connect time; but for
+    reading the app's page, which holds no data and is the same for everyone (a host reads it whenever it likes)."""
     if ctx.request_id is None:  # a notification: nothing to answer, nothing to check
         return await call_next(ctx)
+    if ctx.method == "resources/read" and is_app_uri((ctx.params or {}).get("uri")):
+        return await call_next(ctx)  # the app's page: the same for everyone, no data, no store read
     call = _call_of(ctx)
     try:
         if call.grant is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import fnmatch
+import gzip
 import json
 import secrets
 import time
@@ -205,6 +206,23 @@ def read_answer(result: Any, *, accept: str | None, binary_media_types: Sequence
     headers = [(name, value) for name, values in merged.items() for value in values]
     headers = [(k, v) for k, v in headers if k.lower() not in ("content-length", *HOP_BY_HOP)]
     return GatewayAnswer(status, headers, body)
+
+
+def compressed(answer: GatewayAnswer, accept_encoding: str | None, minimum: int | None) -> GatewayAnswer:
+    """A buffered answer as API Gateway sends it with payload compression on (``MinimumCompressionSize``): gzip or
+    deflate when the request's Accept-Encoding names one, the answer has no Content-Encoding of its own and its
+    body is at least ``minimum`` bytes; otherwise as it is. (A streamed answer is never compressed.)"""
+    if minimum is None or len(answer.body) < minimum:
+        return answer
+    if any(k.lower() == "content-encoding" for k, _ in answer.headers):
+        return answer
+    offered = [part.split(";", 1)[0].strip().lower() for part in (accept_encoding or "").split(",")]
+    coding = next((c for c in ("gzip", "deflate") if c in offered), None)
+    if coding is None:
+        return answer
+    body = gzip.compress(answer.body) if coding == "gzip" else zlib.compress(answer.body)
+    headers = [(k, v) for k, v in answer.headers if k.lower() != "content-length"]
+    return GatewayAnswer(answer.status, [*headers, ("Content-Encoding", coding)], body)
 
 
 def _accepts_binary(accept: str | None, binary_media_types: Sequence[str]) -> bool:

@@ -42,6 +42,7 @@ from .events import (
     IncomingRequest,
     MalformedResponse,
     build_event,
+    compressed,
     encode_payload,
     read_answer,
     trace_id,
@@ -291,7 +292,9 @@ class Gateway:
         if not any(k.lower() == "content-type" for k, _ in headers):
             headers.append(("Content-Type", "application/json"))
         headers += [("x-amzn-requestid", request_id), ("x-amzn-trace-id", trace_id(now))]
-        await _send(send, GatewayAnswer(answer.status, headers, answer.body))
+        encoding = dict(request.headers).get("accept-encoding")
+        answer = compressed(GatewayAnswer(answer.status, headers, answer.body), encoding, self.stack.compress_from)
+        await _send(send, answer)
 
     # --- functions behind the Lambda Web Adapter (the stream) ----------------------------------------------
 

@@ -120,6 +120,9 @@ class Stack:
     route_throttles: dict[tuple[str, str], Throttle] = field(default_factory=dict)
     #: The WebSocket API (the push channel), when the template has one its conditions keep.
     socket_api: SocketApi | None = None
+    #: The Api's ``MinimumCompressionSize``: a buffered answer this large or larger is compressed for a client
+    #: that accepts it (events.compressed); None: none is.
+    compress_from: int | None = None
 
 
 def partition(region: str) -> str:
@@ -448,4 +451,7 @@ def read_stack(path: Path, *, parameters: Mapping[str, str] | None = None, regio
         parameters=resolver.parameters,
         route_throttles=_route_throttles(api_props.get("MethodSettings") or []),
         socket_api=_socket_api(resolver, resources, functions),
+        compress_from=None
+        if api_props.get("MinimumCompressionSize") is None
+        else int(api_props["MinimumCompressionSize"]),
     )
