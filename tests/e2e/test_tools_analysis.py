@@ -283,7 +283,9 @@ def test_statistics_errors_name_what_exists(codap: CodapPage) -> None:
     assert attribute_names(codap, "Errs") == ["height", "arm span", "group", "name"]
 
 
-def test_statistics_of_a_child_collection_are_refused(codap: CodapPage) -> None:
+def test_statistics_of_a_child_collection_are_per_parent_case(codap: CodapPage) -> None:
+    """In a grouped dataset CODAP's aggregates of a child collection work per parent case: the statistics come a row
+    per parent case, equal to CODAP's own formula in the parent collection; a grouping CODAP cannot do is refused."""
     codap.ok(
         {
             "action": "create",
@@ -304,8 +306,35 @@ def test_statistics_of_a_child_collection_are_refused(codap: CodapPage) -> None:
             "values": [{"class": "A", "score": 3}, {"class": "A", "score": 5}, {"class": "B", "score": 9}],
         }
     )
-    err = codap.failed("compute_codap_statistics", {"datasetName": "Nested", "attributes": ["score"]})
-    assert err["code"] == "hierarchical_dataset" and "per parent case" in err["message"] and "classes" in err["message"]
+    out = codap.done(
+        "compute_codap_statistics",
+        {
+            "datasetName": "Nested",
+            "attributes": ["score"],
+            "statistics": ["count", "mean", "max"],
+            "where": "score > 3",
+        },
+    )
+    own = [{"name": "m", "formula": "mean(score, score > 3)"}, {"name": "n", "formula": "count()"}]
+    codap.ok({"action": "create", "resource": "dataContext[Nested].collection[classes].attribute", "values": own})
+    parents = codap.ok({"action": "get", "resource": "dataContext[Nested].collection[classes].allCases"})["cases"]
+    assert (
+        [(r["group"], r["cases"], r["mean"], r["max"]) for r in out["structuredContent"]["rows"]]
+        == [(c["case"]["values"]["class"], 1, c["case"]["values"]["m"], c["case"]["values"]["m"]) for c in parents]
+        == [("A", 1, 5, 5), ("B", 1, 9, 9)]
+    )
+    assert out["structuredContent"]["perCaseOf"] == "classes" and out["structuredContent"]["casesMatched"] == 2
+    assert "class | attribute | cases | % of cases | count | mean | max" in out["content"][0]["text"]
+    same = codap.done(
+        "compute_codap_statistics", {"datasetName": "Nested", "attributes": ["score"], "groupBy": "class"}
+    )
+    assert [r["cases"] for r in same["structuredContent"]["rows"]] == [c["case"]["values"]["n"] for c in parents]
+    err = codap.failed(
+        "compute_codap_statistics", {"datasetName": "Nested", "attributes": ["score"], "groupBy": "score"}
+    )
+    assert err["code"] == "hierarchical_dataset" and "per parent case" in err["message"] and "ungroup" in err["message"]
+    err = codap.failed("compute_codap_statistics", {"datasetName": "Nested", "attributes": ["score", "class"]})
+    assert err["code"] == "hierarchical_dataset" and "different collections" in err["message"]
 
 
 # --- evaluate_codap_formula ---------------------------------------------------------------------------------

@@ -82,42 +82,46 @@ export function createFormulaValues(ctx) {
   }
 
   /**
-   * CODAP's values of `temporary` ([{name, formula}]) in the collection's cases: one message adds them as hidden
-   * attributes, reads the cases (`reads`: requests for cases), and removes them. Returns the read replies. The
-   * removal is checked, and retried once in a message of its own; if it still fails the error names what stayed.
+   * CODAP's values of `temporary` ([{name, formula, coll?}]) in the collection's cases: one message adds them as
+   * hidden attributes (each in `coll`, or in its own collection: one that the others' aggregates read, a child
+   * collection, is added first), reads the cases (`reads`: requests for cases), and removes them. Returns the
+   * read replies. The removal is checked, and retried once in a message of its own; if it still fails the error
+   * names what stayed.
    * @param {DescribedDataset} dataset
    * @param {DescribedCollection} coll
-   * @param {Array<{name: string, formula: string}>} temporary
+   * @param {Array<{name: string, formula: string, coll?: DescribedCollection}>} temporary
    * @param {CodapRequest[]} reads
    */
   async function withTemporaryFormulas(dataset, coll, temporary, reads) {
-    const names = temporary.map((t) => t.name);
-    const base = collection(dataset.id, coll.id);
-    /** @type {CodapRequest} */
-    const create = {
-      action: "create",
-      resource: `${base}.attribute`,
-      values: temporary.map(({ name, formula }) => ({ name, formula, hidden: true })),
-    };
+    const homes = [...new Set(temporary.map((t) => t.coll ?? coll))];
     /** @type {CodapRequest[]} */
-    const removals = names.map((n) => ({ action: "delete", resource: `${base}.attribute[${n}]` }));
-    const replies = await send([create, ...reads, ...removals]);
-    const created = replies[0];
-    const readReplies = replies.slice(1, 1 + reads.length);
-    let left = names.filter((_, i) => replies[1 + reads.length + i]?.success !== true);
-    if (created?.success === true && left.length) {
-      const retry = await send(left.map((n) => /** @type {CodapRequest} */ ({ action: "delete", resource: `${base}.attribute[${n}]` })));
+    const creates = homes.map((home) => ({
+      action: "create",
+      resource: `${collection(dataset.id, home.id)}.attribute`,
+      values: temporary.filter((t) => (t.coll ?? coll) === home).map(({ name, formula }) => ({ name, formula, hidden: true })),
+    }));
+    /** @type {(t: {name: string, coll?: DescribedCollection}) => CodapRequest} */
+    const removal = (t) => ({ action: "delete", resource: `${collection(dataset.id, (t.coll ?? coll).id)}.attribute[${t.name}]` });
+    const replies = await send([...creates, ...reads, ...temporary.map(removal)]);
+    const readReplies = replies.slice(creates.length, creates.length + reads.length);
+    const removed = replies.slice(creates.length + reads.length);
+    let left = temporary.filter((_, i) => removed[i]?.success !== true);
+    // Only what was created is left to remove.
+    left = left.filter((t) => replies[homes.indexOf(t.coll ?? coll)]?.success === true);
+    if (left.length) {
+      const retry = await send(left.map(removal));
       left = left.filter((_, i) => retry[i]?.success !== true);
       if (left.length) {
         throw new ToolError(
           `CODAP computed the values but did not remove ${plural(left.length, "temporary attribute")} from ` +
-            `${JSON.stringify(dataset.name)}: ${left.join(", ")}. Delete them in CODAP (or with codap_api).`,
+            `${JSON.stringify(dataset.name)}: ${left.map((t) => t.name).join(", ")}. Delete them in CODAP (or with ` +
+            "codap_api).",
           "codap_error",
-          { datasetName: dataset.name, temporaryAttributes: left },
+          { datasetName: dataset.name, temporaryAttributes: left.map((t) => t.name) },
         );
       }
     }
-    must(create, created, `adding temporary formula attributes to ${JSON.stringify(dataset.name)}`);
+    creates.forEach((create, i) => must(create, replies[i], `adding temporary formula attributes to ${JSON.stringify(dataset.name)}`));
     return { readReplies };
   }
 

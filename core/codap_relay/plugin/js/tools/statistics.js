@@ -5,6 +5,7 @@
 
 import { ToolError, collection, get, invalid, plural, toolResult, unknownAttribute } from "./context.js";
 import { createFormulaValues, errorText, isError, ref } from "./formula_values.js";
+import { MAX_GROUPS, NO_VALUE, createStatisticsGroups } from "./statistics_groups.js";
 
 /**
  * @import {DescribedAttribute, DescribedCollection, DescribedDataset} from "../types.js"
@@ -52,10 +53,8 @@ const STATISTICS = {
   intercept: { numeric: true, paired: true, formula: (x, f, _p, y) => call("linRegrIntercept", x, f, y) },
 };
 const DEFAULT_STATISTICS = ["count", "mean", "median", "sd", "min", "max", "q1", "q3"];
-const MAX_GROUPS = 50;
 /** At most this many case values read by the aggregates of one call (a few seconds of CODAP's time). */
 const MAX_WORK = 1_000_000;
-const NO_VALUE = "(no value)";
 
 /**
  * A number as shown in the text table: CODAP's full value in structuredContent.
@@ -69,95 +68,11 @@ function shown(v) {
 }
 
 
-/**
- * A group of cases the statistics are computed for: its label, its condition in an aggregate's filter, that
- * condition as the answer shows it, and the hidden attribute holding it (named groups).
- * @typedef {{label: string, condition: string, shown: string, attribute?: string}} Group
- */
-
 /** @param {ToolContext} ctx */
 export function createStatisticsTool(ctx) {
-  const { send, must, findDataset, describeDatasets } = ctx;
+  const { must, findDataset, describeDatasets } = ctx;
   const { temporaryPrefix, withTemporaryFormulas } = createFormulaValues(ctx);
-
-  /**
-   * The groups the rows are computed for, each with its `condition` (true for its cases, in an aggregate's
-   * filter) and `shown` (that condition as the answer shows it), and the hidden attributes they need.
-   * - groupBy an attribute: its values as CODAP lists them in its categories (its non-empty values, in CODAP's
-   *   order), and a group "(no value)";
-   * - groupBy a formula: the values CODAP gives it, read first as the categories of a hidden attribute holding
-   *   it (one message), then grouped as an attribute's;
-   * - named groups: one hidden attribute a group holds its condition, evaluated case by case (CODAP's `or` and
-   *   `and` fail inside an aggregate's filter; if() reads the attribute's "true"/"false" there).
-   * @param {DescribedDataset} dataset
-   * @param {string} prefix the temporary attributes' prefix
-   * @param {{attribute: DescribedAttribute | null, formula: string | null, named: Record<string, string> | null}} by
-   * @returns {Promise<{groups: Array<Group | null>, temporary: Array<{name: string, formula: string}>, column: string | null}>}
-   */
-  async function groupsOf(dataset, prefix, by) {
-    const top = dataset.collections[0];
-    if (by.named) {
-      const temporary = Object.values(by.named).map((formula, i) => ({ name: `${prefix}group${i}`, formula }));
-      const groups = Object.entries(by.named).map(([label, formula], i) => ({
-        label,
-        condition: `if(${ref(temporary[i].name)}, true, false)`,
-        shown: `(${formula})`,
-        attribute: temporary[i].name,
-      }));
-      return { groups, temporary, column: "group" };
-    }
-    if (!by.attribute && !by.formula) return { groups: [null], temporary: [], column: null };
-    /** @type {string[]} */
-    let order;
-    /** @type {Array<{name: string, formula: string}>} */
-    let temporary = [];
-    let name;
-    let shownName;
-    if (by.attribute) {
-      name = by.attribute.name;
-      shownName = ref(name);
-      const request = get(`${collection(dataset.id, top.id)}.attribute[${by.attribute.id}]`);
-      const [reply] = await send([request]);
-      order = must(request, reply, `reading the values of ${JSON.stringify(name)}`).values?._categoryMap?.__order ?? [];
-    } else {
-      const formula = /** @type {string} */ (by.formula);
-      name = `${prefix}group`;
-      shownName = `(${formula})`;
-      temporary = [{ name, formula }];
-      const request = get(`${collection(dataset.id, top.id)}.attribute[${name}]`);
-      const { readReplies: [reply] } = await withTemporaryFormulas(dataset, top, temporary, [request]);
-      order = must(request, reply, `reading the values of the groupBy formula ${JSON.stringify(formula)}`)
-        .values?._categoryMap?.__order ?? [];
-      const failed = order.find(isError);
-      if (failed !== undefined) {
-        const reason = errorText(failed);
-        throw new ToolError(
-          `CODAP cannot evaluate the groupBy formula ${JSON.stringify(formula)} on ${JSON.stringify(dataset.name)}: ` +
-            `${reason}. groupBy is an attribute's name or a formula giving each case its group, e.g. ` +
-            '`if(transport = "walk" or transport = "bike", "active", "driven")`. Attributes of ' +
-            `${JSON.stringify(top.name)}: ${top.attributes.map((a) => a.name).join(", ")}.`,
-          "formula_error",
-          { datasetName: dataset.name, groupBy: formula, codapError: reason },
-        );
-      }
-    }
-    const what = by.attribute ? `Attribute ${JSON.stringify(name)}` : `The formula ${JSON.stringify(by.formula)}`;
-    if (order.length > MAX_GROUPS) {
-      throw new ToolError(
-        `${what} has ${order.length} distinct values; groupBy takes one with at most ${MAX_GROUPS}. Group by ` +
-          "something with fewer values (a formula such as `round(age / 10) * 10` bins numbers), or narrow the " +
-          "cases with where.",
-        "too_many_groups",
-        { datasetName: dataset.name, groupBy: by.attribute ? name : by.formula, groups: order.length, max: MAX_GROUPS },
-      );
-    }
-    const groups = [...order, ""].map((v) => ({
-      label: v === "" ? NO_VALUE : v,
-      condition: `${ref(name)} = ${JSON.stringify(v)}`,
-      shown: `${shownName} = ${JSON.stringify(v)}`,
-    }));
-    return { groups, temporary, column: by.attribute ? name : "group" };
-  }
+  const { groupsOf } = createStatisticsGroups(ctx);
 
   /**
    * @param {{datasetName: string, attributes: string[], statistics?: string[], where?: string, groupBy?: string,
@@ -205,21 +120,41 @@ export function createStatisticsTool(ctx) {
     const byFormula = groupBy !== undefined && !dataset.attributes.includes(groupBy) && !/^[\p{L}_][\p{L}\p{N}_]*$/u.test(groupBy);
     const grouping = groupBy === undefined || byFormula ? null : attrInfo(groupBy, "groupBy");
     const partner = pairedWith === undefined ? null : attrInfo(pairedWith, "pairedWith");
-    const used = [...attrs, ...(grouping ? [grouping] : []), ...(partner ? [partner] : [])];
-    const top = dataset.collections[0];
-    const outside = used.filter((a) => a.index !== 0);
-    if (outside.length) {
-      const a = outside[0];
+    // The cases summarised are those of the attributes' collection (`home`). In a grouped dataset CODAP's
+    // aggregates of a child collection work per parent case: the statistics are computed in the parent
+    // collection, a row per parent case (a groupBy naming the parent's attribute says the same).
+    const home = attrs[0].coll;
+    const parent = attrs[0].index > 0 ? dataset.collections[attrs[0].index - 1] : null;
+    const top = home;
+    const groupedByParent = Boolean(parent && grouping && grouping.coll === parent);
+    const apart = [...attrs, ...(partner ? [partner] : []), ...(grouping && !groupedByParent ? [grouping] : [])]
+      .find((a) => a.coll !== home);
+    if (apart || (parent && (named || byFormula || (grouping && !groupedByParent)))) {
+      const names = (/** @type {DescribedCollection} */ c) => c.attributes.map((x) => x.name).join(", ");
       throw new ToolError(
-        `Attribute ${JSON.stringify(a.name)} is in collection ${JSON.stringify(a.coll.name)}, a child of ` +
-          `${JSON.stringify(top.name)}. In a hierarchical dataset CODAP's aggregate functions compute one value ` +
-          "per parent case, never over all the cases of a child collection, so CODAP cannot give these statistics. " +
-          `Only attributes of the top collection ${JSON.stringify(top.name)} can be summarised (${top.attributes
-            .map((x) => x.name)
-            .join(", ")}); to summarise ${JSON.stringify(a.name)}, move it (or its parents' attributes) so the ` +
-          "dataset is flat.",
+        apart
+          ? `Attributes ${JSON.stringify(attrs[0].name)} (collection ${JSON.stringify(home.name)}) and ` +
+            `${JSON.stringify(apart.name)} (collection ${JSON.stringify(apart.coll.name)}) are in different collections ` +
+            "of a grouped dataset: CODAP's aggregates summarise one collection's cases at a time. Ask for the " +
+            "attributes of one collection (" + dataset.collections.map((c) => `${c.name}: ${names(c)}`).join("; ") +
+            "), or ungroup the dataset (group_codap_cases with ungroup true)."
+          : `${JSON.stringify(home.name)} is a child collection of ${JSON.stringify(/** @type {DescribedCollection} */ (parent).name)}: ` +
+            "CODAP computes the statistics of its attributes per parent case, one row per " +
+            `${JSON.stringify(/** @type {DescribedCollection} */ (parent).name)} case (leave out groupBy and groups, or ` +
+            `groupBy its attribute ${JSON.stringify(/** @type {DescribedCollection} */ (parent).attributes[0]?.name)}). To group ` +
+            "otherwise, ungroup the dataset first (group_codap_cases with ungroup true).",
         "hierarchical_dataset",
-        { datasetName: dataset.name, attribute: a.name, collection: a.coll.name, topCollection: top.name },
+        { datasetName: dataset.name, attribute: (apart ?? attrs[0]).name, collection: (apart ?? attrs[0]).coll.name,
+          ...(parent ? { parentCollection: parent.name } : {}) },
+      );
+    }
+    if (parent && parent.caseCount > MAX_GROUPS) {
+      throw new ToolError(
+        `${JSON.stringify(home.name)} is grouped in ${parent.caseCount} ${JSON.stringify(parent.name)} cases, and CODAP ` +
+          `computes its statistics per parent case: at most ${MAX_GROUPS} rows. Ungroup the dataset ` +
+          "(group_codap_cases with ungroup true) for statistics over all its cases.",
+        "too_many_groups",
+        { datasetName: dataset.name, groups: parent.caseCount, max: MAX_GROUPS, parentCollection: parent.name },
       );
     }
     if (top.caseCount === 0) {
@@ -229,11 +164,9 @@ export function createStatisticsTool(ctx) {
     }
 
     const prefix = temporaryPrefix(dataset);
-    const { groups, temporary: groupAttributes, column } = await groupsOf(dataset, prefix, {
-      attribute: grouping,
-      formula: byFormula ? /** @type {string} */ (groupBy) : null,
-      named,
-    });
+    const { groups, temporary: groupAttributes, column } = parent
+      ? { groups: [null], temporary: [], column: parent.attributes.map((a) => a.name).join(" & ") }
+      : await groupsOf(dataset, prefix, { attribute: grouping, formula: byFormula ? /** @type {string} */ (groupBy) : null, named });
 
     // Two hidden attributes whatever the number of groups, statistics and attributes (each added attribute
     // costs CODAP a pass over every case; the aggregates inside one formula are what CODAP computes anyway), and
@@ -253,7 +186,7 @@ export function createStatisticsTool(ctx) {
       const cond = g?.condition ?? null;
       const filter = where === undefined ? cond : `if(${ref(whereName)}, ${cond ?? "true"}, false)`;
       const condition = [where === undefined ? null : `(${where})`, g?.shown ?? null].filter(Boolean).join(" and ");
-      const casesSlot = filter ? add(`count(${filter})`) : null;
+      const casesSlot = filter ? add(`count(${filter})`) : parent ? add("count()") : null;
       return {
         group: g,
         condition,
@@ -283,16 +216,29 @@ export function createStatisticsTool(ctx) {
     }
     // Named groups may overlap or leave cases out: the cases matched are counted on their own.
     const matchedSlot = named && where !== undefined ? add(`count(if(${ref(whereName)}, true, false))`) : null;
+    const statsName = `${prefix}stats`;
     const temporary = [
       ...(where === undefined ? [] : [{ name: whereName, formula: where }]),
       ...groupAttributes,
-      { name: `${prefix}stats`, formula: `concat(${fields.join(', "|", ')})` },
+      { name: statsName, formula: `concat(${fields.join(', "|", ')})`, ...(parent ? { coll: parent } : {}) },
     ];
+    // The statistics are read from the first case (the same for every case), or from each parent case.
     const read = get(`${collection(dataset.id, top.id)}.caseByIndex[0]`);
-    const { readReplies: [caseReply] } = await withTemporaryFormulas(dataset, top, temporary, [read]);
+    const parentReads = parent
+      ? Array.from({ length: parent.caseCount }, (_, i) => get(`${collection(dataset.id, parent.id)}.caseByIndex[${i}]`))
+      : [];
+    const { readReplies: [caseReply, ...parentReplies] } = await withTemporaryFormulas(dataset, top, temporary, [read, ...parentReads]);
     /** @type {Record<string, unknown>} */
     const values = must(read, caseReply, `reading the computed statistics of ${JSON.stringify(dataset.name)}`)
       .values?.case?.values ?? {};
+    /** @type {Array<{label: string | null, values: Record<string, unknown>}>} where the statistics were read */
+    const sources = parent
+      ? parentReplies.map((r, i) => {
+        const own = must(parentReads[i], r, `reading the computed statistics of ${JSON.stringify(dataset.name)}`)
+          .values?.case?.values ?? {};
+        return { label: parent.attributes.map((a) => String(own[a.name] ?? "")).join(", "), values: own };
+      })
+      : [{ label: null, values }];
 
     const whereValue = values[whereName];
     if (where !== undefined && isError(whereValue)) {
@@ -317,51 +263,56 @@ export function createStatisticsTool(ctx) {
         );
       }
     }
-    const statsValue = values[`${prefix}stats`];
-    if (isError(statsValue)) {
-      const reason = errorText(statsValue);
-      throw new ToolError(
-        `CODAP could not compute the statistics of ${attrs.map((a) => JSON.stringify(a.name)).join(", ")} ` +
-          `(formulas such as ${JSON.stringify(rows[0].cells[0].slots[0].shownFormula)}): ${reason}.`,
-        "formula_error",
-        { datasetName: dataset.name, formula: rows[0].cells[0].slots[0].shownFormula, codapError: reason },
-      );
-    }
-    const texts = statsValue === undefined || statsValue === null ? [] : String(statsValue).split("|");
-    if (texts.length !== fields.length) {
-      throw new ToolError(
-        `CODAP gave ${texts.length} values for ${fields.length} statistics: ${String(statsValue).slice(0, 200)}`,
-        "codap_error",
-        { datasetName: dataset.name },
-      );
-    }
-    /** @param {number} slot */
-    const value = (slot) => (texts[slot] === "" ? null : Number(texts[slot]));
+    /**
+     * The values of one source's statistics attribute, by slot.
+     * @param {unknown} statsValue
+     */
+    const valuesOf = (statsValue) => {
+      if (isError(statsValue)) {
+        const reason = errorText(statsValue);
+        throw new ToolError(
+          `CODAP could not compute the statistics of ${attrs.map((a) => JSON.stringify(a.name)).join(", ")} ` +
+            `(formulas such as ${JSON.stringify(rows[0].cells[0].slots[0].shownFormula)}): ${reason}.`,
+          "formula_error",
+          { datasetName: dataset.name, formula: rows[0].cells[0].slots[0].shownFormula, codapError: reason },
+        );
+      }
+      const texts = statsValue === undefined || statsValue === null ? [] : String(statsValue).split("|");
+      if (texts.length !== fields.length) {
+        throw new ToolError(
+          `CODAP gave ${texts.length} values for ${fields.length} statistics: ${String(statsValue).slice(0, 200)}`,
+          "codap_error",
+          { datasetName: dataset.name },
+        );
+      }
+      /** @param {number} slot */
+      return (slot) => (texts[slot] === "" ? null : Number(texts[slot]));
+    };
 
     /** @type {Array<{group?: string, attribute: string, cases: number | null, percent?: number | null, [statistic: string]: unknown}>} */
     const out = [];
     /** @type {string[]} */
     const empty = [];
-    for (const row of rows) {
-      const cases = row.casesSlot === null ? top.caseCount : value(row.casesSlot);
-      if (row.group && cases === 0) {
-        if (row.group.label !== NO_VALUE) empty.push(row.group.label);
-        continue;
+    let matched = 0;
+    for (const source of sources) {
+      const value = valuesOf(source.values[statsName]);
+      for (const row of rows) {
+        const cases = row.casesSlot === null ? top.caseCount : value(row.casesSlot);
+        matched += named ? 0 : cases ?? 0;
+        const label = row.group?.label ?? source.label;
+        if (label !== null && cases === 0) {
+          if (label !== NO_VALUE) empty.push(label);
+          continue;
+        }
+        for (const cell of row.cells) {
+          /** @type {(typeof out)[number]} */
+          const r = { ...(label === null ? {} : { group: label }), attribute: cell.attribute, cases };
+          for (const s of cell.slots) r[s.statistic] = value(s.slot);
+          out.push(r);
+        }
       }
-      for (const cell of row.cells) {
-        /** @type {(typeof out)[number]} */
-        const r = {
-          ...(row.group ? { group: row.group.label } : {}),
-          attribute: cell.attribute,
-          cases,
-        };
-        for (const s of cell.slots) r[s.statistic] = value(s.slot);
-        out.push(r);
-      }
+      if (named) matched = matchedSlot === null ? top.caseCount : /** @type {number} */ (value(matchedSlot));
     }
-    const matched = named
-      ? (matchedSlot === null ? top.caseCount : /** @type {number} */ (value(matchedSlot)))
-      : rows.reduce((n, row) => n + (row.casesSlot === null ? top.caseCount : /** @type {number} */ (value(row.casesSlot))), 0);
     if (named && out.length === 0 && matched > 0) {
       throw new ToolError(
         `No case of ${JSON.stringify(dataset.name)}${where === undefined ? "" : ` matching ${JSON.stringify(where)}`} ` +
@@ -407,6 +358,7 @@ export function createStatisticsTool(ctx) {
       ...statistics.map((s) => shown(r[s]))].join(" | "));
     const scope = [
       where === undefined ? null : `where ${where}`,
+      parent ? `per ${parent.name} case: in a grouped dataset CODAP's aggregates of a child collection work per parent case` : null,
       grouping ? `grouped by ${grouping.name}` : null,
       byFormula ? `grouped by the formula ${groupBy}` : null,
       named ? `in groups: ${Object.entries(named).map(([k, v]) => `${k} (${v})`).join(", ")}` : null,
@@ -437,6 +389,7 @@ export function createStatisticsTool(ctx) {
       ...(byFormula ? { groupBy } : {}),
       ...(named ? { groups: named } : {}),
       ...(where === undefined ? {} : { where }),
+      ...(parent ? { perCaseOf: parent.name } : {}),
       casesMatched: matched,
       caseCount: top.caseCount,
       rows: out,
