@@ -391,25 +391,43 @@ def test_the_status_gives_each_graphs_whole_state_as_codap_holds_it(codap: Codap
     assert "coloured by g" in text and "only the selected cases" in text and "least squares line" in text
 
 
-def test_deletions_come_back_through_undo_codap_tool_calls_not_codaps_undo(codap: CodapPage) -> None:
-    """What undo_codap and the deleting tools say of each other, as real CODAP does it."""
+def test_undo_takes_back_graph_settings_and_rows_keep_their_ids(codap: CodapPage) -> None:
+    """CODAP's Undo (undo_codap) and undo_codap_tool_calls on graph changes, as real CODAP does them: a setting
+    made through CODAP's plugin API is set back by the plugin, one made by rebuilding the document is taken back
+    with it in the same press (CODAP's own step), Redo makes them again, and the rows keep their ids throughout."""
     dataset(codap, "undo")
-    codap.done("delete_codap_attribute", {"datasetName": "undo", "name": "band"})
-    pressed = codap.done("undo_codap", {"steps": 1})
-    listing = {"action": "get", "resource": "dataContext[undo].collection[undo].attributeList"}
-    assert "band" not in [a["name"] for a in codap.ok(listing)]
-    assert "cannot take back" in pressed["content"][0]["text"]
-    codap.done("undo_codap_tool_calls", {"lastCalls": 1})
-    assert "band" in [a["name"] for a in codap.ok(listing)]
+    ids = [i["id"] for i in codap.items("undo")]
+    gid = graph(codap, datasetName="undo", graphType="dot_plot", xAttribute="h")
+    start = component(codap, gid)
+    update(codap, gid, pointColor="red", xAxisMin=100, xAxisMax=250, legendAttribute="g", pointSize=2)
+    codap.done("add_codap_adornment", {"graph": gid, "adornment": "mean"})
+    undone = codap.done("undo_codap", {"steps": 2})["structuredContent"]
+    assert [c["tool"] for c in undone["toolCalls"]] == ["add_codap_adornment", "update_codap_graph"]
+    assert all(c["ok"] for c in undone["toolCalls"]) and "Mean" not in shown(codap, gid)
+    settings = ("pointColor", "xLowerBound", "xUpperBound", "legendAttributeName", "pointSize")
+    assert {k: component(codap, gid)[k] for k in settings} == {k: start[k] for k in settings}
+    codap.done("redo_codap", {"steps": 1})
+    held = component(codap, gid)
+    assert (held["pointColor"], held["xLowerBound"], held["legendAttributeName"]) == ("#ff0000", 100, "g")
+
+    # bins and a plot type need a rebuild: one press takes the call back whole, and Redo makes it again
+    update(codap, gid, plotType="histogram", binWidth=5, pointColor="green")
+    assert (component(codap, gid)["plotType"], plot_storage(codap, gid)["width"]) == ("histogram", 5)
+    back = codap.done("undo_codap", {"steps": 1})
+    (call,) = back["structuredContent"]["toolCalls"]
+    assert call["ok"] and call["tool"] == "update_codap_graph" and "steps CODAP keeps" in call["text"]
+    held = component(codap, gid)
+    assert (held["plotType"], held["pointColor"]) == ("dotPlot", "#ff0000") and "width" not in plot_storage(codap, gid)
+    codap.done("redo_codap", {"steps": 1})
+    assert (component(codap, gid)["plotType"], component(codap, gid)["pointColor"]) == ("histogram", "#008000")
+    assert [i["id"] for i in codap.items("undo")] == ids
+
+    # what no request puts back (a deletion): undo_codap says so, undo_codap_tool_calls rebuilds the document with
+    # the rows' ids kept, the deleted rows' too
     codap.done("delete_codap_cases", {"datasetName": "undo", "where": "t < 5"})
     pressed = codap.done("undo_codap", {"steps": 1})
     assert len(codap.items("undo")) == len(ROWS) - 5 and "cannot take back" in pressed["content"][0]["text"]
-    codap.done("undo_codap_tool_calls", {"lastCalls": 1})
-    assert len(codap.items("undo")) == len(ROWS)
-    # bins set by rebuilding the document: CODAP's own step, taken back by the press after the call's
-    gid = graph(codap, datasetName="undo", graphType="dot_plot", xAttribute="h")
-    update(codap, gid, plotType="binned_dot_plot")
-    first = codap.done("undo_codap", {"steps": 1})["content"][0]["text"]
-    assert "cannot take back" in first and component(codap, gid)["plotType"] == "binnedDotPlot"
-    codap.done("undo_codap", {"steps": 1})
-    assert component(codap, gid)["plotType"] == "dotPlot"
+    codap.done("undo_codap_tool_calls", {"lastCalls": 2})
+    assert [i["id"] for i in codap.items("undo")] == ids
+    held = component(codap, gid)
+    assert (held["plotType"], held["pointColor"], held["legendAttributeName"]) == ("dotPlot", "#ff0000", "g")

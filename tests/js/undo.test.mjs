@@ -6,7 +6,8 @@ import { test } from "node:test";
 
 import { BUSY, BUSY_DELAY_MS, IDLE, RENEW_MS, withBusySignal } from "../../core/codap_relay/plugin/js/busy.js";
 import { inverseOf } from "../../core/codap_relay/plugin/js/tools/inverse.js";
-import { newIds } from "../../core/codap_relay/plugin/js/tools/journal.js";
+import { recordedByCodap } from "../../core/codap_relay/plugin/js/tools/journal.js";
+import { newIds } from "../../core/codap_relay/plugin/js/tools/restore_points.js";
 
 const text = (guid, title, left = 10) => ({
   type: "DG.TextView",
@@ -62,6 +63,42 @@ test("cases set aside are brought back and cases brought back set aside again, n
     requests: [{ action: "notify", resource: "dataContext[1]", values: { request: "setAside", caseIDs: ["ITEM77"] } }],
     cannot: [],
   });
+});
+
+test("a graph's settings go back from CODAP's description of it: attributes first, bounds last", () => {
+  const graph = (storage) => ({ type: "DG.GraphView", guid: 7, componentStorage: { title: "G", ...storage }, layout: { left: 1 } });
+  const before = { detail: { dataContext: "p", xAttributeID: 1, legendAttributeID: null, pointColor: "#e6805b",
+    displayOnlySelectedCases: null, filterFormula: "", xLowerBound: 140, xUpperBound: 190, yLowerBound: null } };
+  const after = { detail: { dataContext: "p", xAttributeID: 2, legendAttributeID: 3, pointColor: "#ff0000",
+    displayOnlySelectedCases: true, filterFormula: "h > 1", xLowerBound: 0, xUpperBound: 9, yLowerBound: 4 } };
+  const { requests, cannot } = inverseOf({ components: [graph({ a: 1 })] }, { components: [graph({ a: 2 })] },
+    { before: { 7: before }, after: { 7: after } });
+  assert.deepEqual(cannot, []);
+  assert.deepEqual(requests, [
+    { action: "update", resource: "component[7]", values: { xAttributeID: 1, legendAttributeID: null } },
+    { action: "update", resource: "component[7]", values: { displayOnlySelectedCases: false, filterFormula: "", pointColor: "#e6805b" } },
+    // the y axis had no bounds (a category): it follows its attribute
+    { action: "update", resource: "component[7]", values: { xLowerBound: 140, xUpperBound: 190 } },
+  ]);
+  // without CODAP's description of the graph, its change is named as what no request puts back
+  assert.deepEqual(inverseOf({ components: [graph({ a: 1 })] }, { components: [graph({ a: 2 })] }).cannot, ['component "G" changed']);
+});
+
+test("a legend's colours go back; the colours CODAP gives new values itself are no change", () => {
+  const attr = (map) => ({ ...trees(5), collections: [{ ...trees(5).collections[0], attrs: [{ guid: 3, name: "height", _categoryMap: map }] }] });
+  const { requests } = inverseOf({ contexts: [attr({ A: "#111111", __order: ["A"] })] },
+    { contexts: [attr({ A: "#00ff00", B: "#222222", __order: ["A", "B"] })] });
+  assert.deepEqual(requests, [{ action: "update", resource: "dataContext[1].collection[2].attribute[3]", values: { colormap: { A: "#111111" } } }]);
+  assert.deepEqual(inverseOf({ contexts: [attr({ A: "#1" })] }, { contexts: [attr({ A: "#1", C: "#3" })] }).requests, []);
+});
+
+test("the requests CODAP keeps a step of itself: statistics, a Rescale, a rebuild; not a component's update", () => {
+  assert.equal(recordedByCodap({ action: "create", resource: "component[4].adornment", values: { type: "Mean" } }), true);
+  assert.equal(recordedByCodap({ action: "delete", resource: "component[4].adornment", values: { type: "Mean" } }), true);
+  assert.equal(recordedByCodap({ action: "get", resource: "component[4].adornment[Mean]" }), false);
+  assert.equal(recordedByCodap({ action: "notify", resource: "component[4]", values: { request: "autoScale" } }), true);
+  assert.equal(recordedByCodap({ action: "update", resource: "document", values: {} }), true);
+  assert.equal(recordedByCodap({ action: "update", resource: "component[4]", values: { pointColor: "#ff0000" } }), false);
 });
 
 test("the ids a call made are found in document order, for its redo to renumber", () => {

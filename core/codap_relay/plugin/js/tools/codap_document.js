@@ -9,7 +9,7 @@
 // unless each child-most case names its item (`itemID`): keepItemIds adds them, one `itemByCaseID` read per row in
 // one message. Whatever else CODAP rebuilds differently is found by reading the document back and comparing.
 
-import { ToolError } from "./context.js";
+import { ToolError } from "../errors.js";
 
 /**
  * @import {CodapId, CodapNotification, CodapReply, CodapRequest} from "../types.js"
@@ -24,12 +24,63 @@ import { ToolError } from "./context.js";
  */
 
 /**
- * What reading and replacing the document needs: the query layer's `send`, the plugin's notifications, a pause.
+ * What reading and replacing the document needs: the query layer's `send`, the plugin's notifications, a pause;
+ * `documents`, the document as last read while nothing changed it since; `journal`, told of each rebuild (the
+ * rebuild is a step of CODAP's own undo history between the call's parts, journal.js).
  * @typedef {object} DocumentIO
  * @property {(requests: CodapRequest[]) => Promise<CodapReply[]>} send
  * @property {((fn: (value: CodapNotification) => void) => () => void) | null} listen
  * @property {(ms: number) => Promise<void>} sleep
+ * @property {DocumentCache} [documents]
+ * @property {RebuildWatcher} [journal]
  */
+
+/**
+ * Told of each rebuild a tool makes, with the document just before and just after it.
+ * @typedef {object} RebuildWatcher
+ * @property {(doc: V2Document) => Promise<void>} rebuilding
+ * @property {(doc: V2Document) => Promise<void>} rebuilt
+ */
+
+/**
+ * CODAP's document as last read, while nothing can have changed it since: a request other than a `get` from these
+ * tools, or any notification from CODAP (a person's logged action, a dataset changed by another plugin, an undo
+ * step) makes it stale. CODAP makes each read wait up to 2 s for every web page in the document to give its state
+ * (a plain page never does: iframe-phone's timeout), so a read saved is up to 2 s saved per web page.
+ * @typedef {ReturnType<typeof createDocumentCache>} DocumentCache
+ */
+
+/** A cache of the last document read (its JSON text), valid until the next change. */
+export function createDocumentCache() {
+  let version = 0;
+  /** @type {{text: string, version: number} | null} */
+  let held = null;
+  return {
+    /** Something may have changed the document. */
+    changed() {
+      version += 1;
+      held = null;
+    },
+    /** The version to hold a document read from now under. */
+    now: () => version,
+    /**
+     * Keeps a document read when the version was `at` (dropped if anything changed since).
+     * @param {string} text
+     * @param {number} at
+     */
+    hold(text, at) {
+      if (at === version) held = { text, version };
+    },
+    /** The document as last read, if nothing changed since (a copy the caller may change). @returns {V2Document | null} */
+    fresh: () => (held && held.version === version ? JSON.parse(held.text) : null),
+  };
+}
+
+/**
+ * Whether a message may change the document: any request but a `get`.
+ * @param {CodapRequest | CodapRequest[]} requests
+ */
+export const mayChange = (requests) => (Array.isArray(requests) ? requests : [requests]).some((r) => r?.action !== "get");
 
 const READ_WAIT_MS = 10_000;
 const REBUILD_WAIT_MS = 20_000;
@@ -76,12 +127,17 @@ export function heard({ listen, sleep }, match, ms) {
 }
 
 /**
- * CODAP's document now (v2 JSON, without nulls).
+ * CODAP's document now (v2 JSON, without nulls): the one last read where nothing changed it since and CODAP still
+ * lists the same components and datasets (a check of one quick message, for a change no notification tells of:
+ * another plugin adding or closing a component), else read anew.
  * @param {DocumentIO} io
  * @returns {Promise<V2Document>}
  */
 export async function readDocument(io) {
+  const kept = io.documents?.fresh() ?? null;
+  if (kept && await sameParts(io, kept)) return kept;
   if (!io.listen) throw new ToolError("This plugin cannot hear CODAP's notifications here.", "document_unavailable");
+  const at = io.documents?.now() ?? 0;
   const state = heard(io, (v) => v?.resource === "document" && v?.values?.operation === "newDocumentState", READ_WAIT_MS);
   const [reply] = await io.send([{ action: "get", resource: "document" }]);
   if (reply?.success !== true) {
@@ -89,7 +145,23 @@ export async function readDocument(io) {
   }
   const notice = await state;
   if (!notice) throw new ToolError("CODAP did not send its document within 10 s.", "document_unavailable");
-  return withoutNulls(notice.values.state);
+  /** @type {V2Document} */
+  const doc = withoutNulls(notice.values.state);
+  io.documents?.hold(JSON.stringify(doc), at);
+  return doc;
+}
+
+/**
+ * Whether CODAP lists the components and datasets `doc` holds (by id).
+ * @param {DocumentIO} io
+ * @param {V2Document} doc
+ */
+async function sameParts(io, doc) {
+  const [components, datasets] = await io.send([{ action: "get", resource: "componentList" }, { action: "get", resource: "dataContextList" }]);
+  if (components?.success !== true || datasets?.success !== true) return false;
+  /** @type {(list: unknown) => string} */
+  const ids = (list) => (Array.isArray(list) ? list.map((x) => String(x?.id ?? x?.guid)).sort().join() : "");
+  return ids(components.values) === ids(doc.components) && ids(datasets.values) === ids(doc.contexts);
 }
 
 /**
@@ -114,7 +186,7 @@ export async function keepItemIds(io, doc) {
   const replies = await io.send(reads);
   rows.forEach((c, i) => {
     const id = replies[i]?.success === true ? replies[i].values?.id : undefined;
-    if (id !== undefined && id !== null) c.itemID = `ITEM${id}`;
+    if (id !== undefined && id !== null) c.itemID = `ITEM${id}`; // a row CODAP no longer has keeps any it was given
   });
 }
 
@@ -171,19 +243,23 @@ const canonical = (value) =>
 /** @param {V2Component} c a component as compared: without its stacking order, which a click changes */
 const comparable = (c) => canonical({ ...c, layout: { ...c.layout, zIndex: undefined } });
 
+/** Why a tool rebuilds the document, as its refusals say. */
+export const FOR_A_SETTING = "the only way CODAP's plugin API reaches this setting";
+
 /**
  * Throws where rebuilding would change more than asked: a document too large to rebuild in a tool call's time, or a
  * web page or plugin at an http:// address, which CODAP's reading of a saved document moves to https://
  * (web-view-utils.ts processWebViewUrl) and so away from a page served over http.
  * @param {V2Document} doc
  * @param {CodapId | null} frameId this plugin's own component, which CODAP keeps as it is
+ * @param {string} [why] why the document would be rebuilt, for the message
  */
-function refuseRebuild(doc, frameId) {
+export function refuseRebuild(doc, frameId, why = FOR_A_SETTING) {
   const size = JSON.stringify(doc).length;
   if (size > MAX_REBUILD_CHARS) {
     throw new ToolError(
       `The document is too large (${Math.round(size / 1000)} KB of JSON, more than ${MAX_REBUILD_CHARS / 1000} KB) for ` +
-        "the tool to rebuild it within a tool call, the only way CODAP's plugin API reaches this setting.",
+        `the tool to rebuild it within a tool call, ${why}.`,
       "document_too_large",
       { chars: size, limit: MAX_REBUILD_CHARS },
     );
@@ -194,12 +270,27 @@ function refuseRebuild(doc, frameId) {
   if (http.length) {
     const names = http.map((c) => `${JSON.stringify(c.componentStorage?.title || c.componentStorage?.name || "web page")} (id ${c.guid})`);
     throw new ToolError(
-      `Rebuilding the document, the only way CODAP's plugin API reaches this setting, would move ${names.join(", ")} ` +
+      `Rebuilding the document, ${why}, would move ${names.join(", ")} ` +
         "from its http:// address to https://, where it may not load: nothing was changed.",
       "rebuild_would_change_other_components",
       { components: http.map((c) => c.guid) },
     );
   }
+}
+
+/**
+ * Puts document `doc` (as read earlier, with its rows' item ids named where known) back in CODAP, refusing as
+ * refuseRebuild does; rows still in CODAP keep their item ids (keepItemIds), and rows it no longer has keep the
+ * ids named in `doc` (keepItemIds run when it was read). Resolves with CODAP's notice that it is rebuilt.
+ * @param {DocumentIO} io
+ * @param {V2Document} doc
+ * @param {CodapId | null} frameId
+ * @param {string} why
+ */
+export async function restoreDocument(io, doc, frameId, why) {
+  refuseRebuild(doc, frameId, why);
+  await keepItemIds(io, doc);
+  return replaceDocument(io, doc);
 }
 
 /**
@@ -221,9 +312,11 @@ export async function rebuildComponent(io, componentId, change, frameId = null, 
   }
   refuseRebuild(doc, frameId);
   const original = canonical(target.componentStorage);
+  const untouched = io.journal ? JSON.stringify(doc) : null;
   change(target.componentStorage, doc);
   const sent = JSON.parse(JSON.stringify(doc));
   await keepItemIds(io, doc);
+  if (untouched) await io.journal?.rebuilding(JSON.parse(untouched));
   const { ended } = await replaceDocument(io, doc);
   // CODAP rebuilds right after answering; its notice comes half a second later. A document read at once that
   // still holds the component as it was means the rebuild is not done: then wait for the notice and read again.
@@ -236,6 +329,7 @@ export async function rebuildComponent(io, componentId, change, frameId = null, 
     now = await readDocument(io);
   }
   const rebuilt = find(now);
+  await io.journal?.rebuilt(now);
   /** @type {string[]} */
   const others = [];
   const before = new Map((sent.components ?? []).map((/** @type {V2Component} */ c) => [String(c.guid), c]));

@@ -13,10 +13,11 @@ import { createCodapQuery, dataContext, get } from "../codap_query.js";
 import { describeGraphData } from "./graph_data.js";
 import { createGraphPicture } from "./pictures.js";
 import { isCodapSuccess } from "../types.js";
+import { createDocumentCache, mayChange } from "./codap_document.js";
 import { VERSION } from "../version.js";
 
 /**
- * @import {CodapCall, CodapNotification, DescribedDataset, ToolResult} from "../types.js"
+ * @import {CodapCall, CodapNotification, CodapRequest, DescribedDataset, ToolResult} from "../types.js"
  * @import {Raster} from "../imaging.js"
  * @import {Drawing} from "../drawing.js"
  */
@@ -133,7 +134,24 @@ export function createToolContext({
   listen = null,
   drawing = ALWAYS_DRAWN,
 }) {
-  const codap = createCodapQuery({ call, sleep, now });
+  // The document as last read, until anything may have changed it: a request of the tools' other than a read, or
+  // any notification from CODAP but the document itself and CODAP's own reads (its ask for the plugin's state,
+  // made for each document read) (codap_document.js).
+  const documents = createDocumentCache();
+  listen?.((value) => {
+    if (value?.resource !== "document" && value?.action !== "get") documents.changed();
+  });
+  /** @type {{beforeChange: ((requests: CodapRequest[]) => Promise<void>) | null}} the journal's, told of each change first */
+  const hooks = { beforeChange: null };
+  /** @type {CodapCall} */
+  const tracked = async (requests) => {
+    if (mayChange(requests)) {
+      await hooks.beforeChange?.(Array.isArray(requests) ? requests : [requests]);
+      documents.changed();
+    }
+    return call(requests);
+  };
+  const codap = createCodapQuery({ call: tracked, sleep, now });
 
   // A graph's picture, or why CODAP has not drawn it (pictures.js).
   const graphPicture = createGraphPicture({ codap, raster, drawing, sleep });
@@ -178,7 +196,7 @@ export function createToolContext({
    */
   const graphData = (state, options) => describeGraphData(codap, state, options);
 
-  return { ...codap, codap, rng, pluginVersion, raster, sleep, now, listen, graphPicture, graphData, documentDigest };
+  return { ...codap, codap, rng, pluginVersion, raster, sleep, now, listen, documents, hooks, graphPicture, graphData, documentDigest };
 }
 
 /**

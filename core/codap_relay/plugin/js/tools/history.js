@@ -45,8 +45,12 @@ export function createHistoryTools(ctx) {
       const [reply] = await send([request]);
       state = must(request, reply, `CODAP's ${kind}`).values ?? {};
       // CODAP tells the plugin of a step that is the plugin's (undoAction) before it answers the press.
-      // (a step heard: the last outcome is its own)
-      if (journal && journal.history.steps !== heard) calls.push(/** @type {StepOutcome} */ (await journal.history.last));
+      // (a step heard: the last outcome is its own; a call in parts, the plugin pressed on for its other parts)
+      if (journal && journal.history.steps !== heard) {
+        const step = /** @type {StepOutcome} */ (await journal.history.last);
+        calls.push(step);
+        if (step.state) state = step.state;
+      }
       // A press that changed something leaves the opposite button available; without it nothing was there.
       if (state[other] !== true) break;
       done += 1;

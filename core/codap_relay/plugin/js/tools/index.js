@@ -55,7 +55,11 @@ export function createTools(deps, manifest = null) {
   // CODAP's own Undo and Redo walk through the calls too (`notice`: the plugin's notices to CODAP; `tell`: what
   // the person reads in the plugin's window).
   const { notice = null, tell } = deps;
-  if (manifest) ctx.journal = createJournal({ ...ctx, notice, tell });
+  if (manifest) {
+    const journal = createJournal({ ...ctx, notice, tell });
+    ctx.journal = journal;
+    ctx.hooks.beforeChange = (requests) => journal.sending(requests);
+  }
   /** @type {Record<string, Tool>} */
   const fns = {};
   for (const [family, create] of Object.entries(FAMILIES)) {

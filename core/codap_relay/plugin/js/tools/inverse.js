@@ -4,14 +4,21 @@
 // change made through the Data Interactive API is not on CODAP's own undo history. Putting the whole document back
 // (`update document`) would itself be a new step in that history and end CODAP's Redo, so each kind of change is
 // reversed by its own request: a component, dataset, attribute or case added is deleted; a component moved,
-// resized or retitled is put back; a case value, an attribute's name or title, a global value is set back; cases
-// set aside are brought back and cases brought back are set aside again. What
-// has no such request (a component or a dataset deleted, cases deleted, a graph's settings) is named in `cannot`,
-// and nothing is sent for the call.
+// resized or retitled is put back; a graph's settings and statistics are set back from CODAP's own description of
+// the graph before the call (graph_inverse.js); a case value, an attribute's name, title or category colours, a
+// global value is set back; cases set aside are brought back and cases brought back are set aside again. What
+// has no such request (a component or a dataset deleted, cases deleted, a map's or a slider's own settings) is
+// named in `cannot`, and nothing is sent for the call.
+
+import { graphInverse } from "./graph_inverse.js";
 
 /**
  * @import {CodapId, CodapRequest} from "../types.js"
+ * @import {GraphHeld} from "./graph_inverse.js"
  */
+
+/** What restore points hold of each graph, by id (restore_points.js), before and after a change. */
+/** @typedef {{before?: Record<string, GraphHeld>, after?: Record<string, GraphHeld>}} GraphsHeld */
 
 /**
  * The parts of CODAP's document (v2 JSON, `get document`) a change is read from.
@@ -46,8 +53,9 @@ const componentLabel = (c) => q(c?.componentStorage?.title || c?.componentStorag
  * @param {V2Document | null | undefined} b after
  * @param {CodapRequest[]} requests
  * @param {string[]} cannot
+ * @param {GraphsHeld} graphs
  */
-function components(a, b, requests, cannot) {
+function components(a, b, requests, cannot, graphs) {
   const before = byGuid(a?.components);
   const after = byGuid(b?.components);
   for (const [guid, c] of after) {
@@ -67,7 +75,16 @@ function components(a, b, requests, cannot) {
     if (n0 !== n1 && n0 !== undefined) values.name = n0;
     // Minimized or expanded: CODAP's plugin API has no request that puts that back (a size would not).
     const folded = /** @type {{savedHeight?: unknown}} */ (old).savedHeight !== /** @type {{savedHeight?: unknown}} */ (c).savedHeight;
-    if (q(rest0) !== q(rest1) || l0.isVisible !== l1.isVisible || folded) cannot.push(`component ${componentLabel(c)} changed`);
+    const [g0, g1] = [graphs.before?.[String(guid)], graphs.after?.[String(guid)]];
+    const settings = q(rest0) !== q(rest1);
+    if (settings && g0 && g1 && l0.isVisible === l1.isVisible && !folded) {
+      // a graph: its settings are set back from CODAP's own description of it (a difference CODAP's API does
+      // not read, such as the bounds CODAP keeps for an axis that shows none, is no change of the call's)
+      const graph = graphInverse(guid, componentLabel(c), g0, g1);
+      cannot.push(...graph.cannot);
+      if (Object.keys(values).length) requests.push({ action: "update", resource: `component[${guid}]`, values });
+      requests.push(...graph.requests);
+    } else if (settings || l0.isVisible !== l1.isVisible || folded) cannot.push(`component ${componentLabel(c)} changed`);
     else if (Object.keys(values).length) requests.push({ action: "update", resource: `component[${guid}]`, values });
   }
   for (const [guid, c] of before) if (!after.has(guid)) cannot.push(`component ${componentLabel(c)} deleted (id ${guid})`);
@@ -159,6 +176,12 @@ function datasets(a, b, requests, cannot) {
         for (const key of ["name", "title", "description", "unit", "precision", "type", "formula", "hidden"]) {
           if (q(was[key]) !== q(attr[key])) values[key] = was[key] ?? "";
         }
+        // a legend's category colours (update_codap_graph legendColors) are set back; CODAP gives a colour of its
+        // own to each new value as it meets it, which is no change of the call's
+        const colours = /** @type {Record<string, unknown>} */ (was._categoryMap ?? {});
+        const now = /** @type {Record<string, unknown>} */ (attr._categoryMap ?? {});
+        const recoloured = Object.keys(colours).filter((k) => k !== "__order" && k in now && q(colours[k]) !== q(now[k]));
+        if (recoloured.length) values.colormap = Object.fromEntries(recoloured.map((k) => [k, colours[k]]));
         if (Object.keys(values).length) setsBack.push({ action: "update", resource, values });
       }
       for (const [ag, attr] of attrs0) if (!col1.attrs.some((x) => x.guid === ag)) cannot.push(`attribute ${q(attr.name)} deleted`);
@@ -200,15 +223,16 @@ function globals(a, b, requests, cannot) {
  * changes no request takes back (when it is not empty, nothing should be sent).
  * @param {V2Document | null | undefined} before
  * @param {V2Document | null | undefined} after
+ * @param {GraphsHeld} [graphs] what restore points hold of the graphs (without: a graph's change is in `cannot`)
  * @returns {{requests: CodapRequest[], cannot: string[]}}
  */
-export function inverseOf(before, after) {
+export function inverseOf(before, after, graphs = {}) {
   /** @type {CodapRequest[]} */
   const requests = [];
   /** @type {string[]} */
   const cannot = [];
   // Components first: a case table goes before its dataset.
-  components(before, after, requests, cannot);
+  components(before, after, requests, cannot, graphs);
   globals(before, after, requests, cannot);
   datasets(before, after, requests, cannot);
   return { requests, cannot };

@@ -3,35 +3,33 @@
 // undo_codap_tool_calls takes them back.
 //
 // CODAP 3.1.0 does not record plugin changes in its undo history (its Data Interactive handlers apply them
-// without undo), so the plugin keeps its own restore points: CODAP's whole document (v2 JSON, `get document`,
-// which CODAP sends to a plugin subscribed to documents as a `document` notification) before and after each
-// changing call. The snapshots also show a person's change: the document at the start of a call must be the one
-// the previous call left, and the document now the one the last call left.
+// without undo), so the plugin keeps its own restore points (restore_points.js): CODAP's document before and after
+// each changing call, with CODAP's own description of each graph. They also show a person's change: the document
+// at the start of a call must be the one the previous call left, and the document now the one the last call left.
 //
 // Each call that changed the document is put on CODAP's own undo history (undoChangeNotice
-// undoableActionPerformed), in turn with the person's own changes. When the person (or undo_codap) presses Undo
-// there, CODAP asks this plugin to take it back (undoAction): the plugin checks that the document is as the call
-// left it and sends the requests that reverse it (inverse.js); Redo (redoAction) runs the call again with its
-// own arguments. Whatever cannot be done so is said to the person (and to undo_codap), and nothing is changed.
+// undoableActionPerformed), in turn with the person's own changes; undo_steps.js takes it back or makes it again
+// when CODAP's Undo or Redo reaches it. A few of the plugin API's requests CODAP records as steps of its own, as
+// it records a person's: a statistic shown, changed or taken off a graph (adornment create, update, delete), a
+// graph's Rescale, and a rebuild of the whole document (`update document`, for what CODAP's API cannot set:
+// codap_document.js). A call making such a step goes on the history in parts: its other changes before the step,
+// the step (CODAP's, which CODAP takes back and makes again exactly), and its changes after.
 // The journal lives in this page's memory: the last MAX_CALLS changing calls since the plugin was loaded.
 
-import { withoutNulls } from "./codap_document.js";
-import { ToolError, get } from "./context.js";
-import { inverseOf } from "./inverse.js";
+import { restoreDocument } from "./codap_document.js";
+import { ToolError } from "./context.js";
+import { createRestorePoints, differences } from "./restore_points.js";
+import { createUndoSteps } from "./undo_steps.js";
 
 /**
  * @import {CodapNotification, CodapReply, CodapRequest, Tool, ToolArgs} from "../types.js"
- * @import {V2Component, V2Document} from "./inverse.js"
- */
-
-/**
- * CODAP's document at a moment: `text` to restore it, `key` to compare (without this plugin's window).
- * @typedef {{text: string, key: string}} RestorePoint
+ * @import {DocumentCache, V2Document} from "./codap_document.js"
+ * @import {RestorePoint} from "./restore_points.js"
  */
 
 /**
  * A changing tool call the journal keeps: its restore points before and after (null when none could be kept:
- * `why`), and the person's actions in CODAP while it ran.
+ * `why`), the person's actions in CODAP while it ran, and its parts on CODAP's undo history.
  * @typedef {object} JournalEntry
  * @property {string | null} id its request id
  * @property {string} tool
@@ -41,92 +39,69 @@ import { inverseOf } from "./inverse.js";
  * @property {RestorePoint | null} after
  * @property {string | null} why
  * @property {string[]} persons
+ * @property {Part[]} parts
  * @property {boolean} [dead] taken back by undo_codap_tool_calls
+ * @property {boolean} [undone] taken back by CODAP's Undo (and not made again by its Redo): no longer in the document
  */
 
 /**
- * What one press of CODAP's Undo or Redo did to the plugin's calls.
- * @typedef {{kind: "undo" | "redo", ok: boolean, text: string, call: {requestId: string | null, tool: string} | null}} StepOutcome
+ * A part of a call on CODAP's undo history: its changes between two of CODAP's own steps (or the call's start and
+ * end). A call's parts after the first each follow steps of CODAP's own.
+ * @typedef {{entry: JournalEntry, before: RestorePoint | null, after: RestorePoint | null}} Part
+ */
+
+/**
+ * What one press of CODAP's Undo or Redo did to the plugin's calls; `state`: CODAP's buttons after the steps the
+ * plugin pressed on its own (the rest of a call made in parts).
+ * @typedef {{kind: "undo" | "redo", ok: boolean, text: string, call: {requestId: string | null, tool: string} | null,
+ *   state?: {canUndo: boolean, canRedo: boolean}}} StepOutcome
+ */
+
+/**
+ * The call running now (each of its messages that may change the document is told to the journal first), or being
+ * made again by Redo: where its current part starts (`pending`: just after a step of CODAP's own, read when
+ * needed), whether it changed anything since (`dirty`), and how many steps CODAP recorded for it.
+ * @typedef {{entry: JournalEntry, from: RestorePoint | null, pending: boolean, dirty: boolean, redo: boolean,
+ *   steps: number}} Running
  */
 
 /** @typedef {ReturnType<typeof createJournal>} Journal */
 
 export const MAX_CALLS = 10;
-/** Calls kept for CODAP's Undo and Redo (CODAP's own history may hold more: older ones are said to be gone). */
-export const MAX_UNDO = 20;
+export { MAX_UNDO } from "./undo_steps.js";
 /** @type {CodapRequest} */
-const UNDOABLE = { action: "notify", resource: "undoChangeNotice", values: { operation: "undoableActionPerformed" } };
-/**
- * A larger document is not journaled: each changing call copies it twice, and CODAP takes about 0.3 s to copy a
- * document of 1 MB, which would triple a tool's time. A class's own data (a few hundred rows) is well inside.
- */
-export const MAX_STATE_CHARS = 300_000;
-const SNAPSHOT_WAIT_MS = 10_000;
-const RESTORE_WAIT_MS = 20_000;
-
-
-/** @param {V2Component | undefined} c */
-const componentName = (c) =>
-  JSON.stringify(c?.componentStorage?.title || c?.componentStorage?.name || c?.type?.replace(/^DG\./, "") || "component");
+export const UNDOABLE = { action: "notify", resource: "undoChangeNotice", values: { operation: "undoableActionPerformed" } };
+/** The tools whose calls delete rows: their restore point before names each row's item, for the rows to come back with it. */
+const DELETES_ROWS = new Set(["delete_codap_cases", "delete_codap_dataset"]);
+const TAKE_BACK = "as taking calls back does";
 
 /**
- * The ids (guid) in document `b` that `a` has not, in the document's order.
- * @param {string} a
- * @param {string} b
+ * Whether CODAP records a request as a step of its own undo history (tried in CODAP 3.1.0: a component's update,
+ * an attribute's colours, a case's values are not recorded; these are).
+ * @param {CodapRequest} r
  */
-export function newIds(a, b) {
-  /** @param {string} text */
-  const ids = (text) => [...text.matchAll(/"guid":([0-9]+)/g)].map((m) => m[1]);
-  const known = new Set(ids(a));
-  return [...new Set(ids(b).filter((id) => !known.has(id)))];
-}
-
-/**
- * What differs between two documents, in words: components and datasets added, removed or changed.
- * @param {V2Document | null | undefined} a
- * @param {V2Document | null | undefined} b
- */
-export function differences(a, b) {
-  /** @type {string[]} */
-  const out = [];
-  /** @type {(list: Array<{guid: unknown}> | undefined) => Map<unknown, unknown>} */
-  const byGuid = (list) => new Map((list ?? []).map((x) => [x.guid, x]));
-  /** @type {Array<[string, "components" | "contexts", (x: any) => string]>} */
-  const kinds = [
-    ["component", "components", componentName],
-    ["dataset", "contexts", (d) => JSON.stringify(d?.name ?? "dataset")],
-  ];
-  for (const [kind, key, name] of kinds) {
-    const before = byGuid(a?.[key]);
-    const after = byGuid(b?.[key]);
-    for (const [guid, x] of after) {
-      if (!before.has(guid)) out.push(`${kind} ${name(x)} added`);
-      else if (JSON.stringify(before.get(guid)) !== JSON.stringify(x)) out.push(`${kind} ${name(x)} changed`);
-    }
-    for (const [guid, x] of before) if (!after.has(guid)) out.push(`${kind} ${name(x)} removed`);
-  }
-  /** @param {V2Document | null | undefined} d */
-  const rest = (d) => JSON.stringify({ ...d, components: undefined, contexts: undefined });
-  if (!out.length && rest(a) !== rest(b)) out.push("global values or document settings changed");
-  return out;
-}
+export const recordedByCodap = (r) =>
+  (/\.adornment(\[[^\]]*\])?$/.test(r.resource) && r.action !== "get") ||
+  (r.action === "notify" && /^component\[/.test(r.resource) && /** @type {any} */ (r.values)?.request === "autoScale") ||
+  (r.action === "update" && r.resource === "document");
 
 /**
  * @param {object} deps
  * @param {(requests: CodapRequest[]) => Promise<CodapReply[]>} deps.send
  * @param {((listener: (value: CodapNotification) => void) => () => void) | null} deps.listen
  * @param {(ms: number) => Promise<void>} deps.sleep
+ * @param {DocumentCache} [deps.documents]
  * @param {((request: CodapRequest, waitMs?: number) => Promise<unknown>) | null} [deps.notice] the plugin's own notices
  *   to CODAP (the undo entries); without it no call goes on CODAP's undo history
  * @param {(text: string) => void} [deps.tell] what the person reads in the plugin's window
  */
-export function createJournal({ send, listen, sleep, notice = null, tell = () => {} }) {
+export function createJournal({ send, listen, sleep, documents, notice = null, tell = () => {} }) {
+  const io = { send, listen, sleep, documents };
+  const points = createRestorePoints(io);
   /** @type {JournalEntry[]} */
   const entries = [];
-  /** @type {unknown} the plugin's own component's id, once read */
-  let frameId = null;
-  /** @type {string | null} */
-  let off = null; // why the journal stopped recording in this page, if it did
+  /** @type {string | null} why the journal stopped recording in this page, if it did */
+  let off = null;
   // Calls, their restore points and CODAP's undo steps run one at a time, in the order they came.
   /** @type {Promise<unknown>} */
   let tail = Promise.resolve();
@@ -139,91 +114,47 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
     );
     return run;
   };
-  // The calls on CODAP's undo history: not undone (oldest first), and undone (the last undone last).
-  /** @type {JournalEntry[]} */
-  const undoable = [];
-  /** @type {JournalEntry[]} */
-  const redoable = [];
-  /** @type {{steps: number, last: Promise<StepOutcome | null>}} CODAP's undo steps heard, and what the last did */
-  const history = { steps: 0, last: Promise.resolve(/** @type {StepOutcome | null} */ (null)) };
+  /** @type {{current: Running | null}} */
+  const running = { current: null };
   // A person's action in CODAP while a call runs (or before its restore point is taken) would be folded into the
   // call: CODAP logs each person's action (its Data Interactive requests are not logged), and the plugin watches
   // those log messages (logMessageMonitor) meanwhile. Such a call is never taken back: Undo and
   // undo_codap_tool_calls refuse it and name the actions.
-  /** @type {string[] | null} */
-  let watching = null;
+  /** @type {{list: string[] | null}} */
+  const watching = { list: null };
   notice?.({ action: "register", resource: "logMessageMonitor", values: { message: "*" } }, 5000);
   listen?.((value) => {
-    if (value?.resource === "logMessageNotice") {
-      const said = String(value?.values?.message ?? "an action");
-      if (watching && watching.length < 5) watching.push(said.length > 120 ? `${said.slice(0, 117)}...` : said);
-      return;
-    }
-    if (value?.resource !== "undoChangeNotice") return;
-    const operation = value?.values?.operation;
-    if (operation === "undoAction" || operation === "redoAction") {
-      // CODAP's Undo and Redo take its history's steps in order: the plugin's newest call not undone is this one.
-      const undo = operation === "undoAction";
-      const entry = (undo ? undoable : redoable).pop() ?? null;
-      if (entry) (undo ? redoable : undoable).push(entry);
-      history.steps += 1;
-      history.last = serial(() => step(undo ? "undo" : "redo", entry));
-    } else if (operation === "clearRedo") redoable.length = 0;
-    else if (operation === "clearUndo") undoable.length = 0;
+    if (value?.resource !== "logMessageNotice") return;
+    const said = String(value?.values?.message ?? "an action");
+    if (watching.list && watching.list.length < 5) watching.list.push(said.length > 120 ? `${said.slice(0, 117)}...` : said);
   });
 
-  /**
-   * Resolves with the first notification `match` accepts, or null after `ms` (only where there is `listen`).
-   * @param {(value: CodapNotification) => boolean} match
-   * @param {number} ms
-   * @returns {{done: Promise<CodapNotification | null>}}
-   */
-  function waitFor(match, ms) {
-    let stop = () => {};
-    /** @type {Promise<CodapNotification>} */
-    const seen = new Promise((resolve) => {
-      stop = /** @type {NonNullable<typeof listen>} */ (listen)((value) => {
-        if (match(value)) resolve(value);
-      });
-    });
-    return {
-      done: Promise.race([seen, sleep(ms).then(() => null)]).finally(() => stop()),
-    };
+  /** A restore point now; a failure stops the journal for this page. */
+  async function pointNow() {
+    if (off) return null;
+    try {
+      return await points.take();
+    } catch (err) {
+      off = /** @type {Error} */ (err).message;
+      return null;
+    }
   }
 
   /**
-   * CODAP's document now: {text (to restore), key (to compare: the document without this plugin's window)}.
-   * @returns {Promise<RestorePoint>}
+   * Puts a part of a call on CODAP's undo history (one without restore points too: its undo says so); CODAP's
+   * buttons after it, or null where it is not on the history.
+   * @param {Part} part
+   * @returns {Promise<{canUndo: boolean, canRedo: boolean} | null>}
    */
-  async function snapshot() {
-    if (!listen) throw new ToolError("This plugin cannot hear CODAP's notifications here.", "journal_unavailable");
-    const wait = waitFor((v) => v?.resource === "document" && v?.values?.operation === "newDocumentState", SNAPSHOT_WAIT_MS);
-    const requests = [get("document"), ...(frameId === null ? [get("interactiveFrame")] : [])];
-    const replies = await send(requests);
-    if (replies[0]?.success !== true) {
-      throw new ToolError(`CODAP did not give its document: ${replies[0]?.values?.error ?? "no reason"}.`, "journal_unavailable");
-    }
-    if (frameId === null) frameId = replies[1]?.values?.id ?? null;
-    const notice = await wait.done;
-    if (!notice) throw new ToolError("CODAP did not send its document within 10 s.", "journal_unavailable");
-    /** @type {V2Document} */
-    const state = withoutNulls(notice.values.state);
-    const text = JSON.stringify(state);
-    if (text.length > MAX_STATE_CHARS) {
-      throw new ToolError(
-        `The document is too large to keep restore points of (${Math.round(text.length / 1000)} KB of JSON; the limit is ${MAX_STATE_CHARS / 1000} KB).`,
-        "journal_unavailable",
-      );
-    }
-    // A person's click brings a component to the front: its stacking order is no change to take back.
-    const doc = {
-      ...state,
-      components: (state.components ?? [])
-        .filter((c) => c.guid !== frameId)
-        .map((c) => ({ ...c, layout: { ...c.layout, zIndex: undefined } })),
-    };
-    return { text, key: JSON.stringify(doc) };
+  async function pushPart(part) {
+    if (!notice) return null;
+    const reply = /** @type {CodapReply | null} */ (await notice(UNDOABLE, 5000));
+    if (reply?.success !== true) return null;
+    steps.pushed(part);
+    return { canUndo: reply.values?.canUndo === true, canRedo: reply.values?.canRedo === true };
   }
+
+  const steps = createUndoSteps({ send, listen, points, serial, tell, running, pushPart, pointNow, entries });
 
   /**
    * Wraps a changing tool: restore points before and after it (`changes(args)` false: a call that changes
@@ -245,15 +176,13 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
       const answered = new Promise((resolve) => (answer = resolve));
       serial(async () => {
         /** @type {JournalEntry} */
-        const entry = { id: call?.id ?? null, tool, args, fn, before: null, after: null, why: null, persons: [] };
-        watching = entry.persons;
-        if (!off) {
-          try {
-            entry.before = await snapshot();
-          } catch (err) {
-            off = /** @type {Error} */ (err).message;
-          }
+        const entry = { id: call?.id ?? null, tool, args, fn, before: null, after: null, why: null, persons: [], parts: [] };
+        watching.list = entry.persons;
+        entry.before = await pointNow();
+        if (entry.before && (DELETES_ROWS.has(tool) || (tool === "codap_api" && args?.action === "delete"))) {
+          await points.learnItemIds(entry.before).catch(() => {});
         }
+        running.current = { entry, from: entry.before, pending: false, dirty: false, redo: false, steps: 0 };
         let failed = false;
         try {
           answer({ ok: true, value: await fn(args, call) });
@@ -261,18 +190,22 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
           failed = true;
           answer({ ok: false, err });
         }
+        const ran = running.current;
+        running.current = null;
         entries.push(entry);
         if (entries.length > MAX_CALLS) entries.shift();
-        if (entry.before) {
-          try {
-            entry.after = await snapshot();
-          } catch (err) {
-            off = /** @type {Error} */ (err).message;
-          }
-        }
+        if (entry.before) entry.after = await pointNow();
         entry.why = off;
-        await onCodapsHistory(entry, failed);
-        watching = null;
+        /** @type {Part} */
+        const last = { entry, before: ran.pending ? entry.after : ran.from, after: entry.after };
+        const changed = last.before && last.after ? last.before.key !== last.after.key : !failed;
+        // after a step of CODAP's the call's last part goes on the history even when empty: Undo reaching it takes
+        // the rest of the call back
+        if (changed || ran.steps) {
+          entry.parts.push(last);
+          await pushPart(last);
+        }
+        watching.list = null;
       });
       const outcome = await answered;
       if (!outcome.ok) throw outcome.err;
@@ -281,125 +214,73 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
   }
 
   /**
-   * Puts a call that changed the document on CODAP's undo history (one without restore points too: its undo says so).
-   * @param {JournalEntry} entry
-   * @param {boolean} failed
+   * Told of each message of the running call that may change the document, before it is sent: a request CODAP
+   * records itself ends the call's part so far (its restore point read where the part changed anything), and
+   * another after such a step starts the next part (read then, before it changes anything).
+   * @param {CodapRequest[]} requests
    */
-  async function onCodapsHistory(entry, failed) {
-    const changed = entry.before && entry.after ? entry.before.key !== entry.after.key : !failed;
-    if (!changed || !notice) return;
-    const reply = /** @type {CodapReply | null} */ (await notice(UNDOABLE, 5000));
-    if (reply?.success !== true) return;
-    undoable.push(entry);
-    if (undoable.length > MAX_UNDO) undoable.shift();
-    redoable.length = 0; // CODAP drops its redo steps when a new step comes
+  async function sending(requests) {
+    const now = running.current;
+    if (!now || !requests.some((r) => r?.action !== "get")) return;
+    if (requests.some((r) => r.action === "update" && r.resource === "document")) return; // told by rebuilding()
+    if (requests.some(recordedByCodap)) {
+      await codapStep(null);
+      return;
+    }
+    if (now.pending) {
+      now.from = now.from ? await pointNow() : null;
+      now.pending = false;
+    }
+    now.dirty = true;
+  }
+
+  /**
+   * A step CODAP records itself comes (`doc`: the document just before it, where known): the call's part so far
+   * goes on the history (the first part even when empty, for Undo to find where the call starts).
+   * @param {V2Document | null} doc
+   */
+  async function codapStep(doc) {
+    const now = /** @type {Running} */ (running.current);
+    if (!now.pending || now.dirty) {
+      const point = now.from && now.dirty ? await (doc ? points.pointOf(doc) : points.take()).catch(() => null) : now.from;
+      const { entry } = now;
+      if (now.redo && now.steps === 0 && entry.parts.length === 1) {
+        entry.parts[0].after = point; // made again from its first part, which is on the history already
+      } else {
+        /** @type {Part} */
+        const part = { entry, before: now.from, after: point };
+        entry.parts.push(part);
+        await pushPart(part);
+      }
+    }
+    now.pending = true;
+    now.dirty = false;
+    now.steps += 1;
+    steps.redoEnded(); // CODAP ends its Redo at a new step
+  }
+
+  /**
+   * Told by codap_document.js just before a rebuild, with the document as it is then.
+   * @param {V2Document} doc
+   */
+  async function rebuilding(doc) {
+    if (running.current) await codapStep(doc);
+  }
+
+  /**
+   * Told just after a rebuild, with the document read back: the call's next part starts from it.
+   * @param {V2Document} doc
+   */
+  async function rebuilt(doc) {
+    const now = running.current;
+    if (!now?.pending || now.dirty) return;
+    now.from = now.from ? await points.pointOf(doc).catch(() => null) : null;
+    now.pending = false;
   }
 
   /** Until the calls and undo steps so far are done. */
   function settled() {
     return serial(() => {});
-  }
-
-  /**
-   * What one undo step did: said to the person, and kept for undo_codap's answer.
-   * @param {"undo" | "redo"} kind
-   * @param {JournalEntry | null} entry
-   * @param {boolean} ok
-   * @param {string} text
-   * @returns {StepOutcome}
-   */
-  function outcome(kind, entry, ok, text) {
-    tell(text);
-    return { kind, ok, text, call: entry ? { requestId: entry.id, tool: entry.tool } : null };
-  }
-
-  /**
-   * Puts the ids a redone call got (`now`) for the ones it had (`was`) in every other call's restore points.
-   * @param {string[]} was
-   * @param {string[]} now
-   * @param {JournalEntry} redone
-   */
-  function renumber(was, now, redone) {
-    if (was.length !== now.length || !was.length) return;
-    /** @param {string} text */
-    const swap = (text) => was.reduce((t, id, i) => t.replace(new RegExp(`(?<![0-9])${id}(?![0-9])`, "g"), String(now[i])), text);
-    for (const e of new Set([...undoable, ...redoable, ...entries])) {
-      if (e === redone) continue;
-      for (const point of [e.before, e.after]) {
-        if (!point) continue;
-        point.key = swap(point.key);
-        if (point.text) point.text = swap(point.text);
-      }
-    }
-  }
-
-  /**
-   * Takes a call back (undo) or makes it again (redo), as CODAP's Undo or Redo asked.
-   * @param {"undo" | "redo"} kind
-   * @param {JournalEntry | null} entry
-   */
-  async function step(kind, entry) {
-    const Button = kind === "undo" ? "Undo" : "Redo";
-    if (!entry) {
-      return outcome(kind, null, false,
-        `CODAP's ${Button} reached a change this plugin made before it was last loaded (or more than ${MAX_UNDO} ` +
-          `calls ago): the plugin keeps no restore point of it, so nothing was changed.`);
-    }
-    const label = `the LLM's ${callLabel(entry)}`;
-    if (entry.persons.length) {
-      return outcome(kind, entry, false,
-        `CODAP's ${Button} did not ${kind === "undo" ? "take back" : "make again"} ${label}: a person changed the ` +
-          `document in CODAP while it ran (${personsOf(entry)}), and that would be taken along. Nothing was changed.`);
-    }
-    if (entry.dead) {
-      return outcome(kind, entry, false, `CODAP's ${Button} reached ${label}, which undo_codap_tool_calls already took back: nothing was changed.`);
-    }
-    if (!entry.before || !entry.after) {
-      return outcome(kind, entry, false,
-        `CODAP's ${Button} cannot ${kind === "undo" ? "take back" : "make again"} ${label}: no restore point was kept ` +
-          `for it${entry.why ? ` (${entry.why})` : ""}. Nothing was changed; change the document back by hand or ask the LLM.`);
-    }
-    let now;
-    try {
-      now = await snapshot();
-    } catch (err) {
-      return outcome(kind, entry, false, `CODAP's ${Button} could not ${kind === "undo" ? "take back" : "make again"} ${label}: ${/** @type {Error} */ (err).message}`);
-    }
-    const expected = kind === "undo" ? entry.after : entry.before;
-    if (now.key !== expected.key) {
-      const what = differences(JSON.parse(expected.key), JSON.parse(now.key));
-      return outcome(kind, entry, false,
-        `CODAP's ${Button} did not ${kind === "undo" ? "take back" : "make again"} ${label}: the document was changed ` +
-          `since, other than by Undo and Redo (${what.join(", ") || "details differ"}), most likely by a person ` +
-          "while the call ran. Doing it would change that too, so nothing was changed.");
-    }
-    if (kind === "undo") {
-      const { requests, cannot } = inverseOf(JSON.parse(entry.before.key), JSON.parse(entry.after.key));
-      if (cannot.length) {
-        return outcome(kind, entry, false,
-          `CODAP's Undo cannot take back ${label}: ${cannot.join(", ")}, which no request of CODAP's puts back. ` +
-            "Nothing was changed; the LLM can put the document back with undo_codap_tool_calls.");
-      }
-      const replies = requests.length ? await send(requests) : [];
-      const refused = replies.findIndex((r) => r?.success !== true);
-      entry.before = await snapshot().catch(() => null); // Redo starts from the document as it is now
-      if (refused >= 0) {
-        return outcome(kind, entry, false,
-          `CODAP's Undo took back ${label} only in part: CODAP refused ${requests[refused].action} ` +
-            `${requests[refused].resource} (${replies[refused]?.values?.error ?? "no reason"}).`);
-      }
-      return outcome(kind, entry, true, `Undo: took back ${label}.`);
-    }
-    try {
-      await entry.fn(entry.args, { id: entry.id });
-    } catch (err) {
-      return outcome(kind, entry, false, `CODAP's Redo could not make ${label} again: ${/** @type {Error} */ (err).message}`);
-    }
-    const made = await snapshot().catch(() => null);
-    // What the call made again has new ids: the later calls' restore points name them so from now on.
-    if (made) renumber(newIds(entry.before.key, entry.after.key), newIds(entry.before.key, made.key), entry);
-    entry.after = made;
-    return outcome(kind, entry, true, `Redo: made ${label} again.`);
   }
 
   /** @param {JournalEntry} e */
@@ -408,9 +289,13 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
   /** @param {JournalEntry} e */
   const callLabel = (e) => `${e.tool}${e.id ? ` (request ${e.id})` : ""}`;
 
+  /** The calls whose changes are in the document (not taken back by CODAP's Undo). */
+  const live = () => entries.filter((e) => !e.undone);
+
   function listing() {
-    return entries.length
-      ? `Calls that can be taken back, oldest first: ${entries.map(callLabel).join(", ")}.`
+    const calls = live();
+    return calls.length
+      ? `Calls that can be taken back, oldest first: ${calls.map(callLabel).join(", ")}.`
       : "No changing tool calls are recorded in this plugin page (it keeps those since it was loaded).";
   }
 
@@ -419,17 +304,17 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
    * @param {{sinceRequestId?: string, lastCalls?: number}} args undo_codap_tool_calls's
    */
   function startOf({ sinceRequestId, lastCalls }) {
+    const entries = live();
+    const calls = entries.map((e) => ({ requestId: e.id, tool: e.tool }));
     if ((sinceRequestId === undefined) === (lastCalls === undefined)) {
-      throw new ToolError(`Give either sinceRequestId or lastCalls. ${listing()}`, "invalid_arguments", {
-        calls: entries.map((e) => ({ requestId: e.id, tool: e.tool })),
-      });
+      throw new ToolError(`Give either sinceRequestId or lastCalls. ${listing()}`, "invalid_arguments", { calls });
     }
     if (lastCalls !== undefined) {
       if (lastCalls > entries.length) {
         throw new ToolError(
           `Only ${entries.length} changing tool call${entries.length === 1 ? " is" : "s are"} recorded. ${listing()}`,
           "call_not_found",
-          { calls: entries.map((e) => ({ requestId: e.id, tool: e.tool })) },
+          { calls },
         );
       }
       return entries.length - lastCalls;
@@ -440,14 +325,15 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
         `Request ${JSON.stringify(sinceRequestId)} is not among the changing tool calls this plugin page recorded ` +
           `(the last ${MAX_CALLS} since it was loaded; read-only calls change nothing to take back). ${listing()}`,
         "call_not_found",
-        { calls: entries.map((e) => ({ requestId: e.id, tool: e.tool })) },
+        { calls },
       );
     }
     return at;
   }
 
   /**
-   * Puts the document back as it was before entries[at]; refuses when anything else changed it since.
+   * Puts the document back as it was before the calls in the document from the `at`th on; refuses when anything
+   * else changed it since.
    * @param {number} at
    */
   function takeBack(at) {
@@ -456,7 +342,7 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
 
   /** @param {number} at */
   async function takeBackNow(at) {
-    const calls = entries.slice(at);
+    const calls = live().slice(at);
     const mixed = calls.find((e) => e.persons.length);
     if (mixed) {
       throw new ToolError(
@@ -473,7 +359,7 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
         "journal_unavailable",
       );
     }
-    const now = await snapshot();
+    const now = await points.take();
     for (let i = 0; i < calls.length; i++) {
       // every call has both restore points (checked above)
       const left = /** @type {RestorePoint} */ (calls[i].after);
@@ -490,28 +376,22 @@ export function createJournal({ send, listen, sleep, notice = null, tell = () =>
         );
       }
     }
-    const ended = waitFor(
-      (v) => v?.resource === "documentChangeNotice" && v?.values?.operation === "updateDocumentEnded",
-      RESTORE_WAIT_MS,
-    );
-    /** @type {CodapRequest} */
-    const restore = { action: "update", resource: "document", values: JSON.parse(/** @type {RestorePoint} */ (calls[0].before).text) };
-    const [reply] = await send([restore]);
-    if (reply?.success !== true) {
-      throw new ToolError(`CODAP refused to restore the document: ${reply?.values?.error ?? "no reason"}.`, "codap_error");
-    }
-    const finished = await ended.done;
-    entries.splice(at);
+    // Rebuilt from the restore point as CODAP reads a saved document: the rows keep their item ids (the caseIds
+    // the tools hand out), and it refuses where the rebuild would move a web page from http:// to https://.
+    const restored = points.namedItems(JSON.parse(/** @type {RestorePoint} */ (calls[0].before).text));
+    const { ended } = await restoreDocument(io, restored, await points.frame(), TAKE_BACK);
+    const finished = await ended;
+    entries.splice(entries.indexOf(calls[0]));
     for (const call of calls) call.dead = true; // CODAP's Undo, reaching them, says they are gone
     // The document as CODAP rebuilt it is what the calls before now left: the next check starts from it.
-    try {
-      const restored = await snapshot();
-      if (entries.length) entries[entries.length - 1].after = restored;
-    } catch (err) {
-      off = /** @type {Error} */ (err).message;
-    }
-    return { calls, finished: finished !== null };
+    const after = await pointNow();
+    const last = live().pop();
+    if (last && after) last.after = after;
+    return { calls, finished };
   }
 
-  return { around, startOf, takeBack, callLabel, entries, history, settled };
+  return {
+    around, startOf, takeBack, callLabel, entries, history: steps.history, settled, sending, rebuilding, rebuilt,
+    personsOf,
+  };
 }

@@ -162,7 +162,10 @@ notify formulaEngine values {request: "evalExpression", source: "a + b", records
   (evaluates without touching the document).
 An attribute's formula error shows as its values ("❌ ..."): read a case back.`,
 
-  undo: `CODAP's undo history covers document changes, the plugin's included.
+  undo: `CODAP's undo history holds the person's changes and each changing tool call (codap_api's too), which this
+plugin puts there and takes back itself. Of the plugin API's own requests CODAP keeps a step only for those on a
+graph's adornments, a graph's autoScale and the whole document's replacement; it applies the rest (a component's
+settings, cases, attributes) without one.
 notify undoChangeNotice values {operation: "undoButtonPress"} undoes the last change, {operation:
   "redoButtonPress"} redoes it; both -> {canUndo, canRedo}.
 There is no way to read the history's entries.`,
