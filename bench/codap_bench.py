@@ -324,6 +324,18 @@ def measure_typed_tools(session: Session, *, cases: int, repeats: int) -> None:
         )
     for r in runs:
         call(
+            "update_codap_cases (updates: 3 conditions, 3/4 of the cases)",
+            "update_codap_cases",
+            {
+                "datasetName": "s0",
+                "updates": [
+                    {"where": f"grade = {grade}", "values": {"study_hours": r + i}}
+                    for i, grade in enumerate((10, 11, 12))
+                ],
+            },
+        )
+    for r in runs:
+        call(
             "add_codap_cases (1 case, to delete)",
             "add_codap_cases",
             {"datasetName": "s0", "cases": [{"name": f"bench {r}", "grade": 9, "score": 1}]},
@@ -374,6 +386,17 @@ def measure_typed_tools(session: Session, *, cases: int, repeats: int) -> None:
                 "attributes": ["score", "height_cm"],
                 "statistics": ["count", "mean", "median", "sd"],
                 "groupBy": "grade",
+            },
+        )
+    for _ in runs:
+        call(
+            "compute_codap_statistics (2 attributes, 4 statistics, 2 groups by condition)",
+            "compute_codap_statistics",
+            {
+                "datasetName": "s0",
+                "attributes": ["score", "height_cm"],
+                "statistics": ["count", "mean", "median", "sd"],
+                "groups": {"lower": "grade = 9 or grade = 10", "upper": "grade = 11 or grade = 12"},
             },
         )
     for _ in runs:
