@@ -11,8 +11,8 @@ Case ids are CODAP's item ids: export_codap_data includeCaseIds gives them; the 
 update_codap_cases, delete_codap_cases, select_codap_cases, evaluate_codap_formula take them.
 Which tool: what is there → get_codap_status / get_codap_datasets; the data → export_codap_data; numbers \
 → compute_codap_statistics (groupBy, groups, where); which cases → select_codap_cases (lists them); \
-a graph → create_codap_graph, update_codap_graph, add_codap_adornment (least_squares_line, mean, \
-box_plot…), get_codap_graph_image to see it; new data → create_codap_dataset, add_codap_cases, \
+a graph → create_codap_graph, update_codap_graph, add_codap_adornment (adornments: mean, median, \
+box_plot… at once), get_codap_graph_image to see it; new data → create_codap_dataset, add_codap_cases, \
 import_codap_data; edits → update_codap_cases (updates: several at once), add_codap_attribute, \
 group_codap_cases; outliers out and back → set_aside_codap_cases; columns, table or card → \
 update_codap_table; rename a dataset → update_codap_dataset; layout → update_codap_component place; \

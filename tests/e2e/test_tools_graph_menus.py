@@ -8,7 +8,7 @@ document (codap_document.read_document), never the tool's answer alone."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from statistics import mean, quantiles, stdev
+from statistics import mean, median, quantiles, stdev
 from typing import Any
 
 import pytest
@@ -246,6 +246,34 @@ def test_the_measure_menu_beyond_what_codaps_api_creates(codap: CodapPage) -> No
     assert saved["areSquaresVisible"] is True and saved["movableLineStorage"]["isInterceptLocked"] is True
     codap.done("remove_codap_adornment", {"graph": scatter, "adornment": "movable_line"})
     assert "Movable Line" not in shown(codap, scatter) and "Plotted Function" in shown(codap, scatter)
+
+
+def test_several_statistics_in_one_call_each_read_back_and_undone_in_one_step(codap: CodapPage) -> None:
+    dataset(codap, "several")
+    dots = graph(codap, datasetName="several", graphType="dot_plot", xAttribute="h")
+    both = codap.done("add_codap_adornment", {"graph": dots, "adornments": ["mean", "median"]})
+    facts = both["structuredContent"]["adornments"]
+    assert [(a["adornment"], a["added"]) for a in facts] == [("mean", True), ("median", True)]
+    ((held_mean,), (held_median,)) = adornment(codap, dots, "Mean")["data"], adornment(codap, dots, "Median")["data"]
+    assert (held_mean["mean"], held_median["median"]) == pytest.approx((mean(HEIGHTS), median(HEIGHTS)))
+    assert facts[0]["values"][0]["mean"] == pytest.approx(mean(HEIGHTS)) and "Added the mean and the median" in (
+        both["content"][0]["text"]
+    )
+    # the measures CODAP's API cannot create come in one rebuild, with one it creates; one Undo takes all back
+    three = ["box_plot", "normal_curve", "standard_deviation"]
+    codap.done("add_codap_adornment", {"graph": dots, "adornments": three, "showOutliers": True})
+    assert {"Box Plot", "Normal Curve", "Standard Deviation"} <= shown(codap, dots)
+    assert adornment(codap, dots, "Box Plot")["showOutliers"] is True
+    (call,) = codap.done("undo_codap", {})["structuredContent"]["toolCalls"]
+    assert call["ok"] and call["tool"] == "add_codap_adornment"
+    assert shown(codap, dots) & {"Box Plot", "Normal Curve", "Standard Deviation"} == set()
+    assert {"Mean", "Median"} <= shown(codap, dots)
+    removed = codap.done("remove_codap_adornment", {"graph": dots, "adornments": ["mean", "median"]})
+    assert removed["structuredContent"]["removed"] == ["mean", "median"] and not {"Mean", "Median"} & shown(codap, dots)
+    # a kind the plot cannot take: nothing is added, the error names it
+    bad = codap.failed("add_codap_adornment", {"graph": dots, "adornments": ["mean", "least_squares_line"]})
+    assert bad["code"] == "adornment_not_supported_by_plot" and "least-squares line" in bad["message"]
+    assert "Mean" not in shown(codap, dots)
 
 
 def test_a_line_graph_with_a_legend_draws_one_line_per_group(codap: CodapPage) -> None:

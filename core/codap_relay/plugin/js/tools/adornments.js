@@ -1,42 +1,42 @@
 // @ts-check
-// Statistics and lines on a graph (CODAP's adornments, its Measure menu): add one and read the values CODAP
-// computed, or take one off. The ones CODAP 3.1.0's plugin API cannot create are made by rebuilding the graph's
-// saved form (graph_rebuild.js); every one is read back through the API.
+// Statistics and lines on a graph (CODAP's adornments, its Measure menu): add one or several and read the values
+// CODAP computed, or take them off. The ones CODAP 3.1.0's plugin API cannot create are made by rebuilding the
+// graph's saved form (adornment_add.js); every one is read back through the API.
 
-import { ADORNMENTS, ADORNMENT_NAMES } from "./adornment_kinds.js";
-import { ToolError, codapError, collection, get, graphLabel, invalid, plotName, refused, toolResult } from "./context.js";
-import { rebuildGraph } from "./graph_rebuild.js";
+import { ADORNMENTS } from "./adornment_kinds.js";
+import { OPTIONS_FOR, adornmentsOf, createAdornmentAdder, movableValues } from "./adornment_add.js";
+import { ToolError, get, graphLabel, invalid, plotName, toolResult } from "./context.js";
 import { num } from "./graph_settings.js";
 
 /**
  * @import {CodapReply, CodapRequest, Component} from "../types.js"
  * @import {ToolContext} from "./context.js"
- * @import {GraphRebuild} from "./graph_rebuild.js"
+ * @import {AddArgs, Added, ListedAdornment} from "./adornment_add.js"
  */
 
-/** An adornment CODAP lists on a graph, with the tools' name for it. @typedef {{name: string, type: string, id?: string | number, isVisible?: boolean}} ListedAdornment */
+const KINDS = Object.keys(ADORNMENTS);
 
 /**
- * add_codap_adornment's arguments.
- * @typedef {{adornment: string, graph?: string | number, formula?: string, percentType?: string,
- *   showRSquared?: boolean, showConfidenceBands?: boolean, showR?: boolean, showOutliers?: boolean, numberOfStandardErrors?: number,
- *   slope?: number, intercept?: number, value?: number}} AddArgs
+ * The kinds a call names: `adornment` (one) or `adornments` (several, in order), checked.
+ * @param {{adornment?: string, adornments?: string[]}} args
  */
+function kindsOf(args) {
+  if ((args.adornment === undefined) === (args.adornments === undefined)) {
+    throw invalid("Give adornment (one, e.g. \"mean\") or adornments (several, e.g. [\"mean\", \"median\"]), not both.");
+  }
+  const names = args.adornments ?? [/** @type {string} */ (args.adornment)];
+  const unknown = names.filter((n) => !ADORNMENTS[n]);
+  if (unknown.length) throw invalid(`${unknown.map((n) => JSON.stringify(n)).join(", ")}: adornment must be one of ${KINDS.join(", ")}.`);
+  if (!names.length) throw invalid(`adornments needs at least one of ${KINDS.join(", ")}.`);
+  if (new Set(names).size !== names.length) throw invalid("adornments names a kind twice: name each once.");
+  return names;
+}
 
-/** The arguments each adornment takes besides graph and adornment. */
-const OPTIONS_FOR = {
-  formula: ["plotted_value", "plotted_function"],
-  percentType: ["percent"],
-  showRSquared: ["least_squares_line"],
-  showConfidenceBands: ["least_squares_line"],
-  showR: ["least_squares_line"],
-  showOutliers: ["box_plot"],
-  numberOfStandardErrors: ["standard_error"],
-  slope: ["movable_line"],
-  intercept: ["movable_line"],
-  value: ["movable_value"],
-};
+/** A kind as a sentence lists it: "the mean". @param {string} name */
+const the = (name) => `the ${ADORNMENTS[name].label}`;
 
+/** Names in a sentence: "a, b and c". @param {string[]} list */
+const and = (list) => (list.length > 1 ? `${list.slice(0, -1).join(", ")} and ${list[list.length - 1]}` : list[0] ?? "");
 
 /** One cell of an adornment's values (`{categories, ...measures}`) as a phrase: `g = A: mean 160.5`. */
 /** @param {Record<string, unknown> & {categories?: Record<string, unknown>}} cell */
@@ -55,32 +55,8 @@ function cellPhrase(cell) {
 
 /** @param {ToolContext} ctx */
 export function createAdornmentTools(ctx) {
-  const { send, must, findDataset, describeDatasets, listGraphs, pickGraph } = ctx;
-
-  /**
-   * Why CODAP cannot compute `formula` over the dataset's cases, or null: tried on a scratch attribute taken off in
-   * the same message. CODAP's API cannot take an adornment off a graph (delete only hides it, keeping its formula),
-   * so a plotted value's formula is checked before the adornment is made.
-   * @param {string} datasetName
-   * @param {string} formula
-   */
-  async function formulaProblem(datasetName, formula) {
-    const found = await findDataset(datasetName);
-    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
-    const last = dataset.collections[dataset.collections.length - 1];
-    const base = collection(dataset.id, last.id);
-    const scratch = `__codap_relay_check_${Date.now().toString(36)}`;
-    /** @type {CodapRequest} */
-    const tryIt = { action: "create", resource: `${base}.attribute`, values: [{ name: scratch, formula }] };
-    /** @type {CodapRequest} */
-    const drop = { action: "delete", resource: `${base}.attribute[${scratch}]` };
-    const [tried, read] = await send([tryIt, get(`${base}.allCases`), drop]);
-    if (tried?.success !== true) return codapError(tried);
-    /** @type {unknown[]} */
-    const values = (read?.values?.cases ?? []).map((/** @type {{case?: {values?: Record<string, unknown>}}} */ c) => c.case?.values?.[scratch]);
-    const error = /** @type {string | undefined} */ (values.find((v) => typeof v === "string" && v.startsWith("❌")));
-    return error ? error.slice(1).trim() : null;
-  }
+  const { send, must, listGraphs, pickGraph } = ctx;
+  const { addByRebuild, addByApi } = createAdornmentAdder(ctx);
 
   /** @param {unknown} wanted */
   async function graphAndAdornments(wanted) {
@@ -89,211 +65,75 @@ export function createAdornmentTools(ctx) {
     const [listed] = await send([list]);
     return { graph, listed: adornmentsOf(must(list, listed, `listing what graph ${graphLabel(graph)} shows`)) };
   }
-  /** @type {(reply: {values?: any}) => ListedAdornment[]} */
-  const adornmentsOf = (reply) => (reply.values ?? []).map((/** @type {{type: string}} */ a) => ({ name: ADORNMENT_NAMES.get(a.type) ?? a.type, ...a }));
   /** @param {ListedAdornment[]} listed */
   const showing = (listed) => listed.filter((a) => a.isVisible).map((a) => a.name);
 
-  /**
-   * The v2 storage that shows adornment `name` on graph `graph` (a rebuild), from the arguments or CODAP's own
-   * starting values: a movable line as CODAP first draws it (graph-utils.ts computeSlopeAndIntercept), a movable
-   * point a quarter in from the top right of the axes (movable-point-adornment-model.ts getInitialPosition).
-   * @param {string} name
-   * @param {Component} graph
-   * @param {AddArgs} args
-   * @param {boolean} exists the graph's saved form has it already (hidden or shown): keep its place
-   */
-  function storageToShow(name, graph, args, exists) {
-    const d = graph.detail;
-    const [x0, x1, y0, y1] = [d.xLowerBound, d.xUpperBound, d.yLowerBound, d.yUpperBound].map((v) => (typeof v === "number" ? v : 0));
-    /** @type {Record<string, unknown>} */
-    const value = { isVisible: true };
-    if (name === "box_plot" && args.showOutliers !== undefined) value.showOutliers = args.showOutliers;
-    if (name === "standard_error") value.numberOfStdErrs = args.numberOfStandardErrors ?? (exists ? undefined : 1);
-    if (name === "plotted_function") value.expression = args.formula;
-    if (name === "movable_line" && (!exists || args.slope !== undefined || args.intercept !== undefined)) {
-      const slope = args.slope ?? (y1 - y0) / ((x1 - x0) / 2 || 1);
-      Object.assign(value, { slope, intercept: args.intercept ?? y0 - slope * x0, isVertical: false });
-    }
-    if (name === "movable_point" && !exists) value.coordinates = { x: x1 - (x1 - x0) / 4, y: y1 - (y1 - y0) / 4 };
-    return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined));
-  }
-
-  /**
-   * Shows an adornment CODAP's API cannot create, by rebuilding the graph's saved form; its values read back.
-   * @param {string} name
-   * @param {Component} graph
-   * @param {AddArgs} args
-   * @param {ListedAdornment[]} listed
-   */
-  async function addByRebuild(name, graph, args, listed) {
-    const which = ADORNMENTS[name];
-    const v2 = /** @type {NonNullable<typeof which.v2>} */ (which.v2);
-    const known = listed.find((a) => a.type === which.type);
-    const wasShown = known?.isVisible === true;
-    const changesOptions = ["showOutliers", "numberOfStandardErrors", "slope", "intercept", "formula"].some((k) => args[/** @type {keyof AddArgs} */ (k)] !== undefined);
-    const component = `component[${graph.id}]`;
-    const read = get(`${component}.adornment[${which.type}]`);
-    const list = get(`${component}.adornmentList`);
-    /** @type {string[]} */
-    let notes = [];
-    // A plotted function CODAP cannot compute is put back as it was: its old formula, read now.
-    const [previous] = name === "plotted_function" && known ? await send([read]) : [];
-    if (!wasShown || changesOptions) {
-      const storage = storageToShow(name, graph, args, Boolean(known));
-      /** @type {GraphRebuild} */
-      const change = v2.level === "top" ? { topAdornments: { [v2.key]: storage } } : { adornments: { [v2.key]: storage } };
-      ({ notes } = await rebuildGraph(ctx, graph.id, change));
-    }
-    const [got, relisted] = await send([read, list]);
-    const detail = must(read, got, `reading the ${which.label} back`).values ?? {};
-    const shownNow = adornmentsOf(relisted?.success === true ? relisted : {});
-    if (!shownNow.some((a) => a.type === which.type && a.isVisible)) {
-      throw new ToolError(
-        `CODAP did not show the ${which.label} on graph ${graphLabel(graph)} after rebuilding it. Add it by hand: ` +
-          `select the graph, click its ruler button (Measure), tick "${which.menu}".`,
-        "codap_error",
-        { graphId: graph.id, adornment: name },
-      );
-    }
-    if (name === "plotted_function" && detail.error) {
-      const old = previous?.success === true ? previous.values : null;
-      const oldFormula = typeof old?.formula === "string" ? JSON.parse(old.formula) : "";
-      if (old && oldFormula && !old.error) {
-        await rebuildGraph(ctx, graph.id, { adornments: { [v2.key]: { expression: oldFormula, isVisible: wasShown } } });
-      } else {
-        await send([{ action: "delete", resource: `${component}.adornment`, values: { type: which.type } }]);
-      }
-      throw new ToolError(
-        `CODAP cannot compute the plotted function ${JSON.stringify(args.formula)}: ${detail.error.replace(/^❌\s*/, "")}. ` +
-          (old && oldFormula && !old.error ? `Its formula is ${JSON.stringify(oldFormula)} again` : "It is not shown") +
-          ". Fix the formula (a function of x, e.g. \"2 * x + 1\") and call again.",
-        "formula_error",
-        { graphId: graph.id, formula: args.formula, codapError: detail.error },
-      );
-    }
-    const answer = adornmentAnswer(graph, name, detail, !wasShown, shownNow);
-    const [first] = answer.content;
-    if (notes.length && first.type === "text") {
-      answer.structuredContent.notes.push(...notes);
-      first.text += ` ${notes.join(" ")}`;
-    }
-    return answer;
-  }
-
   /** @param {AddArgs} args */
   async function add_codap_adornment(args) {
-    const which = ADORNMENTS[args.adornment];
-    if (!which) throw invalid(`adornment must be one of ${Object.keys(ADORNMENTS).join(", ")}.`);
-    const name = args.adornment;
+    const names = kindsOf(args);
     for (const [option, takers] of Object.entries(OPTIONS_FOR)) {
-      if (args[/** @type {keyof AddArgs} */ (option)] !== undefined && !takers.includes(name)) {
-        throw invalid(`${option} applies to ${takers.join(", ")} only, not to ${name}.`);
+      if (args[/** @type {keyof AddArgs} */ (option)] !== undefined && !names.some((n) => takers.includes(n))) {
+        throw invalid(`${option} applies to ${takers.join(", ")} only, not to ${names.join(", ")}.`);
       }
     }
-    if (name === "plotted_value" && !args.formula?.trim()) {
+    if (names.includes("plotted_value") && names.includes("plotted_function") && args.formula !== undefined) {
+      throw invalid("formula is the plotted value's or the plotted function's: add them in two calls.");
+    }
+    if (names.includes("plotted_value") && !args.formula?.trim()) {
       throw invalid('plotted_value needs formula: the value to draw in each cell, e.g. "mean(height) + stdDev(height)".');
     }
     const { graph, listed } = await graphAndAdornments(args.graph);
-    const neverMade = !listed.some((a) => a.type === which.type);
-    if (name === "plotted_function" && !args.formula?.trim() && neverMade) {
+    if (names.includes("plotted_function") && !args.formula?.trim() && !listed.some((a) => a.type === ADORNMENTS.plotted_function.type)) {
       throw invalid('plotted_function needs formula: a function of x drawn across the scatter plot, e.g. "2 * x + 1".');
     }
     const plotType = graph.detail.plotType;
-    if (!which.plots.includes(plotType)) {
+    const misfits = names.filter((n) => !ADORNMENTS[n].plots.includes(plotType));
+    if (misfits.length) {
       const axes = [graph.detail.xAttributeName && `x = ${graph.detail.xAttributeName}`,
         graph.detail.yAttributeName && `y = ${graph.detail.yAttributeName}`].filter(Boolean).join(", ");
       throw new ToolError(
-        `A ${which.label} needs ${which.needs}; graph ${graphLabel(graph)} is ${plotName(plotType)}` +
-          `${axes ? ` (${axes})` : ""}. Change its attributes with update_codap_graph or make another graph with ` +
-          "create_codap_graph.",
+        `${misfits.map((n) => `A ${ADORNMENTS[n].label} needs ${ADORNMENTS[n].needs}`).join("; ")}; graph ` +
+          `${graphLabel(graph)} is ${plotName(plotType)}${axes ? ` (${axes})` : ""}. Nothing was added. Change its ` +
+          "attributes with update_codap_graph or make another graph with create_codap_graph.",
         "adornment_not_supported_by_plot",
-        { graphId: graph.id, adornment: name, plotType: plotType ?? null, plotsTaking: which.plots },
+        { graphId: graph.id, adornment: misfits[0], adornments: misfits, plotType: plotType ?? null,
+          plotsTaking: ADORNMENTS[misfits[0]].plots },
       );
     }
-    if (which.v2) return addByRebuild(name, graph, args, listed);
-    // Each movable value added is another one; the rest are shown once.
-    const wasShown = name !== "movable_value" && listed.some((a) => a.type === which.type && a.isVisible);
-    const component = `component[${graph.id}]`;
-    if (name === "plotted_value" && neverMade && graph.detail.dataContext) {
-      const problem = await formulaProblem(graph.detail.dataContext, /** @type {string} */ (args.formula));
-      if (problem) {
-        throw new ToolError(
-          `CODAP cannot compute the plotted value's formula ${JSON.stringify(args.formula)}: ${problem}. It was not ` +
-            "added. Fix the formula and call again.",
-          "formula_error",
-          { graphId: graph.id, formula: args.formula, codapError: problem },
-        );
+    // the kinds CODAP's API cannot create in one rebuild (a plotted function alone: one CODAP cannot compute is put
+    // back), then the others one by one; after one is added, a later one's failure is said, not thrown
+    const rebuilt = names.filter((n) => ADORNMENTS[n].v2 && n !== "plotted_function");
+    /** @type {Array<() => Promise<Added[]>>} */
+    const steps = [
+      ...(rebuilt.length ? [() => addByRebuild(rebuilt, graph, args, listed)] : []),
+      ...names.filter((n) => !rebuilt.includes(n)).map((n) =>
+        ADORNMENTS[n].v2 ? () => addByRebuild([n], graph, args, listed) : async () => [await addByApi(n, graph, args, listed)]),
+    ];
+    /** @type {Added[]} */
+    const done = [];
+    /** @type {string[]} */
+    const failed = [];
+    for (const step of steps) {
+      try {
+        done.push(...(await step()));
+      } catch (err) {
+        if (!done.length || !(err instanceof ToolError)) throw err;
+        failed.push(err.message);
       }
     }
-    /** @type {Record<string, unknown>} */
-    const values = { type: which.type };
-    if (name === "plotted_value") values.expression = args.formula;
-    if (args.percentType !== undefined) values.percentType = args.percentType;
-    if (args.showRSquared !== undefined) values.showRSquared = args.showRSquared;
-    if (args.showConfidenceBands !== undefined) values.showConfidenceBands = args.showConfidenceBands;
-    if (args.showR !== undefined) values.showR = args.showR;
-    /** @type {CodapRequest} */
-    const create = { action: "create", resource: `${component}.adornment`, values };
-    const read = get(`${component}.adornment[${which.type}]`);
-    const list = get(`${component}.adornmentList`);
-    if (name === "movable_value" && args.value !== undefined) {
-      // CODAP's API places a movable value only as the first of a cell (movable-value-adornment-model.ts replaceValue)
-      const [moving] = await send([read]);
-      const placed = moving?.success === true ? movableValues(moving).length : 0;
-      if (placed) {
-        throw new ToolError(
-          `Graph ${graphLabel(graph)} already shows a movable value: CODAP's plugin API places only the first one. ` +
-            "Add another without value (CODAP places it) and drag it, or remove the movable values and add one with value.",
-          "invalid_arguments",
-          { graphId: graph.id, adornment: name },
-        );
-      }
-    }
-    let [created, got, relisted] = await send([create, read, list]);
-    if (name === "movable_value" && args.value !== undefined && created?.success === true) {
-      // one [cell key, value] pair per cell of the plot: the cell's categories by attribute name ("{}" unsplit)
-      /** @type {Array<{categories?: Record<string, unknown>}>} */
-      const cells = created.values?.data ?? [];
-      const pairs = cells.map((c) => [JSON.stringify(c.categories ?? {}), args.value]);
-      [, got, relisted] = await send([{ action: "update", resource: `${component}.adornment`, values: { type: which.type, values: pairs } }, read, list]);
-    }
-    if (created?.success !== true) {
-      const said = codapError(created);
-      if (/percent/i.test(said) && name === "percent") {
-        throw new ToolError(
-          `CODAP cannot show percents on graph ${graphLabel(graph)} (${plotName(plotType)}): ${said} A percent needs a ` +
-            "categorical attribute on the graph (an axis or the legend, see update_codap_graph) or a movable value " +
-            "dividing it; count works on any graph.",
-          "adornment_not_supported_by_plot",
-          { graphId: graph.id, adornment: name, plotType: plotType ?? null, codapError: said },
-        );
-      }
-      throw refused(create, created, `to add a ${which.label} to graph ${graphLabel(graph)}`);
-    }
-    const detail = must(read, got, `reading the ${which.label} back`).values ?? {};
-    if (name === "plotted_value" && detail.error) {
-      // CODAP keeps a formula it cannot compute and draws nothing: take it off again unless it was there before.
-      if (!wasShown) await send([{ action: "delete", resource: `${component}.adornment`, values: { type: which.type } }]);
-      throw new ToolError(
-        `CODAP cannot compute the plotted value's formula ${JSON.stringify(args.formula)}: ${detail.error}` +
-          `${wasShown ? "" : " It was not added."} Fix the formula and call again.`,
-        "formula_error",
-        { graphId: graph.id, formula: args.formula, codapError: detail.error },
-      );
-    }
-    return adornmentAnswer(graph, name, detail, !wasShown, adornmentsOf(relisted?.success === true ? relisted : {}));
+    const list = get(`component[${graph.id}].adornmentList`);
+    const [relisted] = await send([list]);
+    const order = new Map(names.map((n, i) => [n, i]));
+    done.sort((a, b) => /** @type {number} */ (order.get(a.name)) - /** @type {number} */ (order.get(b.name)));
+    return adornmentAnswer(graph, done, adornmentsOf(relisted?.success === true ? relisted : {}), failed, args.adornments !== undefined);
   }
 
   /**
-   * The answer of add_codap_adornment: the values CODAP computed for each cell of the plot.
+   * What CODAP computed for one kind: its values for each cell of the plot, its options, notes.
    * @param {Component} graph
-   * @param {string} name
-   * @param {Record<string, any>} detail CODAP's description of the adornment
-   * @param {boolean} added
-   * @param {ListedAdornment[]} listed
+   * @param {Added} one
    */
-  function adornmentAnswer(graph, name, detail, added, listed) {
+  function kindFacts(graph, { name, detail, added, notes: made }) {
     const which = ADORNMENTS[name];
     /** @type {Array<Record<string, unknown>>} */
     const cells = (detail.data ?? []).map((/** @type {{category?: string, [key: string]: unknown}} */ { category, ...cell }) => (category && category !== "__main__" ? { category, ...cell } : cell));
@@ -314,46 +154,52 @@ export function createAdornmentTools(ctx) {
       if (detail[key] !== undefined && (key !== "percentType" || name === "percent")) extra[key] = detail[key];
     }
     if (typeof detail._numStErrs === "number") extra.numberOfStandardErrors = detail._numStErrs;
-    /** @type {string[]} */
-    const notes = [];
+    const notes = [...made];
     if (!values.length && name !== "plotted_function") {
       notes.push(
         name === "least_squares_line" && graph.detail.legendAttributeName
           ? `CODAP draws one least-squares line per ${graph.detail.legendAttributeName} but its plugin API reports ` +
               "the values of a single line only: take the legend off (update_codap_graph) to read them."
-          : "CODAP gave no values for it.",
+          : `CODAP gave no values for ${the(name)}.`,
       );
     }
-    const what = values.length ? ` CODAP computed: ${values.map(cellPhrase).join("; ")}.` : "";
-    const verb = added ? "Added" : "Graph already showed";
-    const still = showing(listed);
-    return toolResult(
-      `${verb} the ${which.label} ${added ? "to" : "on"} graph ${graphLabel(graph)} (${plotName(graph.detail.plotType)}).${what}` +
-        (extra.formula ? ` Formula: ${extra.formula}.` : "") + (notes.length ? ` ${notes.join(" ")}` : "") +
-        (still.length ? ` Shown on the graph now: ${still.join(", ")}.` : ""),
-      {
-        graphId: graph.id,
-        adornment: name,
-        codapType: which.type,
-        added,
-        plotType: graph.detail.plotType ?? null,
-        values,
-        ...extra,
-        shown: still,
-        notes,
-      },
-    );
+    const computed = values.length ? values.map(cellPhrase).join("; ") : "";
+    /** @type {Record<string, unknown>} */
+    const facts = { adornment: name, codapType: which.type, added, values, ...extra };
+    return { facts, computed, notes };
   }
 
-  // CODAP's delete takes away one movable value at a time and keeps the (empty) adornment listed as visible.
-  /** @type {(reply: CodapReply | undefined) => unknown[]} */
-  const movableValues = (reply) =>
-    reply?.success === true ? (reply.values?.data ?? []).flatMap((/** @type {{movableValues?: unknown[]}} */ c) => c.movableValues ?? []) : [];
+  /**
+   * The answer of add_codap_adornment: for each kind, the values CODAP computed for each cell of the plot.
+   * @param {Component} graph
+   * @param {Added[]} done
+   * @param {ListedAdornment[]} listed
+   * @param {string[]} failed
+   * @param {boolean} several the kinds were given as a list
+   */
+  function adornmentAnswer(graph, done, listed, failed, several) {
+    const kinds = done.map((one) => kindFacts(graph, one));
+    const added = done.filter((d) => d.added).map((d) => the(d.name));
+    const already = done.filter((d) => !d.added).map((d) => the(d.name));
+    const plot = `graph ${graphLabel(graph)} (${plotName(graph.detail.plotType)})`;
+    const said = [
+      ...(added.length ? [`Added ${and(added)} to ${plot}.`] : []),
+      ...(already.length ? [`${added.length ? "It already showed" : `Graph ${graphLabel(graph)} (${plotName(graph.detail.plotType)}) already showed`} ${and(already)}.`] : []),
+    ];
+    const computed = kinds.filter((k) => k.computed).map((k, _i, all) => (all.length > 1 || kinds.length > 1 ? `${k.facts.adornment}: ${k.computed}` : k.computed));
+    const formula = kinds.map((k) => k.facts.formula).filter(Boolean).map((f) => ` Formula: ${f}.`).join("");
+    const notes = [...kinds.flatMap((k) => k.notes), ...failed.map((f) => `Not added: ${f}`)];
+    const still = showing(listed);
+    const text = `${said.join(" ")}${computed.length ? ` CODAP computed: ${computed.join("; ")}.` : ""}${formula}` +
+      (notes.length ? ` ${notes.join(" ")}` : "") + (still.length ? ` Shown on the graph now: ${still.join(", ")}.` : "");
+    const common = { graphId: graph.id, plotType: graph.detail.plotType ?? null, adornments: kinds.map((k) => k.facts), shown: still, notes };
+    // one kind named alone: its facts at the top too, as this tool has always answered
+    return toolResult(text, several ? common : { ...kinds[0].facts, ...common });
+  }
 
-  /** @param {{adornment: string, graph?: string | number}} args */
+  /** @param {{adornment?: string, adornments?: string[], graph?: string | number}} args */
   async function remove_codap_adornment(args) {
-    const which = ADORNMENTS[args.adornment];
-    if (!which) throw invalid(`adornment must be one of ${Object.keys(ADORNMENTS).join(", ")}.`);
+    const names = kindsOf(args);
     const graph = pickGraph(await listGraphs(), args.graph);
     const component = `component[${graph.id}]`;
     const list = get(`${component}.adornmentList`);
@@ -361,42 +207,49 @@ export function createAdornmentTools(ctx) {
     const [listed, moved] = await send([list, moving]);
     /** @type {(listReply: CodapReply | undefined, movedReply: CodapReply | undefined) => string[]} */
     const shownNow = (listReply, movedReply) => {
-      const names = showing(adornmentsOf(must(list, listReply, `listing what graph ${graphLabel(graph)} shows`)));
-      return movableValues(movedReply).length ? names : names.filter((n) => n !== "movable_value");
+      const shown = showing(adornmentsOf(must(list, listReply, `listing what graph ${graphLabel(graph)} shows`)));
+      return movableValues(movedReply).length ? shown : shown.filter((n) => n !== "movable_value");
     };
     const present = shownNow(listed, moved);
-    if (!present.includes(args.adornment)) {
+    const absent = names.filter((n) => !present.includes(n));
+    if (absent.length) {
       throw new ToolError(
-        `Graph ${graphLabel(graph)} does not show a ${which.label}. ` +
+        `Graph ${graphLabel(graph)} does not show ${and(absent.map(the))}${names.length > absent.length ? "; nothing was removed" : ""}. ` +
           (present.length ? `It shows: ${present.join(", ")}.` : "It shows no statistics or lines."),
         "adornment_not_found",
-        { graphId: graph.id, adornment: args.adornment, available: present },
+        { graphId: graph.id, adornment: absent[0], missing: absent, available: present },
       );
     }
-    /** @type {CodapRequest} */
-    const remove = { action: "delete", resource: `${component}.adornment`, values: { type: which.type } };
-    const requests = [remove, list, moving];
-    if (args.adornment === "movable_value") {
-      // one value per request: as many requests as values shown, in the same message
-      const count = Math.max(0, movableValues(moved).length - 1);
-      requests.splice(1, 0, ...Array.from({ length: count }, () => remove));
-    }
-    const replies = await send(requests);
-    must(remove, replies[0], `to remove the ${which.label} from graph ${graphLabel(graph)}`);
+    /** @type {CodapRequest[]} */
+    const removes = names.flatMap((n) => {
+      /** @type {CodapRequest} */
+      const remove = { action: "delete", resource: `${component}.adornment`, values: { type: ADORNMENTS[n].type } };
+      // one movable value per request: as many requests as values shown
+      return n === "movable_value" ? Array.from({ length: Math.max(1, movableValues(moved).length) }, () => remove) : [remove];
+    });
+    const replies = await send([...removes, list, moving]);
+    const refusedAt = replies.slice(0, removes.length).findIndex((r) => r?.success !== true);
+    if (refusedAt >= 0) must(removes[refusedAt], replies[refusedAt], `to remove ${the(ADORNMENT_OF(removes[refusedAt]))} from graph ${graphLabel(graph)}`);
     const now = shownNow(replies[replies.length - 2], replies[replies.length - 1]);
-    if (now.includes(args.adornment)) {
+    const kept = names.filter((n) => now.includes(n));
+    if (kept.length) {
       throw new ToolError(
-        `CODAP accepted removing the ${which.label} from graph ${graphLabel(graph)} but still shows it.`,
+        `CODAP accepted removing ${and(kept.map(the))} from graph ${graphLabel(graph)} but still shows ${kept.length > 1 ? "them" : "it"}.`,
         "codap_error",
-        { graphId: graph.id, adornment: args.adornment, shown: now },
+        { graphId: graph.id, adornment: kept[0], shown: now },
       );
     }
     return toolResult(
-      `Removed the ${which.label} from graph ${graphLabel(graph)}. ` +
+      `Removed ${and(names.map(the))} from graph ${graphLabel(graph)}. ` +
         (now.length ? `It still shows: ${now.join(", ")}.` : "It shows no other statistics or lines."),
-      { graphId: graph.id, removed: args.adornment, codapType: which.type, shown: now },
+      args.adornments !== undefined
+        ? { graphId: graph.id, removed: names, codapType: names.map((n) => ADORNMENTS[n].type), shown: now }
+        : { graphId: graph.id, removed: names[0], codapType: ADORNMENTS[names[0]].type, shown: now },
     );
   }
 
   return { add_codap_adornment, remove_codap_adornment };
 }
+
+/** The tools' name of the kind a delete request takes off. @param {CodapRequest} request */
+const ADORNMENT_OF = (request) => /** @type {string} */ (Object.keys(ADORNMENTS).find((n) => ADORNMENTS[n].type === /** @type {any} */ (request.values)?.type));
