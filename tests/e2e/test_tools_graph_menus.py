@@ -256,8 +256,9 @@ def test_several_statistics_in_one_call_each_read_back_and_undone_in_one_step(co
     assert [(a["adornment"], a["added"]) for a in facts] == [("mean", True), ("median", True)]
     ((held_mean,), (held_median,)) = adornment(codap, dots, "Mean")["data"], adornment(codap, dots, "Median")["data"]
     assert (held_mean["mean"], held_median["median"]) == pytest.approx((mean(HEIGHTS), median(HEIGHTS)))
-    assert facts[0]["values"][0]["mean"] == pytest.approx(mean(HEIGHTS)) and "Added the mean and the median" in (
-        both["content"][0]["text"]
+    assert (
+        facts[0]["values"][0]["mean"] == pytest.approx(mean(HEIGHTS))
+        and "Added the mean and the median" in (both["content"][0]["text"])
     )
     # the measures CODAP's API cannot create come in one rebuild, with one it creates; one Undo takes all back
     three = ["box_plot", "normal_curve", "standard_deviation"]
