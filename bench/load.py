@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import secrets
 import time
@@ -42,11 +43,21 @@ def tool_args(n: int) -> dict[str, Any]:
     return {"datasetName": "bench", "cases": [{"n": n, "x": 1.5, "label": "bench"}]}
 
 
+_ITEM_IDS = itertools.count(1_000_001)  # CODAP's item ids are large integers, unique within the page
+
+
 async def cases_added(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """What the plugin answers to ``add_codap_cases`` (the only tool the bench calls), in the shape its manifest's
     outputSchema declares, so an MCP call's typed result is as valid as the real one's."""
     added = len(args.get("cases") or [])
-    answer = {"datasetName": args.get("datasetName", ""), "added": added, "totalCases": added, "ignoredFields": []}
+    ids = [next(_ITEM_IDS) for _ in range(added)]
+    answer = {
+        "datasetName": args.get("datasetName", ""),
+        "added": added,
+        "totalCases": added,
+        "ignoredFields": [],
+        "caseIds": ids,
+    }
     return {"result": answer}
 
 

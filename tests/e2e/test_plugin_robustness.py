@@ -16,6 +16,7 @@ from codap_relay_tooling.testing.plugin_page import (
     PluginPage,
     answer,
     call_tool,
+    hold_socket_answers,
     ok_result,
     plugin_ledger,
     plugin_storage,
@@ -105,8 +106,9 @@ def test_reload_mid_queue_reposts_stored_results_and_never_reruns(open_plugin: A
     plugin = open_plugin(relay_url)
     code = plugin.code()
     relay = relay_url
-    # the relay cannot be reached for answers: results pile up in sessionStorage
+    # the relay cannot be reached for answers, posted or over a push socket: results pile up in sessionStorage
     plugin.page.context.route(posted_answer, lambda route: route.abort())
+    hold_socket_answers(plugin.frame)
     first = [
         submit(
             relay, code, "create_codap_dataset", {"datasetName": "rl", "dataType": "sample_students", "recordCount": 6}

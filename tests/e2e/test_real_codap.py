@@ -30,6 +30,8 @@ from codap_relay_tooling.testing.plugin_page import (
     McpClient,
     answer,
     call_tool,
+    held_socket_answers,
+    hold_socket_answers,
     ok_result,
     session_copy_script,
     submit,
@@ -434,7 +436,8 @@ def test_plugin_reload_mid_conversation_runs_no_request_twice(codap: CodapPage) 
             tried.append(str(body.get("id")))
         route.abort()
 
-    context.route(posted_answer, refuse)  # answers cannot reach the relay
+    context.route(posted_answer, refuse)  # answers cannot reach the relay, posted or over a push socket
+    hold_socket_answers(codap.frame)
     try:
         first = [
             submit(relay, code, "add_codap_cases", {"datasetName": "reload", "cases": [{"index": 100 + i}]})
@@ -445,7 +448,8 @@ def test_plugin_reload_mid_conversation_runs_no_request_twice(codap: CodapPage) 
         # change for Undo): reload only once both answers are computed, or the reload catches the second mid-run
         # (the route's handler runs only while Playwright waits, hence the page's short waits)
         wait_until(
-            lambda: codap.page.wait_for_timeout(50) or set(first) <= set(tried), "both answers computed and tried"
+            lambda: codap.page.wait_for_timeout(50) or set(first) <= {*tried, *held_socket_answers(codap.frame)},
+            "both answers computed and tried",
         )
         codap.reload_plugin()
     finally:

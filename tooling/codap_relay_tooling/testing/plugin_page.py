@@ -85,6 +85,32 @@ def plugin_ledger(frame: Any) -> dict[str, Any]:
     return entries
 
 
+#: Makes the plugin's frame drop the answers it sends over its push socket (as a socket the relay no longer hears
+#: would), keeping each dropped answer's request id in ``window.__heldAnswers``. The plugin then posts the answer
+#: after its wait for the relay's word: a test that refuses posted answers too keeps every answer from the relay.
+_HOLD_SOCKET_ANSWERS = """() => {
+  if (window.__heldAnswers) return;
+  window.__heldAnswers = [];
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    let message = null;
+    try { message = JSON.parse(String(data)); } catch { message = null; }
+    if (message && message.action === "answer") { window.__heldAnswers.push(String(message.id)); return; }
+    return send.call(this, data);
+  };
+}"""
+
+
+def hold_socket_answers(frame: Any) -> None:
+    """From now until the frame reloads, the plugin's answers over a push socket never leave it (SSE: no effect)."""
+    frame.evaluate(_HOLD_SOCKET_ANSWERS)
+
+
+def held_socket_answers(frame: Any) -> list[str]:
+    """The request ids whose answers ``hold_socket_answers`` kept from the relay so far."""
+    return [str(i) for i in frame.evaluate("() => window.__heldAnswers || []")]
+
+
 def session_copy_script(frame: Any, relay: str) -> str:
     """An init script that gives a new tab the plugin's session, as a duplicated browser tab carries the
     sessionStorage (session and browser token) of the tab it was duplicated from."""
