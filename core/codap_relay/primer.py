@@ -11,12 +11,14 @@ Case ids are CODAP's item ids: export_codap_data includeCaseIds gives them; the 
 update_codap_cases, delete_codap_cases, select_codap_cases, evaluate_codap_formula take them.
 Which tool: what is there → get_codap_status / get_codap_datasets; the data → export_codap_data; numbers \
 → compute_codap_statistics (groupBy, groups, where); which cases → select_codap_cases (lists them); \
-a graph → create_codap_graph, update_codap_graph, add_codap_adornment (adornments: mean, median, \
-box_plot… at once), get_codap_graph_image to see it; new data → create_codap_dataset, add_codap_cases, \
+a graph → create_codap_graph (its adornments: mean, box_plot… and barChartScale in the same call), \
+update_codap_graph (hideCasesWhere), add_codap_adornment, get_codap_graph_image to see it; \
+new data → create_codap_dataset, add_codap_cases, \
 import_codap_data; edits → update_codap_cases (updates: several at once), add_codap_attribute, \
 group_codap_cases; outliers out and back → set_aside_codap_cases; columns, table or card → \
 update_codap_table; rename a dataset → update_codap_dataset; layout → update_codap_component place; \
-correlation → compute_codap_statistics pairedWith; mistakes → undo_codap. Use exact names from the document.
+correlation → compute_codap_statistics pairedWith; mistakes → undo_codap (a deletion: \
+undo_codap_tool_calls). Use exact names from the document.
 Resources (read-only, live): codap://datasets, codap://components, codap://datasets/NAME (attributes, \
 example cases), codap://datasets/NAME/cases (CSV, in pages when large: follow the next link), \
 codap://graphs/NAME/image (PNG). Prompts give class routines.

@@ -106,7 +106,8 @@ PROMPTS: list[Prompt] = [
         "(compute_codap_statistics: min, max, quartiles), each with its case id (export_codap_data includeCaseIds).\n"
         "- Show them selected in CODAP with select_codap_cases.\n"
         "- Propose a fix for each and ask me before changing anything; then use update_codap_cases, "
-        "update_codap_attribute (type, unit) or delete_codap_cases. Say what changed; undo_codap reverts it.",
+        "update_codap_attribute (type, unit) or delete_codap_cases. Say what changed; undo_codap reverts a change, "
+        "undo_codap_tool_calls a deletion (CODAP's own Undo cannot bring deleted cases back).",
     ),
     Prompt(
         "graph_for_question",

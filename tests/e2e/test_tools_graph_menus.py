@@ -32,11 +32,7 @@ def drop_the_tests_datasets(codap: CodapPage) -> Iterator[None]:
     API cannot reach, so each test starts from a small one."""
     before, components = set(codap.dataset_names()), codap.component_ids()
     yield
-    made = [n for n in codap.dataset_names() if n not in before]
-    if made:
-        # the test's graphs go first: a dataset deleted under an open graph detached the plugin's frame in a run here
-        codap.close_components(keep=components)
-        codap.di([{"action": "delete", "resource": f"dataContext[{n}]"} for n in made])
+    codap.drop_what_was_made(before, components)
 
 
 def dataset(codap: CodapPage, name: str, rows: list[dict[str, Any]] = ROWS) -> None:
@@ -321,7 +317,8 @@ SETTING_PATHS = {
     "pointOpacity": "points.opacity", "pointSize": "points.size", "strokeColor": "points.strokeColor",
     "strokeSameAsFill": "points.strokeSameAsFill", "backgroundColor": "background.color",
     "transparentBackground": "background.transparent", "displayOnlySelectedCases": "shows.onlySelected",
-    "hideCases": "shows.hiddenCases", "showAllCases": "shows.hiddenCases", "filterFormula": "shows.filterFormula",
+    "hideCases": "shows.hiddenCases", "hideCasesWhere": "shows.hiddenCases", "hideCaseIds": "shows.hiddenCases",
+    "showAllCases": "shows.hiddenCases", "filterFormula": "shows.filterFormula",
     "showParentToggles": "shows.parentToggles", "showOnlyLastCase": "shows.onlyLastCase",
     "showMeasuresForSelection": "shows.measuresForSelection", "showMeasureLabels": "measures.labels",
     "showSquaresOfResiduals": "measures.squaresOfResiduals", "lockIntercept": "measures.interceptLocked",

@@ -354,6 +354,16 @@ class CodapPage(PluginFrameReader):
             assert all(r.get("success") for r in replies), replies
         return len(others)
 
+    def drop_what_was_made(self, datasets: Collection[str], components: Collection[int]) -> None:
+        """Delete the datasets not in ``datasets`` and close the components not in ``components``: a test's own, so
+        the next test on a shared page starts from a small document (CODAP gives and rebuilds the whole document for
+        each setting its plugin API cannot reach). The components go first: a dataset deleted under an open graph
+        detached the plugin's frame in a run here."""
+        made = [n for n in self.dataset_names() if n not in datasets]
+        if made:
+            self.close_components(keep=components)
+            self.di([{"action": "delete", "resource": f"dataContext[{n}]"} for n in made])
+
     def reload_plugin(self) -> None:
         """Reload the plugin's frame alone (CODAP and its document stay), as a person's reload of the frame does."""
         reload_frame(lambda: self.frame)

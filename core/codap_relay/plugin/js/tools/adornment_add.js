@@ -3,7 +3,8 @@
 // kinds it creates, and by rebuilding the graph's saved form (graph_rebuild.js) for the others, all of these in one
 // rebuild. Each is read back through the API: the values CODAP computed for it.
 
-import { ADORNMENTS, ADORNMENT_NAMES } from "./adornment_kinds.js";
+import { ADORNMENTS } from "./adornment_kinds.js";
+import { adornmentReads, adornmentsRead } from "./adornment_read.js";
 import { ToolError, codapError, collection, get, graphLabel, plotName, refused } from "./context.js";
 import { rebuildGraph } from "./graph_rebuild.js";
 
@@ -40,10 +41,6 @@ export const OPTIONS_FOR = {
   intercept: ["movable_line"],
   value: ["movable_value"],
 };
-
-/** @type {(reply: {values?: any}) => ListedAdornment[]} */
-export const adornmentsOf = (reply) =>
-  (reply.values ?? []).map((/** @type {{type: string}} */ a) => ({ name: ADORNMENT_NAMES.get(a.type) ?? a.type, ...a }));
 
 // CODAP's delete takes away one movable value at a time and keeps the (empty) adornment listed as visible.
 /** @type {(reply: CodapReply | undefined) => unknown[]} */
@@ -127,7 +124,6 @@ export function createAdornmentAdder(ctx) {
       return { name, which, v2: /** @type {NonNullable<typeof which.v2>} */ (which.v2), known, wasShown: known?.isVisible === true,
         read: get(`${component}.adornment[${which.type}]`) };
     });
-    const list = get(`${component}.adornmentList`);
     // A plotted function CODAP cannot compute is put back as it was: its old formula, read now.
     const fn = kinds.find((k) => k.name === "plotted_function");
     const [previous] = fn?.known ? await send([fn.read]) : [];
@@ -140,8 +136,8 @@ export function createAdornmentAdder(ctx) {
       level[k.v2.key] = storage;
     }
     const notes = change.adornments || change.topAdornments ? (await rebuildGraph(ctx, graph.id, change)).notes : [];
-    const replies = await send([...kinds.map((k) => k.read), list]);
-    const shownNow = adornmentsOf(replies[kinds.length]?.success === true ? replies[kinds.length] : {});
+    const replies = await send([...kinds.map((k) => k.read), ...adornmentReads(graph.id)]);
+    const shownNow = adornmentsRead(replies.slice(kinds.length));
     return Promise.all(kinds.map(async (k, i) => {
       const detail = must(k.read, replies[i], `reading the ${k.which.label} back`).values ?? {};
       if (!shownNow.some((a) => a.type === k.which.type && a.isVisible)) {

@@ -4,12 +4,13 @@
 // graph's saved form (adornment_add.js); every one is read back through the API.
 
 import { ADORNMENTS } from "./adornment_kinds.js";
-import { OPTIONS_FOR, adornmentsOf, createAdornmentAdder, movableValues } from "./adornment_add.js";
-import { ToolError, get, graphLabel, invalid, plotName, toolResult } from "./context.js";
+import { OPTIONS_FOR, createAdornmentAdder } from "./adornment_add.js";
+import { adornmentReads, adornmentsRead } from "./adornment_read.js";
+import { ToolError, graphLabel, invalid, plotName, toolResult } from "./context.js";
 import { num } from "./graph_settings.js";
 
 /**
- * @import {CodapReply, CodapRequest, Component} from "../types.js"
+ * @import {CodapRequest, Component} from "../types.js"
  * @import {ToolContext} from "./context.js"
  * @import {AddArgs, Added, ListedAdornment} from "./adornment_add.js"
  */
@@ -53,6 +54,58 @@ function cellPhrase(cell) {
   return where + parts.join(", ");
 }
 
+/**
+ * A least-squares line's values in the order a class reads them, with r: slope, intercept, r, r².
+ * @param {Record<string, unknown>} cell
+ */
+function withR(cell) {
+  const { slope, intercept, rSquared, ...rest } = cell;
+  if (typeof slope !== "number" || typeof rSquared !== "number") return cell;
+  const r = Math.sign(slope) * Math.sqrt(Math.max(0, rSquared));
+  return { ...rest.categories ? { categories: rest.categories } : {}, slope, intercept, r, rSquared, ...rest };
+}
+
+/**
+ * The values CODAP computed for a kind, one entry per cell of the plot.
+ * @param {string} name the tools' name of the kind
+ * @param {Record<string, any>} detail CODAP's description of it (`get ….adornment[type]`)
+ * @returns {Array<Record<string, unknown>>}
+ */
+export function adornmentValues(name, detail) {
+  /** @type {Array<Record<string, unknown>>} */
+  const cells = (detail.data ?? []).map((/** @type {{category?: string, [key: string]: unknown}} */ { category, ...cell }) => (category && category !== "__main__" ? { category, ...cell } : cell));
+  // Count and percent share one CODAP adornment: report the part asked for.
+  /** @type {string[] | null} */
+  const keep = name === "count" ? ["count", "categories"] : name === "percent" ? ["percent", "categories"] : null;
+  const kept = keep ? cells.map((c) => Object.fromEntries(Object.entries(c).filter(([k]) => keep.includes(k)))) : cells;
+  // CODAP gives a least-squares line's r² and slope; its r (shown with "Show r") is r²'s root with the slope's sign
+  return name === "least_squares_line" ? kept.map(withR) : kept;
+}
+
+/**
+ * The values of the kinds a graph shows, as a sentence ("mean: g = A: mean 160.5; …"), or "".
+ * @param {Array<{name: string, detail: Record<string, any>}>} shown
+ */
+export function shownValuesText(shown) {
+  return shown.map((a) => ({ a, values: adornmentValues(a.name, a.detail) }))
+    .filter(({ values }) => values.length)
+    .map(({ a, values }) => `${a.name}: ${values.map(cellPhrase).join("; ")}`).join("; ");
+}
+
+/**
+ * Why a percent on a graph with a categorical legend is not split by it, and how to get that in CODAP.
+ * @param {Record<string, any>} detail the graph's component (`get component[id]`)
+ */
+export function percentByLegendNote(detail) {
+  const legend = detail.legendAttributeName;
+  const axes = [detail.xAttributeName, detail.yAttributeName, detail.topSplitAttributeName, detail.rightSplitAttributeName];
+  if (!legend || axes.includes(legend) || detail.legendAttributeType === "numeric") return "";
+  const x = detail.xAttributeName ?? "x";
+  return `CODAP's percent is each cell's share of the cases on the axes, not split by the legend ${legend}: for the percent of each ` +
+    `${legend} within each ${x}, put ${legend} on the y axis (update_codap_graph yAttribute ${JSON.stringify(legend)}) and ` +
+    `set the percent's percentType to "column" (add_codap_adornment percent percentType "column"; "row" gives each ${x}'s percent within each ${legend}).`;
+}
+
 /** @param {ToolContext} ctx */
 export function createAdornmentTools(ctx) {
   const { send, must, listGraphs, pickGraph } = ctx;
@@ -61,9 +114,7 @@ export function createAdornmentTools(ctx) {
   /** @param {unknown} wanted */
   async function graphAndAdornments(wanted) {
     const graph = pickGraph(await listGraphs(), wanted);
-    const list = get(`component[${graph.id}].adornmentList`);
-    const [listed] = await send([list]);
-    return { graph, listed: adornmentsOf(must(list, listed, `listing what graph ${graphLabel(graph)} shows`)) };
+    return { graph, listed: adornmentsRead(await send(adornmentReads(graph.id))) };
   }
   /** @param {ListedAdornment[]} listed */
   const showing = (listed) => listed.filter((a) => a.isVisible).map((a) => a.name);
@@ -121,11 +172,10 @@ export function createAdornmentTools(ctx) {
         failed.push(err.message);
       }
     }
-    const list = get(`component[${graph.id}].adornmentList`);
-    const [relisted] = await send([list]);
+    const relisted = adornmentsRead(await send(adornmentReads(graph.id)));
     const order = new Map(names.map((n, i) => [n, i]));
     done.sort((a, b) => /** @type {number} */ (order.get(a.name)) - /** @type {number} */ (order.get(b.name)));
-    return adornmentAnswer(graph, done, adornmentsOf(relisted?.success === true ? relisted : {}), failed, args.adornments !== undefined);
+    return adornmentAnswer(graph, done, relisted, failed, args.adornments !== undefined);
   }
 
   /**
@@ -135,12 +185,7 @@ export function createAdornmentTools(ctx) {
    */
   function kindFacts(graph, { name, detail, added, notes: made }) {
     const which = ADORNMENTS[name];
-    /** @type {Array<Record<string, unknown>>} */
-    const cells = (detail.data ?? []).map((/** @type {{category?: string, [key: string]: unknown}} */ { category, ...cell }) => (category && category !== "__main__" ? { category, ...cell } : cell));
-    // Count and percent share one CODAP adornment: report the part asked for.
-    /** @type {string[] | null} */
-    const keep = name === "count" ? ["count", "categories"] : name === "percent" ? ["percent", "categories"] : null;
-    const values = keep ? cells.map((c) => Object.fromEntries(Object.entries(c).filter(([k]) => keep.includes(k)))) : cells;
+    const values = adornmentValues(name, detail);
     /** @type {Record<string, unknown>} */
     const extra = {};
     if (detail.formula !== undefined) {
@@ -163,6 +208,8 @@ export function createAdornmentTools(ctx) {
           : `CODAP gave no values for ${the(name)}.`,
       );
     }
+    const byLegend = name === "percent" ? percentByLegendNote(graph.detail) : "";
+    if (byLegend) notes.push(byLegend);
     const computed = values.length ? values.map(cellPhrase).join("; ") : "";
     /** @type {Record<string, unknown>} */
     const facts = { adornment: name, codapType: which.type, added, values, ...extra };
@@ -187,7 +234,7 @@ export function createAdornmentTools(ctx) {
       ...(already.length ? [`${added.length ? "It already showed" : `Graph ${graphLabel(graph)} (${plotName(graph.detail.plotType)}) already showed`} ${and(already)}.`] : []),
     ];
     const computed = kinds.filter((k) => k.computed).map((k, _i, all) => (all.length > 1 || kinds.length > 1 ? `${k.facts.adornment}: ${k.computed}` : k.computed));
-    const formula = kinds.map((k) => k.facts.formula).filter(Boolean).map((f) => ` Formula: ${f}.`).join("");
+    const formula = kinds.map((k) => k.facts.formula).filter(Boolean).map((f) => ` Formula as CODAP holds it: ${JSON.stringify(f)}.`).join("");
     const notes = [...kinds.flatMap((k) => k.notes), ...failed.map((f) => `Not added: ${f}`)];
     const still = showing(listed);
     const text = `${said.join(" ")}${computed.length ? ` CODAP computed: ${computed.join("; ")}.` : ""}${formula}` +
@@ -202,15 +249,10 @@ export function createAdornmentTools(ctx) {
     const names = kindsOf(args);
     const graph = pickGraph(await listGraphs(), args.graph);
     const component = `component[${graph.id}]`;
-    const list = get(`${component}.adornmentList`);
-    const moving = get(`${component}.adornment[${ADORNMENTS.movable_value.type}]`);
-    const [listed, moved] = await send([list, moving]);
-    /** @type {(listReply: CodapReply | undefined, movedReply: CodapReply | undefined) => string[]} */
-    const shownNow = (listReply, movedReply) => {
-      const shown = showing(adornmentsOf(must(list, listReply, `listing what graph ${graphLabel(graph)} shows`)));
-      return movableValues(movedReply).length ? shown : shown.filter((n) => n !== "movable_value");
-    };
-    const present = shownNow(listed, moved);
+    const reads = adornmentReads(graph.id);
+    const had = adornmentsRead(await send(reads));
+    const present = showing(had);
+    const movables = had.find((a) => a.name === "movable_value")?.detail.data ?? [];
     const absent = names.filter((n) => !present.includes(n));
     if (absent.length) {
       throw new ToolError(
@@ -225,12 +267,13 @@ export function createAdornmentTools(ctx) {
       /** @type {CodapRequest} */
       const remove = { action: "delete", resource: `${component}.adornment`, values: { type: ADORNMENTS[n].type } };
       // one movable value per request: as many requests as values shown
-      return n === "movable_value" ? Array.from({ length: Math.max(1, movableValues(moved).length) }, () => remove) : [remove];
+      const values = movables.flatMap((/** @type {{movableValues?: unknown[]}} */ c) => c.movableValues ?? []).length;
+      return n === "movable_value" ? Array.from({ length: Math.max(1, values) }, () => remove) : [remove];
     });
-    const replies = await send([...removes, list, moving]);
+    const replies = await send([...removes, ...reads]);
     const refusedAt = replies.slice(0, removes.length).findIndex((r) => r?.success !== true);
     if (refusedAt >= 0) must(removes[refusedAt], replies[refusedAt], `to remove ${the(ADORNMENT_OF(removes[refusedAt]))} from graph ${graphLabel(graph)}`);
-    const now = shownNow(replies[replies.length - 2], replies[replies.length - 1]);
+    const now = showing(adornmentsRead(replies.slice(removes.length)));
     const kept = names.filter((n) => now.includes(n));
     if (kept.length) {
       throw new ToolError(

@@ -31,6 +31,8 @@
  * @property {boolean} [groupLinesByLegend]
  * @property {boolean} [displayOnlySelectedCases]
  * @property {string} [hideCases]
+ * @property {string} [hideCasesWhere]
+ * @property {Array<string | number>} [hideCaseIds]
  * @property {boolean} [showAllCases]
  * @property {string} [filterFormula]
  * @property {boolean} [showParentToggles]

@@ -10,6 +10,7 @@
 // dataset's set-aside cases.
 
 import { ADORNMENT_NAMES } from "./adornment_kinds.js";
+import { ADORNMENT_READS, adornmentReads, adornmentsRead } from "./adornment_read.js";
 import { readDocument } from "./codap_document.js";
 import { get, plotName } from "./context.js";
 
@@ -79,6 +80,15 @@ export function colorAndOpacity(color) {
   if (!m) return { color, opacity: 1 };
   return { color: `#${m[1].toLowerCase()}`, opacity: Math.round((parseInt(m[2], 16) / 255) * 100) / 100 };
 }
+
+/** A formula as CODAP's adornment get gives it: a JSON string ("\"2*x+1\""). @param {unknown} v */
+const unquoted = (v) => {
+  try {
+    return typeof v === "string" && v.startsWith('"') ? JSON.parse(v) : v;
+  } catch {
+    return v;
+  }
+};
 
 /** @param {unknown} v */
 const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
@@ -156,8 +166,8 @@ export function graphStateFrom(c, adornments, legendAttribute, storage, setAside
       interceptLocked: storage ? lockedIntercept(plotModel) : null,
     },
     adornments: adornments.map((a) => ({
-      name: ADORNMENT_NAMES.get(a.type) ?? a.type,
-      ...Object.fromEntries(ADORNMENT_OPTIONS.filter((k) => a[k] !== undefined && a[k] !== null).map((k) => [k, a[k]])),
+      name: typeof a.name === "string" ? a.name : ADORNMENT_NAMES.get(a.type) ?? a.type,
+      ...Object.fromEntries(ADORNMENT_OPTIONS.filter((k) => a[k] !== undefined && a[k] !== null).map((k) => [k, k === "formula" ? unquoted(a[k]) : a[k]])),
     })),
   };
 }
@@ -193,24 +203,24 @@ export async function readGraphStates(io, ids, { document = "read" } = {}) {
   /** @type {Map<string, GraphState>} */
   const states = new Map();
   if (!ids.length) return states;
-  // datasets by id: CODAP finds `dataContext[x]` by title before name, and a title may be another dataset's name
-  const first = [get("dataContextList"), ...ids.flatMap((id) => [get(`component[${id}]`), get(`component[${id}].adornmentList`)])];
+  // datasets by id: CODAP finds `dataContext[x]` by title before name, and a title may be another dataset's name;
+  // each kind of statistic read by its type (adornment_read.js: CODAP's adornmentList leaves some out)
+  const per = 1 + ADORNMENT_READS;
+  const first = [get("dataContextList"), ...ids.flatMap((id) => [get(`component[${id}]`), ...adornmentReads(id)])];
   const [datasets, ...replies] = await io.send(first);
   /** @type {Map<string, unknown>} */
   const datasetIds = new Map((Array.isArray(ok(datasets)) ? ok(datasets) : []).map((/** @type {{name: string, id: unknown}} */ d) => [d.name, d.id]));
-  const comps = ids.map((_, i) => ok(replies[2 * i]) ?? {});
-  /** @type {Array<Array<{type: string, isVisible?: boolean}>>} */
-  const lists = ids.map((_, i) => (Array.isArray(ok(replies[2 * i + 1])) ? ok(replies[2 * i + 1]) : []));
+  const comps = ids.map((_, i) => ok(replies[per * i]) ?? {});
+  const shownKinds = ids.map((_, i) => adornmentsRead(replies.slice(per * i + 1, per * (i + 1)))
+    .filter((a) => a.isVisible).map((a) => ({ ...a.detail, name: a.name })));
   /** @type {CodapRequest[]} */
   const second = [];
-  /** @type {Array<Array<number>>} where each graph's adornments and legend are in `second` */
-  const at = ids.map((id, i) => {
-    const mine = lists[i].filter((a) => a.isVisible).map((a) => second.push(get(`component[${id}].adornment[${a.type}]`)) - 1);
+  /** @type {number[]} where each graph's legend attribute is in `second` (-1: none) */
+  const at = ids.map((_, i) => {
     const c = comps[i];
-    const legend = c.legendAttributeName && datasetIds.has(c.dataContext)
+    return c.legendAttributeName && datasetIds.has(c.dataContext)
       ? second.push(get(`dataContext[${datasetIds.get(c.dataContext)}].attribute[${c.legendAttributeName}]`)) - 1
       : -1;
-    return [...mine, legend];
   });
   const [more, doc] = await Promise.all([
     second.length ? io.send(second) : Promise.resolve(/** @type {CodapReply[]} */ ([])),
@@ -221,8 +231,8 @@ export async function readGraphStates(io, ids, { document = "read" } = {}) {
   ids.forEach((id, i) => {
     const c = comps[i];
     if (!c.id) return;
-    const legendIndex = at[i][at[i].length - 1];
-    const shown = at[i].slice(0, -1).map((j) => ok(more[j])).filter(Boolean);
+    const legendIndex = at[i];
+    const shown = shownKinds[i];
     const legend = legendIndex >= 0 ? ok(more[legendIndex]) ?? null : null;
     const storage = storages.get(String(id)) ?? null;
     states.set(String(id), graphStateFrom(c, shown, legend, storage, doc ? setAside.get(c.dataContext) ?? 0 : null));

@@ -7,6 +7,10 @@
 import { toHex, withOpacity } from "./colors.js";
 import { readDocument } from "./codap_document.js";
 import { ToolError, codapError, get, graphLabel, invalid, plotName, toolResult, unknownAttribute } from "./context.js";
+import { adornmentReads, adornmentsRead } from "./adornment_read.js";
+import { adornmentValues, percentByLegendNote, shownValuesText } from "./adornments.js";
+import { categoryCounts, filterCount } from "./graph_counts.js";
+import { casesToHide } from "./graph_hidden.js";
 import { joinLines } from "./graph_lines.js";
 import { plotPlan, rebuildGraph } from "./graph_rebuild.js";
 import { PLOT_TYPES, SETTINGS, changesBetween, sameValue, shown, valueAt } from "./graph_settings.js";
@@ -45,6 +49,10 @@ const BOUNDS = /** @type {const} */ ([
   ["xAxisMin", "xLowerBound"], ["xAxisMax", "xUpperBound"], ["yAxisMin", "yLowerBound"], ["yAxisMax", "yUpperBound"],
   ["y2AxisMin", "y2LowerBound"], ["y2AxisMax", "y2UpperBound"],
 ]);
+// Settings that change only how a graph looks, not the values of the statistics on it.
+const LOOKS = new Set(["title", "pointColor", "pointOpacity", "pointSize", "strokeColor", "strokeSameAsFill", "backgroundColor",
+  "transparentBackground", "backgroundImage", "backgroundImageLockedToAxes", "legendColors", "legendColorRange", "showMeasureLabels",
+  "rescale", "xAxisMin", "xAxisMax", "yAxisMin", "yAxisMax", "y2AxisMin", "y2AxisMax"]);
 const REBUILT = ["binWidth", "binAlignment", "showMeasureLabels", "showSquaresOfResiduals", "lockIntercept",
   "legendAttributeType", "legendColorRange", "backgroundImage", "backgroundImageLockedToAxes"];
 
@@ -70,7 +78,9 @@ function checkArguments(args) {
     if (lo !== undefined && hi !== undefined && !(lo < hi)) throw invalid(`${low} (${lo}) must be less than ${high} (${hi}).`);
   }
   const clearsHidden = args.showAllCases === true || args.displayOnlySelectedCases === false;
-  if (args.hideCases && clearsHidden) {
+  const hides = [args.hideCases, args.hideCasesWhere, args.hideCaseIds].filter((v) => v !== undefined).length;
+  if (hides > 1) throw invalid("Give one of hideCases (the selection), hideCasesWhere (a condition) and hideCaseIds (ids).");
+  if (hides && clearsHidden) {
     throw invalid("hideCases hides cases; showAllCases true and displayOnlySelectedCases false show every case again. Give one.");
   }
   if (args.yAttribute !== undefined && args.yAttributes !== undefined) throw invalid("Give yAttribute or yAttributes, not both.");
@@ -144,39 +154,6 @@ export function createGraphUpdate(ctx) {
     return values;
   }
 
-  /**
-   * The case ids to hide in the graph for hideCases: its hidden cases and the selected (or unselected) cases of the
-   * collection it plots.
-   * @param {"selected" | "unselected"} which
-   * @param {Record<string, any>} detail
-   * @param {DescribedDataset} dataset
-   */
-  async function casesToHide(which, detail, dataset) {
-    const plotted = [detail.xAttributeName, detail.yAttributeName, detail.y2AttributeName, detail.legendAttributeName,
-      detail.topSplitAttributeName, detail.rightSplitAttributeName].filter(Boolean);
-    const index = Math.max(0, ...plotted.map((n) => dataset.collections.findIndex((c) => c.attributes.some((a) => a.name === n))));
-    const coll = dataset.collections[index];
-    const selection = get(`dataContext[${dataset.id}].selectionList`);
-    const all = get(`dataContext[${dataset.id}].collection[${coll.id}].allCases`);
-    const [sel, cases] = await send([selection, all]);
-    /** @type {Set<unknown>} */
-    /** @type {Array<{caseID: unknown, collectionID: unknown}>} */
-    const selectionList = must(selection, sel).values ?? [];
-    const selected = new Set(selectionList.filter((s) => String(s.collectionID) === String(coll.id)).map((s) => s.caseID));
-    /** @type {unknown[]} */
-    const ids = (must(all, cases).values?.cases ?? []).map((/** @type {{case: {id: unknown}}} */ c) => c.case.id);
-    const chosen = ids.filter((id) => selected.has(id) === (which === "selected"));
-    if (!chosen.length) {
-      throw new ToolError(
-        `No cases are ${which} in ${JSON.stringify(dataset.name)}, so none were hidden` +
-          (which === "selected" ? ": select some first (select_codap_cases)." : ": every case is selected."),
-        "nothing_to_hide",
-        { datasetName: dataset.name, selected: selected.size },
-      );
-    }
-    return [...new Set([...(detail.hiddenCases ?? []), ...chosen])];
-  }
-
   /** @param {UpdateGraphArgs} args */
   async function update_codap_graph(args) {
     const asked = checkArguments(args);
@@ -191,7 +168,7 @@ export function createGraphUpdate(ctx) {
     // the state before and the rebuild, and the rebuild's own read the state after, where nothing came between.
     const docBefore = document ? await readDocument(ctx).catch(() => null) : null;
     const before = /** @type {GraphState} */ ((await readGraphStates(ctx, [graph.id], { document: docBefore })).get(String(graph.id)));
-    const needsData = ROLES.some(([arg]) => args[arg]) || args.yAttributes || args.hideCases || args.legendColors;
+    const needsData = ROLES.some(([arg]) => args[arg]) || args.yAttributes || hidesCases(args) || args.legendColors;
     const data = needsData ? await datasetOf(detail, label) : null;
     /** @type {string[]} */
     const notes = [];
@@ -257,10 +234,12 @@ export function createGraphUpdate(ctx) {
     if (args.barChartFormula !== undefined) late.barChartFormula = args.barChartFormula;
     if (args.barChartScale !== undefined) late.barChartScale = args.barChartScale;
     for (const [arg, field] of BOUNDS) if (args[arg] !== undefined) late[field] = args[arg];
-    if (args.hideCases) {
+    if (hidesCases(args)) {
       const [now] = await send([get(component)]);
-      late.hiddenCases = await casesToHide(/** @type {"selected" | "unselected"} */ (args.hideCases), must(get(component), now).values ?? detail,
-        /** @type {NonNullable<typeof data>} */ (data).dataset);
+      /** @type {import("./graph_hidden.js").HidePick} */
+      const pick = args.hideCasesWhere !== undefined ? { where: args.hideCasesWhere }
+        : args.hideCaseIds !== undefined ? { caseIds: args.hideCaseIds } : { selection: /** @type {"selected" | "unselected"} */ (args.hideCases) };
+      late.hiddenCases = await casesToHide(ctx, pick, must(get(component), now).values ?? detail, /** @type {NonNullable<typeof data>} */ (data).dataset);
     }
     /** @type {CodapRequest[]} */
     const lateRequests = [];
@@ -298,6 +277,22 @@ export function createGraphUpdate(ctx) {
     if (args.barChartScale === "formula" && !after.barChart?.formula) {
       notes.push('barChartScale "formula" needs barChartFormula: the formula each bar\'s height is computed with, e.g. "mean(height)".');
     }
+    const datasetId = after.dataset ? (await findDataset(after.dataset).catch(() => null))?.id : null;
+    if (args.filterFormula?.trim() && after.shows.filterFormula && datasetId) {
+      const kept = await filterCount(ctx, datasetId, after.shows.filterFormula);
+      if (kept) notes.push(`The filter shows ${kept.shown} of the ${kept.of} cases.`);
+    }
+    const counted = datasetId ? await categoryCounts(ctx, after, datasetId) : null;
+    // the statistics shown, computed again by CODAP for what the graph shows now
+    const statistics = after.adornments.length && asked.some((k) => !LOOKS.has(k))
+      ? adornmentsRead(await send(adornmentReads(graph.id))).filter((a) => a.isVisible)
+      : [];
+    const recomputed = shownValuesText(statistics);
+    if (statistics.some((a) => a.name === "percent")) {
+      const [now] = await send([get(component)]);
+      const byLegend = percentByLegendNote(now?.success === true ? now.values ?? {} : {});
+      if (byLegend) notes.push(byLegend);
+    }
     const refused = refusals(args, asked, after);
     if (args.groupLinesByLegend !== undefined && !(after.connectingLines && after.legend)) {
       refused.push(`groupLinesByLegend applies to a graph with connecting lines and a categorical legend; graph ${label} ` +
@@ -311,9 +306,12 @@ export function createGraphUpdate(ctx) {
     const text = changes.length
       ? `Changed graph ${label}: ${changes.map((c) => c.text).join("; ")}.`
       : `Graph ${label} is unchanged: it already showed what was asked.`;
-    return toolResult(text + (notes.length ? ` ${notes.join(" ")}` : ""), {
+    return toolResult(text + (counted ? ` ${counted.text}` : "") + (recomputed ? ` CODAP's statistics now: ${recomputed}.` : "") +
+      (notes.length ? ` ${notes.join(" ")}` : ""), {
       graphId: graph.id,
       changes: changes.map(({ text: _t, ...c }) => c),
+      ...(counted ? { categoryCounts: counted.counts } : {}),
+      ...(statistics.length ? { statistics: statistics.map((a) => ({ adornment: a.name, values: adornmentValues(a.name, a.detail) })) } : {}),
       graph: legacyFacts(after),
       state: after,
       notes,
@@ -339,6 +337,9 @@ export function createGraphUpdate(ctx) {
   return { update_codap_graph };
 }
 
+/** @param {UpdateGraphArgs} args */
+const hidesCases = (args) => Boolean(args.hideCases) || args.hideCasesWhere !== undefined || args.hideCaseIds !== undefined;
+
 /**
  * Notes for the asked settings CODAP shows otherwise.
  * @param {UpdateGraphArgs} args
@@ -351,7 +352,7 @@ function refusals(args, asked, after) {
   const paths = new Map(SETTINGS.map(([arg, path, name]) => [arg, { path, name }]));
   for (const arg of asked) {
     const setting = paths.get(/** @type {keyof UpdateGraphArgs} */ (arg));
-    if (!setting || ["hideCases", "legendColors", "legendColorRange"].includes(arg)) continue;
+    if (!setting || ["hideCases", "hideCasesWhere", "hideCaseIds", "legendColors", "legendColorRange"].includes(arg)) continue;
     const wanted = expected(args, /** @type {keyof UpdateGraphArgs} */ (arg));
     if (wanted === undefined) continue;
     const got = valueAt(after, setting.path) ?? null;

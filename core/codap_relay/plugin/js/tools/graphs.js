@@ -5,6 +5,8 @@
 import { DEFAULT_MAX_SIZE } from "../imaging.js";
 import { createAdornmentTools } from "./adornments.js";
 import { ToolError, get, graphLabel, invalid, plotName, toolResult, unknownAttribute } from "./context.js";
+import { categoryCounts } from "./graph_counts.js";
+import { applyExtras, checkExtras } from "./graph_create_settings.js";
 import { joinLines } from "./graph_lines.js";
 import { rebuildGraph } from "./graph_rebuild.js";
 import { describeGraphState, graphStateFrom, readGraphStates } from "./graph_state.js";
@@ -20,6 +22,8 @@ const BINNED = new Set(["histogram", "binned_dot_plot"]);
 /** @param {ToolContext} ctx */
 export function createGraphTools(ctx) {
   const { send, must, findDataset, describeDatasets, listGraphs, pickGraph, graphPicture, graphData } = ctx;
+  const updates = createGraphUpdate(ctx);
+  const adornmentTools = createAdornmentTools(ctx);
 
   /**
    * A picture's answer beside what the graph holds (graph_data.js), read whether or not CODAP drew it; a graph
@@ -39,7 +43,7 @@ export function createGraphTools(ctx) {
   /**
    * @param {{datasetName: string, graphType: string, xAttribute: string, yAttribute?: string,
    *   legendAttribute?: string, title?: string, includeImage?: boolean, binWidth?: number, binAlignment?: number,
-   *   groupLinesByLegend?: boolean}} args
+   *   groupLinesByLegend?: boolean} & import("./graph_create_settings.js").CreateExtras} args
    */
   async function create_codap_graph(args) {
     const { datasetName, graphType, xAttribute, yAttribute, legendAttribute, title } = args;
@@ -51,6 +55,7 @@ export function createGraphTools(ctx) {
     const found = await findDataset(datasetName);
     const { datasets: [dataset] } = await describeDatasets([found]);
     const attrs = new Map(dataset.collections.flatMap((c) => c.attributes).map((a) => [a.name, a]));
+    checkExtras(args, (name) => attrs.has(name));
     const x = attrs.get(xAttribute);
     if (!x) throw unknownAttribute(dataset, xAttribute, "the x axis");
     const needsY = graphType === "scatterplot" || graphType === "line_graph";
@@ -160,7 +165,10 @@ export function createGraphTools(ctx) {
     if (graphType === "scatterplot" && graph.plotType !== "scatterPlot") {
       notes.push("A scatter plot needs two numeric attributes; CODAP plots a category against a number this way.");
     }
+    const extras = await applyExtras({ ...updates, ...adornmentTools }, graphId, args);
+    notes.push(...extras.notes);
     const state = (await readGraphStates(ctx, [graphId], { document: BINNED.has(graphType) && ctx.listen ? "read" : null })).get(String(graphId));
+    const counted = state ? await categoryCounts(ctx, state, dataset.id) : null;
     const made = plotName(graph.plotType) + (graph.showConnectingLines ? " with connecting lines" : "") +
       (state?.bins ? ` (bins of ${state.bins.width} from ${state.bins.alignment})` : "");
     const axes = `x = ${graph.xAttributeName ?? "(none)"}${graph.yAttributeName ? `, y = ${graph.yAttributeName}` : ""}` +
@@ -180,7 +188,8 @@ export function createGraphTools(ctx) {
     const pictured = picture?.drawn ? ` Its picture is attached: ${picture.sentence}` : picture ? ` ${picture.sentence}` : "";
     const result = toolResult(
       `Created a graph in CODAP from ${JSON.stringify(dataset.name)}: ${made}; ${axes}` +
-        (graph.title ? `; title ${JSON.stringify(graph.title)}` : "") + "." + pictured +
+        (graph.title ? `; title ${JSON.stringify(graph.title)}` : "") + "." +
+        (counted ? ` ${counted.text}` : "") + (extras.said.length ? ` ${extras.said.join(" ")}` : "") + pictured +
         (held ? ` What it holds, from CODAP's data: ${held.text}` : "") + (notes.length ? ` ${notes.join(" ")}` : ""),
       {
         graphId,
@@ -193,6 +202,8 @@ export function createGraphTools(ctx) {
         legendAttribute: graph.legendAttributeName ?? null,
         ...(graph.title ? { title: graph.title } : {}),
         ...(state ? { state, described: describeGraphState(state) } : {}),
+        ...(counted ? { categoryCounts: counted.counts } : {}),
+        ...extras.out,
         notes,
         ...(picture?.drawn ? { image: picture.facts } : picture ? { imageNotDrawn: picture.facts } : {}),
         ...(held?.data ? { graphData: held.data } : {}),
@@ -237,8 +248,8 @@ export function createGraphTools(ctx) {
 
   return {
     create_codap_graph,
-    ...createGraphUpdate(ctx),
-    ...createAdornmentTools(ctx),
+    ...updates,
+    ...adornmentTools,
     get_codap_graph_image,
   };
 }
