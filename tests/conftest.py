@@ -14,7 +14,7 @@ from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
 from codap_relay.store.memory import MemoryStore
-from codap_relay_tooling.testing import web
+from codap_relay_tooling.testing import system_packages, web
 from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 from codap_relay_tooling.testing.commands import LOCAL_API_ENV, LocalApi, local_api_process
 from codap_relay_tooling.testing.lanes import FileTimesRecorder, is_busy, load_file_times, make_lane_scheduler
@@ -66,7 +66,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if lanes is None:
         return None  # the scheduling --dist names
     known = load_file_times(FILE_TIMES)
-    return make_lane_scheduler(config, log, lambda path: is_busy(known.get(path)), lanes)
+
+    def later(path: str) -> bool:  # while apt still installs the browsers (a fresh machine), other files go first
+        return system_packages.pending() and system_packages.needs_browsers(path)
+
+    return make_lane_scheduler(config, log, lambda path: is_busy(known.get(path)), lanes, later)
 
 
 # A fixture that takes longer than this to stop is named at the end of the run: time spent stopping servers at

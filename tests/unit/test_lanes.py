@@ -57,13 +57,19 @@ def collection(files: dict[str, int]) -> list[str]:
 
 
 def simulate(
-    files: dict[str, int], busy_files: set[str], *, workers: int, lanes: int, seed: int
+    files: dict[str, int],
+    busy_files: set[str],
+    *,
+    workers: int,
+    lanes: int,
+    seed: int,
+    later: Any = lambda path: False,
 ) -> tuple[list[Worker], list[str], int]:
     """Runs every test, one step at a time on a random worker that can go on; returns the workers, the collection,
     and the most workers seen running a busy file at once."""
     rng = random.Random(seed)
     tests = collection(files)
-    scheduler = make_lane_scheduler(config_for(workers), None, lambda path: path in busy_files, lanes)
+    scheduler = make_lane_scheduler(config_for(workers), None, lambda path: path in busy_files, lanes, later)
     nodes = [Worker(f"gw{n}") for n in range(workers)]
     for node in nodes:
         scheduler.add_node(node)
@@ -115,6 +121,17 @@ def test_one_busy_lane_runs_busy_files_one_after_another() -> None:
         nodes, tests, most_busy = simulate(files, busy, workers=3, lanes=1, seed=seed)
         assert most_busy == 1
         assert sorted(i for n in nodes for i in n.ran) == list(range(len(tests)))
+
+
+def test_files_that_need_browsers_wait_while_apt_installs_them_unless_nothing_else_is_left() -> None:
+    files = {"tests/e2e/long.py": 6, "tests/e2e/short.py": 2, "tests/unit/a.py": 3, "tests/unit/b.py": 2}
+    nodes, tests, _ = simulate(
+        files, set(files), workers=2, lanes=2, seed=3, later=lambda path: path.startswith("tests/e2e/")
+    )
+    ran_first = [tests[n.ran[0]].split("::")[0] for n in nodes]
+    assert sorted(ran_first) == ["tests/unit/a.py", "tests/unit/b.py"], "the files that need no browser go first"
+    assert sorted(i for n in nodes for i in n.ran) == list(range(len(tests))), "the browser files still run, once"
+    assert all(n.done() for n in nodes)
 
 
 def test_a_file_is_busy_unless_its_record_says_it_waited() -> None:

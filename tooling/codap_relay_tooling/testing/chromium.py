@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from . import system_packages
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -19,7 +21,9 @@ CHROMIUM_ARGS = [
 
 
 def chromium_path() -> str | None:
-    """The chromium binary, or None when it is not installed (scripts/install-test-deps installs it)."""
+    """The chromium binary, or None when it is not installed (scripts/install-test-deps installs it; while it still
+    does, this waits for it)."""
+    system_packages.wait()
     if Path(CHROMIUM).exists():
         return CHROMIUM
     return shutil.which("chromium")

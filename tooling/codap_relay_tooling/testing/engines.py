@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 import httpx
 
-from . import web
+from . import system_packages, web
 from .plugin_page import wait_until
 from .real_codap import _DI_CALL, _STORAGE_PROBE, CODAP_FLAGS
 from .servers import free_port
@@ -371,7 +371,9 @@ PART = {FIREFOX: "Firefox", WEBKIT_DRIVER: "WebKit's driver", MINIBROWSER: "WebK
 
 
 def missing(engine: str) -> list[str]:
-    """The programs ``engine`` needs that are not installed here (empty when it can run)."""
+    """The programs ``engine`` needs that are not installed here (empty when it can run; while apt still installs
+    them, this waits for it)."""
+    system_packages.wait()
     needed = {"firefox": [FIREFOX], "webkit": [WEBKIT_DRIVER, MINIBROWSER, XVFB]}[engine]
     return [p for p in needed if shutil.which(p) is None and not Path(p).is_file()]
 

@@ -96,9 +96,17 @@ def is_busy(file_time: FileTime | None) -> bool:
     return file_time is None or file_time.cores is None or file_time.cores >= WAITING_CORES
 
 
-def make_lane_scheduler(config: pytest.Config, log: Any, busy: Callable[[str], bool], busy_lanes: int) -> Any:
+def make_lane_scheduler(
+    config: pytest.Config,
+    log: Any,
+    busy: Callable[[str], bool],
+    busy_lanes: int,
+    later: Callable[[str], bool] = lambda path: False,
+) -> Any:
     """pytest-xdist's file-by-file scheduling, except that at most ``busy_lanes`` workers run busy files at once.
-    ``busy(path)`` tells a busy file from a waiting one by its path (as in a test id, from the rootdir)."""
+    ``busy(path)`` tells a busy file from a waiting one by its path (as in a test id, from the rootdir). A file for
+    which ``later(path)`` holds at hand-out time (one that needs a browser apt is still installing) goes to a worker
+    only when no other file may."""
     # Imported here: the recorder and is_busy are of use without pytest-xdist.
     from xdist.scheduler import LoadFileScheduling
 
@@ -115,7 +123,8 @@ def make_lane_scheduler(config: pytest.Config, log: Any, busy: Callable[[str], b
                 if other is not node and any(busy(s) and not all(done.values()) for s, done in workload.items())
             )
             may_take_busy = others_busy < busy_lanes
-            scope = next((s for s in self.workqueue if may_take_busy or not busy(s)), None)
+            allowed = [s for s in self.workqueue if may_take_busy or not busy(s)]
+            scope = next((s for s in allowed if not later(s)), allowed[0] if allowed else None)
             if scope is None:
                 node.shutdown()
                 return
