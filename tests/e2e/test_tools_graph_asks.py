@@ -165,3 +165,28 @@ def test_after_an_axis_change_the_statistics_filter_and_hidden_cases_are_read_ag
     assert case["id"] == first["id"]
     wrong = codap.failed("update_codap_graph", {"graph": gid, "hideCasesWhere": "nosuch > 1"})
     assert wrong["code"] == "formula_error" and len(component(codap, gid)["hiddenCases"]) == len(now)
+
+
+def test_a_bar_charts_bars_in_the_order_asked(codap: CodapPage) -> None:
+    dataset(codap, "order")
+    ids = [i["id"] for i in codap.items("order")]
+    gid = int(codap.done(
+        "create_codap_graph", {"datasetName": "order", "graphType": "bar_chart", "xAttribute": "g"}
+    )["structuredContent"]["graphId"])  # fmt: skip
+    order = {"action": "get", "resource": "dataContext[order].attribute[g]"}
+    assert codap.ok(order)["_categoryMap"]["__order"] == ["A", "B", "C"]
+    moved = codap.done("update_codap_graph", {"graph": gid, "categoryOrder": ["C", "A"]})
+    assert codap.ok(order)["_categoryMap"]["__order"] == ["C", "A", "B"]
+    assert component(codap, gid)["plotType"] == "barChart" and [i["id"] for i in codap.items("order")] == ids
+    assert "order of g's categories A, B, C → C, A, B" in moved["content"][0]["text"]
+    assert [c["categories"]["g"] for c in moved["structuredContent"]["categoryCounts"]] == ["C", "A", "B"]
+    made = codap.done(
+        "create_codap_graph",
+        {"datasetName": "order", "graphType": "bar_chart", "xAttribute": "band", "categoryOrder": ["hi", "lo"]},
+    )["structuredContent"]
+    band = codap.ok({"action": "get", "resource": "dataContext[order].attribute[band]"})
+    assert band["_categoryMap"]["__order"] == ["hi", "lo"]  # the data has lo first
+    assert [c["categories"]["band"] for c in made["categoryCounts"]] == ["hi", "lo"]
+    wrong = codap.failed("update_codap_graph", {"graph": gid, "categoryOrder": ["Z"]})
+    assert wrong["code"] == "invalid_arguments" and "no category Z; its categories: C, A, B" in wrong["message"]
+    assert codap.ok(order)["_categoryMap"]["__order"] == ["C", "A", "B"]

@@ -322,7 +322,7 @@ SETTING_PATHS = {
     "showParentToggles": "shows.parentToggles", "showOnlyLastCase": "shows.onlyLastCase",
     "showMeasuresForSelection": "shows.measuresForSelection", "showMeasureLabels": "measures.labels",
     "showSquaresOfResiduals": "measures.squaresOfResiduals", "lockIntercept": "measures.interceptLocked",
-    "groupLinesByLegend": "connectingLines", "rescale": "x.min",
+    "groupLinesByLegend": "connectingLines", "rescale": "x.min", "categoryOrder": "x.attribute",
 }  # fmt: skip
 
 

@@ -1,7 +1,8 @@
 // @ts-check
 // How many cases a graph shows in each category, counted from CODAP's cases: a bar chart's bars (and, with a
 // legend, each bar's parts), a dot chart's columns, a dot plot split by a category. The categories come in the
-// order CODAP draws them: the order their values first appear in the data.
+// order CODAP draws them: its category order for the attribute (the order the values first appear in the data
+// unless a person or update_codap_graph's categoryOrder changed it).
 
 import { dataContext, get } from "../codap_query.js";
 
@@ -44,7 +45,11 @@ export async function categoryCounts(ctx, s, datasetId) {
   const candidates = countedBy(s);
   if (!candidates.length || datasetId === undefined || datasetId === null) return null;
   const read = get(`${dataContext(/** @type {any} */ (datasetId))}.itemSearch[*]`);
-  const [reply] = await ctx.send([read]);
+  // each attribute's category order (CODAP draws the categories in it): the dataset's category map's __order
+  const orders = candidates.map((n) => get(`${dataContext(/** @type {any} */ (datasetId))}.attribute[${n}]`));
+  const [reply, ...attributes] = await ctx.send([read, ...orders]);
+  /** @type {Map<string, string[]>} */
+  const orderOf = new Map(candidates.map((n, i) => [n, (attributes[i]?.values?._categoryMap?.__order ?? []).map(String)]));
   /** @type {Array<{values: Record<string, unknown>}>} */
   const items = ctx.must(read, reply, "reading the cases the graph counts").values ?? [];
   // an axis of unset type is categorical when CODAP finds a value on it that is not a number
@@ -69,7 +74,13 @@ export async function categoryCounts(ctx, s, datasetId) {
     }
     cells.set(key, cell);
   }
-  const counts = [...cells.values()].map((c) => ({ ...c, percent: plotted ? Number(((100 * c.count) / plotted).toPrecision(4)) : 0 }));
+  const rank = (/** @type {string} */ n, /** @type {string} */ v) => {
+    const at = orderOf.get(n)?.indexOf(v) ?? -1;
+    return at < 0 ? Number.MAX_SAFE_INTEGER : at;
+  };
+  // in CODAP's order where it has one for the category (the data's order otherwise: a stable sort keeps it)
+  const sorted = [...cells.values()].sort((a, b) => by.reduce((d, n) => d || rank(n, a.categories[n]) - rank(n, b.categories[n]), 0) || 0);
+  const counts = sorted.map((c) => ({ ...c, percent: plotted ? Number(((100 * c.count) / plotted).toPrecision(4)) : 0 }));
   const phrase = (/** @type {CategoryCount} */ c) =>
     `${Object.values(c.categories).join(" / ")} ${c.count} (${c.percent}%` +
     (c.byLegend ? `; ${Object.entries(c.byLegend).map(([k, v]) => `${k} ${v}`).join(", ")}` : "") + ")";

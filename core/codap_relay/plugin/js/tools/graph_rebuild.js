@@ -42,6 +42,8 @@ export const PLOT_CLASSES = { dotPlot: "DG.DotPlotModel", binnedDotPlot: "DG.Bin
  * @property {boolean} [imageLocked] the picture moves and scales with the axes
  * @property {{attribute: string, low?: string, high?: string}} [colorRange] a numeric legend attribute's colours (the
  *   dataset's: its attribute's category map, "low-attribute-color" and "high-attribute-color")
+ * @property {{attribute: string, order: string[]}} [categoryOrder] the order of a categorical attribute's categories
+ *   (the dataset's: its category map's __order, which CODAP reads when it loads a document; its plugin API has none)
  */
 
 /**
@@ -99,15 +101,41 @@ export function applyRebuild(storage, r) {
  * @param {{attribute: string, low?: string, high?: string}} range
  */
 function setColorRange(doc, storage, range) {
-  const id = storage._links_?.context?.id;
-  const context = (doc.contexts ?? []).find((c) => String(c.guid) === String(id));
-  const attr = context?.collections?.flatMap((c) => c.attrs ?? []).find((a) => a.name === range.attribute);
-  if (!attr) throw new ToolError(`CODAP's document has no attribute ${JSON.stringify(range.attribute)} in the graph's dataset.`, "codap_error");
+  const attr = documentAttribute(doc, storage, range.attribute);
   attr._categoryMap = {
     ...attr._categoryMap,
     ...(range.low ? { "low-attribute-color": range.low } : {}),
     ...(range.high ? { "high-attribute-color": range.high } : {}),
   };
+}
+
+/**
+ * An attribute of the graph's dataset in CODAP's saved document.
+ * @param {import("./codap_document.js").V2Document} doc
+ * @param {Record<string, any>} storage the graph's
+ * @param {string} name
+ * @returns {Record<string, any>}
+ */
+function documentAttribute(doc, storage, name) {
+  const id = storage._links_?.context?.id;
+  const context = (doc.contexts ?? []).find((c) => String(c.guid) === String(id));
+  const attr = context?.collections?.flatMap((c) => c.attrs ?? []).find((a) => a.name === name);
+  if (!attr) throw new ToolError(`CODAP's document has no attribute ${JSON.stringify(name)} in the graph's dataset.`, "codap_error");
+  return attr;
+}
+
+/**
+ * Puts a categorical attribute's categories in the order given, the ones not named after them as they were.
+ * @param {import("./codap_document.js").V2Document} doc
+ * @param {Record<string, any>} storage the graph's
+ * @param {{attribute: string, order: string[]}} wanted
+ */
+function setCategoryOrder(doc, storage, wanted) {
+  const attr = documentAttribute(doc, storage, wanted.attribute);
+  const map = attr._categoryMap ?? {};
+  /** @type {string[]} */
+  const was = Array.isArray(map.__order) ? map.__order.map(String) : [];
+  attr._categoryMap = { ...map, __order: [...wanted.order, ...was.filter((c) => !wanted.order.includes(c))] };
 }
 
 /**
@@ -124,6 +152,7 @@ export async function rebuildGraph(io, graphId, r, current = null) {
   const { storage, others, finished, document } = await rebuildComponent(io, graphId, (s, doc) => {
     applyRebuild(s, r);
     if (r.colorRange) setColorRange(doc, s, r.colorRange);
+    if (r.categoryOrder) setCategoryOrder(doc, s, r.categoryOrder);
   }, frameId, current);
   /** @type {string[]} */
   const notes = [];

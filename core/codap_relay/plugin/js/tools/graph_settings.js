@@ -60,6 +60,7 @@
  * @property {boolean} [showMeasureLabels]
  * @property {boolean} [showSquaresOfResiduals]
  * @property {boolean} [lockIntercept]
+ * @property {string[]} [categoryOrder]
  */
 
 /** A number as a sentence shows it: CODAP's value, at most 6 significant digits. */

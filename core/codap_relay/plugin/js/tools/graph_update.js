@@ -10,6 +10,7 @@ import { ToolError, codapError, get, graphLabel, invalid, plotName, toolResult, 
 import { adornmentReads, adornmentsRead } from "./adornment_read.js";
 import { adornmentValues, percentByLegendNote, shownValuesText } from "./adornments.js";
 import { categoryCounts, filterCount } from "./graph_counts.js";
+import { categoryOrderOf, orderedAttribute } from "./category_order.js";
 import { casesToHide } from "./graph_hidden.js";
 import { joinLines } from "./graph_lines.js";
 import { plotPlan, rebuildGraph } from "./graph_rebuild.js";
@@ -54,7 +55,7 @@ const LOOKS = new Set(["title", "pointColor", "pointOpacity", "pointSize", "stro
   "transparentBackground", "backgroundImage", "backgroundImageLockedToAxes", "legendColors", "legendColorRange", "showMeasureLabels",
   "rescale", "xAxisMin", "xAxisMax", "yAxisMin", "yAxisMax", "y2AxisMin", "y2AxisMax"]);
 const REBUILT = ["binWidth", "binAlignment", "showMeasureLabels", "showSquaresOfResiduals", "lockIntercept",
-  "legendAttributeType", "legendColorRange", "backgroundImage", "backgroundImageLockedToAxes"];
+  "legendAttributeType", "legendColorRange", "backgroundImage", "backgroundImageLockedToAxes", "categoryOrder"];
 
 /**
  * A colour argument as CODAP keeps it, or an error naming the argument.
@@ -193,6 +194,14 @@ export function createGraphUpdate(ctx) {
     // 2. plot type, bins and the Measure menu's switches: CODAP's fuse, and a rebuild for the rest
     const plan = plotPlan(args, detail, label);
     notes.push(...plan.notes);
+    const ordering = args.categoryOrder ? orderedAttribute(args.categoryOrder, detail) : null;
+    const dataId = ordering && detail.dataContext ? (await findDataset(detail.dataContext)).id : null;
+    const orderBefore = ordering ? await categoryOrderOf(ctx, dataId, ordering.attribute) : null;
+    const strangers = ordering?.order.filter((c) => orderBefore && !orderBefore.includes(c)) ?? [];
+    if (ordering && strangers.length) {
+      throw invalid(`categoryOrder: ${ordering.attribute} has no category ${strangers.join(", ")}; its categories: ${shown(orderBefore)}.`);
+    }
+    if (ordering) plan.rebuild = { ...plan.rebuild, categoryOrder: ordering };
     if (args.legendColorRange) {
       if (!detail.legendAttributeName) {
         throw invalid("legendColorRange colours a numeric legend: give the graph a numeric legendAttribute first (or in the same call).");
@@ -298,8 +307,17 @@ export function createGraphUpdate(ctx) {
       refused.push(`groupLinesByLegend applies to a graph with connecting lines and a categorical legend; graph ${label} ` +
         `has ${after.connectingLines ? "connecting lines but no legend" : "no connecting lines"} (showConnectingLines, legendAttribute).`);
     }
+    const orderAfter = ordering ? await categoryOrderOf(ctx, dataId, ordering.attribute) : null;
+    if (ordering && !sameValue(orderAfter?.slice(0, ordering.order.length), ordering.order)) {
+      refused.push(`CODAP keeps ${ordering.attribute}'s categories in the order ${shown(orderAfter)}, not ${shown(ordering.order)} ` +
+        "(are those its categories, written as the data has them?).");
+    }
     notes.push(...refused);
     const changes = changesBetween(before, after, new Set(asked));
+    if (ordering && orderAfter && !sameValue(orderBefore, orderAfter)) {
+      changes.push({ setting: "categoryOrder", before: orderBefore, after: orderAfter,
+        text: `order of ${ordering.attribute}'s categories ${shown(orderBefore)} → ${shown(orderAfter)}` });
+    }
     if (!changes.length && refused.length) {
       throw new ToolError(`Graph ${label} is unchanged: ${notes.join(" ")}`, "not_applied", { graphId: graph.id, notes, state: after });
     }

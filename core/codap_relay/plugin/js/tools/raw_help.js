@@ -165,7 +165,8 @@ An attribute's formula error shows as its values ("❌ ..."): read a case back.`
   undo: `CODAP's undo history holds the person's changes and each changing tool call (codap_api's too), which this
 plugin puts there and takes back itself. Of the plugin API's own requests CODAP keeps a step only for those on a
 graph's adornments, a graph's autoScale and the whole document's replacement; it applies the rest (a component's
-settings, cases, attributes) without one.
+settings, cases, attributes) without one. Undo cannot bring back what a request deleted (cases, attributes, a
+dataset, a component): undo_codap_tool_calls can, the rows keeping their ids.
 notify undoChangeNotice values {operation: "undoButtonPress"} undoes the last change, {operation:
   "redoButtonPress"} redoes it; both -> {canUndo, canRedo}.
 There is no way to read the history's entries.`,
