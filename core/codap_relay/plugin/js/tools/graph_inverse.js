@@ -58,7 +58,7 @@ export function graphInverse(id, label, before, after) {
     else attributes.yAttributeID = b.yAttributeID ?? null;
   }
   if (Object.keys(attributes).length) requests.push({ action: "update", resource, values: attributes });
-  for (const group of GROUPS) {
+  for (const group of plotChanged(b, a) ? GROUPS.slice(0, -1) : GROUPS) {
     /** @type {Record<string, unknown>} */
     const values = {};
     for (const key of group) {
@@ -75,13 +75,25 @@ export function graphInverse(id, label, before, after) {
 }
 
 /**
+ * Whether a graph's plot changed between two descriptions: CODAP then draws other axes, and the bounds it reports
+ * for a binned plot just rebuilt (0 to 0) or a histogram (from 0) are not ones to set back; it scales the axes itself.
+ * @param {Record<string, any>} b
+ * @param {Record<string, any>} a
+ */
+const plotChanged = (b, a) => !same(b.plotType, a.plotType) || !same(b.pointsAreFusedIntoBars, a.pointsAreFusedIntoBars);
+
+/**
  * The settings of a graph that differ between two descriptions (GRAPH_SETTINGS), as `name value` phrases of the
  * second: what a check after taking a change back names as not put back.
  * @param {GraphHeld} want
  * @param {GraphHeld} got
+ * @param {GraphHeld} [changed] the graph after the change taken back (its plot, to know whether the bounds follow it)
  */
-export function graphDifferences(want, got) {
-  // a bound, type or bar scale CODAP had none of follows the attributes set back (graphInverse does not set it)
-  return GRAPH_SETTINGS.filter((k) => !same(want.detail[k], got.detail[k]) && !(want.detail[k] == null && /Bound$|Type$|^barChartScale$/.test(k)))
+export function graphDifferences(want, got, changed) {
+  // a bound, type or bar scale CODAP had none of follows the attributes set back (graphInverse does not set it), and
+  // the bounds follow a plot set back (graphInverse does not set them then)
+  const boundsFollow = changed !== undefined && plotChanged(want.detail, changed.detail);
+  return GRAPH_SETTINGS.filter((k) => !same(want.detail[k], got.detail[k]) && !(want.detail[k] == null && /Bound$|Type$|^barChartScale$/.test(k)) &&
+    !(boundsFollow && /Bound$/.test(k)))
     .map((k) => `${k} ${JSON.stringify(got.detail[k] ?? null)}`);
 }

@@ -225,7 +225,7 @@ export function createUndoSteps({ send, listen, points, serial, tell, running, p
         if (back) {
           const missed = Object.entries(part.before.graphs).flatMap(([id, g]) => {
             const got = back.graphs[id];
-            return got ? graphDifferences(g, got).map((d) => `graph ${id} ${d}`) : [];
+            return got ? graphDifferences(g, got, part.after?.graphs[id]).map((d) => `graph ${id} ${d}`) : [];
           });
           if (missed.length) return fail(`CODAP shows ${missed.slice(0, 4).join(", ")} after it was set back.`);
           if (back.key !== part.before.key) rebase(part.before, back);
