@@ -145,9 +145,12 @@ def test_after_an_axis_change_the_statistics_filter_and_hidden_cases_are_read_ag
     kept = codap.ok({"action": "get", "resource": "dataContext[again].collection[again].caseFormulaSearch[h > 160]"})
     assert f"The filter shows {len(kept)} of the {len(ROWS)} cases" in moved["content"][0]["text"]
     assert "CODAP's statistics now: mean:" in moved["content"][0]["text"]
+    # the counts of what the graph shows: the cases CODAP's search keeps
+    kept_rows = [r for r in codap.items("again") if r["values"]["h"] > 160]
+    assert len(kept_rows) == len(kept)
     counts = {c["categories"]["g"]: c["count"] for c in moved["structuredContent"]["categoryCounts"]}
-    assert counts == {g: sum(r["g"] == g for r in ROWS) for g in "ABC"}  # before the filter, as the answer says
-    assert "include those its filter h > 160 leaves out" in moved["content"][0]["text"]
+    assert counts == {g: n for g in "ABC" if (n := sum(r["values"]["g"] == g for r in kept_rows))}
+    assert "include" not in moved["content"][0]["text"]
 
     # hide by a condition and by ids, with nothing selected
     codap.done("update_codap_graph", {"graph": gid, "filterFormula": ""})
@@ -156,6 +159,7 @@ def test_after_an_axis_change_the_statistics_filter_and_hidden_cases_are_read_ag
     assert sorted(component(codap, gid)["hiddenCases"]) == sorted(c["id"] for c in c_cases)
     assert codap.ok({"action": "get", "resource": "dataContext[again].selectionList"}) == []
     assert "cases hidden in the graph 0 → 6" in hidden["content"][0]["text"]
+    assert {c["categories"]["g"] for c in hidden["structuredContent"]["categoryCounts"]} == {"A", "B"}
     first = codap.items("again")[0]
     codap.done("update_codap_graph", {"graph": gid, "hideCaseIds": [first["id"]]})
     now = component(codap, gid)["hiddenCases"]

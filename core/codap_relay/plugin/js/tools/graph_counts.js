@@ -51,7 +51,9 @@ export async function categoryCounts(ctx, s, datasetId) {
   /** @type {Map<string, string[]>} */
   const orderOf = new Map(candidates.map((n, i) => [n, (attributes[i]?.values?._categoryMap?.__order ?? []).map(String)]));
   /** @type {Array<{values: Record<string, unknown>}>} */
-  const items = ctx.must(read, reply, "reading the cases the graph counts").values ?? [];
+  const all = ctx.must(read, reply, "reading the cases the graph counts").values ?? [];
+  const shown = await shownCases(ctx, s, datasetId);
+  const items = shown ?? all;
   // an axis of unset type is categorical when CODAP finds a value on it that is not a number
   const typed = new Map([s.x, s.y].map((a) => [a.attribute, a.type]));
   const by = candidates.filter((n) => typed.get(n) === "categorical" || items.some((i) => !empty(i.values[n]) && !isNumber(i.values[n])));
@@ -84,7 +86,7 @@ export async function categoryCounts(ctx, s, datasetId) {
   const phrase = (/** @type {CategoryCount} */ c) =>
     `${Object.values(c.categories).join(" / ")} ${c.count} (${c.percent}%` +
     (c.byLegend ? `; ${Object.entries(c.byLegend).map(([k, v]) => `${k} ${v}`).join(", ")}` : "") + ")";
-  const caveats = [
+  const caveats = shown ? [] : [
     s.shows.hiddenCases ? `${s.shows.hiddenCases} hidden in the graph` : "",
     s.shows.filterFormula ? `those its filter ${s.shows.filterFormula} leaves out` : "",
     s.shows.onlySelected ? "the unselected ones it does not show" : "",
@@ -93,6 +95,41 @@ export async function categoryCounts(ctx, s, datasetId) {
     counts.slice(0, SHOWN).map(phrase).join(", ") + (counts.length > SHOWN ? `, and ${counts.length - SHOWN} more` : "") +
     (caveats.length ? `; these counts include ${caveats.join(" and ")}` : "") + ".";
   return { text, counts };
+}
+
+/**
+ * The cases a graph of a one-collection dataset shows when it hides some (hidden in it, a filter formula, only the
+ * selected ones), by their case ids as CODAP hides, filters and selects them; null where it hides none or the
+ * dataset is grouped (the counts then say what they include).
+ * @param {{send: (requests: CodapRequest[]) => Promise<CodapReply[]>}} ctx
+ * @param {GraphState} s
+ * @param {unknown} datasetId
+ * @returns {Promise<Array<{values: Record<string, unknown>}> | null>}
+ */
+async function shownCases(ctx, s, datasetId) {
+  const { hiddenCases, filterFormula: filter, onlySelected } = s.shows;
+  if (!hiddenCases && !filter && !onlySelected) return null;
+  const base = dataContext(/** @type {any} */ (datasetId));
+  const [listed, graph] = await ctx.send([get(`${base}.collectionList`), get(`component[${s.id}]`)]);
+  const collections = listed?.success === true && Array.isArray(listed.values) ? listed.values : [];
+  if (collections.length !== 1 || graph?.success !== true || filter?.includes("]")) return null;
+  const c = `${base}.collection[${collections[0].id}]`;
+  const [cases, kept, selected] = await ctx.send([
+    get(`${c}.allCases`),
+    ...(filter ? [get(`${c}.caseFormulaSearch[${filter}]`)] : []),
+    ...(onlySelected ? [get(`${base}.selectionList`)] : []),
+  ].filter(Boolean));
+  /** @type {(reply: CodapReply | undefined) => Set<string> | null} */
+  const ids = (reply) => (reply?.success === true && Array.isArray(reply.values)
+    ? new Set(reply.values.map((/** @type {{id?: unknown, caseID?: unknown}} */ v) => String(v.caseID ?? v.id))) : null);
+  const hidden = new Set((graph.values?.hiddenCases ?? []).map(String));
+  const filtered = filter ? ids(kept) : null;
+  const picked = onlySelected ? ids(filter ? selected : kept) : null;
+  if (cases?.success !== true || (filter && !filtered) || (onlySelected && !picked)) return null;
+  /** @type {Array<{case: {id: unknown, values: Record<string, unknown>}}>} */
+  const list = cases.values?.cases ?? [];
+  return list.filter(({ case: k }) => !hidden.has(String(k.id)) && (!filtered || filtered.has(String(k.id))) &&
+    (!picked || picked.has(String(k.id)))).map(({ case: k }) => ({ values: k.values }));
 }
 
 /**
