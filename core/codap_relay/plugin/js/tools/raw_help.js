@@ -131,7 +131,8 @@ Adornments (means, lines, counts): see adornments.`,
   adornments: `Adornments are a graph's overlays (v3): types "Count", "Percent", "Mean", "Median", "Standard Deviation",
 "Plotted Value", "LSRL", "Box Plot", "Normal Curve", "Movable Line", "Movable Value", "Mean Absolute Deviation",
 "Standard Error", "Plotted Function" (the list depends on the plot).
-get component[G].adornmentList -> [{id, type, isVisible}] for the plot shown.
+get component[G].adornmentList -> [{id, type, isVisible}] for the plot shown; CODAP 3.1.0 lists [] for what it draws
+  on a histogram (a box plot, a mean): read each one by its type to know.
 get component[G].adornment[type or id] -> its values; for a Mean -> {type, isVisible, data: [{mean, ...}]}.
 create component[G].adornment values {type: "Mean"} -> {id, type, isVisible, data}. CODAP 3.1.0 creates Count,
   Percent, Mean, Median, Standard Deviation, Movable Value, LSRL {showConfidenceBands?} and Plotted Value
