@@ -17,8 +17,9 @@ new data → create_codap_dataset, add_codap_cases, \
 import_codap_data; edits → update_codap_cases (updates: several at once), add_codap_attribute, \
 group_codap_cases; outliers out and back → set_aside_codap_cases; columns, table or card → \
 update_codap_table; rename a dataset → update_codap_dataset; layout → update_codap_component place; \
-correlation → compute_codap_statistics pairedWith; mistakes → undo_codap (a deletion: \
-undo_codap_tool_calls). Use exact names from the document.
+bold, lists in a note → create_codap_text markdown; hide cases on a map → update_codap_map; correlation → \
+compute_codap_statistics pairedWith; mistakes → \
+undo_codap (a deletion: undo_codap_tool_calls). Use exact names from the document.
 Resources (read-only, live): codap://datasets, codap://components, codap://datasets/NAME (attributes, \
 example cases), codap://datasets/NAME/cases (CSV, in pages when large: follow the next link), \
 codap://graphs/NAME/image (PNG). Prompts give class routines.

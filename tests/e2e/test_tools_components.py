@@ -3,6 +3,7 @@ window moved, resized, retitled, hidden, shown and closed. Every outcome is read
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -10,6 +11,18 @@ import pytest
 from codap_relay_tooling.testing.real_codap import CodapPage, animation_frames
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
+
+
+@pytest.fixture(autouse=True)
+def drop_the_tests_datasets(codap: CodapPage) -> Iterator[None]:
+    """Deletes the datasets a test made (its components first): a map shows every dataset with coordinates, so a
+    test's map would otherwise hold the points of the tests before it."""
+    before, components = set(codap.dataset_names()), codap.component_ids()
+    yield
+    made = [n for n in codap.dataset_names() if n not in before]
+    if made:
+        codap.close_components(keep=components)
+        codap.di([{"action": "delete", "resource": f"dataContext[{n}]"} for n in made])
 
 
 def make_dataset(codap: CodapPage, name: str, rows: list[dict[str, Any]]) -> None:
@@ -313,9 +326,9 @@ def test_map_centre_zoom_base_map_legend_and_layers(codap: CodapPage) -> None:
     mid = codap.done("create_codap_map", {"datasetName": "CompGeo", "title": "Cities"})["structuredContent"][
         "componentId"
     ]
-    codap.done("update_codap_map", {"map": "Cities", "center": {"latitude": 50, "longitude": 11}, "zoom": 4})
+    codap.done("update_codap_map", {"map": "Cities", "center": {"latitude": 50, "longitude": 11}, "zoom": 2})
     model = stored(codap, mid)["componentStorage"]["mapModelStorage"]
-    assert (model["center"], model["zoom"]) == ({"lat": 50, "lng": 11}, 4)
+    assert (model["center"], model["zoom"]) == ({"lat": 50, "lng": 11}, 2)
     styled = codap.done("update_codap_map", {"map": mid, "baseMap": "oceans", "legendAttribute": "pop", "grid": True})
     model = stored(codap, mid)["componentStorage"]["mapModelStorage"]
     geo = codap.ok({"action": "get", "resource": "dataContext[CompGeo]"})["id"]
@@ -335,7 +348,28 @@ def test_map_centre_zoom_base_map_legend_and_layers(codap: CodapPage) -> None:
     assert layer["pointsShouldBeVisible"] is False and plain["structuredContent"]["points"] is False
     fitted = codap.done("update_codap_map", {"map": mid, "fit": True})
     model = stored(codap, mid)["componentStorage"]["mapModelStorage"]
-    assert fitted["structuredContent"]["zoom"] == model["zoom"] != 4
+    assert fitted["structuredContent"]["zoom"] == model["zoom"] != 2
+
+
+def test_a_card_left_by_a_deleted_dataset_does_not_stop_a_maps_settings(codap: CodapPage) -> None:
+    """CODAP keeps a closed case card of a deleted dataset, linked to nothing, and cannot read a document holding
+    one: the map's settings, which only a rebuilt document reaches, were not taken until the tool dropped it."""
+    make_dataset(codap, "CompGone", [{"y": 1}])
+    card = codap.done("create_codap_table", {"datasetName": "CompGone", "asCard": True})["structuredContent"]
+    codap.done("delete_codap_component", {"component": card["componentId"]})
+    codap.ok({"action": "delete", "resource": "dataContext[CompGone]"})
+    orphans = [c for c in document_state(codap)["components"] if c["type"] == "DG.CaseCard"]
+    assert orphans and "_links_" not in orphans[0]["componentStorage"]  # what CODAP keeps
+    make_dataset(codap, "CompLone", [{"city": "Oslo", "lat": 59.9, "long": 10.7}])
+    mid = codap.done("create_codap_map", {"datasetName": "CompLone"})["structuredContent"]["componentId"]
+    answer = codap.done("update_codap_map", {"map": mid, "baseMap": "streets"})
+    assert stored(codap, mid)["componentStorage"]["mapModelStorage"]["baseMapLayerName"] == "Streets"
+    assert "notTaken" not in answer["structuredContent"]
+    # CODAP reads the document back with decimals set for the coordinates: said in words, not as a path in it
+    also = answer["structuredContent"].get("alsoChanged", [])
+    assert all("collections." not in a and "attrs" not in a for a in also), also
+    assert also == [] or also == ['the dataset "CompLone" changed the decimals shown of lat, long']
+    assert not [c for c in document_state(codap)["components"] if c["type"] == "DG.CaseCard"]
 
 
 def test_text_calculator_front_and_minimize(codap: CodapPage) -> None:
@@ -362,3 +396,218 @@ def test_text_calculator_front_and_minimize(codap: CodapPage) -> None:
     assert not stored(codap, note).get("savedHeight")
     not_text = codap.failed("update_codap_component", {"component": calc, "text": "2+2"})
     assert not_text["code"] == "invalid_arguments"
+
+
+def map_layer(codap: CodapPage, mid: int, dataset: str) -> dict[str, Any]:
+    """The map's layer for ``dataset`` as CODAP saves it (the map shows every dataset with coordinates)."""
+    did = codap.ok({"action": "get", "resource": f"dataContext[{dataset}]"})["id"]
+    layers = stored(codap, mid)["componentStorage"]["mapModelStorage"]["layerModels"]
+    (layer,) = [m for m in layers if m["_links_"]["context"]["id"] == did]
+    return dict(layer)
+
+
+def case_ids(codap: CodapPage, dataset: str, where: str) -> set[int]:
+    search = f"dataContext[{dataset}].collection[{dataset}].caseFormulaSearch[{where}]"
+    found = codap.ok({"action": "get", "resource": search})
+    return {int(c["id"]) for c in found}
+
+
+def test_map_view_menu_hides_shows_and_filters_cases(codap: CodapPage) -> None:
+    cities = [("Oslo", 59.9, 10.7, 0.7), ("Rome", 41.9, 12.5, 2.8), ("Lima", -12.0, -77.0, 9.7),
+              ("Pune", 18.5, 73.9, 3.1), ("Kyiv", 50.4, 30.5, 2.9), ("Graz", 47.1, 15.4, 0.3)]  # fmt: skip
+    make_dataset(codap, "ViewGeo", [{"city": c, "lat": la, "long": lo, "pop": p} for c, la, lo, p in cities])
+    mid = codap.done("create_codap_map", {"datasetName": "ViewGeo", "title": "View map"})["structuredContent"][
+        "componentId"
+    ]
+    codap.done("select_codap_cases", {"datasetName": "ViewGeo", "where": "pop > 2.85"})
+    hid = codap.done("update_codap_map", {"map": "View map", "hideCases": "selected"})["structuredContent"]
+    big = case_ids(codap, "ViewGeo", "pop > 2.85")
+    hidden = {h["id"] for h in map_layer(codap, mid, "ViewGeo")["_links_"]["hiddenCases"]}
+    assert hidden == big and len(big) == 3 and hid["hiddenCases"] == 3
+    assert hid["showing"] == [{"dataset": "ViewGeo", "shown": 3, "cases": 6}]
+    # the cases stay everywhere else: in the dataset, and selected
+    assert len(codap.items("ViewGeo")) == 6
+
+    filtered = codap.done("update_codap_map", {"map": mid, "filterFormula": "pop < 2"})
+    layer = map_layer(codap, mid, "ViewGeo")
+    assert layer["v3"]["filterFormula"] == "pop < 2" and len(layer["_links_"]["hiddenCases"]) == 3
+    facts = filtered["structuredContent"]
+    assert facts["filterFormula"] == "pop < 2" and facts["showing"][0]["shown"] == 2  # Oslo and Graz
+    assert "2 of the 6 cases" in filtered["content"][0]["text"]
+
+    codap.done("select_codap_cases", {"datasetName": "ViewGeo", "where": 'city = "Oslo"'})
+    codap.done("update_codap_map", {"map": mid, "hideCases": "unselected"})
+    hidden = {h["id"] for h in map_layer(codap, mid, "ViewGeo")["_links_"]["hiddenCases"]}
+    assert hidden == case_ids(codap, "ViewGeo", 'city != "Oslo"')
+
+    shown = codap.done("update_codap_map", {"map": mid, "showAllCases": True})["structuredContent"]
+    layer = map_layer(codap, mid, "ViewGeo")
+    assert layer["_links_"]["hiddenCases"] == [] and layer["v3"]["filterFormula"] == "pop < 2"  # the filter stays
+    assert shown["hiddenCases"] == 0 and shown["changes"]["hiddenCases"] == {"before": 5, "after": 0}
+    codap.done("update_codap_map", {"map": mid, "filterFormula": ""})
+    assert "filterFormula" not in map_layer(codap, mid, "ViewGeo").get("v3", {})
+
+    bad = codap.failed("update_codap_map", {"map": mid, "filterFormula": "pop >"})
+    assert bad["code"] == "formula_error" and "pop >" in bad["message"]
+    codap.ok({"action": "create", "resource": "dataContext[ViewGeo].selectionList", "values": []})
+    none = codap.failed("update_codap_map", {"map": mid, "hideCases": "selected"})
+    assert none["code"] == "nothing_to_hide" and "select_codap_cases" in none["message"]
+    both = codap.failed("update_codap_map", {"map": mid, "hideCases": "selected", "showAllCases": True})
+    assert both["code"] == "invalid_arguments"
+    assert map_layer(codap, mid, "ViewGeo")["_links_"]["hiddenCases"] == []  # the refusals changed nothing
+
+
+def page_seconds(codap: CodapPage, y: int, m: int, d: int) -> float:
+    """Seconds since 1970 of a day's midnight in the browser's time zone, as CODAP's date inputs read dates."""
+    seconds: float = codap.page.evaluate(f"new Date({y}, {m - 1}, {d}).getTime() / 1000")
+    return seconds
+
+
+def test_slider_date_scale_with_dates_and_back_to_numbers(codap: CodapPage) -> None:
+    made = codap.done(
+        "create_codap_slider",
+        {"name": "day", "scaleType": "date", "value": "2024-03-01", "min": "2024-01-01", "max": "2024-12-31",
+         "step": 1, "dateUnit": "month", "title": "Day"},
+    )["structuredContent"]  # fmt: skip
+    sid = made["componentId"]
+    shown = component(codap, sid)
+    assert (shown["scaleType"], shown["dateMultipleOfUnit"], shown["multipleOf"]) == ("date", "month", 1)
+    bounds = (page_seconds(codap, 2024, 1, 1), page_seconds(codap, 2024, 12, 31))
+    assert (shown["lowerBound"], shown["upperBound"]) == bounds
+    assert codap.ok({"action": "get", "resource": "global[day]"})["value"] == page_seconds(codap, 2024, 3, 1)
+    assert made["dates"] == {"value": "2024-03-01", "min": "2024-01-01", "max": "2024-12-31"}
+    make_dataset(codap, "CompDay", [{"x": 1}])
+    codap.ok({"action": "create", "resource": "dataContext[CompDay].collection[CompDay].attribute",
+              "values": [{"name": "month", "formula": "month(day)"}]})  # fmt: skip
+    assert [i["values"]["month"] for i in codap.items("CompDay")] == [3]  # formulas read the value as a date
+
+    moved = codap.done("update_codap_slider", {"slider": "day", "max": "2025-06-30", "value": "2025-01-15"})
+    shown = component(codap, sid)
+    assert (shown["upperBound"], shown["value"]) == (page_seconds(codap, 2025, 6, 30), page_seconds(codap, 2025, 1, 15))
+    assert moved["structuredContent"]["changes"]["max"]["after"] == shown["upperBound"]
+    assert "max 2024-12-31 → 2025-06-30" in moved["content"][0]["text"]
+    assert [i["values"]["month"] for i in codap.items("CompDay")] == [1]
+
+    short = codap.failed("update_codap_slider", {"slider": "day", "min": "2025-06-29T12:00"})
+    assert short["code"] == "invalid_arguments" and "at least a day" in short["message"]
+    unit = codap.failed("update_codap_slider", {"slider": "day", "scaleType": "numeric", "dateUnit": "day"})
+    assert unit["code"] == "invalid_arguments" and component(codap, sid)["scaleType"] == "date"
+    notdate = codap.failed("update_codap_slider", {"slider": "day", "value": "next Tuesday"})
+    assert notdate["code"] == "invalid_arguments" and "2024-03-01" in notdate["message"]
+
+    # a change of scale without a range takes the one CODAP's Scale panel gives
+    numeric = codap.done("update_codap_slider", {"slider": "day", "scaleType": "numeric"})["structuredContent"]
+    shown = component(codap, sid)
+    now = (shown["scaleType"], shown["lowerBound"], shown["upperBound"], shown["value"])
+    assert now == ("numeric", -0.5, 11.5, 0.5)
+    assert numeric["changes"]["scaleType"] == {"before": "date", "after": "numeric"} and "dates" not in numeric
+    # CODAP froze when a shown slider turned numeric: the tool turns it while hidden and shows it again
+    assert [c.get("hidden", False) for c in codap.components() if c["id"] == sid] == [False]
+    dated = codap.done("update_codap_slider", {"slider": "day", "scaleType": "date"})["structuredContent"]
+    year = int(codap.page.evaluate("new Date().getFullYear()"))
+    shown = component(codap, sid)
+    assert shown["scaleType"] == "date" and shown["lowerBound"] == page_seconds(codap, year, 1, 1)
+    assert dated["dates"]["min"] == f"{year}-01-01" and shown["lowerBound"] <= shown["value"] <= shown["upperBound"]
+
+
+def test_text_markdown_is_formatted_as_the_toolbar_formats_and_read_back(codap: CodapPage) -> None:
+    note = "\n".join([
+        "# Heights by age",
+        "> What we found",
+        "The **mean** rose *each* year, ~~not~~ `mean(h)`, <u>every</u> class, x<sup>2</sup> and H<sub>2</sub>O.",
+        '- <span style="color: red">taller</span>',
+        "- [CODAP](https://codap.concord.org/)",
+        "1. first",
+        "![a picture](https://example.org/p.png)",
+    ])  # fmt: skip
+    made = codap.done("create_codap_text", {"text": note, "markdown": True, "title": "Findings"})
+    facts = made["structuredContent"]
+    blocks = component(codap, facts["componentId"])["text"]["document"]["children"]
+    assert [b["type"] for b in blocks] == ["heading1", "block-quote", "paragraph", "bulleted-list", "ordered-list"]
+    marks = {k for leaf in blocks[2]["children"] for k, v in leaf.items() if k != "text" and v}
+    assert marks == {"bold", "italic", "deleted", "code", "underlined", "superscript", "subscript"}
+    red, link = (item["children"][0] for item in blocks[3]["children"])
+    assert red == {"text": "taller", "color": "#ff0000"}
+    assert link == {"type": "link", "href": "https://codap.concord.org/", "children": [{"text": "CODAP"}]}
+    assert facts["text"].startswith("Heights by age\nWhat we found\nThe mean rose each year")
+    assert facts["markdown"].splitlines()[:2] == ["# Heights by age", "> What we found"]
+    assert "**mean**" in facts["markdown"] and '<span style="color: #ff0000">taller</span>' in facts["markdown"]
+    assert any("images" in n for n in facts["notTaken"]) and "images" in made["content"][0]["text"]
+
+    changed = codap.done(
+        "update_codap_component", {"component": "Findings", "text": "## Done\n- *all* of it", "markdown": True}
+    )
+    blocks = component(codap, facts["componentId"])["text"]["document"]["children"]
+    assert [b["type"] for b in blocks] == ["heading2", "bulleted-list"]
+    assert blocks[1]["children"][0]["children"][0] == {"text": "all", "italic": True}
+    assert changed["structuredContent"]["markdown"] == "## Done\n- *all* of it"
+    plain = codap.done("update_codap_component", {"component": "Findings", "text": "**not bold**"})["structuredContent"]
+    assert component(codap, facts["componentId"])["text"]["document"]["children"] == [
+        {"type": "paragraph", "children": [{"text": "**not bold**"}]}
+    ]
+    assert "markdown" not in plain and plain["text"] == "**not bold**"
+
+
+def test_status_gives_every_setting_the_tools_change_on_sliders_maps_text_and_tables(codap: CodapPage) -> None:
+    """Each setting update_codap_slider, update_codap_map, update_codap_component (text) and update_codap_table
+    change, set away from its default, is in get_codap_status as CODAP holds it (read here with plain requests)."""
+    codap.done("create_codap_slider", {"name": "rate", "value": 3, "min": 1, "max": 9, "title": "Rate"})
+    codap.done("update_codap_slider", {"slider": "rate", "step": 2, "animationDirection": "backAndForth",
+                                       "animationMode": "nonStop", "maxPerSecond": 4})  # fmt: skip
+    codap.done("create_codap_slider", {"name": "when", "scaleType": "date", "value": "2023-05-01", "min": "2023-01-01",
+                                       "max": "2023-12-31", "step": 2, "dateUnit": "month"})  # fmt: skip
+    make_dataset(codap, "StatGeo", [{"city": "Oslo", "lat": 59.9, "long": 10.7, "pop": 0.7, "kind": "a"},
+                                    {"city": "Rome", "lat": 41.9, "long": 12.5, "pop": 2.8, "kind": "b"}])  # fmt: skip
+    mid = codap.done("create_codap_map", {"datasetName": "StatGeo", "title": "Stat map"})["structuredContent"][
+        "componentId"
+    ]
+    codap.done("select_codap_cases", {"datasetName": "StatGeo", "where": 'city = "Rome"'})
+    codap.done("update_codap_map", {"map": mid, "center": {"latitude": 50, "longitude": 12}, "zoom": 4,
+                                    "baseMap": "streets", "legendAttribute": "pop", "lines": True, "grid": True,
+                                    "points": False, "hideCases": "selected", "filterFormula": "pop < 5"})  # fmt: skip
+    text = codap.done("create_codap_text", {"text": "# Note\nA **bold** claim", "markdown": True, "title": "Stat note"})
+    codap.done("create_codap_table", {"datasetName": "StatGeo", "title": "Stat table"})
+    codap.done("update_codap_table", {"datasetName": "StatGeo", "indexColumn": False, "hideAttributes": ["kind"]})
+
+    status = codap.done("get_codap_status", {})
+    listed_now = {c["id"]: c for c in status["structuredContent"]["components"]}
+    words = status["content"][0]["text"]
+    for c in codap.components():
+        got = listed_now[c["id"]]
+        own = component(codap, c["id"])
+        if c["type"] == "slider":
+            date = own.get("scaleType") == "date"
+            want = {"globalValue": own["globalValueName"], "value": own["value"], "min": own["lowerBound"],
+                    "max": own["upperBound"], "step": own["multipleOf"], "scaleType": own["scaleType"],
+                    "animationDirection": ["backAndForth", "lowToHigh", "highToLow"][own["animationDirection"]],
+                    "animationMode": ["nonStop", "onceOnly"][own["animationMode"]],
+                    "maxPerSecond": own["animationRate"]}  # fmt: skip
+            got_slider = {k: v for k, v in got["slider"].items() if k not in ("dateUnit", "dates")}
+            assert got_slider == want, (got_slider, want)
+            if date:
+                assert got["slider"]["dateUnit"] == own["dateMultipleOfUnit"] == "month"
+                assert got["slider"]["dates"]["min"] == "2023-01-01" and "when = 2023-05-01" in words
+        elif c["type"] == "map" and c["id"] == mid:
+            layer = map_layer(codap, mid, "StatGeo")
+            model = stored(codap, mid)["componentStorage"]["mapModelStorage"]
+            pop = codap.ok({"action": "get", "resource": "dataContext[StatGeo].attribute[pop]"})
+            want = {"center": {"latitude": model["center"]["lat"], "longitude": model["center"]["lng"]},
+                    "zoom": model["zoom"], "baseMap": model["baseMapLayerName"].lower(),
+                    "legendAttribute": pop["name"], "legendAttributeId": layer["_links_"]["legendAttr"]["id"],
+                    "points": layer["pointsShouldBeVisible"], "lines": layer["connectingLines"]["isVisible"],
+                    "grid": layer["grid"]["isVisible"], "hiddenCases": len(layer["_links_"]["hiddenCases"]),
+                    "filterFormula": layer["v3"]["filterFormula"]}  # fmt: skip
+            assert got["map"] == want and want["hiddenCases"] == 1 and want["legendAttributeId"] == pop["id"]
+            assert "streets base map" in words and "1 case hidden in it" in words
+            assert "only cases where pop < 5" in words
+        elif c["type"] == "text" and c.get("title") == "Stat note":
+            assert got["text"] == "Note\nA bold claim" and got["markdown"] == "# Note\nA **bold** claim"
+            assert own["text"]["document"]["children"][0]["type"] == "heading1"
+            assert got["markdown"] == text["structuredContent"]["markdown"]
+        elif c["type"] == "caseTable" and own.get("dataContext") == "StatGeo":
+            assert got["table"] == {"indexColumn": own.get("isIndexHidden") is not True, "collapsedParents": 0}
+            assert got["table"]["indexColumn"] is False and "index column hidden" in words
+    (geo,) = [d for d in status["structuredContent"]["datasets"] if d["name"] == "StatGeo"]
+    hidden = codap.ok({"action": "get", "resource": "dataContext[StatGeo].attribute[kind]"})["hidden"]
+    assert [a.get("hidden", False) for a in geo["collections"][0]["attributes"] if a["name"] == "kind"] == [hidden]
+    assert hidden is True and "hidden in its table and card: kind" in words

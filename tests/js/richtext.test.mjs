@@ -15,17 +15,19 @@ const OVERLAY = "position:fixed;top:0;left:0;width:100vw;height:100vh;z-index:21
 const doc = (...children) => ({ document: { children } });
 const p = (...children) => ({ type: "paragraph", children });
 
-test("what a text box needs is kept as CODAP renders it: blocks, lists, http(s) links, the four marks", () => {
+test("what a text box needs is kept as CODAP renders it: blocks, quotes, lists, http(s) links, the toolbar's marks", () => {
   const given = doc(
     { type: "heading1", align: "center", children: [{ text: "Title", bold: true }] },
     p({ text: "a " }, { text: "b", italic: true, underlined: true, code: true }, { type: "link", href: "https://example.org/x", children: [{ text: "link" }] }),
     { type: "bulleted-list", children: [{ type: "list-item", children: [{ text: "one" }] }, p({ text: "two" })] },
+    { type: "block-quote", children: [{ text: "x", deleted: true }, { text: "2", superscript: true }, { text: "3", subscript: true }, { text: "red", color: "#d62728" }] },
   );
   const { value, dropped } = rebuildText(given);
   assert.deepEqual(value, doc(
     { type: "heading1", align: "center", children: [{ text: "Title", bold: true }] },
     p({ text: "a " }, { text: "b", italic: true, underlined: true, code: true }, { type: "link", href: "https://example.org/x", children: [{ text: "link" }] }),
     { type: "bulleted-list", children: [{ type: "list-item", children: [{ text: "one" }] }, { type: "list-item", children: [{ text: "two" }] }] },
+    { type: "block-quote", children: [{ text: "x", deleted: true }, { text: "2", superscript: true }, { text: "3", subscript: true }, { text: "red", color: "#d62728" }] },
   ));
   assert.deepEqual(dropped, []);
   assert.deepEqual(rebuildText("line 1\nline 2").value, doc(p({ text: "line 1" }), p({ text: "line 2" })));
@@ -34,24 +36,24 @@ test("what a text box needs is kept as CODAP renders it: blocks, lists, http(s) 
   assert.deepEqual(rebuildText(doc(link, { text: "b" })).value, doc(p(link), p({ text: "b" })), "inline content at the top gets a paragraph");
 });
 
-test("attrs, styles, images, unknown nodes, other marks and non-http links are dropped, and named", () => {
+test("attrs, styles, images, unknown nodes, colours that are not hex and non-http links are dropped, and named", () => {
   const given = doc(
-    { type: "paragraph", attrs: { style: OVERLAY }, children: [{ text: "Sign in again", color: "#f00", style: "x" }] },
+    { type: "paragraph", attrs: { style: OVERLAY }, children: [{ text: "Sign in again", color: "red;background:url(http://127.0.0.1:9/a.png)", style: "x" }] },
     { type: "image", src: "http://127.0.0.1:9/a.png", children: [{ text: "" }] },
     p({ type: "image", url: "http://127.0.0.1:9/b.png", children: [{ text: "" }] }, { type: "link", href: "javascript:alert(1)", children: [{ text: "click" }] }),
-    { type: "block-quote", children: [{ text: "quoted" }] },
+    { type: "pull-quote", children: [{ text: "quoted" }] },
     { type: "paragraph", align: "left;background:url(http://x)", children: [{ text: "x" }] },
   );
   const { value, dropped } = rebuildText(given);
   assert.deepEqual(value, doc(p({ text: "Sign in again" }), p({ text: "click" }), p({ text: "quoted" }), p({ text: "x" })));
   assert.deepEqual(dropped.sort(), [
+    "a color mark that is not a hex colour (#rrggbb)",
     "an align that is not left, center, right or justify",
     "attrs (HTML attributes)",
     "images ×2",
     "links that are not http or https (their text kept)",
-    'nodes of type "block-quote" (their text kept)',
+    'nodes of type "pull-quote" (their text kept)',
     "styles",
-    "the color mark",
   ]);
   // the same as a JSON string (CODAP would parse it as rich text)
   assert.deepEqual(rebuildText(JSON.stringify(given)).value, value);

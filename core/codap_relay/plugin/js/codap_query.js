@@ -222,6 +222,7 @@ export function createCodapQuery({ call, sleep, now }) {
           ...(a.unit ? { unit: a.unit } : {}),
           ...(a.title && a.title !== a.name ? { title: a.title } : {}),
           ...(a.formula ? { formula: a.formula } : {}),
+          ...(a.hidden === true ? { hidden: true } : {}),
         })),
       };
     });

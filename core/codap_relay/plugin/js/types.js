@@ -83,6 +83,7 @@ export function isCodapSuccess(reply) {
  * @property {string} [unit]
  * @property {string} [title] only when it differs from the name
  * @property {string} [formula]
+ * @property {boolean} [hidden] hidden in the dataset's table and card
  */
 
 /** @typedef {{name: string, title: string, id: CodapId, caseCount: number, attributes: DescribedAttribute[]}} DescribedCollection */

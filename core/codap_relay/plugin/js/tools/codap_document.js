@@ -243,6 +243,58 @@ const canonical = (value) =>
 /** @param {V2Component} c a component as compared: without its stacking order, which a click changes */
 const comparable = (c) => canonical({ ...c, layout: { ...c.layout, zIndex: undefined } });
 
+/** What a person calls each kind of component CODAP saves. */
+const KINDS = /** @type {Record<string, string>} */ ({
+  "DG.TableView": "case table", "DG.CaseCard": "case card", "DG.GraphView": "graph", "DG.MapView": "map",
+  "DG.SliderView": "slider", "DG.TextView": "text box", "DG.Calculator": "calculator", "DG.GameView": "plugin",
+  "DG.WebView": "web page", "DG.ImageComponentView": "image", "DG.GuideView": "guide",
+});
+
+/**
+ * A component in words, for what a rebuild changed beside the one asked for: 'the graph "Heights" (id 12)'.
+ * @param {V2Component} c
+ */
+const componentWords = (c) => {
+  const title = c.componentStorage?.title || c.componentStorage?.name;
+  return `the ${KINDS[c.type ?? ""] ?? "component"}${title ? ` ${JSON.stringify(title)}` : ""} (id ${c.guid})`;
+};
+
+/**
+ * Drops the hidden case tables and cards that no dataset owns any more (CODAP keeps a closed card of a deleted
+ * dataset, with no link to any): CODAP 3.1.0 cannot read a document holding one, so a rebuild with it would leave
+ * the document as it was. Such a table or card shows nothing and cannot be opened again.
+ * @param {V2Document} doc
+ */
+function dropOrphanTables(doc) {
+  const datasets = new Set((doc.contexts ?? []).map((c) => String(c.guid)));
+  doc.components = (doc.components ?? []).filter((c) =>
+    !(/^DG\.(TableView|CaseCard)$/.test(c.type ?? "") && c.layout?.isVisible === false &&
+      !datasets.has(String(c.componentStorage?._links_?.context?.id))));
+}
+
+/**
+ * What changed in a dataset, in words: "changed the decimals shown for lat, long", "changed its cases".
+ * @param {V2Context} was
+ * @param {V2Context} now
+ */
+function datasetChangeWords(was, now) {
+  const paths = differingPaths(JSON.parse(canonical(was)), JSON.parse(canonical(now)));
+  /** @type {any} */
+  const doc = now;
+  /** @type {Map<string, string[]>} */
+  const byKey = new Map();
+  const rest = new Set();
+  for (const path of paths) {
+    const [top, i, part, j, key] = path.split(".");
+    const attr = top === "collections" && part === "attrs" ? doc.collections?.[Number(i)]?.attrs?.[Number(j)]?.name : null;
+    if (attr && key) byKey.set(key, [...(byKey.get(key) ?? []), attr]);
+    else rest.add(top === "collections" && part === "cases" ? "its cases" : "its settings");
+  }
+  const words = /** @type {Record<string, string>} */ ({ precision: "the decimals shown", unit: "the unit", formula: "the formula", type: "the type", hidden: "whether it is hidden" });
+  const parts = [...byKey].map(([key, names]) => `${words[key] ?? `the ${key}`} of ${names.join(", ")}`);
+  return `changed ${[...parts, ...rest].join(" and ") || "its settings"}`;
+}
+
 /** Why a tool rebuilds the document, as its refusals say. */
 export const FOR_A_SETTING = "the only way CODAP's plugin API reaches this setting";
 
@@ -314,6 +366,7 @@ export async function rebuildComponent(io, componentId, change, frameId = null, 
   const original = canonical(target.componentStorage);
   const untouched = io.journal ? JSON.stringify(doc) : null;
   change(target.componentStorage, doc);
+  dropOrphanTables(doc);
   const sent = JSON.parse(JSON.stringify(doc));
   await keepItemIds(io, doc);
   if (untouched) await io.journal?.rebuilding(JSON.parse(untouched));
@@ -337,19 +390,20 @@ export async function rebuildComponent(io, componentId, change, frameId = null, 
     const id = String(c.guid);
     if (id === String(componentId) || id === String(frameId)) continue;
     const was = before.get(id);
-    if (!was) others.push(`a component ${id} appeared`);
+    if (!was) others.push(`${componentWords(c)} appeared`);
     else if (comparable(was) !== comparable(c)) {
       const where = differingPaths(JSON.parse(comparable(was)), JSON.parse(comparable(c)));
-      others.push(`component ${JSON.stringify(c.componentStorage?.title || c.componentStorage?.name || c.type)} (id ${id}: ${where.join(", ")})`);
+      const moved = where.every((p) => p.startsWith("layout"));
+      others.push(`${componentWords(c)} ${moved ? "moved or changed size" : "changed its settings"}`);
     }
     before.delete(id);
   }
-  for (const [id] of before) if (id !== String(componentId) && id !== String(frameId)) others.push(`component ${id} is gone`);
+  for (const [id, c] of before) if (id !== String(componentId) && id !== String(frameId)) others.push(`${componentWords(c)} is gone`);
   const contexts = new Map((sent.contexts ?? []).map((/** @type {V2Context} */ c) => [String(c.guid), c]));
   for (const ctx of now.contexts ?? []) {
     const was = contexts.get(String(ctx.guid));
     if (!was || canonical(was) !== canonical(ctx)) {
-      others.push(`dataset ${JSON.stringify(ctx.name)}${was ? ` (${differingPaths(JSON.parse(canonical(was)), JSON.parse(canonical(ctx))).join(", ")})` : " appeared"}`);
+      others.push(`the dataset ${JSON.stringify(ctx.name)} ${was ? datasetChangeWords(was, ctx) : "appeared"}`);
     }
   }
   return { storage: rebuilt?.componentStorage ?? null, others, finished, document: now };

@@ -1,13 +1,15 @@
 // @ts-check
-// Components: tables, text boxes, sliders and maps to make; any component (but this plugin) to move, resize,
-// retitle, hide, show or close.
+// Components: tables, text boxes and maps to make; any component (but this plugin) to move, resize, retitle,
+// hide, show or close. Sliders and the calculator are sliders.js's, a map's own settings maps.js's.
 
 import { nameMatchers } from "../codap_query.js";
 import { ToolError, get, invalid, toolResult } from "./context.js";
 import { readDocument, rebuildComponent } from "./codap_document.js";
 import { boxOf, freePlace, overlaps, placed } from "./layout.js";
-import { paragraphs, plainText } from "./richtext.js";
-import { createSliderMapTools } from "./sliders_maps.js";
+import { textFacts, textValue } from "./markdown.js";
+import { LAT_NAMES, LONG_NAMES, createMapTools } from "./maps.js";
+import { plainText } from "./richtext.js";
+import { createSliderTools } from "./sliders.js";
 
 /**
  * @import {CodapId, CodapRequest} from "../types.js"
@@ -19,14 +21,6 @@ import { createSliderMapTools } from "./sliders_maps.js";
  * A component as componentList lists it, with the title CODAP shows and `get component[id]`'s values.
  * @typedef {{id: CodapId, type: string, name?: string, title: string, hidden?: boolean, detail: Record<string, any>}} Listed
  */
-
-/** Names CODAP recognizes (lower case) for a map's point coordinates (v3 map-types.ts, kLatNames/kLongNames). */
-const LAT_NAMES = ["latitude", "lat", "latitud", "breitengrad", "緯度", "عرض جغرافیایی"];
-const LONG_NAMES = ["longitude", "long", "lng", "lon", "longitud", "längengrad", "経度", "طول جغرافیایی"];
-
-/** CODAP's slider animation settings are indexes into these lists (v3 slider-types.ts). */
-const DIRECTIONS = ["backAndForth", "lowToHigh", "highToLow"];
-const MODES = ["nonStop", "onceOnly"];
 
 /** The height CODAP gives a minimized component: its title bar (v3 kTitleBarHeight + borders, as it saves it). */
 const TITLE_BAR_HEIGHT = 34;
@@ -163,74 +157,34 @@ export function createComponentTools(ctx) {
     );
   }
 
-  /** @param {{text: string, title?: string}} args */
-  async function create_codap_text(args) {
-    const { text, title } = args;
-    // Sent as paragraphs, never as a string: CODAP reads a string that parses as JSON as rich text.
-    const value = { document: { children: paragraphs(text) } };
-    const { id, detail } = await create({ type: "text", text: value, ...titled(title) }, "a text box");
-    const shown = plainText(detail.text);
-    return toolResult(
-      `Created a text box (id ${id}${detail.title ? `, title ${JSON.stringify(detail.title)}` : ""}) showing ` +
-        `${shown.length} characters.`,
-      { componentId: id, title: detail.title ?? "", text: shown },
-    );
+  /**
+   * What CODAP did not keep of a text box's text, and what Markdown held that a text box cannot, in words.
+   * @param {{document: {children: unknown[]}}} sent
+   * @param {unknown} now CODAP's rich text read back
+   * @param {string[]} dropped
+   */
+  function textNotes(sent, now, dropped) {
+    const [asked, shown] = [textFacts(sent), textFacts(now)];
+    return [
+      ...(asked.text.trim() !== shown.text.trim() ? ["the text as given"] : []),
+      ...((asked.markdown ?? "") !== (shown.markdown ?? "") ? ["all of its formatting"] : []),
+      ...dropped.map((d) => `${d}: left out`),
+    ];
   }
 
-  /**
-   * @param {{name: string, value: number, min: number, max: number, step?: number, title?: string,
-   *   animationDirection?: string, animationMode?: string}} args
-   */
-  async function create_codap_slider(args) {
-    const { name, value, min, max, step, title, animationDirection, animationMode } = args;
-    if (!(min < max)) throw invalid(`min (${min}) must be less than max (${max}).`);
-    if (value < min || value > max) throw invalid(`value (${value}) must lie between min (${min}) and max (${max}).`);
-    /** @type {CodapRequest} */
-    const global = { action: "create", resource: "global", values: { name, value } };
-    const globals = get("globalList");
-    const [made, listed] = await send([global, globals]);
-    if (made?.success !== true) {
-      /** @type {string[]} */
-      const names = (listed?.success === true ? listed.values ?? [] : []).map((/** @type {{name: string}} */ g) => g.name);
-      const taken = names.includes(name);
-      throw new ToolError(
-        taken
-          ? `CODAP already has a global value named ${JSON.stringify(name)} (each has at most one slider). Choose ` +
-              `another name. Global values in CODAP: ${names.join(", ")}.`
-          : `CODAP refused the global value ${JSON.stringify(name)}: ${made?.values?.error ?? "no reason given"}.`,
-        taken ? "global_exists" : "codap_error",
-        { name, available: names },
-      );
-    }
-    const values = {
-      type: "slider",
-      globalValueName: name,
-      lowerBound: min,
-      upperBound: max,
-      ...(step !== undefined ? { multipleOf: step } : {}),
-      ...(animationDirection ? { animationDirection: DIRECTIONS.indexOf(animationDirection) } : {}),
-      ...(animationMode ? { animationMode: MODES.indexOf(animationMode) } : {}),
-      ...titled(title),
-    };
-    const { id, detail } = await create(values, `a slider for ${name}`);
-    const read = get(`global[${name}]`);
-    const [globalReply] = await send([read]);
-    const now = must(read, globalReply, `reading the global value ${name}`).values ?? {};
+  /** @param {{text: string, title?: string, markdown?: boolean}} args */
+  async function create_codap_text(args) {
+    const { text, title } = args;
+    // Sent as rich text, never as a string: CODAP reads a string that parses as JSON as rich text.
+    const { value, dropped } = textValue(text, args.markdown === true);
+    const { id, detail } = await create({ type: "text", text: value, ...titled(title) }, "a text box");
+    const facts = textFacts(detail.text);
+    const notes = textNotes(value, detail.text, dropped);
     return toolResult(
-      `Created a slider (id ${id}) for the global value ${name} = ${now.value}, from ${detail.lowerBound} to ` +
-        `${detail.upperBound}${detail.multipleOf ? ` in steps of ${detail.multipleOf}` : ""}. Formulas can use ` +
-        `${name} by name; they update as the slider moves.`,
-      {
-        componentId: id,
-        name: detail.globalValueName ?? name,
-        value: now.value,
-        min: detail.lowerBound,
-        max: detail.upperBound,
-        ...(detail.multipleOf ? { step: detail.multipleOf } : {}),
-        animationDirection: DIRECTIONS[detail.animationDirection] ?? null,
-        animationMode: MODES[detail.animationMode] ?? null,
-        title: detail.title ?? "",
-      },
+      `Created a text box (id ${id}${detail.title ? `, title ${JSON.stringify(detail.title)}` : ""}) showing ` +
+        `${facts.text.length} characters${facts.markdown ? ", formatted (structuredContent.markdown reads it back)" : ""}.` +
+        (notes.length ? ` CODAP did not show: ${notes.join("; ")}.` : ""),
+      { componentId: id, title: detail.title ?? "", ...facts, ...(notes.length ? { notTaken: notes } : {}) },
     );
   }
 
@@ -294,10 +248,11 @@ export function createComponentTools(ctx) {
   /**
    * @param {{component: string | number, title?: string, position?: {left: number, top: number},
    *   size?: {width: number, height: number}, hidden?: boolean, place?: string, relativeTo?: string | number,
-   *   text?: string, bringToFront?: boolean, minimized?: boolean}} args
+   *   text?: string, markdown?: boolean, bringToFront?: boolean, minimized?: boolean}} args
    */
   async function update_codap_component(args) {
     const { component, title, position, size, hidden, place, relativeTo, text: newText, bringToFront, minimized } = args;
+    if (args.markdown !== undefined && newText === undefined) throw invalid("markdown says how to read text: give it with text.");
     if (title === undefined && !position && !size && hidden === undefined && place === undefined &&
       newText === undefined && !bringToFront && minimized === undefined) {
       throw invalid("Say what to change: title, position, size, hidden, text, bringToFront, minimized, or place with relativeTo.");
@@ -365,9 +320,12 @@ export function createComponentTools(ctx) {
       }
     }
     const resource = `component[${target.id}]`;
+    /** @type {ReturnType<typeof textValue> | null} */
+    let sentText = null;
     if (newText !== undefined) {
       if (target.type !== "text") throw invalid(`${label(target)} is not a text box: only a text box has text to change.`);
-      values.text = { document: { children: paragraphs(newText) } }; // never a string (see create_codap_text)
+      sentText = textValue(newText, args.markdown === true); // never a string (see create_codap_text)
+      values.text = sentText.value;
     }
     if (bringToFront) extra.push({ action: "notify", resource, values: { request: "select" } });
     if (minimized !== undefined) await minimize(target, minimized, listed.frameId);
@@ -401,7 +359,7 @@ export function createComponentTools(ctx) {
     }
     if (title !== undefined && now.title !== title) notTaken.push(`title (asked ${JSON.stringify(title)})`);
     if (hidden !== undefined && isHidden !== hidden) notTaken.push(`hidden ${hidden}`);
-    if (newText !== undefined && plainText(now.text).trim() !== newText.trim()) notTaken.push("text");
+    if (sentText) notTaken.push(...textNotes(sentText.value, now.text, sentText.dropped));
     /** @type {boolean | null} */
     let isMinimized = null;
     if (minimized !== undefined) {
@@ -421,7 +379,7 @@ export function createComponentTools(ctx) {
       ...(placement ? { placement } : {}),
       ...(replaced ? { hiddenInstead: replaced.id } : {}),
       ...(isMinimized !== null ? { minimized: isMinimized } : {}),
-      ...(newText !== undefined ? { text: plainText(now.text) } : {}),
+      ...(newText !== undefined ? textFacts(now.text) : {}),
       ...(notTaken.length ? { notTaken } : {}),
     };
     const parts = [
@@ -431,7 +389,7 @@ export function createComponentTools(ctx) {
       isHidden ? "hidden" : "shown",
       isMinimized !== null && (isMinimized ? "minimized to its title bar" : "expanded"),
       bringToFront && "in front of the others",
-      newText !== undefined && `showing ${JSON.stringify(plainText(now.text))}`,
+      newText !== undefined && `showing ${JSON.stringify(plainText(now.text))}${textFacts(now.text).markdown ? " (formatted)" : ""}`,
     ].filter(Boolean);
     let text = `Updated ${typeWord(state.type)} ${target.id}: now ${parts.join(", ")}`;
     if (placement) {
@@ -476,10 +434,10 @@ export function createComponentTools(ctx) {
   return {
     create_codap_table,
     create_codap_text,
-    create_codap_slider,
     create_codap_map,
     update_codap_component,
     delete_codap_component,
-    ...createSliderMapTools(ctx),
+    ...createSliderTools(ctx),
+    ...createMapTools(ctx),
   };
 }

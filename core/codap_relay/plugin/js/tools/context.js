@@ -96,12 +96,22 @@ export const publicDataset = (d) => ({
 });
 
 /**
+ * " (hidden in its table and card: a, b)" for a dataset with hidden attributes (update_codap_table hides them).
+ * @param {{collections: Array<{attributes: Array<{name: string, hidden?: boolean}>}>}} d
+ */
+const hiddenText = (d) => {
+  const hidden = d.collections.flatMap((c) => c.attributes.filter((a) => a.hidden).map((a) => a.name));
+  return hidden.length ? ` (hidden in its table and card: ${hidden.join(", ")})` : "";
+};
+
+/**
  * One line per dataset: its cases, attributes and collections.
  * @param {Pick<DescribedDataset, "name" | "attributes" | "collections"> & {title?: string, caseCount?: number | null}} d
  */
 export const datasetLine = (d) =>
   `• ${d.name}${d.title && d.title !== d.name ? ` (titled ${JSON.stringify(d.title)}; either word names it)` : ""}: ` +
   `${plural(d.caseCount ?? 0, "case")}; attributes ${d.attributes.join(", ") || "(none)"}` +
+  hiddenText(d) +
   (d.collections.length > 1
     ? ` (collections: ${d.collections.map((c) => `${c.name} ${c.caseCount}`).join(" > ")})`
     : "");

@@ -3,6 +3,7 @@
 
 import { datasetLine, get, plotName, plural, publicDataset, toolResult } from "./context.js";
 import { readDocument } from "./codap_document.js";
+import { componentSettings, settingsText } from "./component_state.js";
 import { describeGraphState, readGraphStates } from "./graph_state.js";
 import { placeOf, placeText, withLayout } from "./layout.js";
 
@@ -29,6 +30,11 @@ import { placeOf, placeText, withLayout } from "./layout.js";
  * @property {{width: number, height: number}} [size]
  * @property {boolean} [minimized]
  * @property {CodapId[]} [covers] the shown components it overlaps
+ * @property {ReturnType<typeof import("./sliders.js").sliderFacts>} [slider] a slider's settings
+ * @property {string} [text] a text box's text
+ * @property {string} [markdown] a text box's formatting, as Markdown (when it has any)
+ * @property {{indexColumn: boolean, collapsedParents: number}} [table] a case table's own settings
+ * @property {Record<string, unknown>} [map] a map's settings (maps.js mapStateOf)
  */
 
 /** @param {ToolContext} ctx */
@@ -118,6 +124,9 @@ export function createDocumentTools(ctx) {
     }
     if (includeComponents) {
       structured.components = withLayout(components.map((c, i) => componentInfo(c, detailReplies[i], frameInfo.id)), state);
+      const byId = new Map(components.map((c, i) => [String(c.id), detailReplies[i]?.success === true ? detailReplies[i].values ?? {} : {}]));
+      const settings = await componentSettings(ctx, structured.components, byId, state);
+      for (const c of structured.components) Object.assign(c, settings.get(String(c.id)) ?? {});
       const graphs = structured.components.filter((c) => c.type === "graph");
       const states = await readGraphStates(ctx, graphs.map((g) => g.id), { document: state });
       for (const g of graphs) {
@@ -127,7 +136,7 @@ export function createDocumentTools(ctx) {
       lines.push(
         structured.components.length
           ? `${plural(structured.components.length, "component")} (at (left, top) on the canvas, width × height):\n` +
-            structured.components.map((c) => `${componentLine(c)}${placeText(c)}`).join("\n")
+            structured.components.map((c) => `${componentLine(c)}${placeText(c)}${settingsText(c)}`).join("\n")
           : "No components.",
       );
     }

@@ -21,6 +21,7 @@
 
 import { ToolError } from "../errors.js";
 import { rebuildText } from "./richtext.js";
+import { MIN_DATE_RANGE_S } from "./sliders.js";
 
 /** @import {CodapId, CodapReply, CodapRequest} from "../types.js" */
 
@@ -206,7 +207,7 @@ export const RULES = [
   },
   {
     id: "no_urls_in_components",
-    rule: `No URL, style or image in a component's values: keys ${[...URL_KEYS, ...STYLE_KEYS].join(", ")} and image nodes (any case, at any depth, also inside JSON strings) are refused. A text's value is first rebuilt from the rich-text allow-list (paragraphs, headings, lists, http(s) links, bold, italic, underlined, code), which drops them.`,
+    rule: `No URL, style or image in a component's values: keys ${[...URL_KEYS, ...STYLE_KEYS].join(", ")} and image nodes (any case, at any depth, also inside JSON strings) are refused. A text's value is first rebuilt from the rich-text allow-list (paragraphs, headings, quotes, lists, http(s) links, the text toolbar's marks, hex colours), which drops them.`,
     instead: "update_codap_component",
     check: ({ action, parsed, values }) => {
       if (action === "get" || !parsed.clauses.some((c) => ["component", "interactiveframe"].includes(lower(c.type)))) {
@@ -215,6 +216,22 @@ export const RULES = [
       const key = hasKey(values, [...URL_KEYS, ...STYLE_KEYS, IMAGE_NODE]);
       if (key === IMAGE_NODE) return "the values hold an image node, which makes the browser load a URL";
       return key ? `the values carry ${JSON.stringify(key)}, which can make the browser load a URL or cover the page` : null;
+    },
+  },
+  {
+    id: "date_slider_range",
+    rule: `A slider turned to a date scale (scaleType "date") carries its lowerBound and upperBound, seconds since 1970 at least ${MIN_DATE_RANGE_S} (a day) apart: CODAP 3.1.0 stops responding when a date slider's range is shorter, as it is when the numbers of a numeric slider are read as dates.`,
+    instead: "update_codap_slider (scaleType date, min and max as dates), or send lowerBound and upperBound with scaleType.",
+    check: ({ action, parsed, values }) => {
+      if (action === "get" || !parsed.clauses.some((c) => lower(c.type) === "component")) return null;
+      for (const v of asList(values)) {
+        if (lower(own(v, "scaleType")) !== "date") continue;
+        const [lo, hi] = [own(v, "lowerBound"), own(v, "upperBound")];
+        if (typeof lo !== "number" || typeof hi !== "number" || !(hi - lo >= MIN_DATE_RANGE_S)) {
+          return `scaleType "date" with ${typeof lo === "number" && typeof hi === "number" ? `a range of ${hi - lo} s` : "no lowerBound and upperBound"} would freeze CODAP`;
+        }
+      }
+      return null;
     },
   },
   {

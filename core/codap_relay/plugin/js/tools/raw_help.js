@@ -99,18 +99,18 @@ delete component[id] (a dataset's table or card may be hidden instead). notify c
 Never the plugin's own component (policy). Typed tool: update_codap_component.`,
 
   component_types: `Each component type's own fields, for create component {type, ...} and update component[id]:
-caseTable {dataContext}: a dataset has one table; asking again shows it. caseCard {dataContext}: the first card
-  of a dataset takes the shown table's place (the table is hidden); after that, asking for the card or the
-  table shows it and leaves the other shown (hide that one: isVisible false). update
-  component[table id] {isIndexHidden: true} hides the table's index column. An untitled table or card has no
-  name CODAP finds it by: use its id (componentList; the examples write TABLE_ID).
-text {text: "plain text"} (read back as rich text).
-slider {globalValueName (an existing global, made first: see globals), value?, lowerBound?, upperBound?,
-  multipleOf?, animationDirection? (0 back and forth, 1 low to high, 2 high to low), animationMode? (0 non-stop,
-  1 once), animationRate?, scaleType? ("numeric" or "date")}. Without globalValueName CODAP makes its default
-  slider and ignores every other value. A slider's height is fixed.
-map {dataContext, legendAttributeName?, center?: [lat, long], zoom?} (CODAP reads none of them back). Not:
-  legendAttributeName in an update of a map (only when it is made; update_codap_map sets a legend).
+caseTable {dataContext}: one table a dataset; asking again shows it. caseCard {dataContext}: a first card
+  takes the shown table's place; later, either is shown beside the other (hide one: isVisible false). update
+  component[table id] {isIndexHidden: true} hides the index column. An untitled table or card is found by its
+  id only (componentList; the examples write TABLE_ID).
+text {text: "plain text"} (read back as rich text; create_codap_text markdown formats it).
+slider {globalValueName (an existing global: see globals), value?, lowerBound?, upperBound?, multipleOf?,
+  animationDirection? (0 both ways, 1 up, 2 down), animationMode? (0 non-stop, 1 once), animationRate?,
+  scaleType? ("numeric", "date"), dateMultipleOfUnit? ("year" … "second")}. A date slider holds seconds since
+  1970; scaleType "date" goes with lowerBound and upperBound a day or more apart (policy: shorter freezes
+  CODAP). No globalValueName: a plain slider. Typed: update_codap_slider.
+map {dataContext, legendAttributeName?, center?: [lat, long], zoom?} (none read back). Changing a map ignores
+  legendAttributeName, hiddenCases and filterFormula: update_codap_map sets them.
 calculator {} (no fields of its own).`,
 
   graphs: `A graph is a component of type "graph".
@@ -309,6 +309,13 @@ export const EXAMPLES = {
       },
     },
     { request: { action: "update", resource: "component[Speed]", values: { value: 0, lowerBound: -5, upperBound: 5 } } },
+    {
+      request: {
+        action: "update",
+        resource: "component[Speed]",
+        values: { scaleType: "date", lowerBound: 1704067200, upperBound: 1735689600, value: 1719792000, multipleOf: 2, dateMultipleOfUnit: "month" },
+      },
+    },
     { request: { action: "create", resource: "component", values: { type: "map", name: "Where", dataContext: "Pets", legendAttributeName: "species", center: [40, -70], zoom: 3 } } },
     { request: { action: "notify", resource: "component[Where]", values: { request: "autoScale" } } },
     { request: { action: "create", resource: "component", values: { type: "calculator", name: "Calc" } } },

@@ -10,16 +10,18 @@
 // split into paragraphs at line breaks) or as {document: {children: [Slate nodes]}}. The rebuilt value is always
 // the object form, so no string is ever parsed by CODAP.
 //
-// Kept: blocks paragraph, heading1…heading6, bulleted-list, ordered-list, list-item (with `align` one of left,
-// center, right, justify); inline `link` with an http or https `href` (a link is followed only when the person
-// clicks it; the browser loads nothing for it); text leaves with the marks bold, italic, underlined, code.
+// Kept: blocks paragraph, heading1…heading6, block-quote, bulleted-list, ordered-list, list-item (with `align`
+// one of left, center, right, justify); inline `link` with an http or https `href` (a link is followed only when
+// the person clicks it; the browser loads nothing for it); text leaves with the marks of CODAP's text toolbar:
+// bold, italic, underlined, deleted (strike-through), code, superscript, subscript, and a `color` that is a hex
+// colour (#rgb or #rrggbb, with or without alpha: CODAP renders it as a CSS colour, so nothing else is passed).
 
 import { ToolError } from "../errors.js";
 
 /**
  * A text leaf as CODAP gets it: its text and the marks kept.
  * @typedef {{text: string, type?: undefined, bold?: boolean, italic?: boolean, underlined?: boolean,
- *   code?: boolean}} SlateText
+ *   deleted?: boolean, code?: boolean, superscript?: boolean, subscript?: boolean, color?: string}} SlateText
  */
 /**
  * A block, list or link as CODAP gets it.
@@ -36,11 +38,13 @@ export const MAX_TEXT_NODES = 10_000;
 export const MAX_TEXT_CHARS = 200_000;
 
 /** @type {Set<unknown>} */
-const BLOCKS = new Set(["paragraph", "heading1", "heading2", "heading3", "heading4", "heading5", "heading6", "list-item"]);
+const BLOCKS = new Set(["paragraph", "heading1", "heading2", "heading3", "heading4", "heading5", "heading6", "block-quote", "list-item"]);
 /** @type {Set<unknown>} */
 const LISTS = new Set(["bulleted-list", "ordered-list"]);
-/** @type {Array<"bold" | "italic" | "underlined" | "code">} */
-const MARKS = ["bold", "italic", "underlined", "code"];
+/** @type {Array<"bold" | "italic" | "underlined" | "deleted" | "code" | "superscript" | "subscript">} */
+const MARKS = ["bold", "italic", "underlined", "deleted", "code", "superscript", "subscript"];
+/** A colour mark CODAP may render: hex digits only. */
+const HEX_COLOR = /^#(?:[0-9a-f]{3,4}|[0-9a-f]{6}|[0-9a-f]{8})$/i;
 /** @type {Set<unknown>} */
 const ALIGNS = new Set(["left", "center", "right", "justify"]);
 
@@ -116,7 +120,7 @@ class Builder {
       if (kept.includes(key)) continue;
       if (key === "attrs") this.drop("attrs (HTML attributes)");
       else if (key === "style" || key === "styles") this.drop("styles");
-      else if (key === "color") this.drop("the color mark");
+      else if (key === "color") this.drop("a color mark that is not a hex colour (#rrggbb)");
       else this.drop(`the property ${JSON.stringify(key).slice(0, 40)}`);
     }
   }
@@ -131,7 +135,10 @@ class Builder {
     const out = { text: /** @type {string} */ (node.text) };
     for (const mark of MARKS) if (own(node, mark) === true) out[mark] = true;
     if (own(node, "underline") === true) out.underlined = true; // the common spelling of CODAP's mark
-    this.extras(node, ["text", ...MARKS, "underline"]);
+    const color = own(node, "color");
+    const kept = typeof color === "string" && HEX_COLOR.test(color);
+    if (kept) out.color = color;
+    this.extras(node, ["text", ...MARKS, "underline", ...(kept ? ["color"] : [])]);
     return out;
   }
 
