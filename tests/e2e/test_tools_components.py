@@ -611,3 +611,74 @@ def test_status_gives_every_setting_the_tools_change_on_sliders_maps_text_and_ta
     hidden = codap.ok({"action": "get", "resource": "dataContext[StatGeo].attribute[kind]"})["hidden"]
     assert [a.get("hidden", False) for a in geo["collections"][0]["attributes"] if a["name"] == "kind"] == [hidden]
     assert hidden is True and "hidden in its table and card: kind" in words
+
+
+def drawn(codap: CodapPage, cid: int) -> dict[str, int]:
+    """A component's box as CODAP's page draws it (its tile element), read in CODAP's page itself."""
+    box: dict[str, int] = codap.page.evaluate(
+        """(id) => { const e = [...document.getElementsByClassName('free-tile-component')]
+                       .find((t) => t.id.endsWith(String(id)));
+                     return {left: e.offsetLeft, top: e.offsetTop, width: e.offsetWidth, height: e.offsetHeight}; }""",
+        cid,
+    )
+    return box
+
+
+def test_a_new_component_goes_to_a_free_spot_and_says_where_and_how_big_codap_draws_it(codap: CodapPage) -> None:
+    canvas = codap.page.evaluate("() => document.getElementsByClassName('free-tile-row')[0].clientHeight")
+    # a text box over the whole canvas the person sees: CODAP then puts a new component on top of it
+    whole = {"position": {"left": 0, "top": 0}, "dimensions": {"width": 1400, "height": canvas}}
+    wall = codap.ok({"action": "create", "resource": "component", "values": {"type": "text", "text": "wall", **whole}})[
+        "id"
+    ]
+    codap.ok({"action": "create", "resource": "global", "values": {"name": "probe", "value": 1}})
+    probe = codap.ok(
+        {"action": "create", "resource": "component", "values": {"type": "slider", "globalValueName": "probe"}}
+    )
+    assert overlaps_box(drawn(codap, probe["id"]), drawn(codap, wall))  # what CODAP does by itself
+    codap.ok({"action": "delete", "resource": f"component[{probe['id']}]"})
+
+    made = codap.done("create_codap_slider", {"name": "spot", "value": 1, "min": 0, "max": 2})
+    place = made["structuredContent"]["placement"]
+    sid = made["structuredContent"]["componentId"]
+    shown = drawn(codap, sid)
+    assert place["size"] == {"width": shown["width"], "height": shown["height"]} == {"width": 300, "height": 98}
+    assert place["position"] == {"left": shown["left"], "top": shown["top"]}
+    assert "movedFrom" in place and place["overlaps"] == [] and not overlaps_box(shown, drawn(codap, wall))
+    for other in codap.components():
+        if other["id"] not in (sid, wall) and not other.get("hidden"):
+            assert not overlaps_box(shown, drawn(codap, other["id"])), other
+    assert place["beyondVisibleCanvas"] is True and "beyond the canvas the person sees" in made["content"][0]["text"]
+    assert f"{shown['width']} \u00d7 {shown['height']} px" in made["content"][0]["text"]
+    status = codap.done("get_codap_status", {"includeDatasets": False})["structuredContent"]
+    (listed_slider,) = [c for c in status["components"] if c["id"] == sid]
+    assert listed_slider["size"] == {"width": 300, "height": 98}  # what CODAP draws, not the 73 px it gives
+
+    codap.ok({"action": "delete", "resource": f"component[{wall}]"})
+    note = codap.done("create_codap_text", {"text": "room now"})["structuredContent"]
+    assert "movedFrom" not in note["placement"] and note["placement"]["overlaps"] == []
+    assert note["placement"]["beyondVisibleCanvas"] is False
+
+
+def overlaps_box(a: dict[str, int], b: dict[str, int]) -> bool:
+    return (
+        a["left"] < b["left"] + b["width"]
+        and b["left"] < a["left"] + a["width"]
+        and a["top"] < b["top"] + b["height"]
+        and b["top"] < a["top"] + a["height"]
+    )
+
+
+def test_a_map_is_made_with_its_legend_and_base_map(codap: CodapPage) -> None:
+    make_dataset(codap, "MadeGeo", [{"city": "Oslo", "lat": 59.9, "long": 10.7, "pop": 0.7},
+                                    {"city": "Rome", "lat": 41.9, "long": 12.5, "pop": 2.8}])  # fmt: skip
+    made = codap.done("create_codap_map", {"datasetName": "MadeGeo", "legendAttribute": "pop", "baseMap": "streets"})
+    facts = made["structuredContent"]
+    layer = map_layer(codap, facts["componentId"], "MadeGeo")
+    model = stored(codap, facts["componentId"])["componentStorage"]["mapModelStorage"]
+    pop = codap.ok({"action": "get", "resource": "dataContext[MadeGeo].attribute[pop]"})["id"]
+    assert layer["_links_"]["legendAttr"]["id"] == pop and model["baseMapLayerName"] == "Streets"
+    assert (facts["legendAttribute"], facts["baseMap"]) == ("pop", "streets")
+    assert "points coloured by pop" in made["content"][0]["text"]
+    missing = codap.failed("create_codap_map", {"datasetName": "MadeGeo", "legendAttribute": "height"})
+    assert missing["code"] == "attribute_not_found" and "pop" in missing["message"]

@@ -2,7 +2,8 @@
 import assert from "node:assert/strict";
 import test from "node:test";
 
-import { GAP, freePlace, overlaps, placed, placeText, withLayout } from "../../core/codap_relay/plugin/js/tools/layout.js";
+import { CODAP_HEADER, placementText, visibleCanvas } from "../../core/codap_relay/plugin/js/tools/component_place.js";
+import { GAP, boxOf, freePlace, overlaps, placed, placeText, withLayout } from "../../core/codap_relay/plugin/js/tools/layout.js";
 
 const table = { left: 390, top: 5, width: 245, height: 234 };
 const note = { left: 645, top: 5, width: 300, height: 100 };
@@ -56,4 +57,32 @@ test("the status marks minimized components and which shown ones overlap", () =>
   assert.equal(placeText(out[2]), " (id 3) at (0, 200), 100 × 300 px, minimized");
   assert.equal(placeText(out[0]), " (id 1) at (0, 0), 100 × 100 px, overlapping 2");
   assert.equal(placeText(out[4]), " (id 5) at (0, 0), 500 × 500 px, hidden");
+});
+
+test("a free place within the canvas a person sees comes before a nearer one beyond it", () => {
+  const wall = { left: 0, top: 0, width: 800, height: 500 };
+  const wanted = { left: 250, top: 200, width: 300, height: 100 };
+  // nearest overall: below the wall (300 px down), beyond a canvas 560 px tall; within it: right of the wall
+  assert.deepEqual(freePlace(wanted, [wall]), { left: 250, top: 510, width: 300, height: 100 });
+  assert.deepEqual(freePlace(wanted, [wall], { width: 1200, height: 560 }), { left: 810, top: 200, width: 300, height: 100 });
+  // no room within it: the nearest beyond it
+  assert.deepEqual(freePlace(wanted, [wall], { width: 900, height: 560 }), { left: 250, top: 510, width: 300, height: 100 });
+});
+
+test("a slider and the calculator are as big as CODAP draws them, not as it says", () => {
+  const at = { position: { left: 10, top: 20 } };
+  assert.deepEqual(boxOf({ ...at, type: "slider", dimensions: { width: 300, height: 73 } }), { left: 10, top: 20, width: 300, height: 98 });
+  assert.deepEqual(boxOf({ ...at, type: "calculator", dimensions: { width: 137, height: 162 } }), { left: 10, top: 20, width: 166, height: 196 });
+  assert.deepEqual(boxOf({ ...at, type: "text", dimensions: { width: 300, height: 100 } }), { left: 10, top: 20, width: 300, height: 100 });
+  assert.equal(boxOf({ type: "slider" }), null);
+});
+
+test("the visible canvas is the browser window less CODAP's header, and the answer says where a component went", () => {
+  assert.deepEqual(visibleCanvas({ outerWidth: 1400, outerHeight: 900 }), { width: 1400, height: 900 - CODAP_HEADER });
+  assert.equal(visibleCanvas({}), null);
+  const text = placementText({ position: { left: 10, top: 800 }, size: { width: 300, height: 98 }, overlaps: [], beyondVisibleCanvas: true,
+    movedFrom: { left: 550, top: 343 }, visibleCanvas: { width: 1400, height: 783 } });
+  assert.match(text, /at \(10, 800\), 300 × 98 px, moved there from \(550, 343\)/);
+  assert.match(text, /beyond the canvas the person sees \(about 1400 × 783 px\)/);
+  assert.match(placementText({ position: { left: 0, top: 0 }, size: { width: 5, height: 5 }, overlaps: [3], beyondVisibleCanvas: null }), /overlaps 3/);
 });

@@ -1,13 +1,14 @@
 // @ts-check
-// Components: tables, text boxes and maps to make; any component (but this plugin) to move, resize, retitle,
-// hide, show or close. Sliders and the calculator are sliders.js's, a map's own settings maps.js's.
+// Components: tables and text boxes to make; any component (but this plugin) to move, resize, retitle, hide, show
+// or close. Sliders and the calculator are sliders.js's, maps maps.js's, where a new one lands component_place.js's.
 
 import { nameMatchers } from "../codap_query.js";
 import { ToolError, get, invalid, toolResult } from "./context.js";
 import { readDocument, rebuildComponent } from "./codap_document.js";
 import { boxOf, freePlace, overlaps, placed } from "./layout.js";
 import { textFacts, textValue } from "./markdown.js";
-import { LAT_NAMES, LONG_NAMES, createMapTools } from "./maps.js";
+import { createMapTools } from "./maps.js";
+import { createPlacer, placementText } from "./component_place.js";
 import { plainText } from "./richtext.js";
 import { createSliderTools } from "./sliders.js";
 
@@ -47,7 +48,8 @@ const label = (c) => `${JSON.stringify(c.title || c.name || `${typeWord(c.type)}
 
 /** @param {ToolContext} ctx */
 export function createComponentTools(ctx) {
-  const { send, must, findDataset, describeDatasets } = ctx;
+  const { send, must, findDataset } = ctx;
+  const placer = createPlacer(ctx);
 
   /**
    * Every component with the title CODAP shows, and this plugin's own id: two messages.
@@ -139,6 +141,8 @@ export function createComponentTools(ctx) {
     const asCard = args.asCard === true;
     const dataset = await findDataset(datasetName);
     const type = asCard ? "caseCard" : "caseTable";
+    const [before] = await send([get("componentList")]);
+    const existing = new Set((before?.success === true ? before.values ?? [] : []).map((/** @type {any} */ c) => String(c.id)));
     // CODAP finds the dataset by name or id: the id cannot reach another dataset whose title is this name.
     let { id, detail } = await create({ type, dataContext: String(dataset.id), ...titled(title) }, `a ${typeWord(type)}`);
     if (title && detail.title !== title) {
@@ -150,10 +154,12 @@ export function createComponentTools(ctx) {
       detail = await readBack(id);
     }
     const shownTitle = detail.title || dataset.name;
+    const placement = await placer.settle(id, { move: !existing.has(String(id)) });
     return toolResult(
       `Showing ${JSON.stringify(dataset.name)} in a ${typeWord(detail.type ?? type)} (id ${id}, title ` +
-        `${JSON.stringify(shownTitle)}). CODAP keeps one table or card per dataset: asking again shows the same one.`,
-      { componentId: id, type: detail.type ?? type, datasetName: detail.dataContext ?? dataset.name, title: shownTitle },
+        `${JSON.stringify(shownTitle)}). CODAP keeps one table or card per dataset: asking again shows the same one.` +
+        (placement ? placementText(placement) : ""),
+      { componentId: id, type: detail.type ?? type, datasetName: detail.dataContext ?? dataset.name, title: shownTitle, ...(placement ? { placement } : {}) },
     );
   }
 
@@ -180,44 +186,12 @@ export function createComponentTools(ctx) {
     const { id, detail } = await create({ type: "text", text: value, ...titled(title) }, "a text box");
     const facts = textFacts(detail.text);
     const notes = textNotes(value, detail.text, dropped);
+    const placement = await placer.settle(id);
     return toolResult(
       `Created a text box (id ${id}${detail.title ? `, title ${JSON.stringify(detail.title)}` : ""}) showing ` +
         `${facts.text.length} characters${facts.markdown ? ", formatted (structuredContent.markdown reads it back)" : ""}.` +
-        (notes.length ? ` CODAP did not show: ${notes.join("; ")}.` : ""),
-      { componentId: id, title: detail.title ?? "", ...facts, ...(notes.length ? { notTaken: notes } : {}) },
-    );
-  }
-
-  /** @param {{datasetName: string, title?: string}} args */
-  async function create_codap_map(args) {
-    const { datasetName, title } = args;
-    const found = await findDataset(datasetName);
-    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
-    const names = dataset.attributes;
-    const lat = names.find((n) => LAT_NAMES.includes(n.toLowerCase()));
-    const long = names.find((n) => LONG_NAMES.includes(n.toLowerCase()));
-    const { id, detail } = await create({ type: "map", dataContext: String(dataset.id), ...titled(title) }, "a map");
-    /** @type {string[]} */
-    const notes = [];
-    if (!lat || !long) {
-      notes.push(
-        `${JSON.stringify(dataset.name)} has no ${[!lat && "latitude", !long && "longitude"].filter(Boolean).join(" or ")} ` +
-          "attribute, so the map shows none of its points. CODAP plots points from attributes named latitude (or lat) " +
-          "and longitude (or long, lng, lon): add or rename them, then make the map again.",
-      );
-    }
-    return toolResult(
-      `Created a map (id ${id}${detail.title ? `, title ${JSON.stringify(detail.title)}` : ""})` +
-        (lat && long ? ` showing ${JSON.stringify(dataset.name)} at ${lat}, ${long}.` : ".") +
-        (notes.length ? ` ${notes.join(" ")}` : ""),
-      {
-        componentId: id,
-        datasetName: dataset.name,
-        latitude: lat ?? null,
-        longitude: long ?? null,
-        title: detail.title ?? "",
-        notes,
-      },
+        (notes.length ? ` CODAP did not show: ${notes.join("; ")}.` : "") + (placement ? placementText(placement) : ""),
+      { componentId: id, title: detail.title ?? "", ...facts, ...(notes.length ? { notTaken: notes } : {}), ...(placement ? { placement } : {}) },
     );
   }
 
@@ -434,7 +408,6 @@ export function createComponentTools(ctx) {
   return {
     create_codap_table,
     create_codap_text,
-    create_codap_map,
     update_codap_component,
     delete_codap_component,
     ...createSliderTools(ctx),

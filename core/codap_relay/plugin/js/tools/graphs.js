@@ -4,6 +4,7 @@
 
 import { DEFAULT_MAX_SIZE } from "../imaging.js";
 import { createAdornmentTools } from "./adornments.js";
+import { createPlacer, placementText } from "./component_place.js";
 import { ToolError, get, graphLabel, invalid, plotName, toolResult, unknownAttribute } from "./context.js";
 import { categoryCounts } from "./graph_counts.js";
 import { applyExtras, checkExtras } from "./graph_create_settings.js";
@@ -22,6 +23,7 @@ const BINNED = new Set(["histogram", "binned_dot_plot"]);
 /** @param {ToolContext} ctx */
 export function createGraphTools(ctx) {
   const { send, must, findDataset, describeDatasets, listGraphs, pickGraph, graphPicture, graphData } = ctx;
+  const placer = createPlacer(ctx);
   const updates = createGraphUpdate(ctx);
   const adornmentTools = createAdornmentTools(ctx);
 
@@ -173,6 +175,7 @@ export function createGraphTools(ctx) {
       (state?.bins ? ` (bins of ${state.bins.width} from ${state.bins.alignment})` : "");
     const axes = `x = ${graph.xAttributeName ?? "(none)"}${graph.yAttributeName ? `, y = ${graph.yAttributeName}` : ""}` +
       (graph.legendAttributeName ? `, points coloured by ${graph.legendAttributeName}` : "");
+    const placement = await placer.settle(graphId); // off the components it landed on, before its picture
     /** @type {import("./pictures.js").GraphPicture | null} */
     let picture = null;
     let held = null;
@@ -190,7 +193,8 @@ export function createGraphTools(ctx) {
       `Created a graph in CODAP from ${JSON.stringify(dataset.name)}: ${made}; ${axes}` +
         (graph.title ? `; title ${JSON.stringify(graph.title)}` : "") + "." +
         (counted ? ` ${counted.text}` : "") + (extras.said.length ? ` ${extras.said.join(" ")}` : "") + pictured +
-        (held ? ` What it holds, from CODAP's data: ${held.text}` : "") + (notes.length ? ` ${notes.join(" ")}` : ""),
+        (held ? ` What it holds, from CODAP's data: ${held.text}` : "") + (notes.length ? ` ${notes.join(" ")}` : "") +
+        (placement ? placementText(placement) : ""),
       {
         graphId,
         datasetName: dataset.name,
@@ -207,6 +211,7 @@ export function createGraphTools(ctx) {
         notes,
         ...(picture?.drawn ? { image: picture.facts } : picture ? { imageNotDrawn: picture.facts } : {}),
         ...(held?.data ? { graphData: held.data } : {}),
+        ...(placement ? { placement } : {}),
       },
     );
     if (picture?.drawn) result.content.push(picture.item);

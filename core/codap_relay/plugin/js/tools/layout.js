@@ -13,7 +13,14 @@ export const GAP = 10;
 export const PLACES = ["right_of", "left_of", "below", "above", "instead_of"];
 
 /**
- * A component's box from CODAP's description of it, or null when CODAP gave none.
+ * What CODAP 3.1.0 draws beyond the size it gives for a component of fixed size (measured in its page): a slider
+ * is drawn 98 px tall for the 73 it gives (its title bar comes on top), the calculator 166 × 196 px for 137 × 162.
+ * @type {Record<string, {width: number, height: number}>}
+ */
+export const DRAWN_EXTRA = { slider: { width: 0, height: 25 }, calculator: { width: 29, height: 34 } };
+
+/**
+ * A component's box as CODAP draws it, from CODAP's description of it, or null when CODAP gave none.
  * @param {Record<string, any> | undefined} detail `get component[id]`'s values
  * @returns {Box | null}
  */
@@ -21,7 +28,8 @@ export function boxOf(detail) {
   const p = detail?.position;
   const d = detail?.dimensions;
   if (!p || !d || ![p.left, p.top, d.width, d.height].every(Number.isFinite)) return null;
-  return { left: p.left, top: p.top, width: d.width, height: d.height };
+  const extra = DRAWN_EXTRA[String(detail?.type)] ?? { width: 0, height: 0 };
+  return { left: p.left, top: p.top, width: d.width + extra.width, height: d.height + extra.height };
 }
 
 /** @param {Box} a @param {Box} b */
@@ -54,13 +62,15 @@ export function placed(place, size, other) {
 
 /**
  * The free place nearest `wanted` (same size) that covers none of `obstacles` and lies on the canvas (left and top
- * not negative): `wanted` itself when it is free. Candidates line up with the obstacles' edges, and one beyond all
- * of them is always free, so there is always an answer.
+ * not negative): `wanted` itself when it is free. With `bounds` (the canvas a person sees), a free place within
+ * them comes before any beyond them. Candidates line up with the obstacles' edges, and one beyond all of them is
+ * always free, so there is always an answer.
  * @param {Box} wanted
  * @param {Box[]} obstacles
+ * @param {{width: number, height: number} | null} [bounds]
  * @returns {Box}
  */
-export function freePlace(wanted, obstacles) {
+export function freePlace(wanted, obstacles, bounds = null) {
   const xs = new Set([wanted.left, 0]);
   const ys = new Set([wanted.top, 0]);
   for (const o of obstacles) {
@@ -74,7 +84,8 @@ export function freePlace(wanted, obstacles) {
     for (const top of ys) {
       if (top < 0) continue;
       const box = { left, top, width: wanted.width, height: wanted.height };
-      const distance = Math.abs(left - wanted.left) + Math.abs(top - wanted.top);
+      const outside = bounds && (left + box.width > bounds.width || top + box.height > bounds.height) ? 1e9 : 0;
+      const distance = outside + Math.abs(left - wanted.left) + Math.abs(top - wanted.top);
       if (distance < bestDistance && !obstacles.some((o) => overlaps(box, o))) {
         best = box;
         bestDistance = distance;

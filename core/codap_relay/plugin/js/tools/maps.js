@@ -1,5 +1,5 @@
 // @ts-check
-// A map's own settings, as its inspector panels set them.
+// Maps: to make one (its legend and base map too), and its own settings, as its inspector panels set them.
 //
 // Component update takes a map's centre and zoom, notify autoScale fits it to its points. Its base map, legend,
 // layers (points, connecting lines, grid) and its View menu (Hide Selected or Unselected Cases, Show All Cases, a
@@ -12,6 +12,7 @@
 import { readDocument, rebuildComponent } from "./codap_document.js";
 import { ToolError, get, invalid, toolResult } from "./context.js";
 import { createPicker } from "./component_pick.js";
+import { createPlacer, placementText } from "./component_place.js";
 
 /**
  * @import {CodapId, CodapRequest} from "../types.js"
@@ -82,6 +83,7 @@ export function mapText(s, legendName) {
 export function createMapTools(ctx) {
   const { send, must, describeDatasets, datasetList } = ctx;
   const pick = createPicker(ctx);
+  const placer = createPlacer(ctx);
 
   /** @param {CodapId} id */
   async function mapState(id) {
@@ -340,5 +342,77 @@ export function createMapTools(ctx) {
     );
   }
 
-  return { update_codap_map };
+  /**
+   * @param {{datasetName: string, title?: string, legendAttribute?: string,
+   *   baseMap?: "oceans" | "topographic" | "streets"}} args
+   */
+  async function create_codap_map(args) {
+    const { datasetName, title, legendAttribute, baseMap } = args;
+    const found = await ctx.findDataset(datasetName);
+    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    const names = dataset.attributes;
+    const lat = names.find((n) => LAT_NAMES.includes(n.toLowerCase()));
+    const long = names.find((n) => LONG_NAMES.includes(n.toLowerCase()));
+    const legend = legendAttribute === undefined ? undefined : names.find((n) => n === legendAttribute) ??
+      names.find((n) => n.toLowerCase() === legendAttribute.toLowerCase());
+    if (legendAttribute !== undefined && !legend) {
+      throw new ToolError(
+        `${JSON.stringify(dataset.name)} has no attribute ${JSON.stringify(legendAttribute)} to colour the map's points by. ` +
+          `Its attributes: ${names.join(", ")}.`,
+        "attribute_not_found",
+        { attribute: legendAttribute, available: names },
+      );
+    }
+    // CODAP's create takes the legend (legendAttributeName), not the base map: that one is update_codap_map's.
+    /** @type {CodapRequest} */
+    const create = {
+      action: "create",
+      resource: "component",
+      values: { type: "map", dataContext: String(dataset.id), ...(legend ? { legendAttributeName: legend } : {}), ...(title ? { name: title, title } : {}) },
+    };
+    const [made] = await send([create]);
+    const id = must(create, made, "creating a map").values?.id;
+    /** @type {string[]} */
+    const notes = [];
+    if (!lat || !long) {
+      notes.push(
+        `${JSON.stringify(dataset.name)} has no ${[!lat && "latitude", !long && "longitude"].filter(Boolean).join(" or ")} ` +
+          "attribute, so the map shows none of its points. CODAP plots points from attributes named latitude (or lat) " +
+          "and longitude (or long, lng, lon): add or rename them, then make the map again.",
+      );
+    }
+    if (baseMap) {
+      const styled = await update_codap_map({ map: id, baseMap });
+      notes.push(...(styled.structuredContent?.notTaken ?? []).map((/** @type {string} */ n) => `CODAP did not take ${n}.`));
+    }
+    const state = ctx.listen ? await mapState(id) : null;
+    let legendName = null;
+    if (state?.legendAttributeId !== null && state?.legendAttributeId !== undefined) {
+      const [named] = await send([get(`dataContext[${dataset.id}].attribute[${state.legendAttributeId}]`)]);
+      legendName = named?.success === true ? String(named.values?.name ?? "") || null : null;
+    }
+    if (legend && state && legendName !== legend) notes.push(`CODAP did not colour the points by ${legend}.`);
+    const [read] = await send([get(`component[${id}]`)]);
+    const shownTitle = read?.success === true ? String(read.values?.title ?? "") : "";
+    const placement = await placer.settle(id);
+    return toolResult(
+      `Created a map (id ${id}${shownTitle ? `, title ${JSON.stringify(shownTitle)}` : ""})` +
+        (lat && long ? ` showing ${JSON.stringify(dataset.name)} at ${lat}, ${long}` : "") +
+        (state ? ` (${mapText(state, legendName)})` : "") + "." +
+        (notes.length ? ` ${notes.join(" ")}` : "") + (placement ? placementText(placement) : ""),
+      {
+        componentId: id,
+        datasetName: dataset.name,
+        latitude: lat ?? null,
+        longitude: long ?? null,
+        title: shownTitle,
+        legendAttribute: legendName ?? (state ? null : legend ?? null),
+        baseMap: state?.baseMap ?? null,
+        notes,
+        ...(placement ? { placement } : {}),
+      },
+    );
+  }
+
+  return { create_codap_map, update_codap_map };
 }

@@ -109,8 +109,8 @@ slider {globalValueName (an existing global: see globals), value?, lowerBound?, 
   scaleType? ("numeric", "date"), dateMultipleOfUnit? ("year" … "second")}. A date slider holds seconds since
   1970; scaleType "date" goes with lowerBound and upperBound a day or more apart (policy: shorter freezes
   CODAP). No globalValueName: a plain slider. Typed: update_codap_slider.
-map {dataContext, legendAttributeName?, center?: [lat, long], zoom?} (none read back). Changing a map ignores
-  legendAttributeName, hiddenCases and filterFormula: update_codap_map sets them.
+map {dataContext, legendAttributeName?, center?: [lat, long], zoom?} (none read back). Not:
+  legendAttributeName, hiddenCases, filterFormula in a map's update (update_codap_map sets them).
 calculator {} (no fields of its own).`,
 
   graphs: `A graph is a component of type "graph".

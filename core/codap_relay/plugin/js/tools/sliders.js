@@ -10,6 +10,7 @@
 
 import { ToolError, get, invalid, toolResult } from "./context.js";
 import { createPicker } from "./component_pick.js";
+import { createPlacer, placementText } from "./component_place.js";
 
 /**
  * @import {CodapRequest} from "../types.js"
@@ -157,6 +158,7 @@ export function sliderRange(args, current, now) {
 export function createSliderTools(ctx) {
   const { send, must } = ctx;
   const pick = createPicker(ctx);
+  const placer = createPlacer(ctx);
   const now = () => ctx.now();
 
   /**
@@ -206,10 +208,14 @@ export function createSliderTools(ctx) {
     const read = get(`component[${id}]`);
     const [detail] = await send([read]);
     const facts = sliderFacts(must(read, detail, `reading the new slider ${id}`).values ?? {});
+    const placement = await placer.settle(id);
     return toolResult(
       `Created a slider (id ${id}) for the global value ${sliderText(facts)}. Formulas can use ${name} by name` +
-        `${facts.dates ? " (seconds since 1970)" : ""}; they update as the slider moves.`,
-      { componentId: id, name: facts.globalValue || name, ...facts, step: facts.step ?? undefined, title: String(detail?.values?.title ?? "") },
+        `${facts.dates ? " (seconds since 1970)" : ""}; they update as the slider moves.` + (placement ? placementText(placement) : ""),
+      {
+        componentId: id, name: facts.globalValue || name, ...facts, step: facts.step ?? undefined,
+        title: String(detail?.values?.title ?? ""), ...(placement ? { placement } : {}),
+      },
     );
   }
 
@@ -290,14 +296,18 @@ export function createSliderTools(ctx) {
   async function create_codap_calculator(args) {
     /** @type {CodapRequest} */
     const create = { action: "create", resource: "component", values: { type: "calculator", ...(args.title ? { name: args.title, title: args.title } : {}) } };
-    const [made] = await send([create]);
+    const [before, made] = await send([get("componentList"), create]);
     const id = must(create, made, "opening the calculator").values?.id;
     const [read] = await send([get(`component[${id}]`)]);
     const now = must(get(`component[${id}]`), read).values ?? {};
+    // CODAP has one calculator: one already open stays where the person put it.
+    const open = (before?.success === true ? before.values ?? [] : []).some((/** @type {any} */ c) => String(c.id) === String(id));
+    const placement = await placer.settle(id, { move: !open });
     return toolResult(
       `Opened CODAP's calculator (id ${id}${now.title ? `, title ${JSON.stringify(now.title)}` : ""}): the class types sums into it. ` +
-        "It keeps nothing in the document's data; for a number the class needs, evaluate_codap_formula computes it.",
-      { componentId: id, type: "calculator", title: String(now.title ?? "") },
+        "It keeps nothing in the document's data; for a number the class needs, evaluate_codap_formula computes it." +
+        (placement ? placementText(placement) : ""),
+      { componentId: id, type: "calculator", title: String(now.title ?? ""), ...(placement ? { placement } : {}) },
     );
   }
 

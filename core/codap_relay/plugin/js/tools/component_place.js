@@ -1,0 +1,106 @@
+// @ts-check
+// Where a new component lands. CODAP puts a new component in the first free spot of the canvas it shows, and when
+// the shown canvas is full, on top of others in its middle: the tools then move it to the nearest free spot (which
+// may lie beyond what the person sees) and say where it is, how big CODAP draws it and what it overlaps.
+
+import { get } from "./context.js";
+import { boxOf, freePlace, overlaps } from "./layout.js";
+
+/**
+ * @import {CodapId, CodapRequest} from "../types.js"
+ * @import {ToolContext} from "./context.js"
+ * @import {Box} from "./layout.js"
+ */
+
+/** CODAP 3.1.0's menu bar and tool shelf above its canvas (its canvas starts 117 px down the page, measured). */
+export const CODAP_HEADER = 117;
+
+/**
+ * The canvas a person sees, about: the browser window's size (the plugin, inside CODAP's page from another site,
+ * can read no more of it) less CODAP's header, the canvas scrolled to its top left. Null where there is no window
+ * (Node). A browser's own toolbars take some of the window too, so the canvas may be smaller by them.
+ * @param {{outerWidth?: number, outerHeight?: number}} [win]
+ * @returns {{width: number, height: number} | null}
+ */
+export function visibleCanvas(win = /** @type {any} */ (globalThis)) {
+  const [w, h] = [win.outerWidth, win.outerHeight];
+  if (!w || !h || !Number.isFinite(w) || !Number.isFinite(h)) return null;
+  return { width: w, height: Math.max(0, h - CODAP_HEADER) };
+}
+
+/**
+ * Where a component is and what it overlaps, for an answer.
+ * @typedef {{position: {left: number, top: number}, size: {width: number, height: number}, overlaps: CodapId[],
+ *   beyondVisibleCanvas: boolean | null, movedFrom?: {left: number, top: number}, visibleCanvas?: {width: number, height: number}}} Placement
+ */
+
+/**
+ * The placement in words: " It sits at (400, 20), 300 × 98 px, moved there from (540, 300) where it covered 3 and 5."
+ * @param {Placement} p
+ */
+export function placementText(p) {
+  const at = `(${p.position.left}, ${p.position.top}), ${p.size.width} × ${p.size.height} px`;
+  const moved = p.movedFrom ? `, moved there from (${p.movedFrom.left}, ${p.movedFrom.top}), where CODAP put it on top of other components` : "";
+  const over = p.overlaps.length ? `; it overlaps ${p.overlaps.join(", ")} (update_codap_component place moves it beside one)` : "";
+  const beyond = p.beyondVisibleCanvas
+    ? `; it lies beyond the canvas the person sees (about ${p.visibleCanvas?.width} × ${p.visibleCanvas?.height} px): they scroll the canvas to see it`
+    : "";
+  return ` It sits at ${at}${moved}${over}${beyond}.`;
+}
+
+/** @param {ToolContext} ctx */
+export function createPlacer(ctx) {
+  const { send, must } = ctx;
+
+  /**
+   * Reads where component `id` is; when `move` and it covers another shown component, moves it to the nearest free
+   * spot (on the visible canvas when there is one). Returns its placement as CODAP has it afterwards.
+   * @param {CodapId} id
+   * @param {{move?: boolean}} [options] false: only report (a table CODAP showed again stays where it was)
+   * @returns {Promise<Placement | null>} null when CODAP gives the component no place
+   */
+  async function settle(id, { move = true } = {}) {
+    const list = get("componentList");
+    const [listed] = await send([list]);
+    /** @type {Array<{id: CodapId, hidden?: boolean}>} */
+    const all = must(list, listed).values;
+    const shown = (Array.isArray(all) ? all : []).filter((/** @type {any} */ c) => !c.hidden || String(c.id) === String(id));
+    const replies = await send(shown.map((c) => get(`component[${c.id}]`)));
+    /** @type {Array<{id: CodapId, box: Box}>} */
+    const boxes = [];
+    shown.forEach((c, i) => {
+      const box = replies[i]?.success === true ? boxOf(replies[i].values) : null;
+      if (box) boxes.push({ id: c.id, box });
+    });
+    let own = boxes.find((b) => String(b.id) === String(id))?.box ?? null;
+    if (!own) return null;
+    const others = boxes.filter((b) => String(b.id) !== String(id));
+    const canvas = visibleCanvas();
+    /** @type {{left: number, top: number} | undefined} */
+    let movedFrom;
+    if (move && others.some((o) => overlaps(/** @type {Box} */ (own), o.box))) {
+      const free = freePlace(own, others.map((o) => o.box), canvas);
+      /** @type {CodapRequest} */
+      const update = { action: "update", resource: `component[${id}]`, values: { position: { left: free.left, top: free.top } } };
+      const read = get(`component[${id}]`);
+      const [moved, after] = await send([update, read]);
+      must(update, moved, `moving the new component ${id} off the others`);
+      const now = boxOf(must(read, after).values);
+      if (now && (now.left !== own.left || now.top !== own.top)) {
+        movedFrom = { left: own.left, top: own.top };
+        own = now;
+      }
+    }
+    const box = /** @type {Box} */ (own);
+    return {
+      position: { left: box.left, top: box.top },
+      size: { width: box.width, height: box.height },
+      overlaps: others.filter((o) => overlaps(box, o.box)).map((o) => o.id),
+      beyondVisibleCanvas: canvas ? box.left + box.width > canvas.width || box.top + box.height > canvas.height : null,
+      ...(movedFrom ? { movedFrom } : {}),
+      ...(canvas ? { visibleCanvas: canvas } : {}),
+    };
+  }
+
+  return { settle };
+}
