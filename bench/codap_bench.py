@@ -431,6 +431,25 @@ def measure_typed_tools(session: Session, *, cases: int, repeats: int) -> None:
         call("create_codap_map", "create_codap_map", {"datasetName": "s1", "title": f"map {r}"})
         call("delete_codap_component (table)", "delete_codap_component", {"component": f"table {r}"})
         call("delete_codap_component (map)", "delete_codap_component", {"component": f"map {r}"})
+    for r in runs:
+        call("update_codap_slider (value, max)", "update_codap_slider", {"slider": f"level{r}", "value": 7, "max": 20})
+        call("create_codap_calculator", "create_codap_calculator", {"title": f"calculator {r}"})
+        call("delete_codap_component (calculator)", "delete_codap_component", {"component": f"calculator {r}"})
+    for r in runs:
+        call(
+            "set_aside_codap_cases (where, 1/4 of the cases)",
+            "set_aside_codap_cases",
+            {"datasetName": "s1", "where": "grade = 9"},
+        )
+        call("set_aside_codap_cases (restore all)", "set_aside_codap_cases", {"datasetName": "s1", "restore": True})
+        call(
+            "update_codap_table (hide an attribute)",
+            "update_codap_table",
+            {"datasetName": "s1", "hideAttributes": ["height_cm"]},
+        )
+        call("update_codap_table (show all)", "update_codap_table", {"datasetName": "s1", "showAllAttributes": True})
+        call("update_codap_dataset (title)", "update_codap_dataset", {"datasetName": "s1", "title": f"Students {r}"})
+    measure_map_tools(session, runs)
     # Restore points are kept only for documents up to 300 KB of JSON (tools/journal.js): the quick run's small
     # document has them, the full size does not, and there the tool says so instead.
     for r in runs if cases <= 100 else ():
@@ -443,6 +462,48 @@ def measure_typed_tools(session: Session, *, cases: int, repeats: int) -> None:
         call("redo_codap", "redo_codap", {})
     for _ in runs:
         call("codap_api_help (overview)", "codap_api_help", {"topic": "overview"})
+
+
+# 20 places with coordinates, for the map: the sample students have none.
+PLACES = [
+    {"place": f"p{i}", "lat": 35 + (i * 7) % 25, "long": -10 + (i * 11) % 40, "population": 1000 * (i + 1)}
+    for i in range(20)
+]
+
+
+def measure_map_tools(session: Session, runs: range) -> None:
+    """update_codap_map's kinds of change on a map of 20 places: its View menu (hide the selected cases, show all,
+    a filter formula) and its legend and base map rebuild CODAP's document; centre and zoom do not."""
+    call = session.call
+    call(
+        "create_codap_dataset (places)",
+        "create_codap_dataset",
+        {"datasetName": "places", "dataType": "custom", "customData": PLACES},
+    )
+    call("create_codap_map (places)", "create_codap_map", {"datasetName": "places", "title": "places map"})
+    for r in runs:
+        call(
+            "update_codap_map (centre, zoom)",
+            "update_codap_map",
+            {"map": "places map", "center": {"latitude": 45, "longitude": 10 + r}, "zoom": 4},
+        )
+        call(
+            "select_codap_cases (places)", "select_codap_cases", {"datasetName": "places", "where": "population < 5000"}
+        )
+        call("update_codap_map (hide selected)", "update_codap_map", {"map": "places map", "hideCases": "selected"})
+        call("update_codap_map (show all)", "update_codap_map", {"map": "places map", "showAllCases": True})
+        call(
+            "update_codap_map (filter formula)",
+            "update_codap_map",
+            {"map": "places map", "filterFormula": f"population > {1000 * r}"},
+        )
+        call(
+            "update_codap_map (legend, base map)",
+            "update_codap_map",
+            {"map": "places map", "legendAttribute": "population", "baseMap": "streets" if r % 2 else "oceans"},
+        )
+    call("delete_codap_component (places map)", "delete_codap_component", {"component": "places map"})
+    call("delete_codap_dataset (places)", "delete_codap_dataset", {"datasetName": "places"})
 
 
 def measure_webgl(browser: Any, codap_url: str, relay: str, *, cases: int) -> dict[str, Any]:
