@@ -682,3 +682,19 @@ def test_a_map_is_made_with_its_legend_and_base_map(codap: CodapPage) -> None:
     assert "points coloured by pop" in made["content"][0]["text"]
     missing = codap.failed("create_codap_map", {"datasetName": "MadeGeo", "legendAttribute": "height"})
     assert missing["code"] == "attribute_not_found" and "pop" in missing["message"]
+
+
+def test_a_new_component_goes_beside_the_one_named(codap: CodapPage) -> None:
+    anchor = codap.done("create_codap_text", {"text": "anchor", "title": "Anchor"})["structuredContent"]["componentId"]
+    codap.done("update_codap_component", {"component": anchor, "position": {"left": 600, "top": 300}})
+    made = codap.done("create_codap_slider", {"name": "beside", "value": 1, "min": 0, "max": 2, "place": "below",
+                                              "relativeTo": "Anchor"})  # fmt: skip
+    sid = made["structuredContent"]["componentId"]
+    left, top = component(codap, sid)["position"].values()
+    assert (left, top) == (600, 300 + 100 + 10)  # below the 100 px text box, 10 px apart, left edges lined up
+    assert made["structuredContent"]["placement"]["position"] == {"left": 600, "top": 410}
+    before = codap.component_ids()
+    alone = codap.failed("create_codap_text", {"text": "x", "place": "below"})
+    assert alone["code"] == "invalid_arguments" and codap.component_ids() == before  # nothing made
+    lost = codap.done("create_codap_text", {"text": "lost", "place": "right_of", "relativeTo": "Nowhere"})
+    assert 'could not go right of "Nowhere"' in lost["content"][0]["text"] and "Anchor" in lost["content"][0]["text"]

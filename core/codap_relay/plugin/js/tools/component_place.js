@@ -3,7 +3,7 @@
 // the shown canvas is full, on top of others in its middle: the tools then move it to the nearest free spot (which
 // may lie beyond what the person sees) and say where it is, how big CODAP draws it and what it overlaps.
 
-import { get } from "./context.js";
+import { ToolError, get, invalid } from "./context.js";
 import { boxOf, freePlace, overlaps } from "./layout.js";
 
 /**
@@ -48,9 +48,55 @@ export function placementText(p) {
   return ` It sits at ${at}${moved}${over}${beyond}.`;
 }
 
+/**
+ * How each tool context places a component beside another (update_codap_component's place and relativeTo, which
+ * components.js registers): the create tools take place and relativeTo too.
+ * @type {WeakMap<object, (id: CodapId, place: string, relativeTo: string | number) => Promise<unknown>>}
+ */
+const besides = new WeakMap();
+
+/**
+ * @param {object} ctx
+ * @param {(id: CodapId, place: string, relativeTo: string | number) => Promise<unknown>} placeBeside
+ */
+export function registerPlaceBeside(ctx, placeBeside) {
+  besides.set(ctx, placeBeside);
+}
+
 /** @param {ToolContext} ctx */
 export function createPlacer(ctx) {
   const { send, must } = ctx;
+
+  /**
+   * The create tools' place and relativeTo, checked before anything is made.
+   * @param {{place?: string, relativeTo?: string | number}} args
+   */
+  function checkPlace(args) {
+    if ((args.place === undefined) !== (args.relativeTo === undefined)) {
+      throw invalid("place and relativeTo go together: place right_of, left_of, below, above or instead_of relativeTo a component.");
+    }
+  }
+
+  /**
+   * Places new component `id` `place` `relativeTo` as update_codap_component does (giving way to the nearest free
+   * place), then says where it is; what kept it from there is a note, never a failed call (it is made).
+   * @param {CodapId} id
+   * @param {{place?: string, relativeTo?: string | number}} args
+   * @returns {Promise<{placement: Placement | null, note: string}>}
+   */
+  async function placeNew(id, args) {
+    if (args.place === undefined || args.relativeTo === undefined) return { placement: await settle(id), note: "" };
+    const beside = besides.get(ctx);
+    let note = "";
+    try {
+      if (!beside) throw new ToolError("no component tools", "codap_error");
+      await beside(id, args.place, args.relativeTo);
+    } catch (err) {
+      if (!(err instanceof ToolError)) throw err;
+      note = ` It could not go ${args.place.replace("_", " ")} ${JSON.stringify(args.relativeTo)}: ${err.message}`;
+    }
+    return { placement: await settle(id, { move: note !== "" }), note };
+  }
 
   /**
    * Reads where component `id` is; when `move` and it covers another shown component, moves it to the nearest free
@@ -102,5 +148,5 @@ export function createPlacer(ctx) {
     };
   }
 
-  return { settle };
+  return { settle, placeNew, checkPlace };
 }

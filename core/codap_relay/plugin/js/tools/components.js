@@ -8,7 +8,7 @@ import { readDocument, rebuildComponent } from "./codap_document.js";
 import { boxOf, freePlace, overlaps, placed } from "./layout.js";
 import { textFacts, textValue } from "./markdown.js";
 import { createMapTools } from "./maps.js";
-import { createPlacer, placementText } from "./component_place.js";
+import { createPlacer, placementText, registerPlaceBeside } from "./component_place.js";
 import { plainText } from "./richtext.js";
 import { createSliderTools } from "./sliders.js";
 
@@ -135,8 +135,9 @@ export function createComponentTools(ctx) {
   /** @param {string | undefined} title */
   const titled = (title) => (title ? { name: title, title } : {});
 
-  /** @param {{datasetName: string, title?: string, asCard?: boolean}} args */
+  /** @param {{datasetName: string, title?: string, asCard?: boolean, place?: string, relativeTo?: string | number}} args */
   async function create_codap_table(args) {
+    placer.checkPlace(args);
     const { datasetName, title } = args;
     const asCard = args.asCard === true;
     const dataset = await findDataset(datasetName);
@@ -154,11 +155,13 @@ export function createComponentTools(ctx) {
       detail = await readBack(id);
     }
     const shownTitle = detail.title || dataset.name;
-    const placement = await placer.settle(id, { move: !existing.has(String(id)) });
+    const { placement, note } = args.place
+      ? await placer.placeNew(id, args)
+      : { placement: await placer.settle(id, { move: !existing.has(String(id)) }), note: "" };
     return toolResult(
       `Showing ${JSON.stringify(dataset.name)} in a ${typeWord(detail.type ?? type)} (id ${id}, title ` +
         `${JSON.stringify(shownTitle)}). CODAP keeps one table or card per dataset: asking again shows the same one.` +
-        (placement ? placementText(placement) : ""),
+        (placement ? placementText(placement) : "") + note,
       { componentId: id, type: detail.type ?? type, datasetName: detail.dataContext ?? dataset.name, title: shownTitle, ...(placement ? { placement } : {}) },
     );
   }
@@ -178,19 +181,20 @@ export function createComponentTools(ctx) {
     ];
   }
 
-  /** @param {{text: string, title?: string, markdown?: boolean}} args */
+  /** @param {{text: string, title?: string, markdown?: boolean, place?: string, relativeTo?: string | number}} args */
   async function create_codap_text(args) {
+    placer.checkPlace(args);
     const { text, title } = args;
     // Sent as rich text, never as a string: CODAP reads a string that parses as JSON as rich text.
     const { value, dropped } = textValue(text, args.markdown === true);
     const { id, detail } = await create({ type: "text", text: value, ...titled(title) }, "a text box");
     const facts = textFacts(detail.text);
     const notes = textNotes(value, detail.text, dropped);
-    const placement = await placer.settle(id);
+    const { placement, note } = await placer.placeNew(id, args);
     return toolResult(
       `Created a text box (id ${id}${detail.title ? `, title ${JSON.stringify(detail.title)}` : ""}) showing ` +
         `${facts.text.length} characters${facts.markdown ? ", formatted (structuredContent.markdown reads it back)" : ""}.` +
-        (notes.length ? ` CODAP did not show: ${notes.join("; ")}.` : "") + (placement ? placementText(placement) : ""),
+        (notes.length ? ` CODAP did not show: ${notes.join("; ")}.` : "") + (placement ? placementText(placement) : "") + note,
       { componentId: id, title: detail.title ?? "", ...facts, ...(notes.length ? { notTaken: notes } : {}), ...(placement ? { placement } : {}) },
     );
   }
@@ -405,6 +409,7 @@ export function createComponentTools(ctx) {
     return toolResult(sentence, { componentId: target.id, type: target.type, title: target.title, outcome });
   }
 
+  registerPlaceBeside(ctx, (id, place, relativeTo) => update_codap_component({ component: id, place, relativeTo }));
   return {
     create_codap_table,
     create_codap_text,

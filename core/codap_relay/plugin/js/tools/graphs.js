@@ -45,9 +45,11 @@ export function createGraphTools(ctx) {
   /**
    * @param {{datasetName: string, graphType: string, xAttribute: string, yAttribute?: string,
    *   legendAttribute?: string, title?: string, includeImage?: boolean, binWidth?: number, binAlignment?: number,
-   *   groupLinesByLegend?: boolean} & import("./graph_create_settings.js").CreateExtras} args
+   *   groupLinesByLegend?: boolean, place?: string, relativeTo?: string | number}
+   *   & import("./graph_create_settings.js").CreateExtras} args
    */
   async function create_codap_graph(args) {
+    placer.checkPlace(args);
     const { datasetName, graphType, xAttribute, yAttribute, legendAttribute, title } = args;
     const bins = args.binWidth !== undefined || args.binAlignment !== undefined;
     if (bins && !BINNED.has(graphType)) throw invalid("binWidth and binAlignment apply to a histogram or a binned_dot_plot.");
@@ -175,7 +177,7 @@ export function createGraphTools(ctx) {
       (state?.bins ? ` (bins of ${state.bins.width} from ${state.bins.alignment})` : "");
     const axes = `x = ${graph.xAttributeName ?? "(none)"}${graph.yAttributeName ? `, y = ${graph.yAttributeName}` : ""}` +
       (graph.legendAttributeName ? `, points coloured by ${graph.legendAttributeName}` : "");
-    const placement = await placer.settle(graphId); // off the components it landed on, before its picture
+    const { placement, note: placed } = await placer.placeNew(graphId, args); // before its picture
     /** @type {import("./pictures.js").GraphPicture | null} */
     let picture = null;
     let held = null;
@@ -194,7 +196,7 @@ export function createGraphTools(ctx) {
         (graph.title ? `; title ${JSON.stringify(graph.title)}` : "") + "." +
         (counted ? ` ${counted.text}` : "") + (extras.said.length ? ` ${extras.said.join(" ")}` : "") + pictured +
         (held ? ` What it holds, from CODAP's data: ${held.text}` : "") + (notes.length ? ` ${notes.join(" ")}` : "") +
-        (placement ? placementText(placement) : ""),
+        (placement ? placementText(placement) : "") + placed,
       {
         graphId,
         datasetName: dataset.name,

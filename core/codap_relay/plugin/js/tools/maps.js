@@ -344,9 +344,10 @@ export function createMapTools(ctx) {
 
   /**
    * @param {{datasetName: string, title?: string, legendAttribute?: string,
-   *   baseMap?: "oceans" | "topographic" | "streets"}} args
+   *   baseMap?: "oceans" | "topographic" | "streets", place?: string, relativeTo?: string | number}} args
    */
   async function create_codap_map(args) {
+    placer.checkPlace(args);
     const { datasetName, title, legendAttribute, baseMap } = args;
     const found = await ctx.findDataset(datasetName);
     const { datasets: [dataset] } = await describeDatasets([found], { types: false });
@@ -394,12 +395,12 @@ export function createMapTools(ctx) {
     if (legend && state && legendName !== legend) notes.push(`CODAP did not colour the points by ${legend}.`);
     const [read] = await send([get(`component[${id}]`)]);
     const shownTitle = read?.success === true ? String(read.values?.title ?? "") : "";
-    const placement = await placer.settle(id);
+    const { placement, note } = await placer.placeNew(id, args);
     return toolResult(
       `Created a map (id ${id}${shownTitle ? `, title ${JSON.stringify(shownTitle)}` : ""})` +
         (lat && long ? ` showing ${JSON.stringify(dataset.name)} at ${lat}, ${long}` : "") +
         (state ? ` (${mapText(state, legendName)})` : "") + "." +
-        (notes.length ? ` ${notes.join(" ")}` : "") + (placement ? placementText(placement) : ""),
+        (notes.length ? ` ${notes.join(" ")}` : "") + (placement ? placementText(placement) : "") + note,
       {
         componentId: id,
         datasetName: dataset.name,

@@ -163,9 +163,11 @@ export function createSliderTools(ctx) {
 
   /**
    * @param {{name: string, value: number | string, min: number | string, max: number | string, step?: number,
-   *   title?: string, animationDirection?: string, animationMode?: string, scaleType?: string, dateUnit?: string}} args
+   *   title?: string, animationDirection?: string, animationMode?: string, scaleType?: string, dateUnit?: string,
+   *   place?: string, relativeTo?: string | number}} args
    */
   async function create_codap_slider(args) {
+    placer.checkPlace(args);
     const { name, step, title, animationDirection, animationMode, dateUnit } = args;
     const { scale, value, min, max } = sliderRange(args, { scaleType: "numeric" }, now);
     const start = /** @type {number} */ (value ?? min);
@@ -208,10 +210,10 @@ export function createSliderTools(ctx) {
     const read = get(`component[${id}]`);
     const [detail] = await send([read]);
     const facts = sliderFacts(must(read, detail, `reading the new slider ${id}`).values ?? {});
-    const placement = await placer.settle(id);
+    const { placement, note } = await placer.placeNew(id, args);
     return toolResult(
       `Created a slider (id ${id}) for the global value ${sliderText(facts)}. Formulas can use ${name} by name` +
-        `${facts.dates ? " (seconds since 1970)" : ""}; they update as the slider moves.` + (placement ? placementText(placement) : ""),
+        `${facts.dates ? " (seconds since 1970)" : ""}; they update as the slider moves.` + (placement ? placementText(placement) : "") + note,
       {
         componentId: id, name: facts.globalValue || name, ...facts, step: facts.step ?? undefined,
         title: String(detail?.values?.title ?? ""), ...(placement ? { placement } : {}),
@@ -292,8 +294,9 @@ export function createSliderTools(ctx) {
     );
   }
 
-  /** @param {{title?: string}} args */
+  /** @param {{title?: string, place?: string, relativeTo?: string | number}} args */
   async function create_codap_calculator(args) {
+    placer.checkPlace(args);
     /** @type {CodapRequest} */
     const create = { action: "create", resource: "component", values: { type: "calculator", ...(args.title ? { name: args.title, title: args.title } : {}) } };
     const [before, made] = await send([get("componentList"), create]);
@@ -302,11 +305,11 @@ export function createSliderTools(ctx) {
     const now = must(get(`component[${id}]`), read).values ?? {};
     // CODAP has one calculator: one already open stays where the person put it.
     const open = (before?.success === true ? before.values ?? [] : []).some((/** @type {any} */ c) => String(c.id) === String(id));
-    const placement = await placer.settle(id, { move: !open });
+    const { placement, note } = args.place ? await placer.placeNew(id, args) : { placement: await placer.settle(id, { move: !open }), note: "" };
     return toolResult(
       `Opened CODAP's calculator (id ${id}${now.title ? `, title ${JSON.stringify(now.title)}` : ""}): the class types sums into it. ` +
         "It keeps nothing in the document's data; for a number the class needs, evaluate_codap_formula computes it." +
-        (placement ? placementText(placement) : ""),
+        (placement ? placementText(placement) : "") + note,
       { componentId: id, type: "calculator", title: String(now.title ?? ""), ...(placement ? { placement } : {}) },
     );
   }
