@@ -112,6 +112,26 @@ def test_histograms_bins_and_plot_types_of_the_configuration_menu(codap: CodapPa
     assert component(codap, scatter)["plotType"] == "scatterPlot"
 
 
+def test_a_histogram_keeps_each_attributes_decimals_and_type(codap: CodapPage) -> None:
+    # imported CSV: numbers whose type CODAP infers (no precision: shown as entered), one typed with 1 decimal
+    lines = [f"{9 + i % 4},{150.125 + i * 1.5},{7.25 + (i % 3) / 4}" for i in range(12)]
+    codap.done("import_codap_data", {"datasetName": "decimals", "csv": "\n".join(["grade,armspan,sleep", *lines])})
+    codap.ok({"action": "update", "resource": "dataContext[decimals].attribute[sleep]",
+              "values": {"type": "numeric", "precision": 1}})  # fmt: skip
+    names = ("grade", "armspan", "sleep")
+
+    def attributes() -> dict[str, tuple[Any, Any]]:
+        got = [codap.ok({"action": "get", "resource": f"dataContext[decimals].attribute[{n}]"}) for n in names]
+        return {n: (a.get("precision"), a.get("type")) for n, a in zip(names, got, strict=True)}
+
+    before = attributes()
+    assert before["grade"][0] in (None, "") and before["sleep"] == (1, "numeric")
+    made = codap.done("create_codap_graph", {"datasetName": "decimals", "graphType": "histogram", "xAttribute": "armspan"})
+    assert component(codap, int(made["structuredContent"]["graphId"]))["plotType"] == "histogram"
+    assert attributes() == before
+    assert "also changed" not in made["content"][0]["text"]
+
+
 def test_format_menu_points_stroke_background_and_legend_colours(codap: CodapPage) -> None:
     dataset(codap, "format")
     gid = graph(codap, datasetName="format", graphType="scatterplot", xAttribute="h", yAttribute="w")

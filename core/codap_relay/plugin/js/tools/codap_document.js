@@ -191,6 +191,27 @@ export async function keepItemIds(io, doc) {
 }
 
 /**
+ * `doc` with the type left out of each numeric attribute whose type CODAP inferred: CODAP saves such an attribute
+ * as "numeric" but with no precision (an attribute typed numeric is saved with its precision, 2 unless set), and
+ * reading "numeric" back would type it so and show it with 2 decimals.
+ * @param {V2Document} doc
+ * @returns {V2Document}
+ */
+function withInferredTypes(doc) {
+  return {
+    ...doc,
+    contexts: doc.contexts?.map((ctx) => ({
+      ...ctx,
+      collections: ctx.collections?.map((col) => ({
+        ...col,
+        attrs: col.attrs?.map(({ type, ...attr }) =>
+          (type === "numeric" && (attr.precision === undefined || attr.precision === "") ? attr : { ...attr, type })),
+      })),
+    })),
+  };
+}
+
+/**
  * Replaces CODAP's document with `doc`. Resolves with CODAP's notice that it is rebuilt (`ended`, true once heard,
  * false after 20 s): CODAP sends it half a second after the rebuild (document-handler.ts asyncUpdate), which a
  * caller that sees the change already need not wait for.
@@ -205,7 +226,7 @@ export async function replaceDocument(io, doc) {
     REBUILD_WAIT_MS,
   );
   /** @type {CodapRequest} */
-  const update = { action: "update", resource: "document", values: doc };
+  const update = { action: "update", resource: "document", values: withInferredTypes(doc) };
   const [reply] = await io.send([update]);
   if (reply?.success !== true) {
     throw new ToolError(`CODAP refused to rebuild its document: ${reply?.values?.error ?? "no reason"}.`, "codap_error");
