@@ -126,7 +126,9 @@ def test_a_histogram_keeps_each_attributes_decimals_and_type(codap: CodapPage) -
 
     before = attributes()
     assert before["grade"][0] in (None, "") and before["sleep"] == (1, "numeric")
-    made = codap.done("create_codap_graph", {"datasetName": "decimals", "graphType": "histogram", "xAttribute": "armspan"})
+    made = codap.done(
+        "create_codap_graph", {"datasetName": "decimals", "graphType": "histogram", "xAttribute": "armspan"}
+    )
     assert component(codap, int(made["structuredContent"]["graphId"]))["plotType"] == "histogram"
     assert attributes() == before
     assert "also changed" not in made["content"][0]["text"]
