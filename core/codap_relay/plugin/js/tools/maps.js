@@ -92,6 +92,33 @@ export function createMapTools(ctx) {
   }
 
   /**
+   * The map's state once CODAP has stopped moving it (it fits a new map to its points, and a fit or a new centre,
+   * over a moment): read anew each time (a moving map tells the plugin nothing, so a document kept from before would
+   * not show it) until two reads 300 ms apart agree, CODAP has given it a zoom and, given `from`, it has left that
+   * state; at most about 4 s.
+   * @param {CodapId} id
+   * @param {ReturnType<typeof mapStateOf> | null} [from]
+   */
+  async function settledState(id, from = null) {
+    /** @type {(s: ReturnType<typeof mapStateOf> | null) => string} */
+    const view = (s) => JSON.stringify([s?.center, s?.zoom]);
+    const read = () => {
+      ctx.documents?.changed();
+      return mapState(id);
+    };
+    let now = await read();
+    for (let i = 0; i < 13; i++) {
+      await ctx.sleep(300);
+      const next = await read();
+      const still = view(next) === view(now);
+      now = next;
+      const placed = typeof now.zoom === "number" && now.zoom >= 0;
+      if (still && ((placed && (!from || view(now) !== view(from))) || i >= 6)) break;
+    }
+    return now;
+  }
+
+  /**
    * For each dataset the map shows: its name and the collections whose cases are its points or areas (the ones
    * with latitude and longitude or a boundary attribute, else the last), with every case id of them.
    * @param {CodapId[]} datasetIds
@@ -287,12 +314,7 @@ export function createMapTools(ctx) {
       const replies = await send(requests);
       requests.forEach((r, i) => must(r, replies[i], `changing map ${map.id}`));
     }
-    let after = await mapState(map.id);
-    // CODAP moves a map to its points over a moment: read it again until it has moved (at most 3 s).
-    for (let i = 0; args.fit && i < 8 && JSON.stringify(after) === JSON.stringify(placed); i++) {
-      await ctx.sleep(400);
-      after = await mapState(map.id);
-    }
+    const after = requests.length ? await settledState(map.id, args.fit ? placed : null) : await mapState(map.id);
     let legendName = legend?.name ?? null;
     const legendDataset = after.legendDatasetId ?? datasetName;
     if (!legend && after.legendAttributeId !== null && legendDataset) {
@@ -386,7 +408,7 @@ export function createMapTools(ctx) {
       const styled = await update_codap_map({ map: id, baseMap });
       notes.push(...(styled.structuredContent?.notTaken ?? []).map((/** @type {string} */ n) => `CODAP did not take ${n}.`));
     }
-    const state = ctx.listen ? await mapState(id) : null;
+    const state = ctx.listen ? await settledState(id) : null;
     let legendName = null;
     if (state?.legendAttributeId !== null && state?.legendAttributeId !== undefined) {
       const [named] = await send([get(`dataContext[${dataset.id}].attribute[${state.legendAttributeId}]`)]);
@@ -409,6 +431,8 @@ export function createMapTools(ctx) {
         title: shownTitle,
         legendAttribute: legendName ?? (state ? null : legend ?? null),
         baseMap: state?.baseMap ?? null,
+        center: state?.center ?? null,
+        zoom: state?.zoom ?? null,
         notes,
         ...(placement ? { placement } : {}),
       },
