@@ -5,6 +5,7 @@
 import { ToolError, collection, dataContext, get, invalid, plural, toolResult } from "./context.js";
 import { LISTED_ROWS, ROW_IDS, caseRowReads, leafOf, rowsText } from "./case_rows.js";
 import { createFormulaValues, errorText, isError, valueOf } from "./formula_values.js";
+import { drawSample, seeded } from "./sampling.js";
 import { createStatisticsTool } from "./statistics.js";
 
 /**
@@ -184,12 +185,15 @@ export function createAnalysisTools(ctx) {
 
   /**
    * @param {{datasetName: string, collectionName?: string, mode?: "replace" | "extend" | "clear", where?: string,
-   *   caseIds?: CodapId[], maxCases?: number}} args
+   *   caseIds?: CodapId[], maxCases?: number, sample?: {n: number, seed?: number}}} args
    */
   async function select_codap_cases(args) {
     const mode = args.mode ?? "replace";
-    const max = args.maxCases ?? LISTED_ROWS;
-    const { where, caseIds } = args;
+    const { sample, caseIds } = args;
+    const max = args.maxCases ?? Math.max(LISTED_ROWS, Math.min(sample?.n ?? 0, 200));
+    if (sample && (mode === "clear" || caseIds !== undefined)) throw invalid("sample draws from the cases where selects (or all of them): not with caseIds or mode clear.");
+    // a sample without a condition is drawn from every case of the collection
+    const where = args.where ?? (sample ? "true" : undefined);
     if (mode === "clear" && (where !== undefined || caseIds !== undefined)) {
       throw invalid('mode "clear" selects nothing: leave out where and caseIds (or use mode replace).');
     }
@@ -213,6 +217,7 @@ export function createAnalysisTools(ctx) {
     let ids = [];
     /** @type {CodapId[]} */
     let notCases = [];
+    let drawnFrom = 0;
     /** @type {CaseRow[]} the rows given by caseIds, as CODAP holds them */
     let givenRows = [];
     if (where !== undefined) {
@@ -241,6 +246,8 @@ export function createAnalysisTools(ctx) {
         );
       }
       ids = (found.values ?? []).map((/** @type {{id: CodapId}} */ c) => c.id);
+      drawnFrom = ids.length;
+      if (sample && ids.length) ids = drawSample(ids, sample.n, sample.seed !== undefined ? seeded(sample.seed) : ctx.rng ?? Math.random);
       if (ids.length === 0) {
         throw new ToolError(
           `No case of ${JSON.stringify(dataset.name)} (collection ${JSON.stringify(coll.name)}, ` +
@@ -287,8 +294,9 @@ export function createAnalysisTools(ctx) {
     const truncated = ids.length > listed.length;
     const what = mode === "clear"
       ? "Cleared the selection"
-      : `${mode === "extend" ? "Added" : "Selected"} ${plural(ids.length, "case")}` +
-        `${where === undefined ? "" : ` matching ${JSON.stringify(where)}`}` +
+      : `${mode === "extend" ? "Added" : "Selected"} ${sample ? `a random sample of ${plural(ids.length, "case")} (of ${drawnFrom}${
+        sample.seed !== undefined ? `, seed ${sample.seed}` : ""})` : plural(ids.length, "case")}` +
+        `${where === undefined || args.where === undefined ? "" : ` matching ${JSON.stringify(where)}`}` +
         `${mode === "extend" ? " to the selection" : ""}`;
     let text = `${what} in ${JSON.stringify(dataset.name)}: ${now.length} of ${plural(caseCount, "case")} of ` +
       `collection ${JSON.stringify(coll.name)} selected now (${before.length} before).`;
@@ -310,7 +318,8 @@ export function createAnalysisTools(ctx) {
       datasetName: dataset.name,
       collectionName: coll.name,
       mode,
-      ...(where === undefined ? {} : { where }),
+      ...(args.where === undefined ? {} : { where }),
+      ...(sample ? { sample: { n: sample.n, ...(sample.seed !== undefined ? { seed: sample.seed } : {}), drawnFrom } } : {}),
       matched: ids.length,
       ...(rowIds ? { caseIds: rowIds } : {}),
       cases: listed,
