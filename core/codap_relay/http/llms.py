@@ -67,6 +67,9 @@ the graphs), or create_codap_graph with "includeImage": true. The picture comes 
 JPEG) file. Large pictures are scaled down (at most "maxSize" pixels on the longer side) or re-encoded to stay
 small; the text says when that happened.
 
+Saving the document is the person's: CODAP's File menu (Save, or Download to a file). No tool and no request of
+CODAP's plugin API saves it; tell the user when their work should be saved.
+
 ## The document as resources (read-only)
 
 GET {base}/resources?code={code}

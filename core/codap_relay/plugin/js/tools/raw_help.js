@@ -158,7 +158,20 @@ prev(x), next(x), caseIndex, concat, text functions. Names with spaces in backqu
 a child collection work per parent case (compute_codap_statistics and evaluate_codap_formula use them typed).
 Where: an attribute's formula (made or changed), a graph's filterFormula, a selectionList expression,
 caseFormulaSearch[...], Plotted Value adornment {expression}.
-get formulaEngine -> every function with its arguments, by category.
+CODAP 3.1.0's functions (get formulaEngine gives each one's arguments, by category, in a 150 KB reply):
+  math abs ceil combinations exp floor frac ln log pow round sqrt trunc; trig sin cos tan asin acos atan atan2;
+  stats count sum mean median min max percentile stdDev stdErr variance mad rollingMean uniqueValues combine;
+  two-variable correlation rSquared linRegrSlope linRegrIntercept linRegrPredicted linRegrResidual linRegrSESlope;
+  logic if boolean isBoolean isNumber isFinite isMissing isDate isColor isBoundary; lookup first last prev next
+  lookupByIndex lookupByKey lookupBoundary; random random randomNormal randomBinomial randomPick; text concat
+  split join subString stringLength findString includes beginsWith endsWith replaceString replaceChars trim
+  toLower toUpper repeatString sortItems patternMatches wordListMatches charAt; dates date now today year month
+  monthName dayOfMonth dayOfWeek dayOfWeekName hours minutes seconds; colour rgb hsl darken lighten; other number
+  string greatCircleDistance.
+No hypothesis test, p-value or distribution function (no t, z, chi-square or normal CDF). A two-sample t
+statistic from per-group figures: group by the category (group_codap_cases), give the parent collection
+m = mean(x), s = stdDev(x), n = count(x) (compute_codap_statistics reads them), then
+t = (m1 - m2) / sqrt(s1^2/n1 + s2^2/n2); its p-value is not in CODAP (say so, or compare with a table).
 notify formulaEngine values {request: "evalExpression", source: "a + b", records: [{a: 1, b: 2}]} -> [3]
   (evaluates without touching the document).
 An attribute's formula error shows as its values ("❌ ..."): read a case back.`,
