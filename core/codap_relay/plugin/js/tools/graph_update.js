@@ -16,6 +16,7 @@ import { joinLines } from "./graph_lines.js";
 import { plotPlan, rebuildGraph } from "./graph_rebuild.js";
 import { PLOT_TYPES, SETTINGS, changesBetween, sameValue, shown, valueAt } from "./graph_settings.js";
 import { readGraphStates } from "./graph_state.js";
+import { histogramAfter, refuseHistogramZoom } from "./histogram_axis.js";
 
 /**
  * @import {CodapRequest, DescribedDataset} from "../types.js"
@@ -159,6 +160,7 @@ export function createGraphUpdate(ctx) {
   async function update_codap_graph(args) {
     const asked = checkArguments(args);
     const graph = pickGraph(await listGraphs(), args.graph);
+    if (histogramAfter(args, graph.detail.plotType)) refuseHistogramZoom({ ...args }, graph.detail.primaryAxis === "y" ? "y" : "x");
     const label = graphLabel(graph);
     const component = `component[${graph.id}]`;
     let detail = graph.detail;

@@ -12,6 +12,7 @@ import { joinLines } from "./graph_lines.js";
 import { rebuildGraph } from "./graph_rebuild.js";
 import { describeGraphState, graphStateFrom, readGraphStates } from "./graph_state.js";
 import { createGraphUpdate } from "./graph_update.js";
+import { refuseHistogramZoom } from "./histogram_axis.js";
 
 /**
  * @import {CodapId, CodapRequest, DescribedAttribute} from "../types.js"
@@ -52,6 +53,7 @@ export function createGraphTools(ctx) {
     placer.checkPlace(args);
     const { datasetName, graphType, xAttribute, yAttribute, legendAttribute, title } = args;
     const bins = args.binWidth !== undefined || args.binAlignment !== undefined;
+    if (graphType === "histogram") refuseHistogramZoom({ ...args }, "x");
     if (bins && !BINNED.has(graphType)) throw invalid("binWidth and binAlignment apply to a histogram or a binned_dot_plot.");
     if (args.groupLinesByLegend !== undefined && graphType !== "line_graph") {
       throw invalid("groupLinesByLegend applies to a line_graph (with a legendAttribute).");
