@@ -13,7 +13,7 @@ from codap_relay_tooling.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
 
-ROWS = [{"name": f"s{i}", "grade": 10 + i % 3, "height": 150 + (i * 7) % 41} for i in range(40)]
+ROWS: list[dict[str, Any]] = [{"name": f"s{i}", "grade": 10 + i % 3, "height": 150 + (i * 7) % 41} for i in range(40)]
 
 
 @pytest.fixture(autouse=True)
