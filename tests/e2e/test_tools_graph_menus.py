@@ -134,6 +134,25 @@ def test_a_histogram_keeps_each_attributes_decimals_and_type(codap: CodapPage) -
     assert "also changed" not in made["content"][0]["text"]
 
 
+def test_create_treats_a_numeric_attribute_as_categories(codap: CodapPage) -> None:
+    rows = [{"sleep_hr": 6 + (i * 3) % 7 / 2, "grade": 9 + i % 4} for i in range(16)]
+    dataset(codap, "sleepers", rows)
+    asked = {"datasetName": "sleepers", "graphType": "dot_plot", "xAttribute": "sleep_hr", "yAttribute": "grade"}
+    refused = codap.failed("create_codap_graph", asked)
+    assert 'yAttributeType "categorical"' in refused["message"]
+    assert refused["data"]["instead"] == {"yAttributeType": "categorical"}
+    made = codap.done("create_codap_graph", {**asked, "yAttributeType": "categorical"})["structuredContent"]
+    held = component(codap, int(made["graphId"]))
+    assert (held["plotType"], held["yAttributeName"], held["yAttributeType"]) == ("dotPlot", "grade", "categorical")
+    assert made["plotType"] == "dotPlot" and "Not set" not in " ".join(made["notes"])
+    # and the other way round: x numbers as categories, a legend as a colour scale of categories
+    bars = graph(codap, datasetName="sleepers", graphType="dot_plot", xAttribute="grade", xAttributeType="categorical",
+                 legendAttribute="grade", legendAttributeType="categorical")  # fmt: skip
+    held = component(codap, bars)
+    assert (held["xAttributeType"], held["plotType"]) == ("categorical", "dotChart")
+    assert graph_storage(codap, bars)["legendAttributeType"] == 2  # CODAP's categorical
+
+
 def test_format_menu_points_stroke_background_and_legend_colours(codap: CodapPage) -> None:
     dataset(codap, "format")
     gid = graph(codap, datasetName="format", graphType="scatterplot", xAttribute="h", yAttribute="w")

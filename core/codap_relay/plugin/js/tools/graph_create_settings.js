@@ -17,7 +17,8 @@ import { SETTINGS, shown } from "./graph_settings.js";
 /** update_codap_graph's settings create_codap_graph takes as they are. */
 export const CREATE_SETTINGS = /** @type {const} */ ([
   "barChartScale", "barChartFormula", "categoryOrder", "topSplitAttribute", "rightSplitAttribute", "filterFormula", "pointColor",
-  "pointSize", "xAxisMin", "xAxisMax", "yAxisMin", "yAxisMax", "showMeasureLabels",
+  "pointSize", "xAxisMin", "xAxisMax", "yAxisMin", "yAxisMax", "showMeasureLabels", "xAttributeType", "yAttributeType",
+  "legendAttributeType",
 ]);
 /** create_codap_graph's adornment options: [its argument, add_codap_adornment's]. */
 export const ADORNMENT_OPTIONS = /** @type {const} */ ([

@@ -70,10 +70,16 @@ export function createGraphTools(ctx) {
     const wantsY = needsY || ((graphType === "dot_plot" || graphType === "binned_dot_plot") && Boolean(yAttribute));
     const y = wantsY ? attrs.get(/** @type {string} */ (yAttribute)) : undefined;
     if (wantsY && !y) throw unknownAttribute(dataset, yAttribute, "the y axis");
-    if (graphType === "dot_plot" && y?.type === "numeric" && x.type === "numeric") {
-      throw invalid(
+    // How the graph treats each axis' attribute: as CODAP types it unless xAttributeType or yAttributeType says.
+    const numericX = args.xAttributeType ? args.xAttributeType === "numeric" : x.type === "numeric";
+    const numericY = args.yAttributeType ? args.yAttributeType === "numeric" : y?.type === "numeric";
+    if (graphType === "dot_plot" && y && numericY && numericX) {
+      throw new ToolError(
         `A dot_plot splits its dots by a category: ${JSON.stringify(y.name)} and ${JSON.stringify(x.name)} are both ` +
-          "numeric, which makes a scatterplot (graphType scatterplot).",
+          `numeric, which makes a scatterplot (graphType scatterplot). To split the dots by each value of ${JSON.stringify(y.name)}, ` +
+          `give yAttributeType "categorical" (the axis menu's Treat as Categorical).`,
+        "invalid_arguments",
+        { instead: { yAttributeType: "categorical" } },
       );
     }
     const legend = legendAttribute ? attrs.get(legendAttribute) : undefined;
@@ -82,7 +88,6 @@ export function createGraphTools(ctx) {
     const notes = [];
     if (yAttribute && !wantsY) notes.push(`yAttribute ${JSON.stringify(yAttribute)} was not used for a ${graphType}.`);
 
-    const numericX = x.type === "numeric";
     // A bar chart counts the cases at each value: a numeric x is treated as categorical for it, as CODAP's
     // own "treat as categorical" does. A histogram of a category is a bar chart of its counts.
     const bars = graphType === "bar_chart" || (graphType === "histogram" && !numericX);
@@ -91,6 +96,8 @@ export function createGraphTools(ctx) {
     if (y) values.yAttributeName = y.name;
     if (legend) values.legendAttributeName = legend.name;
     if (bars && numericX) values.xAttributeType = "categorical";
+    else if (args.xAttributeType) values.xAttributeType = args.xAttributeType;
+    if (y && args.yAttributeType) values.yAttributeType = args.yAttributeType;
     if (title) Object.assign(values, { name: title, title });
     /** @type {CodapRequest} */
     const create = { action: "create", resource: "component", values };
