@@ -353,7 +353,8 @@ def test_group_moves_attributes_into_a_new_parent_collection_and_ungroup_moves_t
         == [{"values": c["case"]["values"], "cases": len(c["case"]["children"])} for c in parents["cases"]]
         == [{"values": {"species": s}, "cases": n} for s, n in (("oak", 2), ("ash", 2), ("elm", 1))]
     )
-    assert 'how many trees grp cases each holds: "oak" 2, "ash" 2, "elm" 1.' in grouped["content"][0]["text"]
+    said = "how many trees grp cases each holds: species oak: 2 cases; species ash: 2 cases; species elm: 1 case."
+    assert said in grouped["content"][0]["text"]
     assert grouped["structuredContent"]["collections"] == [
         {"name": n, "caseCount": c, "attributes": a} for n, c, a in after
     ]

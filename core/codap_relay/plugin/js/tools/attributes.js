@@ -210,7 +210,9 @@ export function createAttributeTools(ctx) {
     const cases = reply?.success === true ? reply.values?.cases ?? [] : [];
     const values = cases.map((c) => c.case?.values?.[name]);
     const errors = /** @type {string[]} */ (values.filter((v) => typeof v === "string" && v.startsWith(FORMULA_ERROR_MARK)));
-    return { values, errors, count: values.length };
+    // each value's case, named by its other values (a parent case: "grade 10")
+    const of = cases.map((c) => Object.entries(c.case?.values ?? {}).filter(([k]) => k !== name).slice(0, 2));
+    return { values, errors, count: values.length, of };
   }
 
   /** @param {string[]} errors */
@@ -254,7 +256,14 @@ export function createAttributeTools(ctx) {
       throw err;
     }
     const facts = attributeFacts(attr, target.name);
-    const first = computedValues.slice(0, SHOWN_VALUES);
+    // as CODAP shows them: to the precision asked, else without binary noise (7.199999999999999 is 7.2)
+    const places = typeof facts.precision === "number" ? facts.precision : null;
+    /** @type {(v: unknown) => unknown} */
+    const display = (v) => (typeof v !== "number" ? v : places !== null ? Number(v.toFixed(places)) : Number(v.toPrecision(12)));
+    const first = computedValues.slice(0, SHOWN_VALUES).map(display);
+    const parent = target !== dataset.collections[dataset.collections.length - 1];
+    const named = computed(read, name).of.slice(0, SHOWN_VALUES)
+      .map((pairs, i) => `${pairs.map(([k, v]) => `${k} ${typeof v === "string" && v ? v : shown(v)}`).join(", ")}: ${shown(first[i])}`);
     const details = [
       facts.type ? `type ${facts.type}` : null,
       facts.unit ? `unit ${facts.unit}` : null,
@@ -266,7 +275,8 @@ export function createAttributeTools(ctx) {
       (details.length ? ` (${details.join(", ")})` : "") + ".";
     if (hasFormula) {
       text += count
-        ? ` Formula ${q(facts.formula)}; CODAP computed ${plural(count, "value")}, the first: ${first.map(shown).join(", ")}.`
+        ? ` Formula ${q(facts.formula)}; CODAP computed ${plural(count, "value")}` +
+          (parent ? `, one per ${target.name} case: ${named.join("; ")}${count > named.length ? "; …" : ""}.` : `, the first: ${first.map(shown).join(", ")}.`)
         : ` Formula ${q(facts.formula)}; the collection has no cases yet, so CODAP computed nothing (only the ` +
           "formula's syntax was checked).";
     } else {

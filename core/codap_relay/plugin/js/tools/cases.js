@@ -394,7 +394,8 @@ export function createCaseTools(ctx) {
     if (made && groups.length) {
       const below = after.collections[after.collections.indexOf(made) + 1]?.name ?? "child";
       groupText = `\nThe ${plural(made.caseCount, "group")} and how many ${below} cases each holds: ` +
-        groups.map((g) => `${Object.values(g.values).map(shownValue).join(" & ")} ${g.cases}`).join(", ") +
+        groups.map((g) => `${Object.entries(g.values).map(([k, v]) => `${k} ${typeof v === "string" && v.trim() ? v : shownValue(v)}`).join(", ")}: ` +
+          plural(g.cases, "case")).join("; ") +
         (made.caseCount > groups.length ? `, … ${made.caseCount - groups.length} more.` : ".");
     }
     return toolResult(`${what}. Collections now: ${layout}.${groupText}`, {
