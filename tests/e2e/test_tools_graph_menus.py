@@ -285,6 +285,20 @@ def test_the_measure_menu_beyond_what_codaps_api_creates(codap: CodapPage) -> No
     assert "Movable Line" not in shown(codap, scatter) and "Plotted Function" in shown(codap, scatter)
 
 
+def test_statistics_with_their_values_written_on_the_graph_in_one_call(codap: CodapPage) -> None:
+    dataset(codap, "labels")
+    dots = graph(codap, datasetName="labels", graphType="dot_plot", xAttribute="h")
+    added = codap.done(
+        "add_codap_adornment", {"graph": dots, "adornments": ["mean", "median"], "showMeasureLabels": True}
+    )
+    assert plot_storage(codap, dots)["showMeasureLabels"] is True and {"Mean", "Median"} <= shown(codap, dots)
+    assert added["structuredContent"]["measureLabels"] is True and "written on the graph" in added["content"][0]["text"]
+    assert adornment(codap, dots, "Mean")["data"][0]["mean"] == pytest.approx(mean(HEIGHTS))
+    off = codap.done("add_codap_adornment", {"graph": dots, "adornment": "mean", "showMeasureLabels": False})
+    assert plot_storage(codap, dots).get("showMeasureLabels") is not True
+    assert off["structuredContent"]["measureLabels"] is False
+
+
 def test_several_statistics_in_one_call_each_read_back_and_undone_in_one_step(codap: CodapPage) -> None:
     dataset(codap, "several")
     dots = graph(codap, datasetName="several", graphType="dot_plot", xAttribute="h")

@@ -20,7 +20,7 @@ import { rebuildGraph } from "./graph_rebuild.js";
  * add_codap_adornment's arguments.
  * @typedef {{adornment?: string, adornments?: string[], graph?: string | number, formula?: string, percentType?: string,
  *   showRSquared?: boolean, showConfidenceBands?: boolean, showR?: boolean, showOutliers?: boolean, numberOfStandardErrors?: number,
- *   slope?: number, intercept?: number, value?: number}} AddArgs
+ *   slope?: number, intercept?: number, value?: number, showMeasureLabels?: boolean}} AddArgs
  */
 
 /**

@@ -106,8 +106,12 @@ export function percentByLegendNote(detail) {
     `set the percent's percentType to "column" (add_codap_adornment percent percentType "column"; "row" gives each ${x}'s percent within each ${legend}).`;
 }
 
-/** @param {ToolContext} ctx */
-export function createAdornmentTools(ctx) {
+/**
+ * @param {ToolContext} ctx
+ * @param {((args: {graph: import("../types.js").CodapId, showMeasureLabels: boolean}) => Promise<any>) | null} [updateGraph]
+ *   update_codap_graph, which sets the graph's measure labels
+ */
+export function createAdornmentTools(ctx, updateGraph = null) {
   const { send, must, listGraphs, pickGraph } = ctx;
   const { addByRebuild, addByApi } = createAdornmentAdder(ctx);
 
@@ -172,10 +176,22 @@ export function createAdornmentTools(ctx) {
         failed.push(err.message);
       }
     }
+    /** @type {boolean | null} */
+    let labels = null;
+    if (args.showMeasureLabels !== undefined && updateGraph) {
+      try {
+        const { structuredContent: s } = await updateGraph({ graph: graph.id, showMeasureLabels: args.showMeasureLabels });
+        labels = s.state?.measures?.labels ?? null;
+        if (labels !== args.showMeasureLabels) failed.push(`CODAP did not ${args.showMeasureLabels ? "show" : "hide"} the measure labels.`);
+      } catch (err) {
+        if (!(err instanceof ToolError)) throw err;
+        failed.push(`the measure labels: ${err.message}`);
+      }
+    }
     const relisted = adornmentsRead(await send(adornmentReads(graph.id)));
     const order = new Map(names.map((n, i) => [n, i]));
     done.sort((a, b) => /** @type {number} */ (order.get(a.name)) - /** @type {number} */ (order.get(b.name)));
-    return adornmentAnswer(graph, done, relisted, failed, args.adornments !== undefined);
+    return adornmentAnswer(graph, done, relisted, failed, args.adornments !== undefined, labels);
   }
 
   /**
@@ -223,8 +239,9 @@ export function createAdornmentTools(ctx) {
    * @param {ListedAdornment[]} listed
    * @param {string[]} failed
    * @param {boolean} several the kinds were given as a list
+   * @param {boolean | null} labels whether the graph writes each measure's value on it, where showMeasureLabels was given
    */
-  function adornmentAnswer(graph, done, listed, failed, several) {
+  function adornmentAnswer(graph, done, listed, failed, several, labels) {
     const kinds = done.map((one) => kindFacts(graph, one));
     const added = done.filter((d) => d.added).map((d) => the(d.name));
     const already = done.filter((d) => !d.added).map((d) => the(d.name));
@@ -237,9 +254,11 @@ export function createAdornmentTools(ctx) {
     const formula = kinds.map((k) => k.facts.formula).filter(Boolean).map((f) => ` Formula as CODAP holds it: ${JSON.stringify(f)}.`).join("");
     const notes = [...kinds.flatMap((k) => k.notes), ...failed.map((f) => `Not added: ${f}`)];
     const still = showing(listed);
+    if (labels !== null) said.push(labels ? "Each measure's value is written on the graph (Show Measure Labels)." : "The measures' values are not written on the graph.");
     const text = `${said.join(" ")}${computed.length ? ` CODAP computed: ${computed.join("; ")}.` : ""}${formula}` +
       (notes.length ? ` ${notes.join(" ")}` : "") + (still.length ? ` Shown on the graph now: ${still.join(", ")}.` : "");
-    const common = { graphId: graph.id, plotType: graph.detail.plotType ?? null, adornments: kinds.map((k) => k.facts), shown: still, notes };
+    const common = { graphId: graph.id, plotType: graph.detail.plotType ?? null, adornments: kinds.map((k) => k.facts), shown: still, notes,
+      ...(labels !== null ? { measureLabels: labels } : {}) };
     // one kind named alone: its facts at the top too, as this tool has always answered
     return toolResult(text, several ? common : { ...kinds[0].facts, ...common });
   }

@@ -26,7 +26,7 @@ export function createGraphTools(ctx) {
   const { send, must, findDataset, describeDatasets, listGraphs, pickGraph, graphPicture, graphData } = ctx;
   const placer = createPlacer(ctx);
   const updates = createGraphUpdate(ctx);
-  const adornmentTools = createAdornmentTools(ctx);
+  const adornmentTools = createAdornmentTools(ctx, updates.update_codap_graph);
 
   /**
    * A picture's answer beside what the graph holds (graph_data.js), read whether or not CODAP drew it; a graph
