@@ -77,6 +77,44 @@ def test_text(codap: CodapPage) -> None:
     assert made["structuredContent"]["text"] == "Heights rise with age.\nSecond line"
 
 
+LONG_NOTE = (
+    "Students who sleep more tend to have higher quiz scores, but the pattern is weak. Three students with less than "
+    "six hours of sleep scored above 90, so sleep is not the whole story. Next we will look at study time and screen "
+    "time to see whether they explain the rest."
+)
+
+
+def text_fits(codap: CodapPage, title: str) -> dict[str, int]:
+    """The text box's content area as CODAP's page draws it: its height and the height of what it holds."""
+    found: dict[str, int] = codap.page.evaluate(
+        """(title) => {
+          for (const c of document.querySelectorAll('.codap-component.codap-text')) {
+            if (!(c.textContent || '').includes(title)) continue;
+            const area = c.querySelector('.codap-text-content');
+            return { shown: area.clientHeight, held: area.scrollHeight };
+          }
+          return null;
+        }""",
+        title,
+    )
+    return found
+
+
+def test_a_long_text_gets_a_box_that_shows_all_of_it(codap: CodapPage) -> None:
+    made = codap.done("create_codap_text", {"text": LONG_NOTE, "title": "Sleep findings"})
+    cid = made["structuredContent"]["componentId"]
+    fits = text_fits(codap, "Sleep findings")
+    assert fits["held"] <= fits["shown"], fits  # CODAP's default 300 x 100 box held 96 px of text in 66 px
+    size = component(codap, cid)["dimensions"]
+    assert size["height"] > 100 and not made["structuredContent"]["textScrolls"]
+    assert f"The box is {size['width']} × {size['height']} px, sized to show the whole text." in made["content"][0]["text"]
+    short = codap.done("create_codap_text", {"text": "A short note.", "title": "Short"})
+    assert component(codap, short["structuredContent"]["componentId"])["dimensions"] == {"width": 300, "height": 100}
+    assert "sized to show" not in short["content"][0]["text"]
+    very_long = codap.done("create_codap_text", {"text": " ".join([LONG_NOTE] * 12), "title": "Essay"})
+    assert very_long["structuredContent"]["textScrolls"] and "scrolls inside it" in very_long["content"][0]["text"]
+
+
 def test_slider_makes_a_global_that_formulas_use(codap: CodapPage) -> None:
     args = {"name": "slope", "value": 2, "min": 0, "max": 5, "step": 0.5, "title": "Slope", "animationMode": "nonStop"}
     made = codap.done("create_codap_slider", args)["structuredContent"]

@@ -7,6 +7,7 @@ import { ToolError, get, invalid, toolResult } from "./context.js";
 import { readDocument, rebuildComponent } from "./codap_document.js";
 import { boxOf, freePlace, overlaps, placed } from "./layout.js";
 import { textFacts, textValue } from "./markdown.js";
+import { textBoxSize } from "./text_fit.js";
 import { createMapTools } from "./maps.js";
 import { createPlacer, placementText, registerPlaceBeside } from "./component_place.js";
 import { plainText } from "./richtext.js";
@@ -187,15 +188,27 @@ export function createComponentTools(ctx) {
     const { text, title } = args;
     // Sent as rich text, never as a string: CODAP reads a string that parses as JSON as rich text.
     const { value, dropped } = textValue(text, args.markdown === true);
-    const { id, detail } = await create({ type: "text", text: value, ...titled(title) }, "a text box");
+    const size = textBoxSize(text, args.markdown === true);
+    const dimensions = size.resized ? { dimensions: { width: size.width, height: size.height } } : {};
+    const { id, detail } = await create({ type: "text", text: value, ...titled(title), ...dimensions }, "a text box");
     const facts = textFacts(detail.text);
     const notes = textNotes(value, detail.text, dropped);
     const { placement, note } = await placer.placeNew(id, args);
+    const sizing = size.scrolls
+      ? ` The text is longer than a ${size.width} × ${size.height} px box shows: it scrolls inside it (update_codap_component size makes the box bigger).`
+      : size.resized ? ` The box is ${size.width} × ${size.height} px, sized to show the whole text.` : "";
     return toolResult(
       `Created a text box (id ${id}${detail.title ? `, title ${JSON.stringify(detail.title)}` : ""}) showing ` +
         `${facts.text.length} characters${facts.markdown ? ", formatted (structuredContent.markdown reads it back)" : ""}.` +
-        (notes.length ? ` CODAP did not show: ${notes.join("; ")}.` : "") + (placement ? placementText(placement) : "") + note,
-      { componentId: id, title: detail.title ?? "", ...facts, ...(notes.length ? { notTaken: notes } : {}), ...(placement ? { placement } : {}) },
+        sizing + (notes.length ? ` CODAP did not show: ${notes.join("; ")}.` : "") + (placement ? placementText(placement) : "") + note,
+      {
+        componentId: id,
+        title: detail.title ?? "",
+        ...facts,
+        textScrolls: size.scrolls,
+        ...(notes.length ? { notTaken: notes } : {}),
+        ...(placement ? { placement } : {}),
+      },
     );
   }
 
