@@ -107,9 +107,12 @@ def test_a_long_text_gets_a_box_that_shows_all_of_it(codap: CodapPage) -> None:
     assert fits["held"] <= fits["shown"], fits  # CODAP's default 300 x 100 box held 96 px of text in 66 px
     size = component(codap, cid)["dimensions"]
     assert size["height"] > 100 and not made["structuredContent"]["textScrolls"]
-    assert f"The box is {size['width']} × {size['height']} px, sized to show the whole text." in made["content"][0]["text"]
+    assert (
+        f"The box is {size['width']} × {size['height']} px, sized to show the whole text." in made["content"][0]["text"]
+    )
     short = codap.done("create_codap_text", {"text": "A short note.", "title": "Short"})
-    assert component(codap, short["structuredContent"]["componentId"])["dimensions"] == {"width": 300, "height": 100}
+    short_size = component(codap, short["structuredContent"]["componentId"])["dimensions"]
+    assert short_size == {"width": 300, "height": 100}
     assert "sized to show" not in short["content"][0]["text"]
     very_long = codap.done("create_codap_text", {"text": " ".join([LONG_NOTE] * 12), "title": "Essay"})
     assert very_long["structuredContent"]["textScrolls"] and "scrolls inside it" in very_long["content"][0]["text"]
