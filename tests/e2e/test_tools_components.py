@@ -107,9 +107,8 @@ def test_a_long_text_gets_a_box_that_shows_all_of_it(codap: CodapPage) -> None:
     assert fits["held"] <= fits["shown"], fits  # CODAP's default 300 x 100 box held 96 px of text in 66 px
     size = component(codap, cid)["dimensions"]
     assert size["height"] > 100 and not made["structuredContent"]["textScrolls"]
-    assert (
-        f"The box is {size['width']} × {size['height']} px, sized to show the whole text." in made["content"][0]["text"]
-    )
+    fitted = f"The box is {size['width']} \N{MULTIPLICATION SIGN} {size['height']} px, sized to show the whole text."
+    assert fitted in made["content"][0]["text"]
     short = codap.done("create_codap_text", {"text": "A short note.", "title": "Short"})
     short_size = component(codap, short["structuredContent"]["componentId"])["dimensions"]
     assert short_size == {"width": 300, "height": 100}
