@@ -16,6 +16,7 @@ CLIENT_FIELDS = {
     "tool": "tool",
     "path": "path",
     "available": "available",
+    "closest": "closest",
     "limit": "limit",
     "field": "field",
     "retry_after": "retryAfter",
@@ -70,10 +71,23 @@ class InvalidArguments(BadInput):
 
     error = "invalid_arguments"
 
-    def __init__(self, message: str, *, tool: str, path: str, **data: Any) -> None:
-        super().__init__(message, tool=tool, path=path, **data)
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool: str,
+        path: str,
+        available: list[str] | None = None,
+        closest: str | None = None,
+        **data: Any,
+    ) -> None:
+        # For an unexpected argument: the names the tool takes there, and the one the wrong name most resembles.
+        extra = {k: v for k, v in (("available", available), ("closest", closest)) if v is not None}
+        super().__init__(message, tool=tool, path=path, **extra, **data)
         self.tool = tool
         self.path = path
+        self.available = available
+        self.closest = closest
 
 
 class UnknownTool(BadInput):

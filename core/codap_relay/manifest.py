@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from difflib import SequenceMatcher
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,9 +132,45 @@ def validate_args(tool: dict[str, Any], args: Any) -> None:
     if error is None:
         return
     path = "args" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    properties = error.schema.get("properties") if isinstance(error.schema, dict) else None
+    if error.validator == "additionalProperties" and isinstance(properties, dict) and isinstance(error.instance, dict):
+        raise _unexpected(tool["name"], path, [k for k in error.instance if k not in properties], properties)
     raise InvalidArguments(
         f"Invalid arguments for {tool['name']}: {path}: {error.message}. "
         "Fix the arguments to match the tool's inputSchema (GET /metadata) and send again.",
         tool=tool["name"],
         path=path,
     )
+
+
+def _unexpected(name: str, path: str, given: list[str], properties: dict[str, Any]) -> InvalidArguments:
+    """An error naming the arguments the tool (or the object at ``path``) accepts, and the one closest to each
+    unexpected name: by spelling, or by its description using the word ("direction" → descending, "Sort direction")."""
+    accepted = list(properties)
+    guesses = {wrong: guess for wrong in given if (guess := _closest(wrong, properties))}
+    where = "" if path == "args" else f" in {path}"
+    hints = "".join(f" ({w!r}: did you mean {g!r}?)" for w, g in guesses.items())
+    listed = ", ".join(repr(k) for k in given)
+    return InvalidArguments(
+        f"Invalid arguments for {name}: {listed} {'is not an argument' if len(given) == 1 else 'are not arguments'} "
+        f"it takes{where}{hints}. "
+        + (f"It takes: {', '.join(accepted)}. Send again with those names" if accepted else "It takes none: send {}")
+        + " (GET /metadata has the tool's inputSchema).",
+        tool=name,
+        path=path,
+        available=accepted,
+        closest=next(iter(guesses.values()), None),
+    )
+
+
+def _closest(wrong: str, properties: dict[str, Any]) -> str | None:
+    word = wrong.lower()
+
+    def score(key: str) -> float:
+        spelled = SequenceMatcher(None, word, key.lower()).ratio()
+        described = properties[key].get("description", "") if isinstance(properties[key], dict) else ""
+        said = len(word) >= 4 and re.search(rf"\b{re.escape(word)}", str(described).lower()) is not None
+        return spelled + (0.5 if said else 0.0)
+
+    best = max(properties, key=score, default=None)
+    return best if best is not None and score(best) >= 0.6 else None

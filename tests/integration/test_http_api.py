@@ -18,6 +18,7 @@ import httpx
 import pytest
 from starlette.types import Message
 
+from codap_relay.catalog import plugin_tools
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
@@ -130,6 +131,26 @@ async def test_wait_returns_200_when_done_and_202_when_not(client: httpx.AsyncCl
         assert_error(
             await client.get("/response", params={"code": code, "id": "w1", "wait": bad}), 400, "invalid_request"
         )
+
+
+async def test_an_unexpected_argument_is_answered_with_the_ones_the_tool_takes(client: httpx.AsyncClient) -> None:
+    opened = await client.post("/api/sessions", json={"tools": list(plugin_tools())})
+    code = opened.json()["code"]
+    args = {"datasetName": "People", "attribute": "age", "direction": "descending"}
+    body = assert_error(
+        await client.post("/request", json={"code": code, "tool": "sort_codap_cases", "args": args}),
+        400,
+        "invalid_arguments",
+    )
+    assert body["closest"] == "descending" and "did you mean 'descending'" in body["message"]
+    assert set(body["available"]) == {"datasetName", "attribute", "descending", "maxCases"}
+    assert "It takes: " in body["message"] and "maxCases" in body["message"]
+    body = assert_error(
+        await client.post("/request", json={"code": code, "tool": "sort_codap_cases", "args": {**args, "zz": 1}}),
+        400,
+        "invalid_arguments",
+    )
+    assert "'direction', 'zz' are not arguments" in body["message"] and body["closest"] == "descending"
 
 
 async def test_validation_errors_name_the_problem(client: httpx.AsyncClient, session: dict[str, Any]) -> None:

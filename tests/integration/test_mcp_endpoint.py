@@ -20,6 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 
+from codap_relay.catalog import plugin_tools
 from codap_relay.http.app import build_app
 from codap_relay.mcp import tools as mcp_tools
 from codap_relay.mcp.tools import SESSION_NOT_FOUND
@@ -240,6 +241,17 @@ async def test_plugin_not_connected_fails_at_once_and_queues_nothing(
         assert phrase in text and "nothing was sent" in text and "open CODAP" in text
         assert result.structured_content == {"error": "plugin_not_connected", "message": text}
         assert await live.log(session) == []
+
+
+async def test_an_unexpected_argument_names_the_ones_the_tool_takes(live: Live, transport: str, mode: str) -> None:
+    r = await live.http.post("/api/sessions", json={"tools": list(plugin_tools())})
+    session: dict[str, Any] = r.json()
+    async with live.plugin(session) as plugin, live.mcp(transport, mode, f"/mcp/{session['code']}") as client:
+        wrong = await client.call_tool("sort_codap_cases", {"datasetName": "x", "attribute": "y", "direction": "down"})
+    assert wrong.is_error and "did you mean 'descending'" in text_of(wrong) and "maxCases" in text_of(wrong)
+    assert wrong.structured_content is not None and wrong.structured_content["closest"] == "descending"
+    assert "descending" in wrong.structured_content["available"]
+    assert plugin.executed == []
 
 
 async def test_bad_arguments_are_a_tool_error_naming_the_field(live: Live, transport: str, mode: str) -> None:

@@ -138,7 +138,8 @@ async def test_submit_validates_tool_and_args(relay: Relay) -> None:
     assert bad.value.path == "args.recordCount"
     with pytest.raises(e.InvalidArguments) as extra:
         await relay.queue.submit(s.code, "get_codap_datasets", {"x": 1})
-    assert "additional" in extra.value.message.lower()
+    assert "'x' is not an argument it takes" in extra.value.message and "It takes none: send {}" in extra.value.message
+    assert extra.value.available == []
     with pytest.raises(e.BadInput):
         await relay.queue.submit(s.code, "get_codap_datasets", {}, "bad id with spaces")
     assert relay.store.list_requests(s.code) == []

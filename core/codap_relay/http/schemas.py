@@ -228,7 +228,10 @@ class ErrorBody(BaseModel):
     field: str | None = Field(None, description="The request field that was wrong")
     path: str | None = Field(None, description="Where in the tool arguments the problem is")
     tool: str | None = None
-    available: list[str] | None = Field(None, description="The session's tools, for an unknown tool")
+    available: list[str] | None = Field(
+        None, description="The session's tools, for an unknown tool; the tool's arguments, for an unexpected one"
+    )
+    closest: str | None = Field(None, description="For an unexpected argument: the accepted one it most resembles")
     limit: int | None = Field(None, description="The size limit in bytes that was exceeded")
     retryAfter: int | None = Field(None, description="Seconds to wait before retrying (also the Retry-After header)")
     requestId: str | None = None
