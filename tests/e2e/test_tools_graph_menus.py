@@ -512,3 +512,27 @@ def test_undo_takes_back_graph_settings_and_rows_keep_their_ids(codap: CodapPage
     assert [i["id"] for i in codap.items("undo")] == ids
     held = component(codap, gid)
     assert (held["plotType"], held["pointColor"], held["legendAttributeName"]) == ("dotPlot", "#ff0000", "g")
+
+
+def test_changing_the_plot_type_leaves_each_attributes_decimals_as_they_were(codap: CodapPage) -> None:
+    """Each plot type change below rebuilds CODAP's document; an imported number (type inferred, shown as entered),
+    one typed with 3 decimals and a formula keep their decimals and type, read back from CODAP."""
+    lines = [f"{3.14159 + i / 7},{10 + i},{1.23456 + i / 11}" for i in range(15)]
+    codap.done("import_codap_data", {"datasetName": "precise", "csv": "\n".join(["len,n,three", *lines])})
+    codap.ok({"action": "update", "resource": "dataContext[precise].attribute[three]",
+              "values": {"type": "numeric", "precision": 3}})  # fmt: skip
+    codap.done("add_codap_attribute", {"datasetName": "precise", "name": "twice", "formula": "len * 2"})
+    names = ("len", "n", "three", "twice")
+
+    def attributes() -> dict[str, tuple[Any, Any]]:
+        got = [codap.ok({"action": "get", "resource": f"dataContext[precise].attribute[{n}]"}) for n in names]
+        return {n: (a.get("precision"), a.get("type")) for n, a in zip(names, got, strict=True)}
+
+    before = attributes()
+    assert before["len"][0] in (None, "") and before["three"] == (3, "numeric")
+    gid = graph(codap, datasetName="precise", graphType="dot_plot", xAttribute="len")
+    for args in ({"plotType": "binned_dot_plot"}, {"plotType": "dot_plot", "showMeasureLabels": True}):
+        answer = update(codap, gid, **args)
+        assert attributes() == before, answer["content"][0]["text"]
+        assert "also changed" not in answer["content"][0]["text"]
+    assert component(codap, gid)["plotType"] == "dotPlot"
