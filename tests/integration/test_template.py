@@ -183,7 +183,7 @@ def test_a_refused_stream_gets_503_with_a_retry_after_the_plugin_can_read(deploy
         params = gateway_response(stack, response_type, status)["responseParameters"]
         assert params["gatewayresponse.header.Retry-After"] == seconds, response_type
         assert params["gatewayresponse.header.Access-Control-Expose-Headers"] == "'Retry-After'", response_type
-    js = (CHECKOUT / "core" / "codap_relay" / "plugin" / "js" / "relay.js").read_text()
+    js = (CHECKOUT / "core" / "codap_relay" / "plugin" / "js" / "stream.js").read_text()
     assert "err.status === 503 || err.status === 429" in js, "the plugin waits for room on both"
 
 

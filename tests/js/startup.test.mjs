@@ -3,14 +3,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import {
-  RelayClient,
-  RelayHttpError,
-  createSessionWhenAllowed,
-  limitMsFrom,
-  parseRetryAfter,
-  retryAfterMs,
-} from "../../core/codap_relay/plugin/js/relay.js";
+import { limitMsFrom } from "../../core/codap_relay/plugin/js/page_url.js";
+import { RelayClient, RelayHttpError, parseRetryAfter } from "../../core/codap_relay/plugin/js/relay.js";
+import { createSessionWhenAllowed, retryAfterMs } from "../../core/codap_relay/plugin/js/retry.js";
 import { MemoryStorage, PluginStore, openStorage } from "../../core/codap_relay/plugin/js/storage.js";
 
 test("openStorage uses sessionStorage where it works and memory where the browser refuses it", () => {
@@ -97,7 +92,7 @@ test("a refusal that waiting cannot fix is thrown at once", async () => {
 });
 
 test("?relay= is used only for this page's own origin or a relay on this computer", async () => {
-  const { relayBaseFrom } = await import("../../core/codap_relay/plugin/js/relay.js");
+  const { relayBaseFrom } = await import("../../core/codap_relay/plugin/js/page_url.js");
   const at = (href) => relayBaseFrom(new URL(href));
   assert.equal(at("https://relay.example.org/v1/plugin/"), "https://relay.example.org/v1");
   assert.equal(at("https://relay.example.org/plugin/?relay=https://relay.example.org/v2/"), "https://relay.example.org/v2");

@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 
-import { RelayClient, RelayHttpError, RelayTimeoutError, StreamConnection, newTabId } from "../../core/codap_relay/plugin/js/relay.js";
+import { RelayClient, RelayHttpError, RelayTimeoutError, newTabId } from "../../core/codap_relay/plugin/js/relay.js";
+import { StreamConnection } from "../../core/codap_relay/plugin/js/stream.js";
 
 class FakeEventSource {
   static opened = [];

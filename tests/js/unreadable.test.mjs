@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { PushConnection } from "../../core/codap_relay/plugin/js/push.js";
-import { StreamConnection, readEventData } from "../../core/codap_relay/plugin/js/relay.js";
+import { readEventData } from "../../core/codap_relay/plugin/js/request_data.js";
+import { StreamConnection } from "../../core/codap_relay/plugin/js/stream.js";
 import { Runner } from "../../core/codap_relay/plugin/js/runner.js";
 import { MemoryStorage, PluginStore } from "../../core/codap_relay/plugin/js/storage.js";
 

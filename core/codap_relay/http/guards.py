@@ -19,7 +19,7 @@ from ..settings import Settings
 from .errors import HOST_NOT_ALLOWED, error_response
 
 # Where the plugin's page may connect: its own relay; a relay on this computer (?relay= may name one, see
-# relay.js relayBaseFrom); any https address, because a tool imports CSV files from https URLs the user gives.
+# page_url.js relayBaseFrom); any https address, because a tool imports CSV files from https URLs the user gives.
 PLUGIN_CONNECT = "'self' https: http://127.0.0.1:* http://localhost:*"
 
 

@@ -6,7 +6,9 @@
 // is retried with backoff; if sockets keep being refused, or one cannot open or attach twice in a row (a CSP, a
 // proxy that drops WebSockets), it stops and the page falls back to SSE (handlers.onFallback) for a while.
 
-import { RelayHttpError, backoffMs, newTabId, readEventData } from "./relay.js";
+import { RelayHttpError, newTabId } from "./relay.js";
+import { readEventData } from "./request_data.js";
+import { backoffMs } from "./retry.js";
 
 /** Consecutive failed opens/attaches after which the page uses SSE instead. */
 export const FAILURES_BEFORE_FALLBACK = 2;

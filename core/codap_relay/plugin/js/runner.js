@@ -7,7 +7,8 @@
 // Timing measure "codap-relay <tool> <id>", which the browser's performance tools and the benchmark read.
 
 import { ToolError, errorBody } from "./errors.js";
-import { RelayHttpError, retryDelayMs } from "./relay.js";
+import { RelayHttpError } from "./relay.js";
+import { retryDelayMs } from "./retry.js";
 
 /**
  * @import {ActivityUpdate, OutcomeBody, Tool, ToolArgs, ToolErrorBody, ToolRequest} from "./types.js"

@@ -7,7 +7,9 @@
 import { CONSENT_TOOL, ConnectedApps } from "./apps.js";
 import { ChangeReporter } from "./changes.js";
 import { PushConnection } from "./push.js";
-import { RelayHttpError, StreamConnection, backoffMs, createSessionWhenAllowed } from "./relay.js";
+import { RelayHttpError } from "./relay.js";
+import { backoffMs, createSessionWhenAllowed } from "./retry.js";
+import { StreamConnection } from "./stream.js";
 import { Runner } from "./runner.js";
 
 /**
@@ -99,7 +101,7 @@ export class SessionController {
    * @param {(fn: () => void, ms: number) => unknown} [options.setTimer]
    * @param {(timer: unknown) => void} [options.clearTimer] takes null too
    * @param {() => number} [options.now] the wall clock (ms)
-   * @param {() => number} [options.random] the jitter of the waits (relay.js)
+   * @param {() => number} [options.random] the jitter of the waits (retry.js)
    */
   constructor({
     client,

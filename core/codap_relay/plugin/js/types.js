@@ -260,7 +260,7 @@ export function isCodapSuccess(reply) {
  */
 
 /**
- * What a channel to the relay (relay.js StreamConnection, push.js PushConnection) tells the page: its state
+ * What a channel to the relay (stream.js StreamConnection, push.js PushConnection) tells the page: its state
  * ("connected", "reconnecting", "offline", "room"), each request, and the session's end.
  * @typedef {object} ChannelHandlers
  * @property {(state: string) => void} onStatus
