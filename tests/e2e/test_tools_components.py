@@ -185,6 +185,32 @@ def test_update_moves_resizes_retitles_hides_and_shows(codap: CodapPage) -> None
     assert nothing["code"] == "invalid_arguments"
 
 
+def test_a_component_moved_or_resized_past_the_window_is_said_to_lie_beyond_it(codap: CodapPage) -> None:
+    """The person sees the canvas up to the window's edge: a component moved or grown past it is out of sight
+    until they scroll, and the answer says so, as the create tools' do."""
+    cid = codap.done("create_codap_text", {"text": "far away", "title": "Far"})["structuredContent"]["componentId"]
+    window = codap.page.evaluate("() => ({width: window.innerWidth, height: window.innerHeight})")
+    moved = codap.done(
+        "update_codap_component", {"component": cid, "position": {"left": window["width"] + 200, "top": 40}}
+    )
+    tile = codap.page.evaluate(
+        "(id) => [...document.getElementsByClassName('free-tile-component')].find((t) => t.id.endsWith(String(id)))"
+        ".getBoundingClientRect().left",
+        cid,
+    )
+    assert component(codap, cid)["position"]["left"] == window["width"] + 200 and tile > window["width"]
+    assert moved["structuredContent"]["beyondVisibleCanvas"] is True
+    assert "beyond the canvas the person sees" in moved["content"][0]["text"]
+    back = codap.done("update_codap_component", {"component": cid, "position": {"left": 10, "top": 10}})
+    assert component(codap, cid)["position"] == {"left": 10, "top": 10}
+    assert back["structuredContent"]["beyondVisibleCanvas"] is False and "beyond" not in back["content"][0]["text"]
+    grown = codap.done(
+        "update_codap_component", {"component": cid, "size": {"width": 300, "height": window["height"] + 100}}
+    )
+    assert component(codap, cid)["dimensions"]["height"] == window["height"] + 100
+    assert grown["structuredContent"]["beyondVisibleCanvas"] is True
+
+
 def test_delete_closes_a_component(codap: CodapPage) -> None:
     cid = codap.done("create_codap_text", {"text": "bye", "title": "Doomed"})["structuredContent"]["componentId"]
     gone = codap.done("delete_codap_component", {"component": "Doomed"})["structuredContent"]

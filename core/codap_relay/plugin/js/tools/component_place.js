@@ -29,6 +29,22 @@ export function visibleCanvas(win = /** @type {any} */ (globalThis)) {
 }
 
 /**
+ * Whether a component's box reaches past the canvas the person sees (they scroll the canvas to see it); null where
+ * that canvas is unknown.
+ * @param {Box} box
+ * @param {{width: number, height: number} | null} canvas visibleCanvas()
+ */
+export const beyondCanvas = (box, canvas) =>
+  canvas ? box.left + box.width > canvas.width || box.top + box.height > canvas.height : null;
+
+/**
+ * The words for a component beyond the visible canvas.
+ * @param {{width: number, height: number} | undefined} canvas
+ */
+export const beyondCanvasText = (canvas) =>
+  `it lies beyond the canvas the person sees (about ${canvas?.width} × ${canvas?.height} px): they scroll the canvas to see it`;
+
+/**
  * Where a component is and what it overlaps, for an answer.
  * @typedef {{position: {left: number, top: number}, size: {width: number, height: number}, overlaps: CodapId[],
  *   beyondVisibleCanvas: boolean | null, movedFrom?: {left: number, top: number}, visibleCanvas?: {width: number, height: number}}} Placement
@@ -42,9 +58,7 @@ export function placementText(p) {
   const at = `(${p.position.left}, ${p.position.top}), ${p.size.width} × ${p.size.height} px`;
   const moved = p.movedFrom ? `, moved there from (${p.movedFrom.left}, ${p.movedFrom.top}), where CODAP put it on top of other components` : "";
   const over = p.overlaps.length ? `; it overlaps ${p.overlaps.join(", ")} (update_codap_component place moves it beside one)` : "";
-  const beyond = p.beyondVisibleCanvas
-    ? `; it lies beyond the canvas the person sees (about ${p.visibleCanvas?.width} × ${p.visibleCanvas?.height} px): they scroll the canvas to see it`
-    : "";
+  const beyond = p.beyondVisibleCanvas ? `; ${beyondCanvasText(p.visibleCanvas)}` : "";
   return ` It sits at ${at}${moved}${over}${beyond}.`;
 }
 
@@ -142,7 +156,7 @@ export function createPlacer(ctx) {
       position: { left: box.left, top: box.top },
       size: { width: box.width, height: box.height },
       overlaps: others.filter((o) => overlaps(box, o.box)).map((o) => o.id),
-      beyondVisibleCanvas: canvas ? box.left + box.width > canvas.width || box.top + box.height > canvas.height : null,
+      beyondVisibleCanvas: beyondCanvas(box, canvas),
       ...(movedFrom ? { movedFrom } : {}),
       ...(canvas ? { visibleCanvas: canvas } : {}),
     };

@@ -9,7 +9,7 @@ import { boxOf, freePlace, overlaps, placed } from "./layout.js";
 import { textFacts, textValue } from "./markdown.js";
 import { textBoxSize } from "./text_fit.js";
 import { createMapTools } from "./maps.js";
-import { createPlacer, placementText, registerPlaceBeside } from "./component_place.js";
+import { beyondCanvas, beyondCanvasText, createPlacer, placementText, registerPlaceBeside, visibleCanvas } from "./component_place.js";
 import { plainText } from "./richtext.js";
 import { createSliderTools } from "./sliders.js";
 
@@ -359,6 +359,9 @@ export function createComponentTools(ctx) {
       isMinimized = saved ? saved.savedHeight != null : null;
       if (isMinimized !== minimized) notTaken.push(`minimized ${minimized}`);
     }
+    // as the create tools say: a place past the window means the person scrolls the canvas to find it
+    const canvas = visibleCanvas();
+    const beyond = finalBox && !isHidden ? beyondCanvas(finalBox, canvas) : null;
     const state = {
       componentId: target.id,
       type: now.type ?? target.type,
@@ -367,6 +370,8 @@ export function createComponentTools(ctx) {
       size: now.dimensions ?? null,
       hidden: isHidden,
       covers: covers.map((c) => c.id),
+      beyondVisibleCanvas: beyond,
+      ...(canvas ? { visibleCanvas: canvas } : {}),
       ...(placement ? { placement } : {}),
       ...(replaced ? { hiddenInstead: replaced.id } : {}),
       ...(isMinimized !== null ? { minimized: isMinimized } : {}),
@@ -396,6 +401,7 @@ export function createComponentTools(ctx) {
       }
     }
     text += covers.length ? `. It covers ${covers.map(label).join(", ")}.` : ". It covers no other component.";
+    if (beyond) text += ` ${beyondCanvasText(canvas ?? undefined).replace(/^it/, "It")}.`;
     if (replaced) {
       text += ` ${label(replaced)} is hidden now; it stays in the document (update_codap_component with hidden false shows it again).`;
     }
