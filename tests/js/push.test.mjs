@@ -3,13 +3,8 @@
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
 
-import {
-  ANSWER_MAX_BYTES,
-  HIDDEN_TIMER_LATE_MS,
-  PING_REPLY_MS,
-  PushConnection,
-  REFUSALS_BEFORE_FALLBACK,
-} from "../../core/codap_relay/plugin/js/push.js";
+import { ANSWER_MAX_BYTES, PushConnection } from "../../core/codap_relay/plugin/js/push.js";
+import { HIDDEN_TIMER_LATE_MS, PING_REPLY_MS, REFUSALS_BEFORE_FALLBACK } from "../../core/codap_relay/plugin/js/push_socket.js";
 import { RelayClient, RelayHttpError } from "../../core/codap_relay/plugin/js/relay.js";
 
 class FakeSocket {
