@@ -67,6 +67,20 @@ def test_table_and_card(codap: CodapPage) -> None:
     assert error["code"] == "dataset_not_found" and "CompTable" in error["data"]["available"]
 
 
+def test_a_card_asked_for_a_dataset_with_a_table_says_the_card_shows_and_the_table_is_hidden(codap: CodapPage) -> None:
+    """CODAP shows a dataset's case card in place of its table, hiding the table: the answer says a card is shown,
+    that the table is hidden and how to show it again."""
+    codap.done("create_codap_dataset", {"datasetName": "CardOver", "dataType": "custom", "customData": [{"y": 1}]})
+    (table,) = [c["id"] for c in codap.components() if c["type"] == "caseTable" and not c["hidden"]]
+    made = codap.done("create_codap_table", {"datasetName": "CardOver", "asCard": True})
+    card, text = made["structuredContent"]["componentId"], made["content"][0]["text"]
+    now = {c["id"]: c for c in codap.components()}
+    assert now[card]["type"] == "caseCard" and not now[card]["hidden"] and now[table]["hidden"]
+    assert component(codap, card)["dataContext"] == "CardOver"
+    assert made["structuredContent"]["type"] == "caseCard" and made["structuredContent"]["hiddenInstead"] == table
+    assert "in a case card" in text and f"case table (id {table}) is hidden" in text and 'view "table"' in text
+
+
 def test_text(codap: CodapPage) -> None:
     made = codap.done("create_codap_text", {"text": "Heights rise with age.\nSecond line", "title": "Note"})
     cid = made["structuredContent"]["componentId"]

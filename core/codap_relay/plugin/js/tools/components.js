@@ -11,6 +11,7 @@ import { textBoxSize } from "./text_fit.js";
 import { createMapTools } from "./maps.js";
 import { beyondCanvas, beyondCanvasText, createPlacer, placementText, registerPlaceBeside, visibleCanvas } from "./component_place.js";
 import { plainText } from "./richtext.js";
+import { hiddenInItsPlace, tableCardText } from "./table_card.js";
 import { createSliderTools } from "./sliders.js";
 
 /**
@@ -144,7 +145,9 @@ export function createComponentTools(ctx) {
     const dataset = await findDataset(datasetName);
     const type = asCard ? "caseCard" : "caseTable";
     const [before] = await send([get("componentList")]);
-    const existing = new Set((before?.success === true ? before.values ?? [] : []).map((/** @type {any} */ c) => String(c.id)));
+    /** @type {Array<{id: CodapId, type?: string, hidden?: boolean}>} */
+    const listedBefore = before?.success === true ? before.values ?? [] : [];
+    const existing = new Set(listedBefore.map((c) => String(c.id)));
     // CODAP finds the dataset by name or id: the id cannot reach another dataset whose title is this name.
     let { id, detail } = await create({ type, dataContext: String(dataset.id), ...titled(title) }, `a ${typeWord(type)}`);
     if (title && detail.title !== title) {
@@ -156,14 +159,19 @@ export function createComponentTools(ctx) {
       detail = await readBack(id);
     }
     const shownTitle = detail.title || dataset.name;
+    const hiddenInstead = await hiddenInItsPlace(ctx, id, listedBefore, String(detail.dataContext ?? dataset.name));
     const { placement, note } = args.place
       ? await placer.placeNew(id, args)
       : { placement: await placer.settle(id, { move: !existing.has(String(id)) }), note: "" };
+    const shownType = detail.type ?? type;
     return toolResult(
-      `Showing ${JSON.stringify(dataset.name)} in a ${typeWord(detail.type ?? type)} (id ${id}, title ` +
-        `${JSON.stringify(shownTitle)}). CODAP keeps one table or card per dataset: asking again shows the same one.` +
+      `Showing ${JSON.stringify(dataset.name)} in a ${typeWord(shownType)} (id ${id}, title ${JSON.stringify(shownTitle)})` +
+        tableCardText(shownType, hiddenInstead) +
         (placement ? placementText(placement) : "") + note,
-      { componentId: id, type: detail.type ?? type, datasetName: detail.dataContext ?? dataset.name, title: shownTitle, ...(placement ? { placement } : {}) },
+      {
+        componentId: id, type: shownType, datasetName: detail.dataContext ?? dataset.name, title: shownTitle,
+        ...(hiddenInstead ? { hiddenInstead: hiddenInstead.id } : {}), ...(placement ? { placement } : {}),
+      },
     );
   }
 
