@@ -41,11 +41,14 @@ export function mapStateOf(storage) {
   const base = Object.entries(BASE_MAPS).find(([, v]) => v === m.baseMapLayerName)?.[0] ?? m.baseMapLayerName ?? null;
   const hiddenCaseIds = layers.flatMap((l) => (l._links_?.hiddenCases ?? []).map((/** @type {{id: CodapId}} */ h) => h.id));
   const filters = layers.map((l) => l.v3?.filterFormula).filter((f) => typeof f === "string" && f);
+  // Until CODAP has drawn a map it saves the world view it starts from (centre 0, 0, zoom -1), which no one sees:
+  // it then fits the map to its points. That placeholder is left out, not given as where the map is.
+  const drawn = typeof m.zoom === "number" && m.zoom >= 0;
   return {
     datasetIds: layers.map((l) => l._links_?.context?.id).filter((id) => id !== undefined),
     hiddenCaseIds,
-    center: m.center ? { latitude: m.center.lat, longitude: m.center.lng } : null,
-    zoom: m.zoom ?? null,
+    center: m.center && drawn ? { latitude: m.center.lat, longitude: m.center.lng } : null,
+    zoom: drawn ? m.zoom : null,
     baseMap: base,
     legendAttributeId: layer?._links_?.legendAttr?.id ?? null,
     legendDatasetId: layer?._links_?.legendAttr ? layer._links_?.context?.id ?? null : null,
@@ -69,6 +72,7 @@ export function mapText(s, legendName) {
   return [
     s.center && `centre ${s.center.latitude.toFixed(3)}, ${s.center.longitude.toFixed(3)}`,
     s.zoom !== null && `zoom ${typeof s.zoom === "number" ? Math.round(s.zoom * 100) / 100 : s.zoom}`,
+    s.zoom === null && "not drawn yet (CODAP fits it to its points as it draws it; get_codap_status gives its centre and zoom then)",
     s.baseMap && `${s.baseMap} base map`,
     legendName ? `points coloured by ${legendName}` : "no legend",
     s.points !== null && `points ${s.points ? "shown" : "hidden"}`,
