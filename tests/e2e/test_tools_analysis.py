@@ -550,3 +550,105 @@ def test_correlation_and_the_least_squares_line_of_two_attributes(codap: CodapPa
     assert alone["code"] == "invalid_arguments" and "pairedWith" in alone["message"]
     help_text = codap.done("codap_api_help", {"topic": "formulas"})["content"][0]["text"]
     assert "correlation(x, y)" in help_text
+
+
+# --- random formulas: read-only tools leave the drawn values as the class sees them --------------------------
+
+
+def make_coin_flips(codap: CodapPage, name: str, flips: int = 200) -> None:
+    """A dataset whose ``result`` is drawn by random() against a slider's global ``p``, as a class simulates."""
+    codap.ok({"action": "create", "resource": "global", "values": {"name": "p", "value": 0.7}})
+    codap.ok(
+        {
+            "action": "create",
+            "resource": "dataContext",
+            "values": {
+                "name": name,
+                "collections": [{"name": "people", "attrs": [{"name": "flip"}, {"name": "size"}]}],
+            },
+        }
+    )
+    codap.ok(
+        {
+            "action": "create",
+            "resource": f"dataContext[{name}].item",
+            "values": [{"flip": i + 1, "size": "big" if i % 3 else "small"} for i in range(flips)],
+        }
+    )
+    codap.ok(
+        {
+            "action": "create",
+            "resource": f"dataContext[{name}].collection[people].attribute",
+            "values": [
+                {"name": "result", "formula": 'if(random() < p, "heads", "tails")'},
+                {"name": "draw", "formula": "randomNormal(50, 10)"},
+            ],
+        }
+    )
+
+
+def test_statistics_and_formulas_leave_random_columns_as_drawn(codap: CodapPage) -> None:
+    make_coin_flips(codap, "CoinFlips")
+    before = cases(codap, "CoinFlips")
+    heads = sum(c["values"]["result"] == "heads" for c in before)
+    out = codap.done(
+        "compute_codap_statistics",
+        {"datasetName": "CoinFlips", "attributes": ["result"], "statistics": ["count"], "groupBy": "result"},
+    )
+    after = cases(codap, "CoinFlips")
+    assert after == before  # no flip re-drawn
+    counts = {r["group"]: r["cases"] for r in out["structuredContent"]["rows"]}
+    assert counts == {"heads": heads, "tails": len(before) - heads}
+    draws = [c["values"]["draw"] for c in before]
+    out = codap.done(
+        "compute_codap_statistics",
+        {"datasetName": "CoinFlips", "attributes": ["draw"], "statistics": ["mean", "median", "sd", "q1", "mad"]},
+    )
+    assert cases(codap, "CoinFlips") == before
+    row = out["structuredContent"]["rows"][0]
+    expected = codap_stats(draws)
+    for stat in ("mean", "median", "sd", "q1", "mad"):
+        assert row[stat] == pytest.approx(expected[stat], rel=1e-12), stat
+    # Where, named groups and the bivariate statistics: the cases matching are CODAP's (its case search).
+    out = codap.done(
+        "compute_codap_statistics",
+        {
+            "datasetName": "CoinFlips",
+            "attributes": ["draw"],
+            "statistics": ["count", "mean", "slope"],
+            "pairedWith": "flip",
+            "where": "flip > 20",
+            "groups": {"small heads": 'size = "small" and result = "heads"', "big": 'size = "big"'},
+        },
+    )
+    assert cases(codap, "CoinFlips") == before
+    assert out["structuredContent"]["computedFrom"] == "held values"
+    got = {r["group"]: r for r in out["structuredContent"]["rows"]}
+    small = [c["values"] for c in before if c["values"]["flip"] > 20 and c["values"]["size"] == "small"]
+    small = [v for v in small if v["result"] == "heads"]
+    assert got["small heads"]["cases"] == len(small)
+    assert got["small heads"]["mean"] == pytest.approx(st.mean(v["draw"] for v in small), rel=1e-12)
+    slope = st.linear_regression([v["draw"] for v in small], [v["flip"] for v in small]).slope
+    assert got["small heads"]["slope"] == pytest.approx(slope, rel=1e-9)
+    assert got["big"]["cases"] == sum(c["values"]["flip"] > 20 and c["values"]["size"] == "big" for c in before)
+    # A formula needs a hidden attribute: CODAP draws the random columns anew, and the answer says so plainly.
+    out = codap.done(
+        "compute_codap_statistics",
+        {"datasetName": "CoinFlips", "attributes": ["flip"], "statistics": ["count"], "groupBy": "round(flip / 100)"},
+    )
+    assert cases(codap, "CoinFlips") != before
+    assert out["structuredContent"]["computedFrom"] == "formula"
+    assert {c["attribute"] for c in out["structuredContent"]["redrawnRandomColumns"]} == {"result", "draw"}
+    assert "drew the random values of CoinFlips.result, CoinFlips.draw anew" in out["content"][0]["text"]
+    before = cases(codap, "CoinFlips")
+    heads = sum(c["values"]["result"] == "heads" for c in before)
+    out = codap.done("evaluate_codap_formula", {"datasetName": "CoinFlips", "formula": 'count(result = "heads")'})
+    now = cases(codap, "CoinFlips")
+    assert now != before  # what CODAP really does
+    data = out["structuredContent"]
+    assert data["results"][0]["value"] == heads  # the draws held when the call began
+    assert {c["attribute"] for c in data["redrawnRandomColumns"]} == {"result", "draw"}
+    assert "CoinFlips.result, CoinFlips.draw anew" in out["content"][0]["text"]
+    shown_now = {c["id"]: c["values"] for c in now}
+    for r in data["results"]:  # flat dataset: row ids are the case ids' items; compare by values read now
+        assert r["nowShown"] in [{"result": v["result"], "draw": v["draw"]} for v in shown_now.values()]

@@ -7,6 +7,7 @@ import { LISTED_ROWS, ROW_IDS, caseRowReads, leafOf, rowsText } from "./case_row
 import { createFormulaValues, errorText, isError, valueOf } from "./formula_values.js";
 import { drawSample, seeded } from "./sampling.js";
 import { createStatisticsTool } from "./statistics.js";
+import { createLocalStatistics, redrawNote } from "./statistics_local.js";
 
 /**
  * @import {CodapId, CodapReply, CodapRequest, DescribedCollection, DescribedDataset} from "../types.js"
@@ -18,6 +19,7 @@ import { createStatisticsTool } from "./statistics.js";
 export function createAnalysisTools(ctx) {
   const { send, must } = ctx;
   const { datasetAndCollection, temporaryPrefix, withTemporaryFormulas } = createFormulaValues(ctx);
+  const { randomColumns } = createLocalStatistics(ctx);
 
   /**
    * CODAP's reason for a formula it cannot evaluate on its own (no dataset), or null if it can.
@@ -103,8 +105,13 @@ export function createAnalysisTools(ctx) {
     }
     const byItem = args.caseIds !== undefined || leaf;
     const name = `${temporaryPrefix(dataset)}value`;
+    // CODAP re-evaluates every formula of the dataset when the hidden attribute is added and removed: random
+    // columns are drawn anew. The values are those of the draws held when the call began (read in the same
+    // message); the rows are read again after, so the answer says what the table shows now.
+    const random = await randomColumns(dataset);
     const { readReplies } = await withTemporaryFormulas(dataset, coll, [{ name, formula }], reads);
-    /** @type {Array<{caseId?: CodapId, value: unknown, values: Record<string, unknown>}>} */
+    const readsAfter = random.length ? await send(reads) : [];
+    /** @type {Array<{caseId?: CodapId, value: unknown, values: Record<string, unknown>, nowShown?: Record<string, unknown>}>} */
     const results = [];
     /** @type {Array<CodapId | number>} */
     const missing = [];
@@ -115,7 +122,12 @@ export function createAnalysisTools(ctx) {
         return;
       }
       const { [name]: v, ...own } = found.values ?? {};
-      results.push({ ...(byItem ? { caseId: found.id } : {}), value: v === undefined ? null : v, values: own });
+      const later = readsAfter[i]?.success === true ? (byItem ? readsAfter[i].values : readsAfter[i].values?.case) : null;
+      /** @type {Record<string, unknown>} */
+      const now = Object.fromEntries(random.filter((c) => later?.values && c.attribute in later.values)
+        .map((c) => [c.attribute, later?.values?.[c.attribute]]));
+      results.push({ ...(byItem ? { caseId: found.id } : {}), value: v === undefined ? null : v, values: own,
+        ...(random.length ? { nowShown: now } : {}) });
     });
     if (args.caseIds && results.length === 0) {
       throw new ToolError(
@@ -161,6 +173,12 @@ export function createAnalysisTools(ctx) {
     }
     if (missing.length && args.caseIds) text += `\nNot rows of this dataset, ignored: ${missing.join(", ")}.`;
     text += "\nEmpty (null) is CODAP's result when there is no value (e.g. an aggregate over no numbers).";
+    if (random.length) {
+      text += `\n${redrawNote(random, "when the tool's hidden formula attribute was added and removed")} The ` +
+        "values above are for the draws CODAP held when the call began (each result's values); nowShown gives " +
+        "each row's random values as CODAP shows them now. For counts, means or other statistics of the draws " +
+        "the class sees, use compute_codap_statistics (it reads them without drawing anew).";
+    }
     return toolResult(text, {
       formula,
       datasetName: dataset.name,
@@ -168,6 +186,7 @@ export function createAnalysisTools(ctx) {
       caseCount: coll.caseCount,
       results,
       ...(missing.length && args.caseIds ? { notCases: missing } : {}),
+      ...(random.length ? { redrawnRandomColumns: random } : {}),
     });
   }
 

@@ -6,10 +6,12 @@
 import { ToolError, collection, get, invalid, plural, toolResult, unknownAttribute } from "./context.js";
 import { createFormulaValues, errorText, isError, ref } from "./formula_values.js";
 import { MAX_GROUPS, NO_VALUE, createStatisticsGroups } from "./statistics_groups.js";
+import { createLocalStatistics, datasetRequest, localStatistic, redrawNote, rowMembers } from "./statistics_local.js";
 
 /**
  * @import {DescribedAttribute, DescribedCollection, DescribedDataset} from "../types.js"
  * @import {ToolContext} from "./context.js"
+ * @import {Group} from "./statistics_groups.js"
  */
 
 /**
@@ -73,6 +75,7 @@ export function createStatisticsTool(ctx) {
   const { must, findDataset, describeDatasets } = ctx;
   const { temporaryPrefix, withTemporaryFormulas } = createFormulaValues(ctx);
   const { groupsOf } = createStatisticsGroups(ctx);
+  const { randomColumns, casesAndMatches } = createLocalStatistics(ctx);
 
   /**
    * @param {{datasetName: string, attributes: string[], statistics?: string[], where?: string, groupBy?: string,
@@ -106,7 +109,7 @@ export function createStatisticsTool(ctx) {
     }
     if (where !== undefined && where.trim() === "") throw invalid("where must be a CODAP condition, or left out.");
     const found = await findDataset(args.datasetName);
-    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    const { datasets: [dataset], extra: [full] } = await describeDatasets([found], { types: false, extra: [datasetRequest(found)] });
     /** @type {(name: string, role: string) => import("../types.js").DescribedAttribute & {coll: DescribedCollection, index: number}} */
     const attrInfo = (name, role) => {
       for (const [index, c] of dataset.collections.entries()) {
@@ -164,9 +167,23 @@ export function createStatisticsTool(ctx) {
     }
 
     const prefix = temporaryPrefix(dataset);
+    // A dataset drawing random values: computed here from the values CODAP holds where that can be (a hidden
+    // attribute would make CODAP draw them anew, statistics_local.js), else the answer says CODAP drew anew.
+    const random = await randomColumns(dataset, full);
+    const local = random.length > 0 && !parent && !byFormula;
     const { groups, temporary: groupAttributes, column } = parent
       ? { groups: [null], temporary: [], column: parent.attributes.map((a) => a.name).join(" & ") }
-      : await groupsOf(dataset, prefix, { attribute: grouping, formula: byFormula ? /** @type {string} */ (groupBy) : null, named });
+      : local && named
+        ? { groups: Object.entries(named).map(([label, c]) => /** @type {Group} */ ({ label, condition: c, shown: `(${c})` })),
+          temporary: [], column: "group" }
+        : await groupsOf(dataset, prefix, { attribute: grouping, formula: byFormula ? /** @type {string} */ (groupBy) : null, named });
+    const held = local
+      ? await casesAndMatches(dataset, top, [
+        ...(where === undefined ? [] : [{ condition: where, role: "where condition" }]),
+        ...(named ? Object.entries(named).map(([label, condition]) => ({ condition, role: `condition of group ${JSON.stringify(label)}` })) : []),
+      ])
+      : null;
+    const membersOf = rowMembers(held, { where: where !== undefined, named, grouping: grouping?.name ?? null });
 
     // Two hidden attributes whatever the number of groups, statistics and attributes (each added attribute
     // costs CODAP a pass over every case; the aggregates inside one formula are what CODAP computes anyway), and
@@ -180,13 +197,16 @@ export function createStatisticsTool(ctx) {
     const whereName = `${prefix}where`;
     /** @type {string[]} */
     const fields = [];
-    /** @param {string} formula */
-    const add = (formula) => fields.push(formula) - 1;
+    /** @type {Array<() => number | null>} each field computed from the held values */
+    const locals = [];
+    /** @type {(formula: string, computed: () => number | null) => number} */
+    const add = (formula, computed) => { locals.push(computed); return fields.push(formula) - 1; };
     const rows = groups.map((g) => {
       const cond = g?.condition ?? null;
       const filter = where === undefined ? cond : `if(${ref(whereName)}, ${cond ?? "true"}, false)`;
       const condition = [where === undefined ? null : `(${where})`, g?.shown ?? null].filter(Boolean).join(" and ");
-      const casesSlot = filter ? add(`count(${filter})`) : parent ? add("count()") : null;
+      const members = () => membersOf(g);
+      const casesSlot = filter ? add(`count(${filter})`, () => members().length) : parent ? add("count()", () => null) : null;
       return {
         group: g,
         condition,
@@ -198,7 +218,12 @@ export function createStatisticsTool(ctx) {
             const formula = STATISTICS[s].formula(ref(a.name), filter, percentile, y);
             // As the answer shows it: the row's condition by name.
             const shownFormula = STATISTICS[s].formula(ref(a.name), condition ? "condition" : null, percentile, y);
-            return { statistic: s, formula, shownFormula, slot: add(formula) };
+            const computed = () => {
+              const m = members();
+              return localStatistic(s, m.map((c) => c.values[a.name]),
+                { percentile, ...(partner ? { partner: m.map((c) => c.values[partner.name]) } : {}) });
+            };
+            return { statistic: s, formula, shownFormula, slot: add(formula, computed) };
           }),
         })),
       };
@@ -215,7 +240,9 @@ export function createStatisticsTool(ctx) {
       );
     }
     // Named groups may overlap or leave cases out: the cases matched are counted on their own.
-    const matchedSlot = named && where !== undefined ? add(`count(if(${ref(whereName)}, true, false))`) : null;
+    const matchedSlot = named && where !== undefined
+      ? add(`count(if(${ref(whereName)}, true, false))`, () => membersOf(null).length)
+      : null;
     const statsName = `${prefix}stats`;
     const temporary = [
       ...(where === undefined ? [] : [{ name: whereName, formula: where }]),
@@ -227,10 +254,14 @@ export function createStatisticsTool(ctx) {
     const parentReads = parent
       ? Array.from({ length: parent.caseCount }, (_, i) => get(`${collection(dataset.id, parent.id)}.caseByIndex[${i}]`))
       : [];
-    const { readReplies: [caseReply, ...parentReplies] } = await withTemporaryFormulas(dataset, top, temporary, [read, ...parentReads]);
+    // Held values: each field as the text of its number (it reads back as the same number), as CODAP's concat().
+    const { readReplies: [caseReply, ...parentReplies] } = local
+      ? { readReplies: [{ success: true, values: { case: { values: {
+        [statsName]: locals.map((f) => { const v = f(); return v === null ? "" : String(v); }).join("|") } } } }] }
+      : await withTemporaryFormulas(dataset, top, temporary, [read, ...parentReads]);
     /** @type {Record<string, unknown>} */
-    const values = must(read, caseReply, `reading the computed statistics of ${JSON.stringify(dataset.name)}`)
-      .values?.case?.values ?? {};
+    const values = must(read, /** @type {import("../types.js").CodapReply} */ (caseReply),
+      `reading the computed statistics of ${JSON.stringify(dataset.name)}`).values?.case?.values ?? {};
     /** @type {Array<{label: string | null, values: Record<string, unknown>}>} where the statistics were read */
     const sources = parent
       ? parentReplies.map((r, i) => {
@@ -378,6 +409,15 @@ export function createStatisticsTool(ctx) {
     }
     text += "\nShown to 6 significant digits; structuredContent has CODAP's full values. sd and variance divide " +
       "by n−1; q1, q3 and percentiles interpolate between sorted values (CODAP's percentile()).";
+    if (local) {
+      text += `\nComputed from the values CODAP holds, by CODAP's definitions: ${JSON.stringify(dataset.name)} draws ` +
+        `random values (${random.map((c) => c.attribute).join(", ")}), and a hidden formula attribute would make CODAP ` +
+        "draw them anew; the values in the table are unchanged.";
+    } else if (random.length) {
+      text += `\n${redrawNote(random, "when the hidden formula attributes were added and removed")} The numbers ` +
+        "above are for the values CODAP held when the call began. To keep the draws, ask without a formula " +
+        "groupBy (a plain attribute's values, where or groups are computed from the values held).";
+    }
     const first = rows[0].cells[0].slots; // how CODAP computed the first row
     return toolResult(text, {
       datasetName: dataset.name,
@@ -394,6 +434,8 @@ export function createStatisticsTool(ctx) {
       caseCount: top.caseCount,
       rows: out,
       ...(empty.length ? { groupsWithoutCases: empty } : {}),
+      ...(random.length ? { randomColumns: random.map((c) => c.attribute), computedFrom: local ? "held values" : "formula" } : {}),
+      ...(random.length && !local ? { redrawnRandomColumns: random } : {}),
       firstRow: {
         ...(rows[0].condition ? { condition: rows[0].condition } : {}),
         formulas: Object.fromEntries(first.map((s) => [s.statistic, s.shownFormula])),
