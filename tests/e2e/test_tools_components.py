@@ -465,6 +465,30 @@ def test_map_answers_give_where_codap_fitted_it(codap: CodapPage) -> None:
     assert fitted["structuredContent"]["zoom"] == zoom and "Nothing changed" not in fitted["content"][0]["text"]
 
 
+def test_a_fit_after_the_person_moved_the_map_says_from_where_it_moved(codap: CodapPage) -> None:
+    """A person panning or zooming a map tells the plugin nothing: a fit then must compare with the view CODAP
+    shows, not with the one the tools last read, or it answers "Nothing changed" while the map jumps back."""
+    make_dataset(codap, "FitBack", [{"city": "Boston", "lat": 42.4, "long": -71.1},
+                                    {"city": "Denver", "lat": 39.7, "long": -105.0}])  # fmt: skip
+    mid = codap.done("create_codap_map", {"datasetName": "FitBack"})["structuredContent"]["componentId"]
+    codap.done("update_codap_map", {"map": mid, "fit": True})
+    # as the person's own pan and zoom: sent to CODAP from the plugin's frame, not through the plugin
+    codap.ok({"action": "update", "resource": f"component[{mid}]", "values": {"center": [10, 20], "zoom": 2}})
+    assert settled_view(codap, mid) == ({"lat": 10, "lng": 20}, 2)
+    fitted = codap.done("update_codap_map", {"map": mid, "fit": True})
+    center, zoom = settled_view(codap, mid)
+    assert 35 < center["lat"] < 45 and zoom > 3
+    changes = fitted["structuredContent"]["changes"]
+    assert changes["center"]["before"] == {"latitude": 10, "longitude": 20} and changes["zoom"]["before"] == 2
+    assert changes["zoom"]["after"] == zoom and "Nothing changed" not in fitted["content"][0]["text"]
+    # and the status gives the view the person left it at
+    codap.ok({"action": "update", "resource": f"component[{mid}]", "values": {"center": [-20, 30], "zoom": 3}})
+    assert settled_view(codap, mid) == ({"lat": -20, "lng": 30}, 3)
+    status = codap.done("get_codap_status", {"includeDatasets": False})["structuredContent"]
+    (listed_map,) = [c for c in status["components"] if c["id"] == mid]
+    assert (listed_map["map"]["center"], listed_map["map"]["zoom"]) == ({"latitude": -20, "longitude": 30}, 3)
+
+
 def test_a_card_left_by_a_deleted_dataset_does_not_stop_a_maps_settings(codap: CodapPage) -> None:
     """CODAP keeps a closed case card of a deleted dataset, linked to nothing, and cannot read a document holding
     one: the map's settings, which only a rebuilt document reaches, were not taken until the tool dropped it."""

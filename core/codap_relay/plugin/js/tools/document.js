@@ -88,6 +88,9 @@ export function createDocumentTools(ctx) {
     const replies = await send(first);
     const frameInfo = replies[0]?.success === true ? replies[0].values ?? {} : {};
     const codapVersion = frameInfo.codapVersion ?? "unknown";
+    // A person panning or zooming a map tells the plugin nothing: a document kept from before would give its old view.
+    const shown = includeComponents ? replies[replies.length - 1] : null;
+    if (shown?.success === true && (shown.values ?? []).some((/** @type {any} */ c) => c?.type === "map")) ctx.documents?.changed();
     // The document's name and what only the whole document says of the components (minimized ones).
     const state = ctx.listen ? await readDocument(ctx).catch(() => null) : null;
     /**

@@ -169,6 +169,9 @@ export function createMapTools(ctx) {
     if (!ctx.listen) throw new ToolError("This plugin cannot read CODAP's document here.", "document_unavailable");
     const map = await pick("map", args.map, "map");
     const label = `${JSON.stringify(map.title || map.name || `map ${map.id}`)} (id ${map.id})`;
+    // A person panning or zooming the map tells the plugin nothing: a document kept from before would hold an old
+    // view, to compare the new one with (a fit back to it read as "Nothing changed") and to rebuild from.
+    ctx.documents?.changed();
     const before = await mapState(map.id);
     // A map's own description names no dataset: its layers do, in the document (one for each dataset it shows).
     const datasetIds = before.datasetIds.length ? before.datasetIds : map.detail.dataContext ? [map.detail.dataContext] : [];
