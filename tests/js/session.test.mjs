@@ -6,7 +6,8 @@ import { mock, test } from "node:test";
 
 import { PushConnection } from "../../core/codap_relay/plugin/js/push.js";
 import { RelayClient } from "../../core/codap_relay/plugin/js/relay.js";
-import { PUSH_BLOCKED, RELOAD_GRACE_MS, SessionController } from "../../core/codap_relay/plugin/js/session.js";
+import { PUSH_BLOCKED, SessionController } from "../../core/codap_relay/plugin/js/session.js";
+import { RELOAD_GRACE_MS } from "../../core/codap_relay/plugin/js/session_keeper.js";
 import { MemoryStorage, PluginStore } from "../../core/codap_relay/plugin/js/storage.js";
 
 const BASE = "https://relay.example/v1";
