@@ -388,3 +388,62 @@ def test_import_refuses_every_scheme_but_https_without_a_request(
     entries = codap.frame.locator("#log li .entry-args").all_text_contents()
     host = base.split("//", 1)[1]
     assert f"Refused · from {host}" in entries, entries
+
+
+# --- where a new dataset's case table goes -------------------------------------------------------------------
+
+
+def shown_boxes(codap: CodapPage) -> dict[int, tuple[int, int, int, int]]:
+    """Every shown component's (left, top, width, height), read from CODAP."""
+    boxes = {}
+    for c in codap.components():
+        if not c.get("hidden"):
+            shown = codap.ok({"action": "get", "resource": f"component[{c['id']}]"})
+            p, d = shown["position"], shown["dimensions"]
+            boxes[int(c["id"])] = (p["left"], p["top"], d["width"], d["height"])
+    return boxes
+
+
+def covering(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def check_table_placed(codap: CodapPage, result: dict[str, Any]) -> tuple[int, int, int, int]:
+    """The new dataset's table covers no shown component, and the answer says where it is as CODAP has it."""
+    facts = result["structuredContent"]
+    tid = facts["caseTableId"]
+    boxes = shown_boxes(codap)
+    table = boxes.pop(tid)
+    assert not [o for o, b in boxes.items() if covering(table, b)], (table, boxes)
+    width, height = codap.frame.evaluate("() => [outerWidth, outerHeight]")
+    beyond = table[0] + table[2] > width or table[1] + table[3] > height - 117  # CODAP's header takes 117 px
+    placed = facts["placement"]
+    assert placed["position"] == {"left": table[0], "top": table[1]}
+    assert placed["size"] == {"width": table[2], "height": table[3]}
+    assert placed["overlaps"] == [] and placed["beyondVisibleCanvas"] is beyond
+    assert f"at ({table[0]}, {table[1]}), {table[2]} \u00d7 {table[3]} px" in text(result)
+    return table
+
+
+def test_a_new_datasets_table_goes_to_a_free_spot_and_the_answer_says_where(codap: CodapPage) -> None:
+    # a text box over the whole canvas the person sees: CODAP puts a new table on top of it
+    height = codap.page.evaluate("() => document.getElementsByClassName('free-tile-row')[0].clientHeight")
+    whole = {"position": {"left": 0, "top": 0}, "dimensions": {"width": 1400, "height": height}}
+    wall = codap.ok({"action": "create", "resource": "component", "values": {"type": "text", "text": "wall", **whole}})
+    try:
+        made = codap.done("create_codap_dataset", {"datasetName": "Placed", "dataType": "custom", "customData": ROWS})
+        first = check_table_placed(codap, made)
+        assert "movedFrom" in made["structuredContent"]["placement"]  # CODAP had put it over the wall
+        imported = codap.done("import_codap_data", {"datasetName": "PlacedCsv", "csv": "a,b\n1,2\n3,4\n"})
+        check_table_placed(codap, imported)
+        beside = codap.done("import_codap_data", {"datasetName": "BelowCsv", "csv": "c\n5\n", "place": "below",
+                                                  "relativeTo": made["structuredContent"]["caseTableId"]})  # fmt: skip
+        below = check_table_placed(codap, beside)
+        asked = beside["structuredContent"]["placement"]["asked"]
+        assert asked["taken"] is True and asked["wanted"] == {"left": first[0], "top": first[1] + first[3] + 10}
+        assert below[:2] == (first[0], first[1] + first[3] + 10)
+        lonely = codap.failed("create_codap_dataset", {"datasetName": "Lonely", "dataType": "custom",
+                                                       "customData": ROWS, "place": "below"})  # fmt: skip
+        assert lonely["code"] == "invalid_arguments" and "Lonely" not in codap.dataset_names()
+    finally:
+        codap.ok({"action": "delete", "resource": f"component[{wall['id']}]"})

@@ -836,3 +836,32 @@ def test_a_new_component_goes_beside_the_one_named(codap: CodapPage) -> None:
     assert alone["code"] == "invalid_arguments" and codap.component_ids() == before  # nothing made
     lost = codap.done("create_codap_text", {"text": "lost", "place": "right_of", "relativeTo": "Nowhere"})
     assert 'could not go right of "Nowhere"' in lost["content"][0]["text"] and "Anchor" in lost["content"][0]["text"]
+
+
+def test_a_new_component_says_when_the_place_asked_was_taken_or_off_the_canvas_and_why(codap: CodapPage) -> None:
+    before = codap.component_ids()
+    anchor = codap.done("create_codap_text", {"text": "a", "title": "Anchor2"})["structuredContent"]["componentId"]
+    codap.done("update_codap_component", {"component": anchor, "position": {"left": 600, "top": 300}})
+    blocker = codap.done("create_codap_text", {"text": "b", "title": "Blocker2"})["structuredContent"]["componentId"]
+    codap.done("update_codap_component", {"component": blocker, "position": {"left": 910, "top": 300}})
+    made = codap.done("create_codap_text", {"text": "c", "place": "right_of", "relativeTo": "Anchor2"})
+    facts = made["structuredContent"]
+    new = facts["componentId"]
+    at = box(codap, new)
+    assert at[:2] != (910, 300) and facts["placement"]["position"] == {"left": at[0], "top": at[1]}
+    shown = [c["id"] for c in codap.components() if c["id"] != new and not c.get("hidden")]
+    assert not any(overlap(at, box(codap, c)) for c in shown)
+    asked = facts["placement"]["asked"]
+    assert asked["taken"] is False and asked["blockedBy"] == [blocker] and asked["wanted"] == {"left": 910, "top": 300}
+    assert (
+        f'The place right of "Anchor2", left 910, top 300, would cover "Blocker2" (text box, id {blocker}); '
+        "this is the nearest free place." in made["content"][0]["text"]
+    )
+    # left of a component at the canvas's left edge is off the canvas
+    codap.done("update_codap_component", {"component": anchor, "position": {"left": 0, "top": 300}})
+    edge = codap.done("create_codap_slider", {"name": "edge", "value": 1, "min": 0, "max": 2, "place": "left_of",
+                                              "relativeTo": anchor})  # fmt: skip
+    sid = edge["structuredContent"]["componentId"]
+    assert box(codap, sid)[0] >= 0 and edge["structuredContent"]["placement"]["asked"]["offCanvas"] is True
+    assert f"The place left of {anchor}, left -310, top 300, is off the canvas" in edge["content"][0]["text"]
+    codap.close_components(keep=before)

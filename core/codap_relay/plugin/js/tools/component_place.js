@@ -45,10 +45,58 @@ export const beyondCanvasText = (canvas) =>
   `it lies beyond the canvas the person sees (about ${canvas?.width} × ${canvas?.height} px): they scroll the canvas to see it`;
 
 /**
+ * A place asked for with place and relativeTo, and whether the component took it (update_codap_component's
+ * placement): wanted is where it would sit, blockedBy the components that place would cover, why (when not taken)
+ * the reason in words.
+ * @typedef {{place: string, relativeTo: CodapId, wanted: {left: number, top: number}, blockedBy: CodapId[],
+ *   offCanvas: boolean, taken: boolean, why?: string}} AskedPlace
+ */
+
+/**
  * Where a component is and what it overlaps, for an answer.
  * @typedef {{position: {left: number, top: number}, size: {width: number, height: number}, overlaps: CodapId[],
- *   beyondVisibleCanvas: boolean | null, movedFrom?: {left: number, top: number}, visibleCanvas?: {width: number, height: number}}} Placement
+ *   beyondVisibleCanvas: boolean | null, movedFrom?: {left: number, top: number}, visibleCanvas?: {width: number, height: number},
+ *   asked?: AskedPlace}} Placement
  */
+
+/**
+ * Why a place asked for was refused: " is off the canvas and would cover "Notes" (text box, id 5)", or "" when it
+ * was free.
+ * @param {{left: number, top: number}} wanted
+ * @param {string[]} blockers how the answer names the components it would cover
+ */
+export function refusedBecause(wanted, blockers) {
+  const offCanvas = wanted.left < 0 || wanted.top < 0;
+  return [offCanvas && "is off the canvas", blockers.length && `would cover ${blockers.join(", ")}`].filter(Boolean).join(" and ");
+}
+
+/**
+ * The place asked, `place` component `relativeTo`, as the answer gives it: taken unless it is off the canvas or
+ * would cover `blockers`.
+ * @param {string} place
+ * @param {CodapId} relativeTo
+ * @param {{left: number, top: number}} wanted
+ * @param {Array<{id: CodapId, label: string}>} blockers
+ * @returns {AskedPlace}
+ */
+export function askedPlace(place, relativeTo, wanted, blockers) {
+  const why = refusedBecause(wanted, blockers.map((b) => b.label));
+  const at = { left: wanted.left, top: wanted.top };
+  const offCanvas = wanted.left < 0 || wanted.top < 0;
+  return { place, relativeTo, wanted: at, blockedBy: blockers.map((b) => b.id), offCanvas, taken: why === "", ...(why ? { why } : {}) };
+}
+
+/**
+ * The place refused, in the words every placing tool uses: "the place right of it, left 420, top 20, would cover
+ * "Notes" (text box, id 5)" (the component went to the nearest free place instead).
+ * @param {string} place
+ * @param {string} other how to name the component it was to go beside ("it", or its name)
+ * @param {{left: number, top: number}} wanted
+ * @param {string} why refusedBecause's reason
+ */
+export function refusalText(place, other, wanted, why) {
+  return `the place ${place.replace("_", " ")} ${other}, left ${wanted.left}, top ${wanted.top}, ${why}`;
+}
 
 /**
  * The placement in words: " It sits at (400, 20), 300 × 98 px, moved there from (540, 300) where it covered 3 and 5."
@@ -64,14 +112,15 @@ export function placementText(p) {
 
 /**
  * How each tool context places a component beside another (update_codap_component's place and relativeTo, which
- * components.js registers): the create tools take place and relativeTo too.
- * @type {WeakMap<object, (id: CodapId, place: string, relativeTo: string | number) => Promise<unknown>>}
+ * components.js registers; its answer's structuredContent.placement says whether the place asked was taken): the
+ * create tools take place and relativeTo too.
+ * @type {WeakMap<object, (id: CodapId, place: string, relativeTo: string | number) => Promise<{structuredContent?: {placement?: AskedPlace}}>>}
  */
 const besides = new WeakMap();
 
 /**
  * @param {object} ctx
- * @param {(id: CodapId, place: string, relativeTo: string | number) => Promise<unknown>} placeBeside
+ * @param {(id: CodapId, place: string, relativeTo: string | number) => Promise<{structuredContent?: {placement?: AskedPlace}}>} placeBeside
  */
 export function registerPlaceBeside(ctx, placeBeside) {
   besides.set(ctx, placeBeside);
@@ -93,7 +142,8 @@ export function createPlacer(ctx) {
 
   /**
    * Places new component `id` `place` `relativeTo` as update_codap_component does (giving way to the nearest free
-   * place), then says where it is; what kept it from there is a note, never a failed call (it is made).
+   * place), then says where it is; what kept it from there is a note, never a failed call (it is made): a place
+   * refused in update_codap_component's words, and the placement's `asked` says which place and why.
    * @param {CodapId} id
    * @param {{place?: string, relativeTo?: string | number}} args
    * @returns {Promise<{placement: Placement | null, note: string}>}
@@ -102,14 +152,21 @@ export function createPlacer(ctx) {
     if (args.place === undefined || args.relativeTo === undefined) return { placement: await settle(id), note: "" };
     const beside = besides.get(ctx);
     let note = "";
+    /** @type {AskedPlace | undefined} */
+    let asked;
     try {
       if (!beside) throw new ToolError("no component tools", "codap_error");
-      await beside(id, args.place, args.relativeTo);
+      asked = (await beside(id, args.place, args.relativeTo)).structuredContent?.placement;
     } catch (err) {
       if (!(err instanceof ToolError)) throw err;
       note = ` It could not go ${args.place.replace("_", " ")} ${JSON.stringify(args.relativeTo)}: ${err.message}`;
     }
-    return { placement: await settle(id, { move: note !== "" }), note };
+    if (asked && !asked.taken) {
+      const refused = refusalText(asked.place, JSON.stringify(args.relativeTo), asked.wanted, asked.why ?? "");
+      note = ` ${refused[0].toUpperCase()}${refused.slice(1)}; this is the nearest free place.`;
+    }
+    const placement = await settle(id, { move: !asked });
+    return { placement: placement && asked ? { ...placement, asked } : placement, note };
   }
 
   /**

@@ -9,7 +9,7 @@ import { boxOf, freePlace, overlaps, placed } from "./layout.js";
 import { textFacts, textValue } from "./markdown.js";
 import { textBoxSize } from "./text_fit.js";
 import { createMapTools } from "./maps.js";
-import { beyondCanvas, beyondCanvasText, createPlacer, placementText, registerPlaceBeside, visibleCanvas } from "./component_place.js";
+import { askedPlace, beyondCanvas, beyondCanvasText, createPlacer, placementText, refusalText, registerPlaceBeside, visibleCanvas } from "./component_place.js";
 import { plainText } from "./richtext.js";
 import { hiddenInItsPlace, tableCardText } from "./table_card.js";
 import { createSliderTools } from "./sliders.js";
@@ -18,6 +18,7 @@ import { createSliderTools } from "./sliders.js";
  * @import {CodapId, CodapRequest} from "../types.js"
  * @import {ToolContext} from "./context.js"
  * @import {Box} from "./layout.js"
+ * @import {AskedPlace} from "./component_place.js"
  */
 
 /**
@@ -270,7 +271,7 @@ export function createComponentTools(ctx) {
       ...(hidden !== undefined ? { isVisible: !hidden } : {}),
     };
     const shownOthers = listed.components.filter((c) => c.id !== target.id && !c.hidden);
-    /** @type {{place: string, relativeTo: CodapId, wanted: {left: number, top: number}, blockedBy: CodapId[]} | null} */
+    /** @type {AskedPlace | null} */
     let placement = null;
     /** @type {Listed | null} */
     let replaced = null;
@@ -295,14 +296,10 @@ export function createComponentTools(ctx) {
         .map((c) => ({ c, box: boxOf(c.detail) }))
         .filter((o) => o.box !== null);
       const box = freePlace(wanted, obstacles.map((o) => /** @type {Box} */ (o.box)));
-      placement = {
-        place,
-        relativeTo: other.id,
-        wanted: { left: wanted.left, top: wanted.top },
-        blockedBy: box.left === wanted.left && box.top === wanted.top
-          ? []
-          : obstacles.filter((o) => overlaps(wanted, /** @type {Box} */ (o.box))).map((o) => o.c.id),
-      };
+      const blockers = box.left === wanted.left && box.top === wanted.top
+        ? []
+        : obstacles.filter((o) => overlaps(wanted, /** @type {Box} */ (o.box))).map((o) => o.c);
+      placement = askedPlace(place, other.id, wanted, blockers.map((c) => ({ id: c.id, label: label(c) })));
       values.position = { left: box.left, top: box.top };
       if (place === "instead_of" && !size) values.dimensions = { width: otherBox.width, height: otherBox.height };
       if (place === "instead_of") {
@@ -399,13 +396,8 @@ export function createComponentTools(ctx) {
     if (placement) {
       const other = /** @type {Listed} */ (listed.components.find((c) => c.id === placement?.relativeTo));
       text = `Placed ${label(target)} ${placement.place.replace("_", " ")} ${label(other)}: now ${parts.slice(1).join(", ")}`;
-      const { wanted, blockedBy } = placement;
-      const offCanvas = wanted.left < 0 || wanted.top < 0;
-      if (blockedBy.length || offCanvas) {
-        const blockers = blockedBy.map((id) => label(/** @type {Listed} */ (listed.components.find((c) => c.id === id))));
-        const why = [offCanvas && "is off the canvas", blockers.length && `would cover ${blockers.join(", ")}`].filter(Boolean);
-        text += ` (the place ${placement.place.replace("_", " ")} it, left ${wanted.left}, top ${wanted.top}, ` +
-          `${why.join(" and ")}; this is the nearest free place)`;
+      if (!placement.taken) {
+        text += ` (${refusalText(placement.place, "it", placement.wanted, placement.why ?? "")}; this is the nearest free place)`;
       }
     }
     text += covers.length ? `. It covers ${covers.map(label).join(", ")}.` : ". It covers no other component.";

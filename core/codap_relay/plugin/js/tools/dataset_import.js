@@ -5,6 +5,7 @@
 import { nameProblem } from "../names.js";
 import { q } from "./attribute_read.js";
 import { ToolError, codapError, collection, dataContext, get, invalid, plural, refused, toolResult } from "./context.js";
+import { createPlacer, placementText } from "./component_place.js";
 import { csvToDataset, fetchCsv, importUrl } from "./csv_import.js";
 
 /**
@@ -16,12 +17,14 @@ import { csvToDataset, fetchCsv, importUrl } from "./csv_import.js";
 /** @param {ToolContext & {fetch?: typeof fetch}} ctx */
 export function createDatasetImport(ctx) {
   const { send, must, datasetList } = ctx;
+  const placer = createPlacer(ctx);
   /** @type {typeof fetch} */
   const fetchImpl = ctx.fetch ?? ((input, init) => globalThis.fetch(input, init));
 
-  /** @param {{datasetName: string, csv?: string, url?: string}} args */
+  /** @param {{datasetName: string, csv?: string, url?: string, place?: string, relativeTo?: string | number}} args */
   async function import_codap_data(args) {
     const { datasetName, csv, url } = args;
+    placer.checkPlace(args);
     const problem = nameProblem("Dataset", datasetName);
     if (problem) throw invalid(problem);
     if ((csv === undefined) === (url === undefined)) {
@@ -73,7 +76,12 @@ export function createDatasetImport(ctx) {
     const attrs = described[0]?.success === true ? described[0].values?.attrs ?? [] : [];
     const types = columns.map((c) => ({ name: c.name, type: attrs.find((a) => a.name === c.name)?.type || "" }));
     const source = address ? `from ${address.host} (${address.href})` : "from CSV text";
-    const tableText = tabled?.success === true ? " A case table shows it." : ` CODAP did not open a case table: ${codapError(tabled)}.`;
+    const tableId = tabled?.success === true ? tabled.values?.id ?? null : null;
+    // The new table goes to a free spot, as a table create_codap_table makes does (CODAP may put it over others).
+    const { placement, note: placed } = tableId != null ? await placer.placeNew(tableId, args) : { placement: null, note: "" };
+    const tableText = tabled?.success === true
+      ? ` A case table (id ${tableId}) shows it.${placement ? placementText(placement) : ""}${placed}`
+      : ` CODAP did not open a case table: ${codapError(tabled)}.`;
     return toolResult(
       `Imported ${plural(itemCount, "row")} ${source} into new dataset ${q(datasetName)} with ` +
         `${plural(types.length, "attribute")}: ${types.map((t) => `${t.name}${t.type ? ` (${t.type})` : ""}`).join(", ")}.` +
@@ -84,7 +92,8 @@ export function createDatasetImport(ctx) {
         rowCount: itemCount,
         attributes: types,
         sample: rows.slice(0, 3),
-        caseTableId: tabled?.success === true ? tabled.values?.id ?? null : null,
+        caseTableId: tableId,
+        ...(placement ? { placement } : {}),
       },
     );
   }

@@ -30,6 +30,7 @@ import {
   unknownAttribute,
 } from "./context.js";
 import { idList } from "./case_selection.js";
+import { createPlacer, placementText } from "./component_place.js";
 import { hiddenCases } from "./tables.js";
 
 /**
@@ -41,6 +42,7 @@ import { hiddenCases } from "./tables.js";
 /** @param {ToolContext} ctx */
 export function createDatasetTools(ctx) {
   const { send, must, ask, datasetList, findDataset, describeDatasets, describeAll, rng } = ctx;
+  const placer = createPlacer(ctx);
 
   /**
    * The `__id__` column of new items, which CODAP fills with their own ids (see itemsForCreate).
@@ -55,10 +57,12 @@ export function createDatasetTools(ctx) {
   }
 
   /**
-   * @param {{datasetName: string, dataType: string, recordCount?: number, customData?: JsonObject[]}} args
+   * @param {{datasetName: string, dataType: string, recordCount?: number, customData?: JsonObject[], place?: string,
+   *   relativeTo?: string | number}} args
    */
   async function create_codap_dataset(args) {
     const { datasetName, dataType, recordCount, customData } = args;
+    placer.checkPlace(args);
     const problem = nameProblem("Dataset", datasetName);
     if (problem) throw invalid(problem);
     let rows;
@@ -124,8 +128,11 @@ export function createDatasetTools(ctx) {
     if (attrs.some((a) => a.name === ITEM_ID_KEY)) await setItemIdColumn(datasetId, added.itemIDs, rows);
     const itemCount = must(count, counted).values;
     const attrList = attrs.map((a) => `${a.name} (${a.type})`).join(", ");
+    const tableId = tabled?.success === true ? tabled.values?.id : null;
+    // The new table goes to a free spot, as a table create_codap_table makes does (CODAP may put it over others).
+    const { placement, note: placed } = tableId != null ? await placer.placeNew(tableId, args) : { placement: null, note: "" };
     const tableText = tabled?.success === true
-      ? " A case table shows it."
+      ? ` A case table (id ${tableId}) shows it.${placement ? placementText(placement) : ""}${placed}`
       : ` CODAP did not open a case table: ${tabled?.values?.error ?? "no reply"}.`;
     return toolResult(
       `Created dataset ${JSON.stringify(datasetName)} in CODAP with ${plural(itemCount, "record")}${note} ` +
@@ -136,8 +143,9 @@ export function createDatasetTools(ctx) {
         dataType,
         recordCount: itemCount,
         attributes: attrs.map((a) => ({ name: a.name, type: a.type })),
-        caseTableId: tabled?.success === true ? tabled.values?.id : null,
+        caseTableId: tableId ?? null,
         sample: rows.slice(0, 3),
+        ...(placement ? { placement } : {}),
       },
     );
   }
