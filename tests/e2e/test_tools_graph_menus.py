@@ -536,3 +536,39 @@ def test_changing_the_plot_type_leaves_each_attributes_decimals_as_they_were(cod
         assert attributes() == before, answer["content"][0]["text"]
         assert "also changed" not in answer["content"][0]["text"]
     assert component(codap, gid)["plotType"] == "dotPlot"
+
+
+def test_a_rebuild_keeps_components_sizes_and_says_random_columns_were_drawn_anew(codap: CodapPage) -> None:
+    slider = codap.done("create_codap_slider", {"name": "p", "value": 0.6, "min": 0, "max": 1})["structuredContent"]
+    sid = slider["componentId"]
+    # A slider drawn taller, as a person's drag or CODAP's own slider (98 px) leaves it.
+    codap.ok(
+        {"action": "update", "resource": f"component[{sid}]", "values": {"dimensions": {"width": 300, "height": 98}}}
+    )
+    sized = component(codap, sid)["dimensions"]
+    assert sized == {"width": 300, "height": 98}
+    dataset(codap, "rebuilt")
+    codap.ok(
+        {
+            "action": "create",
+            "resource": "dataContext[rebuilt].collection[rebuilt].attribute",
+            "values": [{"name": "coin", "formula": 'if(random() < p, "heads", "tails")'}],
+        }
+    )
+    flips = [c["values"]["coin"] for c in codap.items("rebuilt")]
+    scatter = graph(codap, datasetName="rebuilt", graphType="scatterplot", xAttribute="h", yAttribute="w")
+    listed = codap.ok({"action": "get", "resource": "componentList"})
+    sizes = {c["id"]: component(codap, c["id"])["dimensions"] for c in listed}
+    answer = codap.done("add_codap_adornment", {"graph": scatter, "adornment": "plotted_function", "formula": "x / 2"})
+    # Every component keeps its size (CODAP alone would give the slider its default 73 px).
+    assert component(codap, sid)["dimensions"] == sized
+    assert {c["id"]: component(codap, c["id"])["dimensions"] for c in listed} == sizes
+    # CODAP draws the random column anew when it reads the rebuilt document; the answer says so in plain words.
+    assert [c["values"]["coin"] for c in codap.items("rebuilt")] != flips
+    text = answer["content"][0]["text"]
+    assert 'the random values of "coin" of dataset "rebuilt" were drawn anew' in text
+    assert 'slider "p"' not in text  # nothing else is said to have changed
+    # CODAP's Undo takes the rebuild back; the slider keeps its size then too.
+    codap.done("undo_codap", {})
+    assert "Plotted Function" not in shown(codap, scatter)
+    assert component(codap, sid)["dimensions"] == sized

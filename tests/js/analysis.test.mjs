@@ -17,6 +17,7 @@ function scripted(cases, statsText = null) {
     if (r.resource.endsWith(".attributeList")) {
       return { success: true, values: [{ id: 3, name: "x" }, { id: 4, name: "g" }] };
     }
+    if (r.resource.endsWith(".collection[2]")) return { success: true, values: { attrs: [{ id: 3, name: "x" }, { id: 4, name: "g" }] } };
     if (r.resource.endsWith(".caseCount")) return { success: true, values: cases };
     if (r.resource.endsWith(".attribute[4]")) return { success: true, values: { _categoryMap: { __order: ["a", "b"] } } };
     if (r.action === "create" && r.resource.endsWith(".attribute")) return { success: true, values: { attrs: [] } };

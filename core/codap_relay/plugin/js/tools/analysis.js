@@ -7,7 +7,7 @@ import { LISTED_ROWS, ROW_IDS, caseRowReads, leafOf, rowsText } from "./case_row
 import { createFormulaValues, errorText, isError, valueOf } from "./formula_values.js";
 import { drawSample, seeded } from "./sampling.js";
 import { createStatisticsTool } from "./statistics.js";
-import { createLocalStatistics, redrawNote } from "./statistics_local.js";
+import { randomColumns, redrawNote } from "./statistics_local.js";
 
 /**
  * @import {CodapId, CodapReply, CodapRequest, DescribedCollection, DescribedDataset} from "../types.js"
@@ -19,7 +19,6 @@ import { createLocalStatistics, redrawNote } from "./statistics_local.js";
 export function createAnalysisTools(ctx) {
   const { send, must } = ctx;
   const { datasetAndCollection, temporaryPrefix, withTemporaryFormulas } = createFormulaValues(ctx);
-  const { randomColumns } = createLocalStatistics(ctx);
 
   /**
    * CODAP's reason for a formula it cannot evaluate on its own (no dataset), or null if it can.
@@ -73,7 +72,7 @@ export function createAnalysisTools(ctx) {
       });
     }
 
-    const { dataset, coll } = await datasetAndCollection(datasetName, args.collectionName);
+    const { dataset, coll } = await datasetAndCollection(datasetName, args.collectionName, { formulas: true });
     if (coll.caseCount === 0) {
       throw new ToolError(
         `Collection ${JSON.stringify(coll.name)} of ${JSON.stringify(dataset.name)} has no cases to evaluate the ` +
@@ -108,7 +107,7 @@ export function createAnalysisTools(ctx) {
     // CODAP re-evaluates every formula of the dataset when the hidden attribute is added and removed: random
     // columns are drawn anew. The values are those of the draws held when the call began (read in the same
     // message); the rows are read again after, so the answer says what the table shows now.
-    const random = await randomColumns(dataset);
+    const random = randomColumns(dataset);
     const { readReplies } = await withTemporaryFormulas(dataset, coll, [{ name, formula }], reads);
     const readsAfter = random.length ? await send(reads) : [];
     /** @type {Array<{caseId?: CodapId, value: unknown, values: Record<string, unknown>, nowShown?: Record<string, unknown>}>} */

@@ -10,6 +10,7 @@
 // one message. Whatever else CODAP rebuilds differently is found by reading the document back and comparing.
 
 import { ToolError } from "../errors.js";
+import { componentSizes, redrawWords, restoreSizes, withoutFormulaValues } from "./rebuild_keep.js";
 
 /**
  * @import {CodapId, CodapNotification, CodapReply, CodapRequest} from "../types.js"
@@ -390,6 +391,8 @@ export async function rebuildComponent(io, componentId, change, frameId = null, 
   dropOrphanTables(doc);
   const sent = JSON.parse(JSON.stringify(doc));
   await keepItemIds(io, doc);
+  const sizes = await componentSizes(io, doc);
+  sizes.delete(String(componentId)); // its own layout is the rebuild's to change (minimize)
   if (untouched) await io.journal?.rebuilding(JSON.parse(untouched));
   const { ended } = await replaceDocument(io, doc);
   // CODAP rebuilds right after answering; its notice comes half a second later. A document read at once that
@@ -403,6 +406,7 @@ export async function rebuildComponent(io, componentId, change, frameId = null, 
     now = await readDocument(io);
   }
   const rebuilt = find(now);
+  await restoreSizes(io, sizes, now); // CODAP gives some components their default size (rebuild_keep.js)
   await io.journal?.rebuilt(now);
   /** @type {string[]} */
   const others = [];
@@ -423,9 +427,11 @@ export async function rebuildComponent(io, componentId, change, frameId = null, 
   const contexts = new Map((sent.contexts ?? []).map((/** @type {V2Context} */ c) => [String(c.guid), c]));
   for (const ctx of now.contexts ?? []) {
     const was = contexts.get(String(ctx.guid));
-    if (!was || canonical(was) !== canonical(ctx)) {
+    if (!was || canonical(withoutFormulaValues(was)) !== canonical(withoutFormulaValues(ctx))) {
       others.push(`the dataset ${JSON.stringify(ctx.name)} ${was ? datasetChangeWords(was, ctx) : "appeared"}`);
     }
   }
+  const redrawn = redrawWords(sent);
+  if (redrawn) others.push(redrawn);
   return { storage: rebuilt?.componentStorage ?? null, others, finished, document: now };
 }

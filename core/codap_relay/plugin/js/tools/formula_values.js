@@ -38,14 +38,16 @@ export function createFormulaValues(ctx) {
   const { send, must, findDataset, describeDatasets } = ctx;
 
   /**
-   * The dataset, described, and one of its collections (by name, or the child-most one).
+   * The dataset, described, and one of its collections (by name, or the child-most one); `formulas`: its
+   * attributes described with their formulas (CODAP then builds each one's category map, which costs time).
    * @param {string} datasetName
    * @param {string | undefined} collectionName
+   * @param {{formulas?: boolean}} [options]
    * @returns {Promise<{dataset: DescribedDataset, coll: DescribedCollection}>}
    */
-  async function datasetAndCollection(datasetName, collectionName) {
+  async function datasetAndCollection(datasetName, collectionName, { formulas = false } = {}) {
     const found = await findDataset(datasetName);
-    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    const { datasets: [dataset] } = await describeDatasets([found], { types: formulas });
     if (dataset.collections.length === 0) {
       throw new ToolError(`Dataset ${JSON.stringify(dataset.name)} has no collections.`, "no_cases", {
         datasetName: dataset.name,

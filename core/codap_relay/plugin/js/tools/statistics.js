@@ -6,7 +6,7 @@
 import { ToolError, collection, get, invalid, plural, toolResult, unknownAttribute } from "./context.js";
 import { createFormulaValues, errorText, isError, ref } from "./formula_values.js";
 import { MAX_GROUPS, NO_VALUE, createStatisticsGroups } from "./statistics_groups.js";
-import { createLocalStatistics, datasetRequest, localStatistic, redrawNote, rowMembers } from "./statistics_local.js";
+import { createLocalStatistics, localStatistic, randomColumns, redrawNote, rowMembers } from "./statistics_local.js";
 
 /**
  * @import {DescribedAttribute, DescribedCollection, DescribedDataset} from "../types.js"
@@ -75,7 +75,7 @@ export function createStatisticsTool(ctx) {
   const { must, findDataset, describeDatasets } = ctx;
   const { temporaryPrefix, withTemporaryFormulas } = createFormulaValues(ctx);
   const { groupsOf } = createStatisticsGroups(ctx);
-  const { randomColumns, casesAndMatches } = createLocalStatistics(ctx);
+  const { casesAndMatches } = createLocalStatistics(ctx);
 
   /**
    * @param {{datasetName: string, attributes: string[], statistics?: string[], where?: string, groupBy?: string,
@@ -109,7 +109,8 @@ export function createStatisticsTool(ctx) {
     }
     if (where !== undefined && where.trim() === "") throw invalid("where must be a CODAP condition, or left out.");
     const found = await findDataset(args.datasetName);
-    const { datasets: [dataset], extra: [full] } = await describeDatasets([found], { types: false, extra: [datasetRequest(found)] });
+    // With types: the attributes' formulas, to tell a dataset drawing random values.
+    const { datasets: [dataset] } = await describeDatasets([found]);
     /** @type {(name: string, role: string) => import("../types.js").DescribedAttribute & {coll: DescribedCollection, index: number}} */
     const attrInfo = (name, role) => {
       for (const [index, c] of dataset.collections.entries()) {
@@ -169,7 +170,7 @@ export function createStatisticsTool(ctx) {
     const prefix = temporaryPrefix(dataset);
     // A dataset drawing random values: computed here from the values CODAP holds where that can be (a hidden
     // attribute would make CODAP draw them anew, statistics_local.js), else the answer says CODAP drew anew.
-    const random = await randomColumns(dataset, full);
+    const random = randomColumns(dataset);
     const local = random.length > 0 && !parent && !byFormula;
     const { groups, temporary: groupAttributes, column } = parent
       ? { groups: [null], temporary: [], column: parent.attributes.map((a) => a.name).join(" & ") }

@@ -8,7 +8,7 @@
 // divide by n - 1; percentile interpolates at (n - 1) p of the sorted numbers; mad is the median of the absolute
 // deviations from the median; count counts non-empty values; numeric aggregates skip values that are not numbers.
 
-import { ToolError, collection, dataContext, get } from "./context.js";
+import { ToolError, collection, get } from "./context.js";
 import { NO_VALUE } from "./statistics_groups.js";
 
 /**
@@ -113,27 +113,18 @@ export function localStatistic(statistic, values, { percentile, partner } = {}) 
 /** The random functions of CODAP's formulas (random, randomNormal, randomBinomial, randomPick, randomInt…). */
 const RANDOM = /\brandom[A-Za-z]*\s*\(/i;
 
-/** The get of a dataset whose reply holds its attributes' formulas. @param {{id: CodapId}} dataset */
-export const datasetRequest = (dataset) => get(dataContext(dataset.id));
+/**
+ * The attributes of a dataset whose formulas draw random values: [{datasetName, attribute, formula}] (its
+ * attributes described with their formulas: describeDatasets with types).
+ * @param {DescribedDataset} dataset
+ */
+export const randomColumns = (dataset) => dataset.collections.flatMap((c) => c.attributes
+  .filter((a) => a.formula && RANDOM.test(a.formula))
+  .map((a) => ({ datasetName: dataset.name, attribute: a.name, formula: /** @type {string} */ (a.formula) })));
 
 /** @param {ToolContext} ctx */
 export function createLocalStatistics(ctx) {
   const { send, must } = ctx;
-
-  /**
-   * The attributes of a dataset whose formulas draw random values: [{datasetName, attribute, formula}], from
-   * CODAP's reply to a get of the dataset (`reply`, e.g. one riding along with describeDatasets), or read here.
-   * @param {{id: CodapId, name: string}} dataset
-   * @param {import("../types.js").CodapReply} [reply]
-   */
-  async function randomColumns(dataset, reply) {
-    const full = reply ?? (await send([datasetRequest(dataset)]))[0];
-    if (full?.success !== true) return [];
-    /** @type {Array<{attrs?: Array<{name: string, formula?: string}>}>} */
-    const colls = full.values?.collections ?? [];
-    return colls.flatMap((c) => (c.attrs ?? []).filter((a) => a.formula && RANDOM.test(a.formula))
-      .map((a) => ({ datasetName: dataset.name, attribute: a.name, formula: /** @type {string} */ (a.formula) })));
-  }
 
   /**
    * Every case of a collection, and the ids of the cases each condition holds for (CODAP's caseFormulaSearch,
@@ -168,7 +159,7 @@ export function createLocalStatistics(ctx) {
     return { cases: listed.map((c) => c.case), matching };
   }
 
-  return { randomColumns, casesAndMatches };
+  return { casesAndMatches };
 }
 
 /**
