@@ -572,3 +572,29 @@ def test_a_rebuild_keeps_components_sizes_and_says_random_columns_were_drawn_ane
     codap.done("undo_codap", {})
     assert "Plotted Function" not in shown(codap, scatter)
     assert component(codap, sid)["dimensions"] == sized
+
+
+def axis_labels(codap: CodapPage, gid: int) -> list[str]:
+    """The labels CODAP's page draws in a graph (its axes' ticks or bins, then the attributes' names)."""
+    labels: list[str] = codap.page.evaluate(
+        """(id) => [...[...document.getElementsByClassName('free-tile-component')]
+                     .find((t) => t.id.endsWith(String(id))).querySelectorAll('text')]
+                   .map((e) => e.textContent).filter(Boolean)""",
+        gid,
+    )
+    return labels
+
+
+def test_binning_the_dots_does_not_say_the_axis_runs_from_0_to_0(codap: CodapPage) -> None:
+    """CODAP gives a binned axis's bounds as 0 to 0 (it draws the bins instead): the answer names the bins, not
+    an axis from 0 to 0."""
+    dataset(codap, "binaxis")
+    gid = graph(codap, datasetName="binaxis", graphType="dot_plot", xAttribute="h")
+    answer = update(codap, gid, plotType="binned_dot_plot")
+    held = component(codap, gid)
+    assert (held["plotType"], held["xLowerBound"], held["xUpperBound"]) == ("binnedDotPlot", 0, 0)
+    assert "[150, 155)" in axis_labels(codap, gid)  # what the person sees: CODAP's bins, 5 wide from 150
+    text = answer["content"][0]["text"]
+    assert "x axis from" not in text and "x axis to" not in text and "bin width" in text
+    x = answer["structuredContent"]["state"]["x"]
+    assert (x["min"], x["max"]) == (None, None) and answer["structuredContent"]["state"]["bins"]["width"] == 5

@@ -175,6 +175,8 @@ export function changesBetween(before, after, asked = new Set()) {
     // a type that turns unknown (null) with the attribute kept: CODAP now goes by the attribute's own type
     if (!asked.has(setting) && path.endsWith(".type") && (moved(`${axis}.attribute`) || now === null)) continue;
     if (!asked.has(setting) && path.startsWith("legend.") && path !== "legend.attribute" && moved("legend.attribute")) continue;
+    // an axis range that turns none: CODAP now draws bins (or a category) there, which bins (or the type) says
+    if (!asked.has(setting) && /\.(min|max)$/.test(path) && now === null) continue;
     if (path === "y.attributes" && (Array.isArray(was) ? was.length : 0) <= 1 && (Array.isArray(now) ? now.length : 0) <= 1) continue;
     out.push({ setting, before: was, after: now, text: `${name} ${shown(was)} → ${shown(now)}` });
   }

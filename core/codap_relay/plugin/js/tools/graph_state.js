@@ -94,6 +94,17 @@ const unquoted = (v) => {
 const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
 
 /**
+ * An axis's range as CODAP gives it, or none: CODAP gives a binned axis (and an axis it has not laid out) as 0 to 0,
+ * a range no numeric axis is drawn with; it draws the bins there instead (the state's bins).
+ * @param {unknown} low
+ * @param {unknown} high
+ */
+const range = (low, high) => {
+  const [min, max] = [num(low), num(high)];
+  return min !== null && min === max ? { min: null, max: null } : { min, max };
+};
+
+/**
  * A graph's state from what CODAP gave: its component, its adornments, its legend attribute and the document.
  * @param {Record<string, any>} c `get component[id]`'s values
  * @param {Array<Record<string, any>>} adornments the shown adornments, each as `get ….adornment[type]` gives it
@@ -119,12 +130,12 @@ export function graphStateFrom(c, adornments, legendAttribute, storage, setAside
     dataset: c.dataContext ?? null,
     plotType: c.plotType ?? null,
     plot: plotName(c.plotType),
-    x: { attribute: c.xAttributeName ?? null, type: c.xAttributeType ?? null, min: num(c.xLowerBound), max: num(c.xUpperBound) },
+    x: { attribute: c.xAttributeName ?? null, type: c.xAttributeType ?? null, ...range(c.xLowerBound, c.xUpperBound) },
     y: {
       attribute: c.yAttributeName ?? null, attributes: yNames.length ? yNames : c.yAttributeName ? [c.yAttributeName] : [],
-      type: c.yAttributeType ?? null, min: num(c.yLowerBound), max: num(c.yUpperBound),
+      type: c.yAttributeType ?? null, ...range(c.yLowerBound, c.yUpperBound),
     },
-    y2: { attribute: c.y2AttributeName ?? null, type: c.y2AttributeType ?? null, min: num(c.y2LowerBound), max: num(c.y2UpperBound) },
+    y2: { attribute: c.y2AttributeName ?? null, type: c.y2AttributeType ?? null, ...range(c.y2LowerBound, c.y2UpperBound) },
     topSplit: c.topSplitAttributeName ?? null,
     rightSplit: c.rightSplitAttributeName ?? null,
     legend: c.legendAttributeName
