@@ -572,6 +572,12 @@ def test_a_rebuild_keeps_components_sizes_and_says_random_columns_were_drawn_ane
     codap.done("undo_codap", {})
     assert "Plotted Function" not in shown(codap, scatter)
     assert component(codap, sid)["dimensions"] == sized
+    # A plotted value's formula is tried on a scratch attribute first, which draws the column anew too: said.
+    dots = graph(codap, datasetName="rebuilt", graphType="dot_plot", xAttribute="h")
+    flips = [c["values"]["coin"] for c in codap.items("rebuilt")]
+    value = codap.done("add_codap_adornment", {"graph": dots, "adornment": "plotted_value", "formula": "mean(h)"})
+    assert [c["values"]["coin"] for c in codap.items("rebuilt")] != flips
+    assert any("CODAP drew the random values of rebuilt.coin anew" in n for n in value["structuredContent"]["notes"])
 
 
 def axis_labels(codap: CodapPage, gid: int) -> list[str]:

@@ -7,6 +7,7 @@ import { ADORNMENTS } from "./adornment_kinds.js";
 import { adornmentReads, adornmentsRead } from "./adornment_read.js";
 import { ToolError, codapError, collection, get, graphLabel, plotName, refused } from "./context.js";
 import { rebuildGraph } from "./graph_rebuild.js";
+import { randomColumns, redrawNote } from "./statistics_local.js";
 
 /**
  * @import {CodapReply, CodapRequest, Component} from "../types.js"
@@ -58,15 +59,18 @@ export function createAdornmentAdder(ctx) {
   const { send, must, findDataset, describeDatasets } = ctx;
 
   /**
-   * Why CODAP cannot compute `formula` over the dataset's cases, or null: tried on a scratch attribute taken off in
-   * the same message. CODAP's API cannot take an adornment off a graph (delete only hides it, keeping its formula),
-   * so a plotted value's formula is checked before the adornment is made.
+   * Why CODAP cannot compute `formula` over the dataset's cases (null if it can), and what trying it did: tried on a
+   * scratch attribute taken off in the same message. CODAP's API cannot take an adornment off a graph (delete only
+   * hides it, keeping its formula), so a plotted value's formula is checked before the adornment is made. Adding
+   * and removing the scratch attribute makes CODAP evaluate every formula again: random columns are drawn anew
+   * (`redrawn`, read from the attributes' formulas).
    * @param {string} datasetName
    * @param {string} formula
    */
   async function formulaProblem(datasetName, formula) {
     const found = await findDataset(datasetName);
-    const { datasets: [dataset] } = await describeDatasets([found], { types: false });
+    const { datasets: [dataset] } = await describeDatasets([found]);
+    const redrawn = randomColumns(dataset);
     const last = dataset.collections[dataset.collections.length - 1];
     const base = collection(dataset.id, last.id);
     const scratch = `__codap_relay_check_${Date.now().toString(36)}`;
@@ -75,11 +79,11 @@ export function createAdornmentAdder(ctx) {
     /** @type {CodapRequest} */
     const drop = { action: "delete", resource: `${base}.attribute[${scratch}]` };
     const [tried, read] = await send([tryIt, get(`${base}.allCases`), drop]);
-    if (tried?.success !== true) return codapError(tried);
+    if (tried?.success !== true) return { problem: codapError(tried), redrawn };
     /** @type {unknown[]} */
     const values = (read?.values?.cases ?? []).map((/** @type {{case?: {values?: Record<string, unknown>}}} */ c) => c.case?.values?.[scratch]);
     const error = /** @type {string | undefined} */ (values.find((v) => typeof v === "string" && v.startsWith("❌")));
-    return error ? error.slice(1).trim() : null;
+    return { problem: error ? error.slice(1).trim() : null, redrawn };
   }
 
   /**
@@ -183,12 +187,15 @@ export function createAdornmentAdder(ctx) {
     const wasShown = name !== "movable_value" && listed.some((a) => a.type === which.type && a.isVisible);
     const neverMade = !listed.some((a) => a.type === which.type);
     const component = `component[${graph.id}]`;
+    /** @type {string[]} */
+    const notes = [];
     if (name === "plotted_value" && neverMade && graph.detail.dataContext) {
-      const problem = await formulaProblem(graph.detail.dataContext, /** @type {string} */ (args.formula));
+      const { problem, redrawn } = await formulaProblem(graph.detail.dataContext, /** @type {string} */ (args.formula));
+      if (redrawn.length) notes.push(redrawNote(redrawn, "when the formula was tried on a scratch attribute"));
       if (problem) {
         throw new ToolError(
           `CODAP cannot compute the plotted value's formula ${JSON.stringify(args.formula)}: ${problem}. It was not ` +
-            "added. Fix the formula and call again.",
+            `added. Fix the formula and call again.${notes.map((n) => ` ${n}`).join("")}`,
           "formula_error",
           { graphId: graph.id, formula: args.formula, codapError: problem },
         );
@@ -243,12 +250,12 @@ export function createAdornmentAdder(ctx) {
       if (!wasShown) await send([{ action: "delete", resource: `${component}.adornment`, values: { type: which.type } }]);
       throw new ToolError(
         `CODAP cannot compute the plotted value's formula ${JSON.stringify(args.formula)}: ${detail.error}` +
-          `${wasShown ? "" : " It was not added."} Fix the formula and call again.`,
+          `${wasShown ? "" : " It was not added."} Fix the formula and call again.${notes.map((n) => ` ${n}`).join("")}`,
         "formula_error",
         { graphId: graph.id, formula: args.formula, codapError: detail.error },
       );
     }
-    return { name, detail, added: !wasShown, notes: [] };
+    return { name, detail, added: !wasShown, notes };
   }
 
   return { addByRebuild, addByApi };
