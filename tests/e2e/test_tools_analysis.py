@@ -631,6 +631,10 @@ def test_statistics_and_formulas_leave_random_columns_as_drawn(codap: CodapPage)
     slope = st.linear_regression([v["draw"] for v in small], [v["flip"] for v in small]).slope
     assert got["small heads"]["slope"] == pytest.approx(slope, rel=1e-9)
     assert got["big"]["cases"] == sum(c["values"]["flip"] > 20 and c["values"]["size"] == "big" for c in before)
+    bad = {"datasetName": "CoinFlips", "attributes": ["draw"], "where": "weight > 3"}
+    err = codap.failed("compute_codap_statistics", bad)
+    assert err["code"] == "formula_error" and err["data"]["where"] == "weight > 3" and "weight" in err["message"]
+    assert cases(codap, "CoinFlips") == before
     # A formula needs a hidden attribute: CODAP draws the random columns anew, and the answer says so plainly.
     out = codap.done(
         "compute_codap_statistics",

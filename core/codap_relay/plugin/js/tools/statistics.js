@@ -180,8 +180,8 @@ export function createStatisticsTool(ctx) {
         : await groupsOf(dataset, prefix, { attribute: grouping, formula: byFormula ? /** @type {string} */ (groupBy) : null, named });
     const held = local
       ? await casesAndMatches(dataset, top, [
-        ...(where === undefined ? [] : [{ condition: where, role: "where condition" }]),
-        ...(named ? Object.entries(named).map(([label, condition]) => ({ condition, role: `condition of group ${JSON.stringify(label)}` })) : []),
+        ...(where === undefined ? [] : [{ condition: where, role: "where condition", key: "where" }]),
+        ...(named ? Object.entries(named).map(([label, condition]) => ({ condition, role: `condition of group ${JSON.stringify(label)}`, key: "condition" })) : []),
       ])
       : null;
     const membersOf = rowMembers(held, { where: where !== undefined, named, grouping: grouping?.name ?? null });
@@ -396,7 +396,7 @@ export function createStatisticsTool(ctx) {
       named ? `in groups: ${Object.entries(named).map(([k, v]) => `${k} (${v})`).join(", ")}` : null,
     ].filter(Boolean);
     if (partner) scope.push(`paired with ${partner.name}`);
-    let text = `Statistics of ${JSON.stringify(dataset.name)} computed by CODAP` +
+    let text = `Statistics of ${JSON.stringify(dataset.name)} computed ${local ? "from the values CODAP holds" : "by CODAP"}` +
       `${scope.length ? ` (${scope.join(", ")})` : ""}, ${plural(matched, "case")}` +
       `${where === undefined ? "" : ` of ${top.caseCount}`}:\n${header.join(" | ")}\n${lines.join("\n")}`;
     if (empty.length) text += `\nGroups with no matching case: ${empty.join(", ")}.`;
@@ -411,7 +411,7 @@ export function createStatisticsTool(ctx) {
     text += "\nShown to 6 significant digits; structuredContent has CODAP's full values. sd and variance divide " +
       "by n−1; q1, q3 and percentiles interpolate between sorted values (CODAP's percentile()).";
     if (local) {
-      text += `\nComputed from the values CODAP holds, by CODAP's definitions: ${JSON.stringify(dataset.name)} draws ` +
+      text += `\nComputed by CODAP's definitions from the values it holds: ${JSON.stringify(dataset.name)} draws ` +
         `random values (${random.map((c) => c.attribute).join(", ")}), and a hidden formula attribute would make CODAP ` +
         "draw them anew; the values in the table are unchanged.";
     } else if (random.length) {

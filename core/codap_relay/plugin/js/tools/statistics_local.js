@@ -131,7 +131,7 @@ export function createLocalStatistics(ctx) {
    * in the same message).
    * @param {DescribedDataset} dataset
    * @param {DescribedCollection} coll
-   * @param {Array<{condition: string, role: string}>} conditions
+   * @param {Array<{condition: string, role: string, key: string}>} conditions (key: the error data's field)
    * @returns {Promise<{cases: HeldCase[], matching: Array<Set<CodapId>>}>}
    */
   async function casesAndMatches(dataset, coll, conditions) {
@@ -149,7 +149,7 @@ export function createLocalStatistics(ctx) {
             `${JSON.stringify(dataset.name)}: ${reason}. Attributes of ${JSON.stringify(coll.name)}: ` +
             `${coll.attributes.map((a) => a.name).join(", ")}.`,
           "formula_error",
-          { datasetName: dataset.name, condition: conditions[i].condition, codapError: reason },
+          { datasetName: dataset.name, [conditions[i].key]: conditions[i].condition, codapError: reason },
         );
       }
       /** @type {Array<{id: CodapId}>} */
