@@ -167,8 +167,9 @@ def test_quick_run_times_every_tool_inside_real_codap(quick_run: Run) -> None:
     assert (messages["get_codap_status"], messages["get_codap_datasets"]) == (5, 3), counts
     # a changing tool: its own messages, the digest's two, and the restore points of the journal (the one after the
     # call is sent before the digest's, so it falls within the call); a graph's also where it lands (the components'
-    # list and places, and its move off those CODAP put it on). Counted in the quick run of 2026-12-07.
-    assert (messages["create_codap_dataset"], messages["create_codap_graph"]) == (8, 15), counts
+    # list and places, and its move off those CODAP put it on; a new dataset's table too). Counted in the quick run of
+    # 2026-12-07.
+    assert (messages["create_codap_dataset"], messages["create_codap_graph"]) == (10, 15), counts
     assert messages["codap_api (get dataContextList)"] == 1
     for row in codap["rows"]:
         asks_codap = not row["label"].startswith("codap_api_help")  # the reference is the plugin's own text
