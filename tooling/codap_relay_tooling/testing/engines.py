@@ -40,7 +40,14 @@ from .servers import free_port
 FIREFOX = "firefox-esr"
 WEBKIT_DRIVER = "WebKitWebDriver"
 # Where Debian's libwebkit2gtk-4.1-0 puts MiniBrowser (under the multiarch folder: x86_64-linux-gnu, aarch64-…).
-MINIBROWSER = next(iter(sorted(glob.glob("/usr/lib/*/webkit2gtk-4.1/MiniBrowser"))), "MiniBrowser")
+MINIBROWSER = "MiniBrowser"
+
+
+def minibrowser() -> str:
+    """MiniBrowser's path, looked up when it is needed: apt may install it after this module is imported."""
+    return next(iter(sorted(glob.glob("/usr/lib/*/webkit2gtk-4.1/MiniBrowser"))), MINIBROWSER)
+
+
 XVFB = "Xvfb"
 VIEWPORT = (1400, 900)
 
@@ -288,7 +295,7 @@ class WebDriverWebKit(Engine):
                 self.close()
                 raise EngineError("WebKitWebDriver did not start")
             time.sleep(0.05)
-        options = {"binary": MINIBROWSER, "args": ["--automation", *WEBKIT_ARGS]}
+        options = {"binary": minibrowser(), "args": ["--automation", *WEBKIT_ARGS]}
         capabilities = {"alwaysMatch": {"browserName": "MiniBrowser", "webkitgtk:browserOptions": options}}
         created = self._command("POST", "/session", {"capabilities": capabilities}, session=False)
         self._session = str(created["sessionId"])
@@ -374,7 +381,7 @@ def missing(engine: str) -> list[str]:
     """The programs ``engine`` needs that are not installed here (empty when it can run; while apt still installs
     them, this waits for it)."""
     system_packages.wait()
-    needed = {"firefox": [FIREFOX], "webkit": [WEBKIT_DRIVER, MINIBROWSER, XVFB]}[engine]
+    needed = {"firefox": [FIREFOX], "webkit": [WEBKIT_DRIVER, minibrowser(), XVFB]}[engine]
     return [p for p in needed if shutil.which(p) is None and not Path(p).is_file()]
 
 
