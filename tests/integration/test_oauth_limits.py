@@ -349,7 +349,9 @@ class RequestLog:
 
     def _seen(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         keys = [params.get("Key") or {}] + [k for t in (params.get("RequestItems") or {}).values() for k in t["Keys"]]
-        waits = any(str(k.get("sk", {}).get("S", "")).startswith("RESP#") for k in keys)
+        # The answer is read from the request's own item (RID#<id>; RESP#<id> in the earlier layout). The callers'
+        # relay reads that item for nothing else: it knows a request it appended without reading it back.
+        waits = any(str(k.get("sk", {}).get("S", "")).startswith(("RID#", "RESP#")) for k in keys)
         self.requests.append((model.name, waits))
 
     def per_call(self, calls: int) -> tuple[float, dict[str, int]]:
