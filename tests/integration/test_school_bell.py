@@ -110,7 +110,14 @@ async def test_three_hundred_windows_in_a_minute_meet_no_throttle_and_no_limit(b
 
     # The same address guessing: past GuessLimitPerIp unknown codes it is refused, on a live code as well.
     async with web.AsyncClient(timeout=60) as http:
-        opened = (await http.post(f"{base}/api/sessions", json=body)).json()
+        # This address's 301st session: within the clock minute of the bell's last windows the session limit (300)
+        # refuses it, as it should; the next minute takes it.
+        made = await http.post(f"{base}/api/sessions", json=body)
+        if made.status_code == 429:
+            await asyncio.sleep(int(made.headers.get("Retry-After", "60")) + 0.5)
+            made = await http.post(f"{base}/api/sessions", json=body)
+        assert made.status_code == 201, made.text
+        opened = made.json()
         # The limit counts in fixed clock minutes: guess within one, so a new minute's count does not let 20 more
         # through (a loaded run's 40 lookups crossed a minute's end and saw 27 answered).
         if (left := MINUTE - time.time() % MINUTE) < GUESSING_SECONDS:
