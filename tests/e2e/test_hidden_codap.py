@@ -156,11 +156,14 @@ def test_three_minutes_hidden_lose_nothing_reopen_no_channel_and_answer_as_in_fr
 
     for c in hidden:
         # answered as in front: Chromium answers a hidden tab's messages at once; Firefox runs CODAP's queue of
-        # plugin messages (a setTimeout(0) each) a second later at the soonest, so its calls take seconds more
+        # plugin messages (a setTimeout(0) each) a second later at the soonest, so its calls take seconds more.
+        # The slack: a hidden tab's timers fire on whole seconds, a graph's creation waits on several of them, and a
+        # loaded run stretches each (10.5 s hidden against 2.3 s in front, once); what this guards against, a
+        # channel taken for dead while hidden, held a call 60 s.
         for call in c.hidden:
             usual = c.front.get(call["tool"])
             if usual is not None and c.browser.name == "chromium":
-                assert call["seconds"] <= 3 * usual + 3, f"{c.name}: {call} hidden, {usual} s in front"
+                assert call["seconds"] <= 3 * usual + 10, f"{c.name}: {call} hidden, {usual} s in front"
             assert call["seconds"] < ANSWER_SECONDS
         # nothing lost: every case added while hidden is in CODAP, read back from CODAP itself
         names = [s["name"] for s in codap_students(c)]

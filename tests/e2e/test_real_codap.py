@@ -465,10 +465,18 @@ def test_plugin_reload_mid_conversation_runs_no_request_twice(codap: CodapPage) 
 def test_a_second_codap_tab_takes_the_session_over_and_gives_it_back(
     codap: CodapPage, pages: Callable[..., CodapPage]
 ) -> None:
+    # Connected first: a tab still reconnecting (after the module's reload test) would reopen its stream after the
+    # duplicate's and take the session straight back, which is right for it and not what this test means to see.
+    wait_until(lambda: codap.status() == "Connected", "the first tab connected")
     code = codap.code()
     tab2 = pages(codap.plugin_url, init_script=session_copy_script(codap.frame, codap.relay))  # a duplicated tab
     assert tab2.code() == code
-    wait_until(lambda: codap.frame.locator("#superseded").is_visible(), "the first tab to show it moved")
+    wait_until(
+        lambda: codap.frame.locator("#superseded").is_visible(),
+        "the first tab to show it moved",
+        timeout=60,  # a loaded 2-core run once took over 20 s
+        explain=lambda: f"first tab {codap.status()!r}, second tab {tab2.status()!r}",
+    )
     done(tab2, "create_codap_dataset", {"datasetName": "in tab 2", "dataType": "random_numbers", "recordCount": 2})
     assert len(tab2.items("in tab 2")) == 2
     assert "in tab 2" not in [d["name"] for d in codap.ok({"action": "get", "resource": "dataContextList"})]

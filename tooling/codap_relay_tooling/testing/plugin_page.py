@@ -20,15 +20,22 @@ DEADLINE = 20.0
 MCP_ANSWER_SECONDS = 60.0
 
 
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = DEADLINE) -> Any:
-    """Poll until ``predicate`` returns something truthy; fail with ``what`` at the deadline."""
+def wait_until(
+    predicate: Callable[[], Any],
+    what: str,
+    timeout: float = DEADLINE,
+    *,
+    explain: Callable[[], str] | None = None,
+) -> Any:
+    """Poll until ``predicate`` returns something truthy; fail with ``what`` at the deadline, and with what
+    ``explain`` then says of the state (for a failure that happens only in a loaded run)."""
     end = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {what}" + (f": {explain()}" if explain else ""))
         time.sleep(0.05)
 
 
