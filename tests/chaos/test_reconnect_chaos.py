@@ -218,6 +218,9 @@ async def test_each_call_reaches_the_plugin_within_a_second_of_its_write_on_a_la
                 sent = time.monotonic()
                 body = {"code": s["code"], "tool": "get_codap_status", "args": {"includeComponents": i % 2 == 0}}
                 r = await llm.post("/request", params={"wait": 10}, json=body)
+                if i < 3 and r.status_code == 202:  # a cold start on a loaded machine took longer once: wait it out
+                    answer = {"code": s["code"], "id": r.json()["id"], "wait": 25}
+                    r = await llm.get("/response", params=answer)
                 assert r.status_code == 200 and len(received) == i + 1, r.text
                 took.append(received[i] - sent)
     took = took[3:]
