@@ -218,8 +218,13 @@ async def test_each_call_reaches_the_plugin_within_a_second_of_its_write_on_a_la
                 sent = time.monotonic()
                 body = {"code": s["code"], "tool": "get_codap_status", "args": {"includeComponents": i % 2 == 0}}
                 r = await llm.post("/request", params={"wait": 10}, json=body)
-                if i < 3 and r.status_code == 202:  # a cold start on a loaded machine took longer once: wait it out
-                    answer = {"code": s["code"], "id": r.json()["id"], "wait": 25}
+                # The warm-up calls' answers start the response function's process: on a loaded machine that took
+                # over 10 s (twice in full runs), so they are waited for as a model would, 15 s at a time (the most
+                # the template allows), for a minute at most.
+                for _ in range(4 if i < 3 else 0):
+                    if r.status_code != 202:
+                        break
+                    answer = {"code": s["code"], "id": r.json()["id"], "wait": 15}
                     r = await llm.get("/response", params=answer)
                 assert r.status_code == 200 and len(received) == i + 1, r.text
                 took.append(received[i] - sent)
