@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from codap_relay_tooling.testing.plugin_page import wait_until
 from codap_relay_tooling.testing.real_codap import CodapPage, animation_frames
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
@@ -99,19 +100,26 @@ LONG_NOTE = (
 
 
 def text_fits(codap: CodapPage, title: str) -> dict[str, int]:
-    """The text box's content area as CODAP's page draws it: its height and the height of what it holds."""
-    found: dict[str, int] = codap.page.evaluate(
+    """The text box's content area as CODAP's page draws it: its height and the height of what it holds, once
+    CODAP has drawn it (a loaded page draws a new component a moment after the plugin's answer)."""
+    found: dict[str, int] = wait_until(lambda: drawn_text(codap, title), f"CODAP to draw the text box {title!r}")
+    return found
+
+
+def drawn_text(codap: CodapPage, title: str) -> dict[str, int] | None:
+    found: dict[str, int] | None = codap.page.evaluate(
         """(title) => {
           for (const c of document.querySelectorAll('.codap-component.codap-text')) {
             if (!(c.textContent || '').includes(title)) continue;
             const area = c.querySelector('.codap-text-content');
+            if (!area) return null;
             return { shown: area.clientHeight, held: area.scrollHeight };
           }
           return null;
         }""",
         title,
     )
-    return found
+    return found if found and found["held"] > 0 else None
 
 
 def test_a_long_text_gets_a_box_that_shows_all_of_it(codap: CodapPage) -> None:

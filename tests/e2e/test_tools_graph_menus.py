@@ -15,6 +15,7 @@ import pytest
 
 from codap_relay.catalog import plugin_tool
 from codap_relay_tooling.testing.codap_document import graph_storage, plot_storage, read_document
+from codap_relay_tooling.testing.plugin_page import wait_until
 from codap_relay_tooling.testing.real_codap import CodapPage
 
 pytestmark = [pytest.mark.browser, pytest.mark.tools]
@@ -599,7 +600,13 @@ def test_binning_the_dots_does_not_say_the_axis_runs_from_0_to_0(codap: CodapPag
     answer = update(codap, gid, plotType="binned_dot_plot")
     held = component(codap, gid)
     assert (held["plotType"], held["xLowerBound"], held["xUpperBound"]) == ("binnedDotPlot", 0, 0)
-    assert "[150, 155)" in axis_labels(codap, gid)  # what the person sees: CODAP's bins, 5 wide from 150
+    # what the person sees: CODAP's bins, 5 wide from 150, once CODAP has drawn the rebuilt graph (a loaded run
+    # read the page before it had drawn its axis)
+    wait_until(
+        lambda: "[150, 155)" in axis_labels(codap, gid),
+        "CODAP to draw the bins on the axis",
+        explain=lambda: f"the graph's labels: {axis_labels(codap, gid)}",
+    )
     text = answer["content"][0]["text"]
     assert "x axis from" not in text and "x axis to" not in text and "bin width" in text
     x = answer["structuredContent"]["state"]["x"]
