@@ -20,7 +20,7 @@ from starlette.staticfiles import StaticFiles
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.store.memory import MemoryStore
-from codap_relay_tooling.testing.chromium import CHROMIUM_ARGS, chromium_path
+from codap_relay_tooling.testing.chromium import CHROMIUM_ARGS, chromium_path, headless_shell_path
 from codap_relay_tooling.testing.commands import also_through_local_api
 from codap_relay_tooling.testing.plugin_page import PluginPage, close_tabs, new_page
 from codap_relay_tooling.testing.real_codap import (
@@ -46,12 +46,20 @@ def browser_args() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def browser(browser_args: list[str]) -> Iterator[Any]:
+def full_browser() -> bool:
+    """Whether this module's chromium is the browser itself rather than its headless shell (chromium.py says
+    why the shell is the default). A module about what a person's Chrome does (its storage defaults, Local Network
+    Access) overrides this fixture."""
+    return False
+
+
+@pytest.fixture(scope="module")
+def browser(browser_args: list[str], full_browser: bool) -> Iterator[Any]:
     """One chromium per test module. Not per session: Playwright's sync API keeps an event loop running in this
     thread while it is open, and pytest-asyncio cannot start its own loop for the async tests collected after."""
-    executable = chromium_path()
+    executable = chromium_path() if full_browser else headless_shell_path()
     if executable is None:
-        missing("Chromium")
+        missing("Chromium" if full_browser else "Chromium's headless shell")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

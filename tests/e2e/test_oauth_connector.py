@@ -44,6 +44,14 @@ SHOTS = os.environ.get("OAUTH_SHOTS")
 APP = "Test MCP host"
 
 
+@pytest.fixture(scope="module")
+def full_browser() -> bool:
+    """The browser itself, not its headless shell: the consent page's redirect to the app (a 302 after a script's
+    navigation) is caught by a Playwright route, and the shell lets that redirect past the route (tried here: the
+    browser recorded it, the shell went to the network)."""
+    return True
+
+
 @pytest.fixture(
     scope="module", params=["serve", pytest.param("local_api", marks=pytest.mark.dynamodb_local, id="local_api")]
 )

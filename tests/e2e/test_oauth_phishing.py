@@ -39,6 +39,14 @@ OWN_CALLBACK = "http://127.0.0.1:9/callback"
 
 
 @pytest.fixture(scope="module")
+def full_browser() -> bool:
+    """The browser itself, not its headless shell: the consent page's redirect to the app (a 302 after a script's
+    navigation) is caught by a Playwright route, and the shell lets that redirect past the route (tried here: the
+    browser recorded it, the shell went to the network)."""
+    return True
+
+
+@pytest.fixture(scope="module")
 def real_app_document() -> Iterator[str]:
     """A real app's client metadata document, as its vendor publishes it (served here on loopback, which the
     relay's test setting lets it fetch): its client_id is the document's URL."""

@@ -33,6 +33,12 @@ def browser_args(codap_https_url: str) -> list[str]:
     return args
 
 
+@pytest.fixture(scope="module")
+def full_browser() -> bool:
+    """The browser itself, not its headless shell: what is tested here is what a person's Chrome does."""
+    return True
+
+
 def test_plugin_pairs_in_real_codap_and_a_tool_changes_codap(open_codap: Any, relay_url: str) -> None:
     codap = open_codap(f"{relay_url}/plugin/")
     code = codap.code()

@@ -30,6 +30,12 @@ def browser_args(codap_https_url: str) -> list[str]:
     return [*CHROME_DEFAULT_STORAGE, *public_origin(codap_https_url)]
 
 
+@pytest.fixture(scope="module")
+def full_browser() -> bool:
+    """The browser itself, not its headless shell: what is tested here is what a person's Chrome does."""
+    return True
+
+
 def assert_partitioned(codap: CodapPage) -> None:
     """The plugin's frame has storage, but not its own site's (first-party) storage: Chrome partitions it."""
     probe = codap.frame_storage()

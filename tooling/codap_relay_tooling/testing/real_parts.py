@@ -30,6 +30,7 @@ def apt(packages: str, why: str = "") -> str:
 # Each part, and how a newcomer gets it (the README's list says the same).
 HOW = {
     "Chromium": apt("chromium"),
+    "Chromium's headless shell": apt("chromium-headless-shell"),
     "Firefox": apt("firefox-esr", "driven over WebDriver BiDi, no geckodriver needed: "),
     "WebKit's driver": apt("webkit2gtk-driver", "WebKitWebDriver and its MiniBrowser: "),
     "Xvfb": apt("xvfb", "WebKit's MiniBrowser needs a display: "),
