@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from codap_relay.commands.local_api import FORKSERVER_ENV
 from codap_relay.http.app import build_app
 from codap_relay.relay import Relay
 from codap_relay.settings import Settings
@@ -27,6 +29,10 @@ from codap_relay_tooling.testing.relay_settings import make_settings
 # longest go first: a long file handed out last keeps one worker busy while the others wait. With --busy-lanes,
 # scripts/test runs a worker more than the machine has cores, and a file that kept a core busy waits for one.
 FILE_TIMES = Path(__file__).with_name("file_times.json")
+# Every local-api the suite starts (and the benchmark's smoke run) forks its buffered functions' processes from a
+# prepared interpreter (localapi/forkserver.py): a run starts about 150 of them, each 1-2 CPU-seconds of imports
+# when fresh. Each is still its own process; only local-api's own tests of a fresh start turn it off.
+os.environ[FORKSERVER_ENV] = "1"
 ROOT = Path(__file__).parent.parent
 # A file the record does not know yet: a slow one is placed among the long files, any other among the short.
 UNKNOWN_SLOW_SECONDS, UNKNOWN_SECONDS = 60.0, 5.0

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from codap_relay.commands.local_api import FORKSERVER_ENV
 from codap_relay_tooling.testing import CHECKOUT, web
 from codap_relay_tooling.testing.commands import local_api_process
 from codap_relay_tooling.testing.sam import need_sam
@@ -33,10 +34,14 @@ MiB = 1024 * 1024
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, ServerProcess]]:
     store = tmp_path_factory.mktemp("local-api") / "relay.db"
-    env = {**os.environ, "GREETING": "from-the-caller"}  # a template variable set by the caller wins
-    args = ["--template", str(TEMPLATE), "--store", f"sqlite:///{store}", "--parameter", "Flag=false"]
-    with local_api_process(*args, "--max-instances", "3", env=env, prefix="/test") as served:
+    # A fresh interpreter per environment, local-api's default (the suite's conftest turns the forkserver on).
+    env = {**os.environ, "GREETING": "from-the-caller", FORKSERVER_ENV: "0"}  # the caller's template variable wins
+    with local_api_process(*api_args(store), "--max-instances", "3", env=env, prefix="/test") as served:
         yield served
+
+
+def api_args(store: Path) -> list[str]:
+    return ["--template", str(TEMPLATE), "--store", f"sqlite:///{store}", "--parameter", "Flag=false"]
 
 
 @pytest.fixture(scope="module")
@@ -230,6 +235,28 @@ def test_each_function_runs_in_its_own_processes_warm_reused_and_scaled_out(
         answers = list(pool.map(lambda _: web.get(f"{base}/behave/sleep", params={"s": 1}, timeout=30), range(4)))
         assert len({int(a.text) for a in answers}) <= 3 and time.monotonic() - started >= 3
     assert process.output().count("Init Duration") - cold_before == 2  # Lambda's REPORT of a cold start
+
+
+def test_a_forked_environment_sees_what_a_fresh_one_sees(base: str, tmp_path: Path) -> None:
+    """--forkserver: the same variables, working directory and import path as a fresh interpreter's, in a process
+    of its own under local-api."""
+    fresh = echo(base)
+    env = {**os.environ, "GREETING": "from-the-caller"}
+    with local_api_process(*api_args(tmp_path / "r.db"), "--forkserver", env=env, prefix="/test") as (
+        forked_base,
+        process,
+    ):
+        forked = echo(forked_base)
+        assert forked["pid"] in descendants(process.pid)
+        parent = Path(f"/proc/{forked['pid']}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        assert b"localapi.forkserver" in Path(f"/proc/{parent}/cmdline").read_bytes()
+    forked["environment"].pop("RELAY_STORE")  # each local-api has a store of its own
+    fresh["environment"].pop("RELAY_STORE")
+    for key in ("environment", "cwd", "pathHead"):
+        assert forked[key] == fresh[key], key
+    # A fresh interpreter may add a variable of its own (its locale coercion); nothing the function set is missing.
+    assert set(fresh["variables"]) - set(forked["variables"]) <= {"LC_CTYPE"}
+    assert set(forked["variables"]) - set(fresh["variables"]) == set()
 
 
 def test_memory_store_is_refused_with_the_reason() -> None:

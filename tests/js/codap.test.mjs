@@ -83,6 +83,26 @@ test("a read that times out says so; a change that times out says CODAP may stil
   assert.ok(Date.now() - started >= 35); // changes wait longer than reads
 });
 
+test("in a hidden tab a read waits as long as a change before it counts as unanswered", async () => {
+  const { win } = windows({ answer: false });
+  win.document = { visibilityState: "hidden" };
+  const phone = new CodapPhone({ win, timeoutMs: 20, changeTimeoutMs: 80, helloTimeoutMs: 50 });
+  phone.start();
+  await phone.whenConnected();
+  const started = Date.now();
+  await assert.rejects(phone.call({ action: "get", resource: "x" }), (e) => {
+    assert.equal(e.code, "codap_timeout");
+    assert.ok(e.data.waitedMs >= 80, `waited ${e.data.waitedMs} ms`);
+    return true;
+  });
+  assert.ok(Date.now() - started >= 75, "the browser slows a hidden tab: a read there waits past its usual limit");
+  // Back in front, a read has its usual limit again.
+  win.document.visibilityState = "visible";
+  const again = Date.now();
+  await assert.rejects(phone.call({ action: "get", resource: "x" }), (e) => e.code === "codap_timeout");
+  assert.ok(Date.now() - again < 75);
+});
+
 test("the timeline keeps the newest 500 message measures", async () => {
   const { win } = windows();
   const timeline = new FakeTimeline();

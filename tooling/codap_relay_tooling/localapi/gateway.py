@@ -47,6 +47,7 @@ from .events import (
     read_answer,
     trace_id,
 )
+from .forkserver import Forkserver
 from .instances import AdapterInstance, Instance, Pool
 from .invocations import MAX_RESPONSE_PAYLOAD_BYTES, Invoker, Refused
 from .routing import Match, Router
@@ -114,6 +115,8 @@ class Gateway:
     #: The template's WebSocket API, served on its own port (``socket_port``): requests to that port go to it.
     socket: ASGIApp | None = None
     socket_port: int | None = None
+    #: Where buffered functions' processes are forked from (``--forkserver``), stopped after them.
+    forkserver: Forkserver | None = None
 
     def __post_init__(self) -> None:
         self.invoker = Invoker(self.output)
@@ -178,6 +181,8 @@ class Gateway:
         await self.invoker.close()
         count = sum(len(pool.instances) for pool in self.pools.values())
         await asyncio.gather(*(pool.close() for pool in self.pools.values()), return_exceptions=True)
+        if self.forkserver is not None:
+            await self.forkserver.stop()
         self._log(f"stopped: {count} function instance(s) ended")
 
     # --- one request ------------------------------------------------------------------------------------

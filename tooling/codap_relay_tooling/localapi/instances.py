@@ -31,6 +31,7 @@ import codap_relay_tooling
 
 from ..testing import web
 from ..testing.servers import free_port
+from .forkserver import ForkedProcess, Forkserver
 from .runtime import INVOKE_PATH, READY_PREFIX
 from .template import Function
 
@@ -77,7 +78,7 @@ class Instance:
         self.environment = dict(environment)
         self.output = output
         self.label = f"{function.logical_id}#{number}"
-        self.process: asyncio.subprocess.Process | None = None
+        self.process: asyncio.subprocess.Process | ForkedProcess | None = None
         self.init_ms: float | None = None  # reported with the first invocation, as Lambda's Init Duration
         self.invocations = 0
         self._pump: asyncio.Task[None] | None = None
@@ -94,8 +95,17 @@ class Instance:
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
-    async def _spawn(self, argv: list[str], extra_env: Mapping[str, str]) -> None:
+    async def _spawn(
+        self, argv: list[str], extra_env: Mapping[str, str], *, forkserver: Forkserver | None = None
+    ) -> None:
+        """Start the environment's process: ``argv`` in a fresh process, or, given ``forkserver``, the module that
+        ``argv`` runs with ``-m``, forked from its prepared interpreter (forkserver.py)."""
         self._ready = asyncio.get_running_loop().create_future()
+        if forkserver is not None:
+            [_python, _m, module] = argv
+            self.process = await forkserver.spawn(module, {**self.environment, **extra_env}, self.function.code_dir)
+            self._pump = asyncio.create_task(self._read_output())
+            return
         self.process = await asyncio.create_subprocess_exec(
             *argv,
             cwd=str(self.function.code_dir),
@@ -184,14 +194,17 @@ class Instance:
 
 
 class RuntimeInstance(Instance):
-    """A buffered function: the Python runtime stand-in answering the invoke API."""
+    """A buffered function: the Python runtime stand-in answering the invoke API; forked from ``forkserver``'s
+    prepared interpreter where local-api has one (``--forkserver``)."""
 
     client: httpx.AsyncClient | None = None
+    forkserver: Forkserver | None = None
 
     async def start(self) -> None:
         await self._spawn(
             [sys.executable, "-m", "codap_relay_tooling.localapi.runtime"],
             {"LOCALAPI_NONCE": self._nonce, "_HANDLER": self.function.handler},
+            forkserver=self.forkserver,
         )
         assert self._ready is not None
         try:

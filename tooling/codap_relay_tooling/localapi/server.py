@@ -15,6 +15,7 @@ from codap_relay.sam_template import load_template
 from codap_relay.settings import state_dir
 from codap_relay.store import StoreUrlError, open_store
 
+from .forkserver import Forkserver
 from .gateway import Gateway
 from .instances import AdapterInstance, Instance, Pool, RuntimeInstance, function_environment
 from .template import Function, Stack, read_stack
@@ -39,6 +40,8 @@ class Options:
     push_max_seconds: float = MAX_CONNECTION_SECONDS
     #: Seed for faults in the WebSocket API's management API (chaos tests); None: it behaves.
     push_faults: int | None = None
+    #: Fork each buffered function's environment from a prepared interpreter (forkserver.py); else a fresh one.
+    forkserver: bool = False
 
 
 def default_store_url() -> str:
@@ -101,6 +104,7 @@ def build_gateway(options: Options, stack: Stack, store_url: str, output: TextIO
     layer_dir = options.template.resolve().parent / "functions" / "shared"
     pools: dict[str, Pool] = {}
     push = push_addresses(options, stack)
+    forkserver = Forkserver() if options.forkserver else None
     for function in stack.functions.values():
         environment = function_environment(
             function,
@@ -112,8 +116,11 @@ def build_gateway(options: Options, stack: Stack, store_url: str, output: TextIO
         )
 
         def make(fn: Function, number: int, environment: dict[str, str] = environment) -> Instance:
-            kind = AdapterInstance if fn.web_adapter else RuntimeInstance
-            return kind(fn, number, environment, output)
+            if fn.web_adapter:
+                return AdapterInstance(fn, number, environment, output)
+            instance = RuntimeInstance(fn, number, environment, output)
+            instance.forkserver = forkserver
+            return instance
 
         cap = options.max_instances
         reserved = function.reserved_concurrency
@@ -121,6 +128,7 @@ def build_gateway(options: Options, stack: Stack, store_url: str, output: TextIO
             cap = min(cap, reserved)
         pools[function.logical_id] = Pool(function, make, cap, throttles=reserved is not None and reserved <= cap)
     gateway = Gateway(stack, pools, output, base_path=options.base_path)
+    gateway.forkserver = forkserver
     if stack.socket_api is not None and options.push_port is not None:
         gateway.socket = SocketGateway(
             stack.socket_api,

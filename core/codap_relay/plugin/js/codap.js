@@ -165,22 +165,31 @@ export class CodapPhone {
     const timeoutMs = changes ? this.changeTimeoutMs : this.timeoutMs;
     const described = describeRequest(request);
     return new Promise((resolve, reject) => {
-      const timer = this.win.setTimeout(() => {
+      const expire = () => {
         const waiter = this.pending.get(uuid);
+        // A hidden tab's timers are slowed by the browser (Firefox runs CODAP's message queue a second late at
+        // best, later on a busy machine): a read there waits as long as a change before it counts as unanswered.
+        const waited = waiter ? this.now() - waiter.started : timeoutMs;
+        if (waiter && this._hidden() && waited < this.changeTimeoutMs) {
+          waiter.timer = this.win.setTimeout(expire, Math.min(timeoutMs, this.changeTimeoutMs - waited));
+          return;
+        }
         this.pending.delete(uuid);
         if (waiter) this._settle(waiter);
         const waiting = this.connected ? "did not answer" : "did not complete the plugin handshake";
         const outcome = changes && this.connected
           ? "It may still carry out the change: check CODAP's state (get_codap_status) before sending it again."
           : "Check that CODAP is open and responsive, then try again.";
+        const waitedMs = Math.max(timeoutMs, waited);
         reject(
           new ToolError(
-            `CODAP ${waiting} "${described}" within ${Math.round(timeoutMs / 1000)} s. ${outcome}`,
+            `CODAP ${waiting} "${described}" within ${Math.round(waitedMs / 1000)} s. ${outcome}`,
             "codap_timeout",
-            { codapRequest: described, waitedMs: timeoutMs },
+            { codapRequest: described, waitedMs },
           ),
         );
-      }, timeoutMs);
+      };
+      const timer = this.win.setTimeout(expire, timeoutMs);
       const requests = Array.isArray(request) ? request.length : 1;
       /** @type {Waiter} */
       const waiter = { resolve, timer, requests, sentAt: this.timeline?.now(), started: this.now(), described, slow: false, slowTimer: null };
@@ -233,6 +242,11 @@ export class CodapPhone {
     const waits = this.waits;
     this.waits = noWaits();
     return waits;
+  }
+
+  /** Whether the plugin's page is hidden now (CODAP's tab behind another, or its window minimized). */
+  _hidden() {
+    return this.win?.document?.visibilityState === "hidden";
   }
 
   /**

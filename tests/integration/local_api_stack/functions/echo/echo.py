@@ -2,6 +2,7 @@
 
 import json
 import os
+import sys
 from typing import Any
 
 SEEN = (
@@ -25,6 +26,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "event": event,
         "environment": {name: os.environ.get(name) for name in SEEN},
         "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "variables": sorted(os.environ),
+        "pathHead": sys.path[:4],
         "requestId": context.aws_request_id,
         "remainingMs": context.get_remaining_time_in_millis(),
         "functionName": context.function_name,
