@@ -19,13 +19,7 @@ from codap_relay.store.memory import MemoryStore
 from codap_relay_tooling.testing import system_packages, web
 from codap_relay_tooling.testing.clock import FakeClock, counting_ids
 from codap_relay_tooling.testing.commands import LOCAL_API_ENV, LocalApi, local_api_process
-from codap_relay_tooling.testing.lanes import (
-    FileTimesRecorder,
-    TreeCpu,
-    is_busy,
-    load_file_times,
-    make_lane_scheduler,
-)
+from codap_relay_tooling.testing.lanes import FileTimesRecorder, is_busy, load_file_times, make_lane_scheduler
 from codap_relay_tooling.testing.real_parts import MissingParts
 from codap_relay_tooling.testing.relay_settings import make_settings
 
@@ -143,8 +137,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # the controller: it sees every worker's reports
         config.pluginmanager.register(MissingParts(), "codap-relay-missing-parts")
     target: Path | None = config.getoption("--record-file-times")
-    if target is not None and hasattr(config, "workerinput"):
-        config.pluginmanager.register(TreeCpu(), "codap-relay-tree-cpu")
     if target is not None and not hasattr(config, "workerinput"):  # the controller records, workers' reports included
         alone = not getattr(config.option, "numprocesses", None)  # without workers the machine is each file's
         config.pluginmanager.register(FileTimesRecorder(target, measure_cores=alone), "codap-relay-file-times")

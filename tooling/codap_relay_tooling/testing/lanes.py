@@ -52,57 +52,6 @@ def machine_busy_seconds() -> float | None:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
-def tree_cpu_seconds(root: int | None = None) -> float:
-    """CPU-seconds spent by process ``root`` (this one by default) and every process under it, running or ended and
-    reaped (its parent's children's times), from /proc (Linux); 0.0 elsewhere. A process that left the tree before it
-    ended (orphaned to init) is not counted."""
-    root = os.getpid() if root is None else root
-    parents: dict[int, int] = {}
-    spent: dict[int, int] = {}  # clock ticks
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return 0.0
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # ended meanwhile
-        pid = int(entry)
-        parents[pid] = int(fields[1])
-        spent[pid] = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
-    children: dict[int, list[int]] = {}
-    for pid, parent in parents.items():
-        children.setdefault(parent, []).append(pid)
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += spent.get(pid, 0)
-        todo.extend(children.get(pid, ()))
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-class TreeCpu:
-    """A pytest-xdist worker's plugin: each test's teardown report carries (``tree_cpu``) the CPU-seconds the worker
-    and every process it started spent since the previous test's teardown: the test's own setup, call and teardown,
-    its module's fixtures, the browsers, servers and functions they run. Summed per file by FileTimesRecorder: where a
-    run's CPU goes, in a run with workers, where the machine's busy time cannot tell the files apart."""
-
-    def __init__(self) -> None:
-        self.last = tree_cpu_seconds()
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        outcome = yield
-        if call.when == "teardown":
-            now = tree_cpu_seconds()
-            outcome.get_result().user_properties.append(("tree_cpu", round(now - self.last, 2)))
-            self.last = now
-
-
 class FileTimesRecorder:
     """A plugin that writes each file's seconds (its tests' setups, calls and teardowns) and, in a run without workers
     (the machine is then the file's alone), the cores it kept busy meanwhile."""
@@ -111,15 +60,11 @@ class FileTimesRecorder:
         self.target, self.measure_cores = target, measure_cores
         self.seconds: dict[str, float] = {}
         self.busy: dict[str, float] = {}
-        self.cpu: dict[str, float] = {}  # from the workers' TreeCpu, in a run with workers
         self._busy_at_start: dict[str, float] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         path = report.nodeid.split("::", 1)[0]
         self.seconds[path] = self.seconds.get(path, 0.0) + report.duration
-        for key, value in report.user_properties:
-            if key == "tree_cpu" and isinstance(value, float | int):
-                self.cpu[path] = self.cpu.get(path, 0.0) + value
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         busy = machine_busy_seconds() if self.measure_cores else None
@@ -138,21 +83,11 @@ class FileTimesRecorder:
             path: {
                 "seconds": round(sec, 1),
                 "cores": round(self.busy[path] / sec, 2) if path in self.busy and sec > 0 else None,
-                **({"cpu": round(self.cpu[path], 1)} if path in self.cpu else {}),
             }
             for path, sec in sorted(self.seconds.items())
         }
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.cpu:
-            return
-        total = sum(self.cpu.values())
-        terminalreporter.section(f"CPU-seconds by test file (the tests' process trees): {total:,.0f} in all")
-        for path, cpu in sorted(self.cpu.items(), key=lambda item: -item[1])[:25]:
-            terminalreporter.write_line(f"{cpu:8.1f}  {self.seconds.get(path, 0.0):7.1f} s  {path}")
-
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.target.parent.mkdir(parents=True, exist_ok=True)
         self.target.write_text(json.dumps(self.record(), indent=1) + "\n")
 
 
