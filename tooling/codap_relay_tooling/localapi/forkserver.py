@@ -57,7 +57,8 @@ PRELOAD = (
 _MESSAGE_BYTES = 1 << 20
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
+    """In a new process: receive SIGTERM if its parent dies, even by SIGKILL (Linux), so nothing is orphaned."""
     if sys.platform.startswith("linux"):
         import ctypes
 
@@ -71,7 +72,7 @@ def _die_with_parent() -> None:
 def _child(request: dict[str, Any], output: int, base_path: list[str]) -> None:
     """In the forked child: become the environment local-api asked for, then run the runtime program."""
     os.setsid()  # as start_new_session: a Ctrl-C in local-api's terminal reaches local-api alone
-    _die_with_parent()  # the server; the server itself dies with local-api
+    die_with_parent()  # the server; the server itself dies with local-api
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(output, 1)
@@ -145,7 +146,7 @@ def _reap() -> None:
 
 
 def main() -> int:
-    _die_with_parent()
+    die_with_parent()
     channel = socket.socket(fileno=int(sys.argv[1]))
     serve(channel)
     return 0

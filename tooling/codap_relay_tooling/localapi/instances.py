@@ -16,7 +16,6 @@ import json
 import math
 import os
 import secrets
-import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -31,7 +30,7 @@ import codap_relay_tooling
 
 from ..testing import web
 from ..testing.servers import free_port
-from .forkserver import ForkedProcess, Forkserver
+from .forkserver import ForkedProcess, Forkserver, die_with_parent
 from .runtime import INVOKE_PATH, READY_PREFIX
 from .template import Function
 
@@ -45,15 +44,6 @@ READY_TIMEOUT_SECONDS = 60.0  # generous: cold starts on a loaded machine; Lambd
 
 class InstanceFailed(RuntimeError):
     """The environment could not start or died during an invocation (API Gateway answers 502)."""
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: receive SIGTERM if local-api dies, even by SIGKILL (Linux), so nothing is orphaned."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class FunctionThrottled(RuntimeError):
@@ -114,7 +104,7 @@ class Instance:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,  # a Ctrl-C in local-api's terminal reaches local-api alone, which stops these
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         self._pump = asyncio.create_task(self._read_output())
 
