@@ -25,6 +25,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,7 @@ def serve(channel: socket.socket) -> None:
         except InterruptedError:
             continue
         if not message:
+            _reap_all()  # local-api has stopped every child: none is left a zombie when the server exits
             return
         [output] = fds
         request = json.loads(message)
@@ -137,6 +139,15 @@ def serve(channel: socket.socket) -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         socket.send_fds(channel, [json.dumps({"pid": pid}).encode()], [pidfd])
         os.close(pidfd)
+
+
+def _reap_all(seconds: float = 5.0) -> None:
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    deadline = time.monotonic() + seconds
+    with contextlib.suppress(ChildProcessError):
+        while time.monotonic() < deadline:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                time.sleep(0.01)
 
 
 def _reap() -> None:
@@ -235,13 +246,17 @@ class Forkserver:
         return ForkedProcess(int(json.loads(answer)["pid"]), pidfd, reader)
 
     async def stop(self) -> None:
+        """Close the channel: the server reaps its (stopped) children and exits; terminated if it does not."""
         if self._channel is not None:
             self._channel.close()
             self._channel = None
         if self._process is not None and self._process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                self._process.terminate()
-            await self._process.wait()
+            try:
+                await asyncio.wait_for(self._process.wait(), 10)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    self._process.terminate()
+                await self._process.wait()
 
 
 if __name__ == "__main__":
