@@ -30,18 +30,20 @@ CHROMIUM_ARGS = [
 ]
 
 
+def _installed(path: str, name: str) -> str | None:
+    """The binary at ``path``, else ``name`` on PATH, else None; waits first for apt if it is still installing."""
+    system_packages.wait()
+    if Path(path).exists():
+        return path
+    return shutil.which(name)
+
+
 def chromium_path() -> str | None:
     """The chromium binary, or None when it is not installed (scripts/install-test-deps installs it; while it still
     does, this waits for it)."""
-    system_packages.wait()
-    if Path(CHROMIUM).exists():
-        return CHROMIUM
-    return shutil.which("chromium")
+    return _installed(CHROMIUM, "chromium")
 
 
 def headless_shell_path() -> str | None:
     """Chromium's headless shell, or None when it is not installed (as ``chromium_path``, it waits for apt)."""
-    system_packages.wait()
-    if Path(HEADLESS_SHELL).exists():
-        return HEADLESS_SHELL
-    return shutil.which("chromium-headless-shell")
+    return _installed(HEADLESS_SHELL, "chromium-headless-shell")
